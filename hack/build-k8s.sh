@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Builds Kubernetes control-plane binaries and etcd from source through the Go module
+# proxy into ./bin, each in a throwaway module outside the product's go.mod so the
+# product's dependency graph stays clean. Binaries are cached: a second run is a no-op.
+#
+# usage: hack/build-k8s.sh BIN_DIR component...   (components: kube-apiserver
+#        kube-controller-manager etcd)
+set -euo pipefail
+
+KUBE_VERSION="${KUBE_VERSION:-v1.35.4}"
+ETCD_VERSION="${ETCD_VERSION:-v3.6.8}"
+bin_dir="$(mkdir -p "$1" && cd "$1" && pwd)"
+shift
+
+staging_version="v0${KUBE_VERSION#v1}"   # v1.35.4 -> v0.35.4
+kube_minor="$(echo "$KUBE_VERSION" | cut -d. -f2)"
+work="$bin_dir/.build"
+mkdir -p "$work"
+
+log() { printf '[build-k8s] %s\n' "$*" >&2; }
+
+# kube_module writes a module that requires k8s.io/kubernetes and replaces every
+# staging module (as listed in kubernetes' own go.mod replace block) by its
+# published v0.x.y twin, because the main module's ./staging paths do not exist
+# outside the kubernetes repository.
+kube_module() {
+  local dir="$work/kubernetes-$KUBE_VERSION"
+  if [[ -f "$dir/go.sum" ]]; then echo "$dir"; return; fi
+  mkdir -p "$dir"
+  local gomod
+  gomod="$(cd "$dir" && GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/.*"GoMod": "\(.*\)",/\1/p')"
+  {
+    echo "module local/build-kubernetes"
+    echo
+    echo "go 1.25"
+    echo
+    echo "require k8s.io/kubernetes $KUBE_VERSION"
+    echo
+    echo "replace ("
+    awk '/^replace \(/{inblk=1; next} inblk && /^\)/{inblk=0} inblk && $1 ~ /^k8s.io\// && $2 == "=>" {print $1}' "$gomod" |
+      sort -u | while read -r m; do echo "	$m => $m $staging_version"; done
+    echo ")"
+  } > "$dir/go.mod"
+  cat > "$dir/tools.go" <<GO
+//go:build tools
+
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+)
+GO
+  (cd "$dir" && go mod tidy >&2)
+  echo "$dir"
+}
+
+build_kube() {
+  local name="$1" out="$bin_dir/$1"
+  if [[ -x "$out" ]] && "$out" --version 2>/dev/null | grep -q "$KUBE_VERSION"; then
+    log "$name $KUBE_VERSION cached"; return
+  fi
+  local dir; dir="$(kube_module)"
+  log "building $name $KUBE_VERSION from source (several minutes on 2 cores)..."
+  local ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$kube_minor"
+  (cd "$dir" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$out.tmp" "k8s.io/kubernetes/cmd/$name")
+  mv "$out.tmp" "$out"
+  log "$name: $("$out" --version)"
+}
+
+build_etcd() {
+  local out="$bin_dir/etcd"
+  if [[ -x "$out" ]] && "$out" --version 2>/dev/null | grep -q "etcd Version: ${ETCD_VERSION#v}"; then
+    log "etcd $ETCD_VERSION cached"; return
+  fi
+  local dir="$work/etcd-$ETCD_VERSION"
+  mkdir -p "$dir"
+  if [[ ! -f "$dir/go.sum" ]]; then
+    # The require and the importing file come first: otherwise tidy picks the newest etcd.
+    printf 'module local/build-etcd\n\ngo 1.25\n\nrequire go.etcd.io/etcd/server/v3 %s\n' "$ETCD_VERSION" > "$dir/go.mod"
+    printf '//go:build tools\n\npackage tools\n\nimport _ "go.etcd.io/etcd/server/v3"\n' > "$dir/tools.go"
+    (cd "$dir" && go mod tidy >&2)
+  fi
+  log "building etcd $ETCD_VERSION from source..."
+  (cd "$dir" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out.tmp" go.etcd.io/etcd/server/v3)
+  mv "$out.tmp" "$out"
+  log "etcd: $("$out" --version | head -1)"
+}
+
+for c in "$@"; do
+  case "$c" in
+    kube-apiserver|kube-controller-manager) build_kube "$c" ;;
+    etcd) build_etcd ;;
+    *) echo "unknown component $c" >&2; exit 2 ;;
+  esac
+done

@@ -1,0 +1,240 @@
+package v1beta1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Condition types of a GitOpsCluster.
+const (
+	// ConditionPlacementResolved: the Placement was found in the GitOpsCluster's namespace
+	// and its PlacementDecisions were read.
+	ConditionPlacementResolved = "PlacementResolved"
+	// ConditionClustersRegistered: every decided cluster has an Argo CD cluster secret, and
+	// the ApplicationSet placement ConfigMap and RBAC exist.
+	ConditionClustersRegistered = "ClustersRegistered"
+	// ConditionAddOnsReady: with the addon enabled, every decided cluster has a
+	// ManagedClusterAddOn and each one is Available.
+	ConditionAddOnsReady = "AddOnsReady"
+	// ConditionReady: all of the above are true.
+	ConditionReady = "Ready"
+)
+
+// Condition reasons of a GitOpsCluster.
+const (
+	ReasonResolved                 = "Resolved"
+	ReasonPlacementNotFound        = "PlacementNotFound"
+	ReasonPlacementNamespace       = "PlacementInOtherNamespace"
+	ReasonRegistered               = "Registered"
+	ReasonRegistrationFailed       = "RegistrationFailed"
+	ReasonOwnedByOther             = "OwnedByAnotherGitOpsCluster"
+	ReasonNotOwned                 = "ExistingObjectNotOwned"
+	ReasonAddOnsAvailable          = "AddOnsAvailable"
+	ReasonAddOnsProgressing        = "AddOnsProgressing"
+	ReasonAddOnDisabled            = "AddOnDisabled"
+	ReasonAddOnFailed              = "AddOnFailed"
+	ReasonReady                    = "Ready"
+	ReasonNotReady                 = "NotReady"
+	ReasonPlacementUnresolved      = "PlacementUnresolved"
+	ReasonWaitingForPlacement      = "WaitingForPlacement"
+)
+
+// GitOpsCluster registers the managed clusters chosen by a Placement with an Argo CD
+// instance on the hub and, with gitopsAddon.enabled, delivers the GitOps stack to them.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Namespaced,shortName=gitopsclusters;goc,categories=ocm
+// +kubebuilder:printcolumn:name="Placement",type=string,JSONPath=`.spec.placementRef.name`
+// +kubebuilder:printcolumn:name="Clusters",type=integer,JSONPath=`.status.selectedClusters`
+// +kubebuilder:printcolumn:name="AddOns Available",type=integer,JSONPath=`.status.addonAvailableClusters`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type GitOpsCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   GitOpsClusterSpec   `json:"spec"`
+	Status GitOpsClusterStatus `json:"status,omitempty"`
+}
+
+// GitOpsClusterSpec is the desired state of a GitOpsCluster.
+type GitOpsClusterSpec struct {
+	// ArgoServer locates the Argo CD instance on the hub that the clusters are registered with.
+	// +required
+	ArgoServer ArgoServerSpec `json:"argoServer"`
+
+	// PlacementRef names the Placement that chooses the managed clusters. The Placement must
+	// be in the GitOpsCluster's own namespace.
+	// +required
+	PlacementRef *PlacementReference `json:"placementRef"`
+
+	// ManagedServiceAccountRef is accepted for compatibility with Red Hat Advanced Cluster
+	// Management and is not used by gitops-addon: the cluster secrets it writes are blank
+	// (pull model), so no hub credential to the spoke is needed.
+	// +optional
+	ManagedServiceAccountRef string `json:"managedServiceAccountRef,omitempty"`
+
+	// GitOpsAddon configures the delivery of the GitOps stack to the chosen clusters.
+	// +optional
+	GitOpsAddon *GitOpsAddonSpec `json:"gitopsAddon,omitempty"`
+
+	// CreateBlankClusterSecrets is accepted for compatibility and has no effect: cluster
+	// secrets written by gitops-addon are always blank (no credentials).
+	// +optional
+	CreateBlankClusterSecrets *bool `json:"createBlankClusterSecrets,omitempty"`
+
+	// CreatePolicyTemplate is accepted for compatibility and has no effect in gitops-addon.
+	// +optional
+	CreatePolicyTemplate *bool `json:"createPolicyTemplate,omitempty"`
+}
+
+// ArgoServerSpec locates the Argo CD instance on the hub.
+type ArgoServerSpec struct {
+	// Cluster is accepted for compatibility (older objects say "notused" or "local-cluster")
+	// and not used: the Argo CD instance is always on the hub.
+	// +optional
+	Cluster string `json:"cluster,omitempty"`
+
+	// ArgoNamespace is the namespace of the Argo CD instance on the hub; the cluster secrets
+	// and the ApplicationSet placement ConfigMap are written there.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	ArgoNamespace string `json:"argoNamespace"`
+}
+
+// PlacementReference refers to a Placement. Its fields are those of an ObjectReference,
+// so that objects written for Red Hat Advanced Cluster Management apply unchanged.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.kind) || self.kind == 'Placement'",message="placementRef.kind must be Placement"
+// +kubebuilder:validation:XValidation:rule="!has(self.apiVersion) || self.apiVersion.startsWith('cluster.open-cluster-management.io/')",message="placementRef.apiVersion must be cluster.open-cluster-management.io/v1beta1"
+type PlacementReference struct {
+	// APIVersion of the Placement, cluster.open-cluster-management.io/v1beta1.
+	// +optional
+	APIVersion string `json:"apiVersion,omitempty"`
+	// Kind must be Placement.
+	// +optional
+	Kind string `json:"kind,omitempty"`
+	// Name of the Placement.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// Namespace of the Placement. It may be omitted; when set it must be the
+	// GitOpsCluster's own namespace, because a Placement only decides for its namespace.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace,omitempty"`
+	// UID, ResourceVersion and FieldPath are accepted for compatibility and ignored.
+	// +optional
+	UID string `json:"uid,omitempty"`
+	// +optional
+	ResourceVersion string `json:"resourceVersion,omitempty"`
+	// +optional
+	FieldPath string `json:"fieldPath,omitempty"`
+}
+
+// GitOpsAddonSpec configures the gitops-addon on the chosen clusters.
+type GitOpsAddonSpec struct {
+	// Enabled creates a ManagedClusterAddOn gitops-addon for every chosen cluster, which
+	// delivers the GitOps operator, the Argo CD instance, its CRDs and the spoke agent.
+	// +optional
+	// +kubebuilder:default=false
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// GitOpsOperatorImage overrides the GitOps operator image on these clusters.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^[^\s]+$`
+	GitOpsOperatorImage string `json:"gitOpsOperatorImage,omitempty"`
+
+	// GitOpsImage overrides the Argo CD image of the ArgoCD instance on these clusters.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^[^\s]+$`
+	GitOpsImage string `json:"gitOpsImage,omitempty"`
+
+	// RedisImage overrides the Redis image of the ArgoCD instance on these clusters.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^[^\s]+$`
+	RedisImage string `json:"redisImage,omitempty"`
+
+	// GitOpsOperatorNamespace, GitOpsNamespace, ReconcileScope, Uninstall,
+	// OverrideExistingConfigs, ArgoCDAgent and OLMSubscription are accepted for
+	// compatibility with Red Hat Advanced Cluster Management. gitops-addon does not act on
+	// them yet and says so in the GitOpsCluster's status message when one is set.
+	// +optional
+	GitOpsOperatorNamespace string `json:"gitOpsOperatorNamespace,omitempty"`
+	// +optional
+	GitOpsNamespace string `json:"gitOpsNamespace,omitempty"`
+	// +optional
+	ReconcileScope string `json:"reconcileScope,omitempty"`
+	// +optional
+	Uninstall *bool `json:"uninstall,omitempty"`
+	// +optional
+	OverrideExistingConfigs *bool `json:"overrideExistingConfigs,omitempty"`
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	ArgoCDAgent *runtime.RawExtension `json:"argoCDAgent,omitempty"`
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	OLMSubscription *runtime.RawExtension `json:"olmSubscription,omitempty"`
+}
+
+// GitOpsClusterStatus is the observed state of a GitOpsCluster.
+type GitOpsClusterStatus struct {
+	// ObservedGeneration is the generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// SelectedClusters is the number of clusters the Placement decided.
+	// +optional
+	SelectedClusters int32 `json:"selectedClusters"`
+	// AddonEnabledClusters is the number of selected clusters with a gitops-addon
+	// ManagedClusterAddOn.
+	// +optional
+	AddonEnabledClusters int32 `json:"addonEnabledClusters"`
+	// AddonAvailableClusters is the number of those ManagedClusterAddOns that are Available.
+	// +optional
+	AddonAvailableClusters int32 `json:"addonAvailableClusters"`
+
+	// Conditions: PlacementResolved, ClustersRegistered, AddOnsReady and Ready.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Phase ("successful" or "failed"), Message and LastUpdateTime are kept for
+	// compatibility with tools written for Red Hat Advanced Cluster Management.
+	// +optional
+	Phase string `json:"phase,omitempty"`
+	// +optional
+	Message string `json:"message,omitempty"`
+	// +optional
+	LastUpdateTime metav1.Time `json:"lastUpdateTime,omitempty"`
+}
+
+// GitOpsClusterList is a list of GitOpsClusters.
+//
+// +kubebuilder:object:root=true
+type GitOpsClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []GitOpsCluster `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&GitOpsCluster{}, &GitOpsClusterList{})
+}
+
+// AddonEnabled tells whether spec.gitopsAddon.enabled is true.
+func (g *GitOpsCluster) AddonEnabled() bool {
+	return g.Spec.GitOpsAddon != nil && g.Spec.GitOpsAddon.Enabled != nil && *g.Spec.GitOpsAddon.Enabled
+}

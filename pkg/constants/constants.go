@@ -1,0 +1,89 @@
+// Package constants holds the names shared by the hub manager, the spoke agent and
+// the manifests they render, so that both sides of the addon always agree on them.
+package constants
+
+const (
+	// AddonName is the name of the ClusterManagementAddOn, of every ManagedClusterAddOn,
+	// of the addon lease and of the Helm release rendered for each cluster.
+	AddonName = "gitops-addon"
+
+	// AgentName is the constant agent name in the addon's CSR subject. It must never
+	// change between manager restarts, or the CSR approver rejects renewals.
+	AgentName = "gitops-addon-agent"
+
+	// HubKubeconfigSecret is the secret OCM's registration agent writes on the spoke
+	// with the agent's hub credential (kubeconfig, tls.crt, tls.key, cluster-name).
+	HubKubeconfigSecret = AddonName + "-hub-kubeconfig"
+
+	// AgentDeployment is the name of the spoke agent Deployment and its ServiceAccount.
+	AgentDeployment = "gitops-addon-agent"
+
+	// GitOpsNamespace is where the GitOps operator and the Argo CD instance run on a spoke.
+	GitOpsNamespace = "openshift-gitops"
+
+	// ArgoCDName is the name of the ArgoCD custom resource shipped to each spoke.
+	ArgoCDName = "openshift-gitops"
+
+	// OperatorDeployment is the GitOps operator Deployment shipped to each spoke.
+	OperatorDeployment = "openshift-gitops-operator-controller-manager"
+
+	// PlatformExtensionsClusterRole is the least-privilege ClusterRole granted to the
+	// spoke Argo CD application controller.
+	PlatformExtensionsClusterRole = "argocd-platform-extensions"
+
+	// RoutesCRDName is the CRD that must never coexist with a native, service-backed
+	// route.openshift.io APIService.
+	RoutesCRDName = "routes.route.openshift.io"
+
+	// RouteGroup and RouteVersion identify the OpenShift Route API.
+	RouteGroup   = "route.openshift.io"
+	RouteVersion = "v1"
+)
+
+// Labels and annotations written by gitops-addon.
+const (
+	// LabelManagedBy marks every object gitops-addon creates; caches are filtered on it.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// ManagedByValue is the value of LabelManagedBy on our objects.
+	ManagedByValue = "gitops-addon"
+
+	// LabelOwnerNamespace and LabelOwnerName name the GitOpsCluster that created an
+	// object. Cross-namespace owner references are invalid in Kubernetes, so ownership
+	// of objects in other namespaces is recorded in labels and enforced by a finalizer.
+	LabelOwnerNamespace = "gitops-addon.open-cluster-management.io/gitopscluster-namespace"
+	LabelOwnerName      = "gitops-addon.open-cluster-management.io/gitopscluster-name"
+
+	// LabelClusterName names the managed cluster an Argo CD cluster secret stands for.
+	LabelClusterName = "apps.open-cluster-management.io/cluster-name"
+
+	// AnnotationOperatorImage, AnnotationArgoCDImage and AnnotationRedisImage carry the
+	// per-cluster image choices of a GitOpsCluster (spec.gitopsAddon) on the
+	// ManagedClusterAddOn it creates, where the addon's values functions read them.
+	AnnotationOperatorImage = "gitops-addon.open-cluster-management.io/gitops-operator-image"
+	AnnotationArgoCDImage   = "gitops-addon.open-cluster-management.io/argocd-image"
+	AnnotationRedisImage    = "gitops-addon.open-cluster-management.io/redis-image"
+
+	// AnnotationDeletionOrphan tells OCM's work agent to leave an object on the spoke
+	// when the ManifestWork that carried it is deleted.
+	AnnotationDeletionOrphan = "addon.open-cluster-management.io/deletion-orphan"
+)
+
+// Conditions the spoke agent reports on its own ManagedClusterAddOn.
+const (
+	ConditionRouteAPI             = "RouteAPI"
+	ConditionRoutesCRDGuard       = "RoutesCRDGuard"
+	ConditionOpenAPIV2Available   = "OpenAPIV2Available"
+	ConditionDuplicateAPISurfaces = "DuplicateAPISurfaces"
+)
+
+// Reasons of the RouteAPI condition: how a spoke serves route.openshift.io/v1.
+const (
+	// RouteAPINative: a service-backed APIService (openshift-apiserver) serves Routes.
+	RouteAPINative = "Native"
+	// RouteAPICRD: no service-backed APIService; the routes.route.openshift.io CRD exists.
+	RouteAPICRD = "CRD"
+	// RouteAPIAbsent: neither exists.
+	RouteAPIAbsent = "Absent"
+	// RouteAPIUnknown: the facts could not be read; no destructive or shipping decision.
+	RouteAPIUnknown = "Unknown"
+)

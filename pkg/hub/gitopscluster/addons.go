@@ -1,0 +1,142 @@
+package gitopscluster
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
+)
+
+// imageAnnotations carries spec.gitopsAddon's image choices to the addon's values
+// functions through the ManagedClusterAddOn.
+func imageAnnotations(gc *appsv1beta1.GitOpsCluster) map[string]string {
+	a := gc.Spec.GitOpsAddon
+	out := map[string]string{}
+	if a == nil {
+		return out
+	}
+	for key, value := range map[string]string{
+		constants.AnnotationOperatorImage: a.GitOpsOperatorImage,
+		constants.AnnotationArgoCDImage:   a.GitOpsImage,
+		constants.AnnotationRedisImage:    a.RedisImage,
+	} {
+		if value != "" {
+			out[key] = value
+		}
+	}
+	return out
+}
+
+func desiredAddon(gc *appsv1beta1.GitOpsCluster, cluster string) *addonv1beta1.ManagedClusterAddOn {
+	return &addonv1beta1.ManagedClusterAddOn{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        constants.AddonName,
+			Namespace:   cluster,
+			Labels:      ownerLabels(gc),
+			Annotations: imageAnnotations(gc),
+		},
+	}
+}
+
+// updateAddon sets our labels and image annotations on an owned ManagedClusterAddOn and
+// leaves everything else (spec.configs, annotations of OCM or users) as it is.
+func updateAddon(current, desired client.Object) bool {
+	changed := false
+	labels := current.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	for k, v := range desired.GetLabels() {
+		if labels[k] != v {
+			labels[k], changed = v, true
+		}
+	}
+	annotations := maps.Clone(current.GetAnnotations())
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	want := desired.GetAnnotations()
+	for _, key := range []string{constants.AnnotationOperatorImage, constants.AnnotationArgoCDImage, constants.AnnotationRedisImage} {
+		value, wanted := want[key]
+		if got, has := annotations[key]; wanted && got != value || !wanted && has {
+			changed = true
+		}
+		if wanted {
+			annotations[key] = value
+		} else {
+			delete(annotations, key)
+		}
+	}
+	current.SetLabels(labels)
+	current.SetAnnotations(annotations)
+	return changed
+}
+
+// reconcileAddons ensures a gitops-addon ManagedClusterAddOn on every decided cluster when
+// the addon is enabled, and removes the ones this GitOpsCluster created that are no longer
+// wanted. ManagedClusterAddOns created by users or other GitOpsClusters are never touched.
+func (r *Reconciler) reconcileAddons(ctx context.Context, gc *appsv1beta1.GitOpsCluster, clusters []string) (addonResult, error) {
+	res := addonResult{enabled: gc.AddonEnabled()}
+	wanted := map[string]bool{}
+	if res.enabled {
+		for _, cluster := range clusters {
+			wanted[cluster] = true
+			if err := r.ensureAddon(ctx, gc, cluster, &res); err != nil {
+				return res, err
+			}
+		}
+	}
+	return res, r.removeStaleAddons(ctx, gc, wanted)
+}
+
+func (r *Reconciler) ensureAddon(ctx context.Context, gc *appsv1beta1.GitOpsCluster, cluster string, res *addonResult) error {
+	current := &addonv1beta1.ManagedClusterAddOn{}
+	outcome, err := r.ensureOwned(ctx, gc, desiredAddon(gc, cluster), current, updateAddon)
+	if err != nil {
+		return err
+	}
+	if outcome.existing != nil {
+		current = outcome.existing.(*addonv1beta1.ManagedClusterAddOn)
+	}
+	if outcome.conflict {
+		res.problems = append(res.problems, outcome.problem)
+		res.conflict = true
+	}
+	// An addon enabled by a user's own ManagedClusterAddOn still delivers the stack, so it
+	// counts; it is simply not ours to change.
+	res.withAddon++
+	if meta.IsStatusConditionTrue(current.Status.Conditions, addonv1beta1.ManagedClusterAddOnConditionAvailable) {
+		res.available++
+	} else {
+		res.notAvailable = append(res.notAvailable, cluster)
+	}
+	return nil
+}
+
+// removeStaleAddons deletes the ManagedClusterAddOns this GitOpsCluster created for
+// clusters that are not wanted any more.
+func (r *Reconciler) removeStaleAddons(ctx context.Context, gc *appsv1beta1.GitOpsCluster, wanted map[string]bool) error {
+	addons := &addonv1beta1.ManagedClusterAddOnList{}
+	if err := r.Client.List(ctx, addons, ownerSelector(gc)); err != nil {
+		return fmt.Errorf("listing ManagedClusterAddOns of %s/%s: %w", gc.Namespace, gc.Name, err)
+	}
+	for i := range addons.Items {
+		addon := &addons.Items[i]
+		if wanted[addon.Namespace] || !addon.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if err := r.deleteExact(ctx, addon); err != nil {
+			return err
+		}
+		r.event(gc, corev1.EventTypeNormal, "AddOnRemoved", "Removed ManagedClusterAddOn %s from cluster %s", addon.Name, addon.Namespace)
+	}
+	return nil
+}

@@ -1,0 +1,128 @@
+package gitopscluster
+
+import (
+	"fmt"
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+
+	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
+)
+
+const (
+	// labelSecretType makes Argo CD read a Secret as a cluster definition.
+	labelSecretType = "argocd.argoproj.io/secret-type"
+	// labelACMCluster is set by Red Hat Advanced Cluster Management on its cluster
+	// secrets; ApplicationSets written for it select on it, so we set it too.
+	labelACMCluster = "apps.open-cluster-management.io/acm-cluster"
+
+	// PlacementConfigMapName is the ConfigMap an ApplicationSet clusterDecisionResource
+	// generator names in configMapRef to read PlacementDecisions.
+	PlacementConfigMapName = "acm-placement"
+	// PlacementReaderName names the Role and RoleBinding that let the ApplicationSet
+	// controller read PlacementDecisions.
+	PlacementReaderName = "gitops-addon-applicationset-placement"
+)
+
+// applicationSetControllerAccounts are the ServiceAccounts of the ApplicationSet
+// controller of an OpenShift GitOps instance and of an upstream Argo CD install.
+var applicationSetControllerAccounts = []string{
+	"openshift-gitops-applicationset-controller",
+	"argocd-applicationset-controller",
+}
+
+// ClusterSecretName is the name of the Argo CD cluster secret of a managed cluster.
+func ClusterSecretName(cluster string) string { return cluster + "-cluster-secret" }
+
+// clusterServer is the server URL written into an Argo CD cluster secret: the cluster's
+// API URL when OCM knows it, else the placeholder the Argo CD pull model uses, so that
+// ApplicationSet templates always get a stable, unique {{server}}.
+func clusterServer(mc *clusterv1.ManagedCluster) string {
+	for _, cfg := range mc.Spec.ManagedClusterClientConfigs {
+		if cfg.URL != "" {
+			return cfg.URL
+		}
+	}
+	return "https://" + mc.Name + "-control-plane"
+}
+
+// desiredClusterSecret is the Argo CD cluster secret of one managed cluster. It holds no
+// credentials: Argo CD on the hub only generates Applications for the cluster, and the
+// GitOps stack delivered by the addon syncs them on the spoke. The ManagedCluster's labels
+// are copied so that ApplicationSet cluster generators can select on them.
+func desiredClusterSecret(gc *appsv1beta1.GitOpsCluster, mc *clusterv1.ManagedCluster) *corev1.Secret {
+	labels := map[string]string{}
+	maps.Copy(labels, mc.Labels)
+	maps.Copy(labels, ownerLabels(gc))
+	labels[labelSecretType] = "cluster"
+	labels[labelACMCluster] = "true"
+	labels[constants.LabelClusterName] = mc.Name
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      ClusterSecretName(mc.Name),
+			Namespace: gc.Spec.ArgoServer.ArgoNamespace,
+			Labels:    labels,
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{
+			"name":   []byte(mc.Name),
+			"server": []byte(clusterServer(mc)),
+			"config": []byte(`{"tlsClientConfig":{"insecure":false}}`),
+		},
+	}
+}
+
+// sharedLabels mark objects that several GitOpsClusters may rely on; they are removed
+// only when no GitOpsCluster needs them any more.
+func sharedLabels() map[string]string {
+	return map[string]string{constants.LabelManagedBy: constants.ManagedByValue}
+}
+
+// desiredPlacementConfigMap tells the ApplicationSet clusterDecisionResource generator
+// how to read OCM PlacementDecisions.
+func desiredPlacementConfigMap(argoNamespace string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: PlacementConfigMapName, Namespace: argoNamespace, Labels: sharedLabels()},
+		Data: map[string]string{
+			"apiVersion":    "cluster.open-cluster-management.io/v1beta1",
+			"kind":          "placementdecisions",
+			"statusListKey": "decisions",
+			"matchKey":      "clusterName",
+		},
+	}
+}
+
+// desiredPlacementReaderRole lets its subjects read Placements and PlacementDecisions in
+// the namespace where they live (the GitOpsCluster's namespace).
+func desiredPlacementReaderRole(namespace string) *rbacv1.Role {
+	return &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: PlacementReaderName, Namespace: namespace, Labels: sharedLabels()},
+		Rules: []rbacv1.PolicyRule{{
+			APIGroups: []string{"cluster.open-cluster-management.io"},
+			Resources: []string{"placementdecisions", "placements"},
+			Verbs:     []string{"get", "list", "watch"},
+		}},
+	}
+}
+
+// placementReaderBindingName is unique per Argo CD namespace, because GitOpsClusters in
+// one namespace may serve Argo CD instances in different namespaces.
+func placementReaderBindingName(argoNamespace string) string {
+	return fmt.Sprintf("%s-%s", PlacementReaderName, argoNamespace)
+}
+
+func desiredPlacementReaderBinding(namespace, argoNamespace string) *rbacv1.RoleBinding {
+	subjects := make([]rbacv1.Subject, 0, len(applicationSetControllerAccounts))
+	for _, sa := range applicationSetControllerAccounts {
+		subjects = append(subjects, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: argoNamespace})
+	}
+	return &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: placementReaderBindingName(argoNamespace), Namespace: namespace, Labels: sharedLabels()},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: PlacementReaderName},
+		Subjects:   subjects,
+	}
+}

@@ -1,0 +1,210 @@
+// Package gitopscluster reconciles GitOpsClusters: it resolves their Placement, registers
+// the decided clusters with Argo CD on the hub, and creates a gitops-addon
+// ManagedClusterAddOn per cluster when the addon is enabled.
+package gitopscluster
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
+)
+
+// ControllerName names the controller in logs, metrics and events.
+const ControllerName = "gitopscluster"
+
+// Reconciler reconciles GitOpsClusters.
+type Reconciler struct {
+	// Client reads through the manager's cache (label-filtered for the kinds we write)
+	// and writes to the apiserver.
+	Client client.Client
+	// APIReader reads uncached, only to name the holder of an object we could not create.
+	APIReader client.Reader
+	// Recorder emits Events on GitOpsClusters.
+	Recorder events.EventRecorder
+}
+
+// Reconcile brings the hub objects of one GitOpsCluster to the state its spec and its
+// Placement's decisions ask for, and reports what it found in the status.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	gc := &appsv1beta1.GitOpsCluster{}
+	if err := r.Client.Get(ctx, req.NamespacedName, gc); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !gc.DeletionTimestamp.IsZero() {
+		return r.finalize(ctx, gc)
+	}
+	if controllerutil.AddFinalizer(gc, Finalizer) {
+		if err := r.Client.Update(ctx, gc); err != nil {
+			return ctrl.Result{}, fmt.Errorf("adding finalizer to %s/%s: %w", gc.Namespace, gc.Name, err)
+		}
+	}
+
+	obs, err := r.observe(ctx, gc)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, r.writeStatus(ctx, gc, obs)
+}
+
+// observe does the work of one reconcile and records what it found. While the Placement
+// cannot be resolved nothing is created or removed: a typo in placementRef must not
+// unregister a fleet.
+func (r *Reconciler) observe(ctx context.Context, gc *appsv1beta1.GitOpsCluster) (observation, error) {
+	obs := observation{unsupported: unsupportedFields(gc)}
+	obs.addons.enabled = gc.AddonEnabled()
+	var err error
+	if obs.placement, err = r.resolvePlacement(ctx, gc); err != nil || !obs.placement.resolved {
+		return obs, err
+	}
+	if obs.registration, err = r.registerClusters(ctx, gc, obs.placement.clusters); err != nil {
+		return obs, err
+	}
+	obs.addons, err = r.reconcileAddons(ctx, gc, obs.placement.clusters)
+	return obs, err
+}
+
+// writeStatus writes the status only when it changed, so a steady state makes no writes.
+func (r *Reconciler) writeStatus(ctx context.Context, gc *appsv1beta1.GitOpsCluster, obs observation) error {
+	now := metav1.Now()
+	updated := computeStatus(gc, obs, now)
+	if !statusChanged(gc.Status, updated) {
+		return nil
+	}
+	r.emitTransitions(gc, updated)
+	updated.LastUpdateTime = now
+	gc.Status = updated
+	if err := r.Client.Status().Update(ctx, gc); err != nil {
+		if apierrors.IsConflict(err) {
+			return err // requeued with backoff; the next read has the new version
+		}
+		return fmt.Errorf("updating status of %s/%s: %w", gc.Namespace, gc.Name, err)
+	}
+	return nil
+}
+
+// emitTransitions records an Event for each condition that turned False, so that
+// `kubectl describe` shows what went wrong and how to fix it.
+func (r *Reconciler) emitTransitions(gc *appsv1beta1.GitOpsCluster, updated appsv1beta1.GitOpsClusterStatus) {
+	for _, c := range updated.Conditions {
+		if c.Type == appsv1beta1.ConditionReady || c.Status != metav1.ConditionFalse {
+			continue
+		}
+		old := findCondition(gc.Status.Conditions, c.Type)
+		if old == nil || old.Status != c.Status || old.Reason != c.Reason || old.Message != c.Message {
+			r.event(gc, corev1.EventTypeWarning, c.Reason, "%s", c.Message)
+		}
+	}
+}
+
+func findCondition(conds []metav1.Condition, t string) *metav1.Condition {
+	for i := range conds {
+		if conds[i].Type == t {
+			return &conds[i]
+		}
+	}
+	return nil
+}
+
+func (r *Reconciler) event(gc *appsv1beta1.GitOpsCluster, eventType, reason, format string, args ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(gc, nil, eventType, reason, "Reconcile", format, args...)
+	}
+}
+
+// SetupWithManager registers the controller and its watches. The objects it writes are
+// watched through label-filtered caches (see CacheOptions) and mapped back to their owner.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&appsv1beta1.GitOpsCluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, finalizerDeletion()))).
+		Watches(&clusterv1beta1.Placement{}, handler.EnqueueRequestsFromMapFunc(r.forPlacement)).
+		Watches(&clusterv1beta1.PlacementDecision{}, handler.EnqueueRequestsFromMapFunc(r.forPlacementDecision)).
+		Watches(&clusterv1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(r.forAll),
+			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+		Watches(&addonv1beta1.ManagedClusterAddOn{}, handler.EnqueueRequestsFromMapFunc(r.forAddon)).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.forOwner)).
+		Complete(r)
+}
+
+// finalizerDeletion lets the update that marks a GitOpsCluster for deletion through, so
+// that teardown never depends on whether the apiserver bumped the generation for it.
+func finalizerDeletion() predicate.Funcs {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		return !e.ObjectNew.GetDeletionTimestamp().IsZero()
+	}}
+}
+
+func (r *Reconciler) forPlacement(ctx context.Context, obj client.Object) []reconcile.Request {
+	return r.referencing(ctx, obj.GetNamespace(), obj.GetName())
+}
+
+func (r *Reconciler) forPlacementDecision(ctx context.Context, obj client.Object) []reconcile.Request {
+	placement := obj.GetLabels()[clusterv1beta1.PlacementLabel]
+	if placement == "" {
+		return nil
+	}
+	return r.referencing(ctx, obj.GetNamespace(), placement)
+}
+
+// referencing lists the GitOpsClusters of a namespace that use a Placement.
+func (r *Reconciler) referencing(ctx context.Context, namespace, placement string) []reconcile.Request {
+	list := &appsv1beta1.GitOpsClusterList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing GitOpsClusters", "namespace", namespace)
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, gc := range list.Items {
+		if gc.Spec.PlacementRef != nil && gc.Spec.PlacementRef.Name == placement {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&gc)})
+		}
+	}
+	return reqs
+}
+
+// forAddon maps a ManagedClusterAddOn to the GitOpsCluster that created it, or, for one
+// created by a user, to every GitOpsCluster (they count it as enabled).
+func (r *Reconciler) forAddon(ctx context.Context, obj client.Object) []reconcile.Request {
+	if reqs := r.forOwner(ctx, obj); len(reqs) > 0 {
+		return reqs
+	}
+	return r.forAll(ctx, obj)
+}
+
+func (r *Reconciler) forOwner(_ context.Context, obj client.Object) []reconcile.Request {
+	o, ok := recordedOwner(obj)
+	if !ok {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.Namespace, Name: o.Name}}}
+}
+
+func (r *Reconciler) forAll(ctx context.Context, _ client.Object) []reconcile.Request {
+	list := &appsv1beta1.GitOpsClusterList{}
+	if err := r.Client.List(ctx, list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing GitOpsClusters")
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, gc := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&gc)})
+	}
+	return reqs
+}

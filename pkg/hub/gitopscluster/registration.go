@@ -1,0 +1,183 @@
+package gitopscluster
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
+)
+
+// registerClusters writes an Argo CD cluster secret for every decided cluster, removes
+// the ones this GitOpsCluster wrote for clusters no longer decided, and ensures the
+// ApplicationSet placement ConfigMap and RBAC.
+func (r *Reconciler) registerClusters(ctx context.Context, gc *appsv1beta1.GitOpsCluster, clusters []string) (registrationResult, error) {
+	var res registrationResult
+	wanted := map[types.NamespacedName]bool{}
+	for _, name := range clusters {
+		mc := &clusterv1.ManagedCluster{}
+		if err := r.Client.Get(ctx, types.NamespacedName{Name: name}, mc); err != nil {
+			if apierrors.IsNotFound(err) {
+				res.problems = append(res.problems, fmt.Sprintf("Cluster %q is decided by the Placement but has no ManagedCluster; it is not registered.", name))
+				continue
+			}
+			return res, fmt.Errorf("reading ManagedCluster %s: %w", name, err)
+		}
+		desired := desiredClusterSecret(gc, mc)
+		wanted[client.ObjectKeyFromObject(desired)] = true
+		outcome, err := r.ensureOwned(ctx, gc, desired, &corev1.Secret{}, updateSecret)
+		if err != nil {
+			return res, err
+		}
+		if outcome.problem != "" {
+			res.problems = append(res.problems, outcome.problem)
+			res.conflict = res.conflict || outcome.conflict
+			continue
+		}
+		res.registered++
+	}
+	if err := r.removeStaleSecrets(ctx, gc, wanted); err != nil {
+		return res, err
+	}
+	problems, err := r.ensureApplicationSetAccess(ctx, gc)
+	res.problems = append(res.problems, problems...)
+	return res, err
+}
+
+// updateSecret makes an owned cluster secret exactly as desired.
+func updateSecret(current, desired client.Object) bool {
+	cur, want := current.(*corev1.Secret), desired.(*corev1.Secret)
+	if maps.Equal(cur.Labels, want.Labels) && equality.Semantic.DeepEqual(cur.Data, want.Data) {
+		return false
+	}
+	cur.Labels, cur.Data = want.Labels, want.Data
+	return true
+}
+
+// removeStaleSecrets deletes the cluster secrets this GitOpsCluster wrote that are no
+// longer wanted, in any namespace (argoNamespace may have changed).
+func (r *Reconciler) removeStaleSecrets(ctx context.Context, gc *appsv1beta1.GitOpsCluster, wanted map[types.NamespacedName]bool) error {
+	secrets := &corev1.SecretList{}
+	if err := r.Client.List(ctx, secrets, ownerSelector(gc)); err != nil {
+		return fmt.Errorf("listing cluster secrets of %s/%s: %w", gc.Namespace, gc.Name, err)
+	}
+	for i := range secrets.Items {
+		s := &secrets.Items[i]
+		if wanted[client.ObjectKeyFromObject(s)] {
+			continue
+		}
+		if err := r.deleteExact(ctx, s); err != nil {
+			return err
+		}
+		r.event(gc, corev1.EventTypeNormal, "ClusterUnregistered", "Removed Argo CD cluster secret %s/%s", s.Namespace, s.Name)
+	}
+	return nil
+}
+
+// ensureApplicationSetAccess ensures the ConfigMap and RBAC the ApplicationSet
+// clusterDecisionResource generator needs. They are shared by every GitOpsCluster of the
+// same namespaces, so they carry no owner labels.
+func (r *Reconciler) ensureApplicationSetAccess(ctx context.Context, gc *appsv1beta1.GitOpsCluster) ([]string, error) {
+	argoNS := gc.Spec.ArgoServer.ArgoNamespace
+	shared := []struct {
+		desired, current client.Object
+		update           func(current, desired client.Object) bool
+	}{
+		{desiredPlacementConfigMap(argoNS), &corev1.ConfigMap{}, updateConfigMap},
+		{desiredPlacementReaderRole(gc.Namespace), &rbacv1.Role{}, updateRole},
+		{desiredPlacementReaderBinding(gc.Namespace, argoNS), &rbacv1.RoleBinding{}, updateRoleBinding},
+	}
+	var problems []string
+	for _, s := range shared {
+		problem, err := r.ensureShared(ctx, s.desired, s.current, s.update)
+		if err != nil {
+			return problems, err
+		}
+		if problem != "" {
+			problems = append(problems, problem)
+		}
+	}
+	return problems, nil
+}
+
+// ensureShared creates or updates a shared object. One created by someone else is never
+// changed: it is fine when it already says what we need, a problem otherwise.
+func (r *Reconciler) ensureShared(ctx context.Context, desired, current client.Object, update func(current, desired client.Object) bool) (string, error) {
+	key := client.ObjectKeyFromObject(desired)
+	kind := kindOf(desired)
+	err := r.Client.Get(ctx, key, current)
+	switch {
+	case apierrors.IsNotFound(err):
+		createErr := r.Client.Create(ctx, desired.DeepCopyObject().(client.Object))
+		if createErr == nil {
+			return "", nil
+		}
+		if !apierrors.IsAlreadyExists(createErr) {
+			return "", fmt.Errorf("creating %s %s: %w", kind, key, createErr)
+		}
+		if err := r.APIReader.Get(ctx, key, current); err != nil {
+			return "", fmt.Errorf("reading existing %s %s: %w", kind, key, err)
+		}
+		if update(current, desired) {
+			return fmt.Sprintf("%s %s exists, was not created by gitops-addon and differs from what ApplicationSets need; it is left unchanged. Fix: delete it and gitops-addon recreates it.", kind, key), nil
+		}
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("reading %s %s: %w", kind, key, err)
+	}
+	if !update(current, desired) {
+		return "", nil
+	}
+	if err := r.Client.Update(ctx, current); err != nil {
+		return "", fmt.Errorf("updating %s %s: %w", kind, key, err)
+	}
+	return "", nil
+}
+
+func updateConfigMap(current, desired client.Object) bool {
+	cur, want := current.(*corev1.ConfigMap), desired.(*corev1.ConfigMap)
+	if maps.Equal(cur.Data, want.Data) {
+		return false
+	}
+	cur.Data = want.Data
+	return true
+}
+
+func updateRole(current, desired client.Object) bool {
+	cur, want := current.(*rbacv1.Role), desired.(*rbacv1.Role)
+	if equality.Semantic.DeepEqual(cur.Rules, want.Rules) {
+		return false
+	}
+	cur.Rules = want.Rules
+	return true
+}
+
+func updateRoleBinding(current, desired client.Object) bool {
+	cur, want := current.(*rbacv1.RoleBinding), desired.(*rbacv1.RoleBinding)
+	if equality.Semantic.DeepEqual(cur.Subjects, want.Subjects) && cur.RoleRef == want.RoleRef {
+		return false
+	}
+	// roleRef is immutable: a foreign binding with another roleRef is reported, not changed,
+	// and ours always has the same one.
+	cur.Subjects = want.Subjects
+	return true
+}
+
+// deleteExact deletes an object only if it is still the one we read (UID precondition),
+// so that a same-named object created meanwhile by someone else survives.
+func (r *Reconciler) deleteExact(ctx context.Context, obj client.Object) error {
+	uid := obj.GetUID()
+	err := r.Client.Delete(ctx, obj, client.Preconditions{UID: &uid})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting %s %s: %w", kindOf(obj), client.ObjectKeyFromObject(obj), err)
+	}
+	return nil
+}

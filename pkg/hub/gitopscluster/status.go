@@ -1,0 +1,207 @@
+package gitopscluster
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
+)
+
+// maxListed bounds how many cluster names a condition message lists, so that a fleet of
+// thousands of clusters cannot blow up the status.
+const maxListed = 10
+
+// placementResult is what resolving the Placement found.
+type placementResult struct {
+	resolved bool
+	reason   string
+	message  string
+	clusters []string // decided clusters, sorted, unique
+}
+
+// registrationResult is what registering the clusters with Argo CD found.
+type registrationResult struct {
+	registered int
+	problems   []string // one sentence each: what is wrong and how to fix it
+	conflict   bool     // a problem is an object owned by someone else
+}
+
+// addonResult is what ensuring the ManagedClusterAddOns found.
+type addonResult struct {
+	enabled      bool
+	withAddon    int      // decided clusters with a gitops-addon ManagedClusterAddOn
+	available    int      // of those, Available=True
+	notAvailable []string // clusters whose addon is not (yet) Available
+	problems     []string
+	conflict     bool
+}
+
+// observation gathers everything one reconcile learned; status is a pure function of it.
+type observation struct {
+	placement    placementResult
+	registration registrationResult
+	addons       addonResult
+	unsupported  []string
+}
+
+// computeStatus derives the whole status of a GitOpsCluster from one observation. It keeps
+// LastTransitionTime of conditions whose status did not change.
+func computeStatus(gc *appsv1beta1.GitOpsCluster, obs observation, now metav1.Time) appsv1beta1.GitOpsClusterStatus {
+	st := *gc.Status.DeepCopy()
+	st.ObservedGeneration = gc.Generation
+	st.SelectedClusters = int32(len(obs.placement.clusters))
+	st.AddonEnabledClusters = int32(obs.addons.withAddon)
+	st.AddonAvailableClusters = int32(obs.addons.available)
+
+	conds := []metav1.Condition{
+		placementCondition(obs.placement),
+		registrationCondition(obs),
+		addonsCondition(obs),
+	}
+	conds = append(conds, readyCondition(conds))
+	for _, c := range conds {
+		c.ObservedGeneration = gc.Generation
+		c.LastTransitionTime = now
+		meta.SetStatusCondition(&st.Conditions, c)
+	}
+
+	ready := meta.IsStatusConditionTrue(st.Conditions, appsv1beta1.ConditionReady)
+	st.Phase = "failed"
+	if ready {
+		st.Phase = "successful"
+	}
+	st.Message = meta.FindStatusCondition(st.Conditions, appsv1beta1.ConditionReady).Message
+	if len(obs.unsupported) > 0 {
+		st.Message += fmt.Sprintf(" Not acted upon by gitops-addon: %s.", strings.Join(obs.unsupported, ", "))
+	}
+	return st
+}
+
+// statusChanged tells whether a new status differs from the old one in anything but
+// LastUpdateTime, so that a steady state writes nothing.
+func statusChanged(old, updated appsv1beta1.GitOpsClusterStatus) bool {
+	updated.LastUpdateTime = old.LastUpdateTime
+	return !equality.Semantic.DeepEqual(old, updated)
+}
+
+func placementCondition(p placementResult) metav1.Condition {
+	if !p.resolved {
+		return metav1.Condition{Type: appsv1beta1.ConditionPlacementResolved, Status: metav1.ConditionFalse, Reason: p.reason, Message: p.message}
+	}
+	return metav1.Condition{
+		Type: appsv1beta1.ConditionPlacementResolved, Status: metav1.ConditionTrue, Reason: appsv1beta1.ReasonResolved,
+		Message: fmt.Sprintf("The Placement decided %d cluster(s).", len(p.clusters)),
+	}
+}
+
+func registrationCondition(obs observation) metav1.Condition {
+	c := metav1.Condition{Type: appsv1beta1.ConditionClustersRegistered}
+	switch {
+	case !obs.placement.resolved:
+		c.Status, c.Reason = metav1.ConditionUnknown, appsv1beta1.ReasonPlacementUnresolved
+		c.Message = "Waiting for the Placement to resolve; existing registrations are left unchanged."
+	case len(obs.registration.problems) > 0:
+		c.Status, c.Reason = metav1.ConditionFalse, appsv1beta1.ReasonRegistrationFailed
+		if obs.registration.conflict {
+			c.Reason = appsv1beta1.ReasonOwnedByOther
+		}
+		c.Message = joinProblems(obs.registration.problems)
+	default:
+		c.Status, c.Reason = metav1.ConditionTrue, appsv1beta1.ReasonRegistered
+		c.Message = fmt.Sprintf("%d cluster(s) registered with Argo CD; ApplicationSet placement ConfigMap and RBAC in place.", obs.registration.registered)
+	}
+	return c
+}
+
+func addonsCondition(obs observation) metav1.Condition {
+	c := metav1.Condition{Type: appsv1beta1.ConditionAddOnsReady}
+	a := obs.addons
+	switch {
+	case !a.enabled:
+		c.Status, c.Reason = metav1.ConditionTrue, appsv1beta1.ReasonAddOnDisabled
+		c.Message = "spec.gitopsAddon.enabled is not true: no ManagedClusterAddOn is managed."
+	case !obs.placement.resolved:
+		c.Status, c.Reason = metav1.ConditionUnknown, appsv1beta1.ReasonPlacementUnresolved
+		c.Message = "Waiting for the Placement to resolve; existing addons are left unchanged."
+	case len(a.problems) > 0:
+		c.Status, c.Reason = metav1.ConditionFalse, appsv1beta1.ReasonAddOnFailed
+		if a.conflict {
+			c.Reason = appsv1beta1.ReasonOwnedByOther
+		}
+		c.Message = joinProblems(a.problems)
+	case len(a.notAvailable) > 0:
+		c.Status, c.Reason = metav1.ConditionFalse, appsv1beta1.ReasonAddOnsProgressing
+		c.Message = fmt.Sprintf("%d of %d addon(s) Available; waiting for: %s.", a.available, a.withAddon, listNames(a.notAvailable))
+	default:
+		c.Status, c.Reason = metav1.ConditionTrue, appsv1beta1.ReasonAddOnsAvailable
+		c.Message = fmt.Sprintf("%d of %d addon(s) Available.", a.available, a.withAddon)
+	}
+	return c
+}
+
+func readyCondition(conds []metav1.Condition) metav1.Condition {
+	var notReady []string
+	for _, c := range conds {
+		if c.Status != metav1.ConditionTrue {
+			notReady = append(notReady, fmt.Sprintf("%s: %s", c.Type, c.Message))
+		}
+	}
+	if len(notReady) == 0 {
+		return metav1.Condition{Type: appsv1beta1.ConditionReady, Status: metav1.ConditionTrue, Reason: appsv1beta1.ReasonReady, Message: "All clusters are registered and every addon is Available."}
+	}
+	return metav1.Condition{Type: appsv1beta1.ConditionReady, Status: metav1.ConditionFalse, Reason: appsv1beta1.ReasonNotReady, Message: strings.Join(notReady, " ")}
+}
+
+// listNames lists at most maxListed names, sorted, and says how many more there are.
+func listNames(names []string) string {
+	sorted := append([]string(nil), names...)
+	sort.Strings(sorted)
+	if len(sorted) <= maxListed {
+		return strings.Join(sorted, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(sorted[:maxListed], ", "), len(sorted)-maxListed)
+}
+
+// joinProblems joins at most maxListed problem sentences.
+func joinProblems(problems []string) string {
+	if len(problems) <= maxListed {
+		return strings.Join(problems, " ")
+	}
+	return fmt.Sprintf("%s (and %d more problems)", strings.Join(problems[:maxListed], " "), len(problems)-maxListed)
+}
+
+// unsupportedFields lists the compatibility fields that are set but not acted upon.
+func unsupportedFields(gc *appsv1beta1.GitOpsCluster) []string {
+	var fields []string
+	if gc.Spec.ManagedServiceAccountRef != "" {
+		fields = append(fields, "spec.managedServiceAccountRef")
+	}
+	if gc.Spec.CreatePolicyTemplate != nil && *gc.Spec.CreatePolicyTemplate {
+		fields = append(fields, "spec.createPolicyTemplate")
+	}
+	a := gc.Spec.GitOpsAddon
+	if a == nil {
+		return fields
+	}
+	set := map[string]bool{
+		"spec.gitopsAddon.gitOpsOperatorNamespace": a.GitOpsOperatorNamespace != "",
+		"spec.gitopsAddon.gitOpsNamespace":         a.GitOpsNamespace != "",
+		"spec.gitopsAddon.reconcileScope":          a.ReconcileScope != "",
+		"spec.gitopsAddon.uninstall":               a.Uninstall != nil && *a.Uninstall,
+		"spec.gitopsAddon.overrideExistingConfigs": a.OverrideExistingConfigs != nil && *a.OverrideExistingConfigs,
+		"spec.gitopsAddon.argoCDAgent":             a.ArgoCDAgent != nil,
+		"spec.gitopsAddon.olmSubscription":         a.OLMSubscription != nil,
+	}
+	for name, isSet := range set {
+		if isSet {
+			fields = append(fields, name)
+		}
+	}
+	sort.Strings(fields)
+	return fields
+}

@@ -1,0 +1,121 @@
+package gitopscluster
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
+)
+
+// finalize tears down, in order, what a deleted GitOpsCluster created: first its
+// ManagedClusterAddOns, waiting until OCM has removed them (and with them the addon's
+// workloads on the spokes; CRDs and the namespace stay, they are orphaned), then its
+// Argo CD cluster secrets, then the shared ApplicationSet objects no other GitOpsCluster
+// needs, and only then the finalizer. Nothing it did not create is touched.
+func (r *Reconciler) finalize(ctx context.Context, gc *appsv1beta1.GitOpsCluster) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(gc, Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	remaining, err := r.deleteOwnedAddons(ctx, gc)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if remaining > 0 {
+		// The ManagedClusterAddOn watch requeues us as each one goes away.
+		log := ctrl.LoggerFrom(ctx)
+		log.Info("waiting for ManagedClusterAddOns to be removed", "remaining", remaining)
+		return ctrl.Result{}, nil
+	}
+	if err := r.removeStaleSecrets(ctx, gc, nil); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.removeUnneededSharedObjects(ctx, gc); err != nil {
+		return ctrl.Result{}, err
+	}
+	controllerutil.RemoveFinalizer(gc, Finalizer)
+	if err := r.Client.Update(ctx, gc); err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, fmt.Errorf("removing finalizer of %s/%s: %w", gc.Namespace, gc.Name, err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// deleteOwnedAddons deletes every ManagedClusterAddOn of a GitOpsCluster and returns how
+// many still exist (being finalized by OCM).
+func (r *Reconciler) deleteOwnedAddons(ctx context.Context, gc *appsv1beta1.GitOpsCluster) (int, error) {
+	addons := &addonv1beta1.ManagedClusterAddOnList{}
+	if err := r.Client.List(ctx, addons, ownerSelector(gc)); err != nil {
+		return 0, fmt.Errorf("listing ManagedClusterAddOns of %s/%s: %w", gc.Namespace, gc.Name, err)
+	}
+	for i := range addons.Items {
+		if addons.Items[i].DeletionTimestamp.IsZero() {
+			if err := r.deleteExact(ctx, &addons.Items[i]); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return len(addons.Items), nil
+}
+
+// removeUnneededSharedObjects deletes the ApplicationSet ConfigMap and RBAC that only the
+// deleted GitOpsCluster needed. Objects without our label are invisible to the cached
+// client and therefore never deleted.
+func (r *Reconciler) removeUnneededSharedObjects(ctx context.Context, gc *appsv1beta1.GitOpsCluster) error {
+	others, err := r.otherLiveGitOpsClusters(ctx, gc)
+	if err != nil {
+		return err
+	}
+	argoNS := gc.Spec.ArgoServer.ArgoNamespace
+	sameArgo, sameNamespace, sameBoth := false, false, false
+	for _, o := range others {
+		sameArgo = sameArgo || o.Spec.ArgoServer.ArgoNamespace == argoNS
+		sameNamespace = sameNamespace || o.Namespace == gc.Namespace
+		sameBoth = sameBoth || (o.Namespace == gc.Namespace && o.Spec.ArgoServer.ArgoNamespace == argoNS)
+	}
+	candidates := []struct {
+		obj    client.Object
+		key    types.NamespacedName
+		needed bool
+	}{
+		{&corev1.ConfigMap{}, types.NamespacedName{Namespace: argoNS, Name: PlacementConfigMapName}, sameArgo},
+		{&rbacv1.RoleBinding{}, types.NamespacedName{Namespace: gc.Namespace, Name: placementReaderBindingName(argoNS)}, sameBoth},
+		{&rbacv1.Role{}, types.NamespacedName{Namespace: gc.Namespace, Name: PlacementReaderName}, sameNamespace},
+	}
+	for _, c := range candidates {
+		if c.needed {
+			continue
+		}
+		if err := r.Client.Get(ctx, c.key, c.obj); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return fmt.Errorf("reading %s %s: %w", kindOf(c.obj), c.key, err)
+		}
+		if err := r.deleteExact(ctx, c.obj); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Reconciler) otherLiveGitOpsClusters(ctx context.Context, gc *appsv1beta1.GitOpsCluster) ([]appsv1beta1.GitOpsCluster, error) {
+	all := &appsv1beta1.GitOpsClusterList{}
+	if err := r.Client.List(ctx, all); err != nil {
+		return nil, fmt.Errorf("listing GitOpsClusters: %w", err)
+	}
+	var others []appsv1beta1.GitOpsCluster
+	for _, o := range all.Items {
+		if o.UID != gc.UID && o.DeletionTimestamp.IsZero() {
+			others = append(others, o)
+		}
+	}
+	return others, nil
+}
