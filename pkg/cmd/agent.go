@@ -1,0 +1,35 @@
+package cmd
+
+import (
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/agent"
+)
+
+func newAgentCommand() *cobra.Command {
+	o := agent.Options{AddonNamespace: os.Getenv("POD_NAMESPACE")}
+	c := &cobra.Command{
+		Use:   "agent",
+		Short: "Run the spoke agent: Route API guard, /openapi/v2 health and the addon lease",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return agent.Run(c.Context(), o, spokeFeatures()...)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&o.HubKubeconfig, "hub-kubeconfig", "/var/run/hub/kubeconfig", "kubeconfig of the mounted gitops-addon-hub-kubeconfig secret")
+	f.StringVar(&o.ClusterName, "cluster-name", "", "managed cluster name; empty reads cluster-name beside --hub-kubeconfig")
+	f.StringVar(&o.AddonNamespace, "addon-namespace", o.AddonNamespace, "the agent's namespace on the spoke (default $POD_NAMESPACE)")
+	f.StringVar(&o.SpokeKubeconfig, "kubeconfig", "", "spoke kubeconfig file; empty uses the in-cluster config")
+	f.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
+	f.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	f.BoolVar(&o.LeaderElection, "leader-elect", false, "elect one active replica through a Lease on the spoke")
+	return c
+}
+
+// spokeFeatures are the controllers the agent runs on the spoke.
+func spokeFeatures() []agent.Feature {
+	return nil
+}

@@ -1,0 +1,46 @@
+package cmd
+
+import (
+	"os"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/gitops-addon/gitops-addon/pkg/hub/manager"
+)
+
+func newManagerCommand() *cobra.Command {
+	o := manager.Options{LeaderElectionNamespace: os.Getenv("POD_NAMESPACE")}
+	var kubeconfig string
+	c := &cobra.Command{
+		Use:   "manager",
+		Short: "Run the hub addon manager: GitOpsCluster controller and gitops-addon ManifestWorks",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			cfg, err := restConfig(kubeconfig)
+			if err != nil {
+				return err
+			}
+			return manager.Run(c.Context(), cfg, o)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&kubeconfig, "kubeconfig", "", "hub kubeconfig file; empty uses $KUBECONFIG or the in-cluster config")
+	f.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
+	f.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	f.BoolVar(&o.LeaderElection, "leader-elect", true, "elect one active replica through a Lease")
+	f.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "namespace of the leader election Lease (default $POD_NAMESPACE)")
+	f.StringVar(&o.AgentImage, "agent-image", "quay.io/gitops-addon/gitops-addon:latest", "image of the spoke agent (this binary)")
+	f.StringVar(&o.OperatorImage, "operator-image", "", "GitOps operator image for every cluster; empty picks the default for each cluster's flavour")
+	return c
+}
+
+// restConfig loads a kubeconfig file, or $KUBECONFIG / in-cluster when empty.
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		return clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
+	return ctrl.GetConfig()
+}

@@ -1,0 +1,34 @@
+package cmd
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/gitops-addon/gitops-addon/pkg/render"
+)
+
+func newRenderCommand() *cobra.Command {
+	var o render.Options
+	c := &cobra.Command{
+		Use:   "render --cluster NAME [--openshift] [-f values.yaml] [--set key=value]",
+		Short: "Print, without any cluster, the objects the hub would ship to a managed cluster",
+		Long: "render runs the addon's own rendering for one cluster and prints the objects as YAML, for review in Git.\n" +
+			"Without --openshift the cluster is taken as a Kubernetes cluster known to have no Route API.",
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			objects, err := render.Objects(c.Context(), o)
+			if err != nil {
+				return err
+			}
+			return render.Print(c.OutOrStdout(), objects)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&o.Cluster, "cluster", "", "managed cluster name (required)")
+	f.BoolVar(&o.OpenShift, "openshift", false, "render for an OpenShift cluster")
+	f.StringSliceVarP(&o.ValueFiles, "values", "f", nil, "chart values file(s), as helm --values")
+	f.StringArrayVar(&o.Values, "set", nil, "chart value key=value, as helm --set")
+	f.StringVar(&o.AgentImage, "agent-image", "quay.io/gitops-addon/gitops-addon:latest", "spoke agent image, as the manager's --agent-image")
+	f.StringVar(&o.OperatorImage, "operator-image", "", "GitOps operator image, as the manager's --operator-image")
+	_ = c.MarkFlagRequired("cluster")
+	return c
+}

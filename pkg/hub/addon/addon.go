@@ -1,0 +1,192 @@
+// Package addon is gitops-addon's addon-framework addon: it renders, per managed cluster,
+// the agent chart embedded in the binary (GitOps operator, Argo CD instance and CRDs, the
+// least-privilege platform ClusterRole, the spoke agent) into ManifestWorks, and grants
+// the spoke agent its hub credential.
+package addon
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
+	"open-cluster-management.io/addon-framework/pkg/addonfactory"
+	"open-cluster-management.io/addon-framework/pkg/agent"
+	"open-cluster-management.io/addon-framework/pkg/utils"
+	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	workv1 "open-cluster-management.io/api/work/v1"
+
+	"github.com/gitops-addon/gitops-addon/manifests"
+	"github.com/gitops-addon/gitops-addon/pkg/constants"
+)
+
+// DefaultInstallNamespace is where the spoke agent runs unless an AddOnDeploymentConfig
+// says otherwise.
+const DefaultInstallNamespace = "open-cluster-management-agent-addon"
+
+// argoCDGVK is the ArgoCD custom resource, rendered as unstructured so that gitops-addon
+// needs no Go dependency on the operator's API.
+var argoCDGVK = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1beta1", Kind: "ArgoCD"}
+
+// Options configures the addon.
+type Options struct {
+	// AgentImage is the spoke agent image (the gitops-addon image itself).
+	AgentImage string
+	// OperatorImage overrides the GitOps operator image on every cluster; empty lets
+	// the chart choose by cluster flavour.
+	OperatorImage string
+	// KubeClient writes the agent's hub Role and RoleBinding. Render, which needs no
+	// cluster, passes nil: it never grants permissions.
+	KubeClient kubernetes.Interface
+	// ADCGetter reads AddOnDeploymentConfigs; nil ignores them.
+	ADCGetter utils.AddOnDeploymentConfigGetter
+	// ShippedRoutesCRD tells whether a cluster's ManifestWorks carry the Routes CRD now.
+	ShippedRoutesCRD ShippedRoutesCRD
+	// ExtraValues are applied last, above everything (render's -f and --set).
+	ExtraValues addonfactory.Values
+}
+
+// New builds the gitops-addon agent addon.
+func New(o Options) (agent.AgentAddon, error) {
+	sources := valuesSources{adcGetter: o.ADCGetter, operatorImage: o.OperatorImage, shipped: o.ShippedRoutesCRD}
+	getValues := []addonfactory.GetValuesFunc{sources.values}
+	if o.ADCGetter != nil {
+		getValues = append(getValues,
+			addonfactory.GetAddOnDeploymentConfigValues(o.ADCGetter,
+				addonfactory.ToAddOnNodePlacementValues,
+				addonfactory.ToAddOnProxyConfigValues,
+				addonfactory.ToAddOnResourceRequirementsValues),
+			addonfactory.GetAgentImageValues(o.ADCGetter, "global.imageOverrides.gitopsAddonAgent", o.AgentImage))
+	} else {
+		getValues = append(getValues, staticValues(addonfactory.Values{
+			"global": map[string]any{"imageOverrides": map[string]any{"gitopsAddonAgent": o.AgentImage}},
+		}))
+	}
+	if len(o.ExtraValues) > 0 {
+		getValues = append(getValues, staticValues(o.ExtraValues))
+	}
+
+	factory := addonfactory.NewAgentAddonFactory(constants.AddonName, manifests.ChartFS, manifests.AgentChartDir).
+		WithScheme(agentScheme()).
+		WithGetValuesFuncs(getValues...).
+		WithAgentHealthProber(&agent.HealthProber{Type: agent.HealthProberTypeLease}).
+		WithAgentInstallNamespace(installNamespace(o.ADCGetter)).
+		WithAgentDeployTriggerClusterFilter(flavourChanged).
+		WithTrimCRDDescription().
+		WithHelmEngineStrict()
+	if o.ADCGetter != nil {
+		factory = factory.WithConfigGVRs(utils.AddOnDeploymentConfigGVR)
+	}
+	factory = factory.WithAgentRegistrationOption(registration(o.KubeClient))
+	built, err := factory.BuildHelmAgentAddon()
+	if err != nil {
+		return nil, fmt.Errorf("building the gitops-addon agent addon: %w", err)
+	}
+	return &gitopsAddon{AgentAddon: built}, nil
+}
+
+func staticValues(v addonfactory.Values) addonfactory.GetValuesFunc {
+	return func(*clusterv1.ManagedCluster, *addonv1beta1.ManagedClusterAddOn) (addonfactory.Values, error) {
+		return v, nil
+	}
+}
+
+// agentScheme decodes the non-core kinds the chart renders.
+func agentScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	s.AddKnownTypeWithName(argoCDGVK, &unstructured.Unstructured{})
+	return s
+}
+
+// installNamespace reads agentInstallNamespace from the AddOnDeploymentConfig, with our
+// default when none is set.
+func installNamespace(getter utils.AddOnDeploymentConfigGetter) func(context.Context, *addonv1beta1.ManagedClusterAddOn) (string, error) {
+	var fromADC func(context.Context, *addonv1beta1.ManagedClusterAddOn) (string, error)
+	if getter != nil {
+		fromADC = utils.AgentInstallNamespaceFromDeploymentConfigFunc(getter)
+	}
+	return func(ctx context.Context, addon *addonv1beta1.ManagedClusterAddOn) (string, error) {
+		if fromADC != nil {
+			ns, err := fromADC(ctx, addon)
+			if err != nil {
+				return "", err
+			}
+			if ns != "" {
+				return ns, nil
+			}
+		}
+		return DefaultInstallNamespace, nil
+	}
+}
+
+// flavourChanged re-renders a cluster's manifests when what decides its flavour (and so
+// its operator image and the Routes CRD) or its image mirrors change.
+func flavourChanged(old, updated *clusterv1.ManagedCluster) bool {
+	if old == nil || updated == nil {
+		return false
+	}
+	return clusterFlavour(old) != clusterFlavour(updated) ||
+		utils.ClusterImageRegistriesAnnotationChanged(old, updated)
+}
+
+// hubRole is what the spoke agent may do on the hub, in its cluster's namespace only:
+// keep its lease (fallback when the spoke has no Lease API) and report its conditions on
+// its own ManagedClusterAddOn.
+func hubRole(cluster string) *rbacv1.Role {
+	return &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "gitops-addon-agent", Namespace: cluster},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},
+			{APIGroups: []string{"addon.open-cluster-management.io"}, Resources: []string{"managedclusteraddons"}, ResourceNames: []string{constants.AddonName}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{"addon.open-cluster-management.io"}, Resources: []string{"managedclusteraddons/status"}, ResourceNames: []string{constants.AddonName}, Verbs: []string{"get", "patch", "update"}},
+			{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+		},
+	}
+}
+
+// registration gives the agent a hub client certificate with a constant agent name, signed
+// by the kube-apiserver-client signer after addon-framework's standard CSR checks, and
+// binds hubRole to its subject in the cluster namespace.
+func registration(kubeClient kubernetes.Interface) *agent.RegistrationOption {
+	return &agent.RegistrationOption{
+		Configurations:  agent.KubeClientSignerConfigurations(constants.AddonName, constants.AgentName),
+		CSRApproveCheck: utils.DefaultCSRApprover(constants.AgentName),
+		PermissionConfig: func(ctx context.Context, cluster *clusterv1.ManagedCluster, addon *addonv1beta1.ManagedClusterAddOn) error {
+			if kubeClient == nil {
+				return fmt.Errorf("no hub client to grant the agent's permissions for cluster %s", cluster.Name)
+			}
+			return utils.NewRBACPermissionConfigBuilder(kubeClient).
+				BindKubeClientRole(hubRole(cluster.Name)).
+				Build()(ctx, cluster, addon)
+		},
+	}
+}
+
+// gitopsAddon adds per-manifest update strategies to the built addon: the factory has no
+// option for them.
+type gitopsAddon struct {
+	agent.AgentAddon
+}
+
+// GetAgentAddonOptions applies the ArgoCD CR by server-side apply, so that the work agent
+// owns only the fields we set and never fights the operator's writes to the rest.
+func (a *gitopsAddon) GetAgentAddonOptions() agent.AgentAddonOptions {
+	opts := a.AgentAddon.GetAgentAddonOptions()
+	opts.ManifestConfigs = append(slices.Clone(opts.ManifestConfigs), workv1.ManifestConfigOption{
+		ResourceIdentifier: workv1.ResourceIdentifier{
+			Group: argoCDGVK.Group, Resource: "argocds", Name: constants.ArgoCDName, Namespace: constants.GitOpsNamespace,
+		},
+		UpdateStrategy: &workv1.UpdateStrategy{
+			Type:            workv1.UpdateStrategyTypeServerSideApply,
+			ServerSideApply: &workv1.ServerSideApplyConfig{FieldManager: "work-agent-gitops-addon"},
+		},
+	})
+	return opts
+}
+

@@ -1,0 +1,270 @@
+package addon
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	workv1 "open-cluster-management.io/api/work/v1"
+
+	"github.com/gitops-addon/gitops-addon/pkg/constants"
+)
+
+// fakeADCGetter serves AddOnDeploymentConfigs from memory.
+type fakeADCGetter map[string]*addonv1beta1.AddOnDeploymentConfig
+
+func (f fakeADCGetter) Get(_ context.Context, namespace, name string) (*addonv1beta1.AddOnDeploymentConfig, error) {
+	if adc, ok := f[namespace+"/"+name]; ok {
+		return adc, nil
+	}
+	return nil, fmt.Errorf("addondeploymentconfig %s/%s not found", namespace, name)
+}
+
+func cluster(name string, claims map[string]string, labels map[string]string) *clusterv1.ManagedCluster {
+	mc := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	for k, v := range claims {
+		mc.Status.ClusterClaims = append(mc.Status.ClusterClaims, clusterv1.ManagedClusterClaim{Name: k, Value: v})
+	}
+	return mc
+}
+
+var (
+	vanilla   = func() *clusterv1.ManagedCluster { return cluster("c1", map[string]string{claimProduct: "EKS"}, nil) }
+	openshift = func() *clusterv1.ManagedCluster {
+		return cluster("c1", map[string]string{claimProduct: "OpenShift", claimOpenShiftVer: "4.20.1"}, map[string]string{labelVendor: "OpenShift"})
+	}
+	unknown = func() *clusterv1.ManagedCluster { return cluster("c1", nil, nil) }
+)
+
+// mca is a ManagedClusterAddOn, optionally bound to an AddOnDeploymentConfig and
+// carrying annotations and a RouteAPI report.
+func mca(adc string, annotations map[string]string, routeAPI string) *addonv1beta1.ManagedClusterAddOn {
+	a := &addonv1beta1.ManagedClusterAddOn{
+		ObjectMeta: metav1.ObjectMeta{Name: constants.AddonName, Namespace: "c1", Annotations: annotations},
+		Status:     addonv1beta1.ManagedClusterAddOnStatus{Namespace: DefaultInstallNamespace},
+	}
+	if adc != "" {
+		a.Status.ConfigReferences = []addonv1beta1.ConfigReference{{
+			ConfigGroupResource: addonv1beta1.ConfigGroupResource{Group: "addon.open-cluster-management.io", Resource: "addondeploymentconfigs"},
+			DesiredConfig:       &addonv1beta1.ConfigSpecHash{ConfigReferent: addonv1beta1.ConfigReferent{Namespace: "c1", Name: adc}, SpecHash: "hash"},
+		}}
+	}
+	if routeAPI != "" {
+		a.Status.Conditions = []metav1.Condition{{Type: constants.ConditionRouteAPI, Status: metav1.ConditionTrue, Reason: routeAPI}}
+	}
+	return a
+}
+
+func render(t *testing.T, o Options, mc *clusterv1.ManagedCluster, addon *addonv1beta1.ManagedClusterAddOn) []runtime.Object {
+	t.Helper()
+	a, err := New(o)
+	require.NoError(t, err)
+	objects, err := a.Manifests(context.Background(), mc, addon)
+	require.NoError(t, err)
+	return objects
+}
+
+func find[T runtime.Object](objects []runtime.Object, name string) T {
+	var zero T
+	for _, o := range objects {
+		if typed, ok := o.(T); ok {
+			if m, ok := o.(metav1.Object); ok && m.GetName() == name {
+				return typed
+			}
+		}
+	}
+	return zero
+}
+
+func hasRoutesCRD(objects []runtime.Object) bool {
+	return find[*apiextensionsv1.CustomResourceDefinition](objects, constants.RoutesCRDName) != nil
+}
+
+func TestRenderFlavours(t *testing.T) {
+	cases := []struct {
+		name          string
+		cluster       *clusterv1.ManagedCluster
+		routeAPI      string
+		wantRoutesCRD bool
+		wantImage     string
+	}{
+		{name: "vanilla cluster known by its product claim", cluster: vanilla(), wantRoutesCRD: true, wantImage: "quay.io/"},
+		{name: "OpenShift cluster", cluster: openshift(), wantRoutesCRD: false, wantImage: "registry.redhat.io/"},
+		{name: "unknown flavour ships no Routes CRD", cluster: unknown(), wantRoutesCRD: false, wantImage: "quay.io/"},
+		{name: "agent reports Absent", cluster: unknown(), routeAPI: constants.RouteAPIAbsent, wantRoutesCRD: true, wantImage: "quay.io/"},
+		{name: "agent reports Native on a cluster claiming EKS", cluster: vanilla(), routeAPI: constants.RouteAPINative, wantRoutesCRD: false, wantImage: "quay.io/"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			objects := render(t, Options{AgentImage: "example.com/agent:v1"}, tc.cluster, mca("", nil, tc.routeAPI))
+			assert.Equal(t, tc.wantRoutesCRD, hasRoutesCRD(objects))
+			op := find[*appsv1.Deployment](objects, constants.OperatorDeployment)
+			require.NotNil(t, op, "operator Deployment rendered")
+			assert.Contains(t, op.Spec.Template.Spec.Containers[0].Image, tc.wantImage)
+			ag := find[*appsv1.Deployment](objects, constants.AgentDeployment)
+			require.NotNil(t, ag, "agent Deployment rendered")
+			assert.Equal(t, "example.com/agent:v1", ag.Spec.Template.Spec.Containers[0].Image)
+			assert.Equal(t, DefaultInstallNamespace, ag.Namespace)
+			for _, o := range objects {
+				if crd, ok := o.(*apiextensionsv1.CustomResourceDefinition); ok {
+					assert.Contains(t, crd.Annotations, constants.AnnotationDeletionOrphan, "CRD %s must be orphaned on removal", crd.Name)
+				}
+			}
+			ns := find[*corev1.Namespace](objects, constants.GitOpsNamespace)
+			require.NotNil(t, ns)
+			assert.Contains(t, ns.Annotations, constants.AnnotationDeletionOrphan)
+		})
+	}
+}
+
+func TestAgentMountsWholeHubSecret(t *testing.T) {
+	objects := render(t, Options{AgentImage: "a:1"}, vanilla(), mca("", nil, ""))
+	ag := find[*appsv1.Deployment](objects, constants.AgentDeployment)
+	require.NotNil(t, ag)
+	var found bool
+	for _, v := range ag.Spec.Template.Spec.Volumes {
+		if v.Secret != nil && v.Secret.SecretName == constants.HubKubeconfigSecret {
+			found = true
+			assert.Empty(t, v.Secret.Items, "the whole secret is mounted: the kubeconfig refers to tls.crt/tls.key beside it")
+		}
+	}
+	assert.True(t, found, "agent mounts %s", constants.HubKubeconfigSecret)
+	for _, m := range ag.Spec.Template.Spec.Containers[0].VolumeMounts {
+		assert.Empty(t, m.SubPath)
+	}
+}
+
+func TestImagePrecedence(t *testing.T) {
+	adcs := fakeADCGetter{"c1/cfg": {
+		ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: "cfg"},
+		Spec: addonv1beta1.AddOnDeploymentConfigSpec{
+			CustomizedVariables: []addonv1beta1.CustomizedVariable{{Name: VarGitOpsOperatorImage, Value: "adc.example.com/operator:v2"}},
+		},
+	}}
+	mirrored := fakeADCGetter{"c1/cfg": {
+		ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: "cfg"},
+		Spec: addonv1beta1.AddOnDeploymentConfigSpec{
+			Registries: []addonv1beta1.ImageMirror{{Source: "quay.io/redhat-developer", Mirror: "mirror.example.com/gitops"}, {Source: "quay.io/gitops-addon", Mirror: "mirror.example.com/addon"}},
+		},
+	}}
+	cases := []struct {
+		name       string
+		opts       Options
+		addon      *addonv1beta1.ManagedClusterAddOn
+		wantOp     string
+		wantAgent  string
+	}{
+		{name: "manager flag", opts: Options{AgentImage: "quay.io/gitops-addon/gitops-addon:v1", OperatorImage: "flag.example.com/op:v1"},
+			addon: mca("", nil, ""), wantOp: "flag.example.com/op:v1", wantAgent: "quay.io/gitops-addon/gitops-addon:v1"},
+		{name: "ADC customizedVariable beats the flag", opts: Options{AgentImage: "a:1", OperatorImage: "flag.example.com/op:v1", ADCGetter: adcs},
+			addon: mca("cfg", nil, ""), wantOp: "adc.example.com/operator:v2", wantAgent: "a:1"},
+		{name: "GitOpsCluster annotation beats the ADC", opts: Options{AgentImage: "a:1", ADCGetter: adcs},
+			addon: mca("cfg", map[string]string{constants.AnnotationOperatorImage: "gc.example.com/op:v3"}, ""), wantOp: "gc.example.com/op:v3", wantAgent: "a:1"},
+		{name: "ADC registries mirror the default operator image and the agent image", opts: Options{AgentImage: "quay.io/gitops-addon/gitops-addon:v1", ADCGetter: mirrored},
+			addon: mca("cfg", nil, ""), wantOp: "mirror.example.com/gitops/gitops-operator:", wantAgent: "mirror.example.com/addon/gitops-addon:v1"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			objects := render(t, tc.opts, vanilla(), tc.addon)
+			op := find[*appsv1.Deployment](objects, constants.OperatorDeployment)
+			require.NotNil(t, op)
+			assert.Contains(t, op.Spec.Template.Spec.Containers[0].Image, tc.wantOp)
+			ag := find[*appsv1.Deployment](objects, constants.AgentDeployment)
+			require.NotNil(t, ag)
+			assert.Equal(t, tc.wantAgent, ag.Spec.Template.Spec.Containers[0].Image)
+		})
+	}
+}
+
+func TestDeploymentConfigKnobs(t *testing.T) {
+	adcs := fakeADCGetter{"c1/cfg": {
+		ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: "cfg"},
+		Spec: addonv1beta1.AddOnDeploymentConfigSpec{
+			NodePlacement: &addonv1beta1.NodePlacement{
+				NodeSelector: map[string]string{"node-role.kubernetes.io/infra": ""},
+				Tolerations:  []corev1.Toleration{{Key: "infra", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
+			},
+			ProxyConfig:           addonv1beta1.ProxyConfig{HTTPSProxy: "https://proxy.example.com:3129", NoProxy: "10.0.0.0/8"},
+			AgentInstallNamespace: "gitops-agent",
+			CustomizedVariables:   []addonv1beta1.CustomizedVariable{{Name: VarExtraAPIGroups, Value: "cert-manager.io, external-secrets.io"}},
+		},
+	}}
+	a := mca("cfg", nil, "")
+	objects := render(t, Options{AgentImage: "a:1", ADCGetter: adcs}, vanilla(), a)
+
+	for _, name := range []string{constants.OperatorDeployment, constants.AgentDeployment} {
+		d := find[*appsv1.Deployment](objects, name)
+		require.NotNil(t, d, name)
+		spec := d.Spec.Template.Spec
+		assert.Equal(t, map[string]string{"node-role.kubernetes.io/infra": ""}, spec.NodeSelector, name)
+		require.Len(t, spec.Tolerations, 1, name)
+		assert.Equal(t, "infra", spec.Tolerations[0].Key)
+		env := map[string]string{}
+		for _, e := range spec.Containers[0].Env {
+			env[e.Name] = e.Value
+		}
+		assert.Equal(t, "https://proxy.example.com:3129", env["HTTPS_PROXY"], name)
+	}
+	ag := find[*appsv1.Deployment](objects, constants.AgentDeployment)
+	assert.Equal(t, "gitops-agent", ag.Namespace, "agentInstallNamespace from the ADC")
+
+	role := find[*rbacv1.ClusterRole](objects, constants.PlatformExtensionsClusterRole)
+	require.NotNil(t, role)
+	groups := map[string]bool{}
+	for _, r := range role.Rules {
+		for _, g := range r.APIGroups {
+			groups[g] = true
+		}
+		for _, v := range r.Verbs {
+			assert.NotContains(t, []string{"escalate", "bind", "impersonate"}, v)
+		}
+	}
+	assert.True(t, groups["cert-manager.io"] && groups["external-secrets.io"], "extra API groups granted: %v", groups)
+	assert.False(t, groups["rbac.authorization.k8s.io"], "no RBAC escalation by default")
+}
+
+func TestArgoCDAppliedServerSide(t *testing.T) {
+	a, err := New(Options{AgentImage: "a:1"})
+	require.NoError(t, err)
+	var found bool
+	for _, c := range a.GetAgentAddonOptions().ManifestConfigs {
+		if c.ResourceIdentifier.Resource == "argocds" && c.ResourceIdentifier.Name == constants.ArgoCDName {
+			found = true
+			require.NotNil(t, c.UpdateStrategy)
+			assert.Equal(t, workv1.UpdateStrategyTypeServerSideApply, c.UpdateStrategy.Type)
+		}
+	}
+	assert.True(t, found)
+	assert.NotNil(t, a.GetAgentAddonOptions().Registration, "the agent gets a hub credential")
+}
+
+func TestRenderRejectsBadCustomizedVariables(t *testing.T) {
+	cases := map[string]addonv1beta1.CustomizedVariable{
+		"unknown name":        {Name: "extraApiGroups", Value: "cert-manager.io"},
+		"invalid API group":   {Name: VarExtraAPIGroups, Value: "Cert_Manager"},
+		"invalid log level":   {Name: VarAgentLogLevel, Value: "verbose"},
+		"image with a space":  {Name: VarGitOpsOperatorImage, Value: "a b"},
+	}
+	for name, v := range cases {
+		t.Run(name, func(t *testing.T) {
+			adcs := fakeADCGetter{"c1/cfg": {ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: "cfg"},
+				Spec: addonv1beta1.AddOnDeploymentConfigSpec{CustomizedVariables: []addonv1beta1.CustomizedVariable{v}}}}
+			a, err := New(Options{AgentImage: "a:1", ADCGetter: adcs})
+			require.NoError(t, err)
+			_, err = a.Manifests(context.Background(), vanilla(), mca("cfg", nil, ""))
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "AddOnDeploymentConfig c1/cfg")
+		})
+	}
+}
+

@@ -1,0 +1,220 @@
+package addon
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"open-cluster-management.io/addon-framework/pkg/addonfactory"
+	"open-cluster-management.io/addon-framework/pkg/utils"
+	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+
+	"github.com/gitops-addon/gitops-addon/pkg/constants"
+)
+
+// Names of the AddOnDeploymentConfig customizedVariables gitops-addon understands. Any
+// other name is rejected, so that a typo never silently does nothing.
+const (
+	VarExtraAPIGroups      = "extraAPIGroups"
+	VarGitOpsOperatorImage = "gitOpsOperatorImage"
+	VarArgoCDImage         = "argoCDImage"
+	VarRedisImage          = "redisImage"
+	VarAgentLogLevel       = "agentLogLevel"
+)
+
+var knownVariables = []string{VarAgentLogLevel, VarArgoCDImage, VarExtraAPIGroups, VarGitOpsOperatorImage, VarRedisImage}
+
+// apiGroupPattern is a DNS subdomain, the form of every Kubernetes API group name.
+var apiGroupPattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+
+var logLevels = map[string]bool{"debug": true, "info": true, "error": true}
+
+// knobs are the per-cluster settings resolved from every source, before rendering.
+type knobs struct {
+	extraAPIGroups []string
+	operatorImage  string
+	argoCDImage    string
+	redisImage     string
+	agentLogLevel  string
+}
+
+// parseCustomizedVariables reads our customizedVariables, with an error naming the bad
+// variable and what it accepts.
+func parseCustomizedVariables(vars []addonv1beta1.CustomizedVariable) (knobs, error) {
+	var k knobs
+	for _, v := range vars {
+		value := strings.TrimSpace(v.Value)
+		switch v.Name {
+		case VarExtraAPIGroups:
+			groups, err := parseAPIGroups(value)
+			if err != nil {
+				return k, err
+			}
+			k.extraAPIGroups = groups
+		case VarGitOpsOperatorImage:
+			k.operatorImage = value
+		case VarArgoCDImage:
+			k.argoCDImage = value
+		case VarRedisImage:
+			k.redisImage = value
+		case VarAgentLogLevel:
+			if !logLevels[value] {
+				return k, fmt.Errorf("customizedVariable %s=%q: want one of debug, info, error", VarAgentLogLevel, value)
+			}
+			k.agentLogLevel = value
+		default:
+			return k, fmt.Errorf("unknown customizedVariable %q: gitops-addon understands %s", v.Name, strings.Join(knownVariables, ", "))
+		}
+		if strings.ContainsAny(value, " \t\n") && v.Name != VarExtraAPIGroups {
+			return k, fmt.Errorf("customizedVariable %s=%q must not contain white space", v.Name, value)
+		}
+	}
+	return k, nil
+}
+
+// parseAPIGroups reads a comma-separated list of API group names.
+func parseAPIGroups(value string) ([]string, error) {
+	seen := map[string]bool{}
+	var groups []string
+	for _, g := range strings.Split(value, ",") {
+		g = strings.TrimSpace(g)
+		if g == "" || seen[g] {
+			continue
+		}
+		if len(g) > 253 || !apiGroupPattern.MatchString(g) {
+			return nil, fmt.Errorf("customizedVariable %s: %q is not an API group name (a DNS subdomain such as cert-manager.io)", VarExtraAPIGroups, g)
+		}
+		seen[g] = true
+		groups = append(groups, g)
+	}
+	sort.Strings(groups)
+	return groups, nil
+}
+
+// valuesSources are the inputs of the per-cluster values beyond the cluster and addon.
+type valuesSources struct {
+	adcGetter     utils.AddOnDeploymentConfigGetter
+	operatorImage string // manager-wide override (--operator-image)
+	shipped       ShippedRoutesCRD
+}
+
+// values computes the chart values gitops-addon decides per cluster: flavour, Routes CRD,
+// images and our customizedVariables. Precedence for images, lowest first: chart default
+// for the flavour, the manager's --operator-image, the AddOnDeploymentConfig's
+// customizedVariables, the GitOpsCluster's spec.gitopsAddon; then the ADC's registries
+// and the cluster's image-registries annotation mirror the final image.
+func (s valuesSources) values(mc *clusterv1.ManagedCluster, addon *addonv1beta1.ManagedClusterAddOn) (addonfactory.Values, error) {
+	adc, err := s.desiredConfig(addon)
+	if err != nil {
+		return nil, err
+	}
+	k := knobs{operatorImage: s.operatorImage}
+	var registries []addonv1beta1.ImageMirror
+	if adc != nil {
+		fromADC, err := parseCustomizedVariables(adc.Spec.CustomizedVariables)
+		if err != nil {
+			return nil, fmt.Errorf("AddOnDeploymentConfig %s/%s: %w", adc.Namespace, adc.Name, err)
+		}
+		k = overlay(k, fromADC)
+		registries = adc.Spec.Registries
+	}
+	k = overlay(k, fromAnnotations(addon))
+
+	facts, err := routesFactsFor(mc, addon, s.shipped)
+	if err != nil {
+		return nil, err
+	}
+	routes := decideRoutesCRD(facts)
+	return buildValues(facts.flavour, routes, k, mirrorFunc(mc, registries)), nil
+}
+
+func (s valuesSources) desiredConfig(addon *addonv1beta1.ManagedClusterAddOn) (*addonv1beta1.AddOnDeploymentConfig, error) {
+	if addon == nil || s.adcGetter == nil {
+		return nil, nil
+	}
+	adc, err := utils.GetDesiredAddOnDeploymentConfig(addon, s.adcGetter)
+	if err != nil {
+		return nil, fmt.Errorf("reading the AddOnDeploymentConfig of %s/%s: %w", addon.Namespace, addon.Name, err)
+	}
+	return adc, nil
+}
+
+// fromAnnotations reads the images a GitOpsCluster set on its ManagedClusterAddOn.
+func fromAnnotations(addon *addonv1beta1.ManagedClusterAddOn) knobs {
+	if addon == nil {
+		return knobs{}
+	}
+	a := addon.Annotations
+	return knobs{
+		operatorImage: a[constants.AnnotationOperatorImage],
+		argoCDImage:   a[constants.AnnotationArgoCDImage],
+		redisImage:    a[constants.AnnotationRedisImage],
+	}
+}
+
+// overlay returns base with every setting of top that is set.
+func overlay(base, top knobs) knobs {
+	if top.extraAPIGroups != nil {
+		base.extraAPIGroups = top.extraAPIGroups
+	}
+	for _, f := range []struct{ dst *string; src string }{
+		{&base.operatorImage, top.operatorImage},
+		{&base.argoCDImage, top.argoCDImage},
+		{&base.redisImage, top.redisImage},
+		{&base.agentLogLevel, top.agentLogLevel},
+	} {
+		if f.src != "" {
+			*f.dst = f.src
+		}
+	}
+	return base
+}
+
+// mirrorFunc applies image mirrors: the ADC's registries first, else the cluster's
+// open-cluster-management.io/image-registries annotation, as addon-framework does for the
+// agent image.
+func mirrorFunc(mc *clusterv1.ManagedCluster, registries []addonv1beta1.ImageMirror) func(string) string {
+	if len(registries) == 0 && mc != nil {
+		registries = clusterAnnotationRegistries(mc)
+	}
+	return func(image string) string {
+		if image == "" || len(registries) == 0 {
+			return image
+		}
+		return addonfactory.OverrideImage(registries, image)
+	}
+}
+
+// buildValues lays the decisions out as chart values (plain JSON types only: the Helm
+// engine of addon-framework v1.3.0 does not normalise typed maps).
+func buildValues(f flavour, routes routesDecision, k knobs, mirror func(string) string) addonfactory.Values {
+	groups := make([]any, 0, len(k.extraAPIGroups))
+	for _, g := range k.extraAPIGroups {
+		groups = append(groups, g)
+	}
+	values := addonfactory.Values{
+		"openshift": f.openShift,
+		"routes": map[string]any{
+			"installCRD": routes.install,
+			"decision":   routes.why,
+		},
+		"platformExtensions": map[string]any{"extraAPIGroups": groups},
+		"argoCD": map[string]any{
+			"image":      mirror(k.argoCDImage),
+			"redisImage": mirror(k.redisImage),
+		},
+	}
+	if k.agentLogLevel != "" {
+		values["agent"] = map[string]any{"logLevel": k.agentLogLevel}
+	}
+	operator := k.operatorImage
+	if operator == "" {
+		operator = defaultOperatorImage(f)
+	}
+	if operator != "" {
+		values["global"] = map[string]any{"imageOverrides": map[string]any{"gitopsOperator": mirror(operator)}}
+	}
+	return values
+}

@@ -1,0 +1,158 @@
+// Package manager wires the hub side of gitops-addon: a controller-runtime manager with
+// the GitOpsCluster controller, metrics, health probes and leader election, and
+// addon-framework's addon manager, started only once this replica is the leader.
+package manager
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"open-cluster-management.io/addon-framework/pkg/addonmanager"
+	"open-cluster-management.io/addon-framework/pkg/utils"
+	addonv1alpha1 "open-cluster-management.io/api/addon/v1alpha1"
+	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
+	addonclient "open-cluster-management.io/api/client/addon/clientset/versioned"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
+	workv1 "open-cluster-management.io/api/work/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
+	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/addon"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/gitopscluster"
+)
+
+// LeaderElectionID is the Lease that elects the active manager replica.
+const LeaderElectionID = "gitops-addon-manager"
+
+// Options configures the hub manager.
+type Options struct {
+	MetricsBindAddress      string
+	HealthProbeBindAddress  string
+	LeaderElection          bool
+	LeaderElectionNamespace string
+	AgentImage              string
+	OperatorImage           string
+}
+
+// NewScheme registers every kind the hub manager reads or writes.
+func NewScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme, v1beta1.AddToScheme,
+		clusterv1.Install, clusterv1beta1.Install, addonv1alpha1.Install, addonv1beta1.Install, workv1.Install,
+	} {
+		if err := add(s); err != nil {
+			return nil, fmt.Errorf("building the scheme: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// Run runs the hub manager until ctx is done.
+func Run(ctx context.Context, cfg *rest.Config, o Options) error {
+	mgr, err := New(cfg, o)
+	if err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}
+
+// New builds the hub manager without starting it.
+func New(cfg *rest.Config, o Options) (manager.Manager, error) {
+	scheme, err := NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: o.MetricsBindAddress},
+		HealthProbeBindAddress:  o.HealthProbeBindAddress,
+		LeaderElection:          o.LeaderElection,
+		LeaderElectionID:        LeaderElectionID,
+		LeaderElectionNamespace: o.LeaderElectionNamespace,
+		// Release the lease on shutdown so that a rolling update hands over at once.
+		LeaderElectionReleaseOnCancel: true,
+		Cache:                         cache.Options{ByObject: cacheByObject()},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the controller manager: %w", err)
+	}
+	if err := (&gitopscluster.Reconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder("gitops-addon-manager"),
+	}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the GitOpsCluster controller: %w", err)
+	}
+	if err := addAddonManager(mgr, cfg, o); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("adding the health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("adding the readiness check: %w", err)
+	}
+	return mgr, nil
+}
+
+// cacheByObject adds our addon's ManifestWorks to the GitOpsCluster controller's filters.
+func cacheByObject() map[client.Object]cache.ByObject {
+	byObject := maps.Clone(gitopscluster.CacheByObject())
+	byObject[&workv1.ManifestWork{}] = cache.ByObject{
+		Label: labels.SelectorFromSet(labels.Set{addonv1beta1.AddonLabelKey: constants.AddonName}),
+	}
+	return byObject
+}
+
+// addAddonManager registers addon-framework's addon manager as a runnable that starts
+// only on the elected leader: two replicas must never both write ManifestWorks.
+func addAddonManager(mgr manager.Manager, cfg *rest.Config, o Options) error {
+	kubeClient, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("creating the kube client: %w", err)
+	}
+	addonClient, err := addonclient.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("creating the addon client: %w", err)
+	}
+	agentAddon, err := addon.New(addon.Options{
+		AgentImage:       o.AgentImage,
+		OperatorImage:    o.OperatorImage,
+		KubeClient:       kubeClient,
+		ADCGetter:        utils.NewAddOnDeploymentConfigGetter(addonClient),
+		ShippedRoutesCRD: shippedRoutesCRD(mgr.GetClient()),
+	})
+	if err != nil {
+		return err
+	}
+	addonManager, err := addonmanager.New(cfg)
+	if err != nil {
+		return fmt.Errorf("creating the addon manager: %w", err)
+	}
+	if err := addonManager.AddAgent(agentAddon); err != nil {
+		return fmt.Errorf("registering the gitops-addon agent addon: %w", err)
+	}
+	// A RunnableFunc needs leader election by default, so the manager starts it only
+	// once this replica leads.
+	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		if err := addonManager.Start(ctx); err != nil {
+			return fmt.Errorf("starting the addon manager: %w", err)
+		}
+		<-ctx.Done()
+		return nil
+	}))
+}

@@ -1,0 +1,215 @@
+// Package agent wires the spoke side of gitops-addon: a controller-runtime manager on the
+// managed cluster with the Route API guard, a client to the hub built from the credential
+// OCM issued to the addon, the addon lease that makes the addon Available, and probes.
+package agent
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+	"open-cluster-management.io/addon-framework/pkg/lease"
+	"open-cluster-management.io/addon-framework/pkg/utils"
+	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/gitops-addon/gitops-addon/pkg/constants"
+)
+
+// Options configures the spoke agent.
+type Options struct {
+	// HubKubeconfig is the kubeconfig file of the mounted gitops-addon-hub-kubeconfig
+	// secret; it refers to tls.crt and tls.key beside it.
+	HubKubeconfig string
+	// ClusterName is the managed cluster's name on the hub; empty reads the secret's
+	// cluster-name file beside HubKubeconfig.
+	ClusterName string
+	// AddonNamespace is the agent's namespace on the spoke (lease, leader election).
+	AddonNamespace string
+	// SpokeKubeconfig is the spoke's kubeconfig; empty uses the in-cluster config.
+	SpokeKubeconfig string
+
+	MetricsBindAddress     string
+	HealthProbeBindAddress string
+	LeaderElection         bool
+}
+
+// SpokeScheme registers the kinds the agent reads and writes on the spoke.
+func SpokeScheme() (*runtime.Scheme, error) {
+	return buildScheme(clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, apiregistrationv1.AddToScheme, admissionregistrationv1.AddToScheme)
+}
+
+// HubScheme registers the kinds the agent touches on the hub.
+func HubScheme() (*runtime.Scheme, error) {
+	return buildScheme(addonv1beta1.Install)
+}
+
+func buildScheme(adders ...func(*runtime.Scheme) error) (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	for _, add := range adders {
+		if err := add(s); err != nil {
+			return nil, fmt.Errorf("building a scheme: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// Validate checks the options, naming the flag to fix.
+func (o *Options) Validate() error {
+	if o.HubKubeconfig == "" {
+		return fmt.Errorf("--hub-kubeconfig is required: the kubeconfig file of the %s secret", constants.HubKubeconfigSecret)
+	}
+	if _, err := os.Stat(o.HubKubeconfig); err != nil {
+		return fmt.Errorf("--hub-kubeconfig: %w", err)
+	}
+	if o.AddonNamespace == "" {
+		return fmt.Errorf("--addon-namespace is required (or set POD_NAMESPACE)")
+	}
+	if o.ClusterName == "" {
+		name, err := os.ReadFile(filepath.Join(filepath.Dir(o.HubKubeconfig), "cluster-name"))
+		if err != nil {
+			return fmt.Errorf("--cluster-name is empty and the hub secret has no cluster-name file: %w", err)
+		}
+		o.ClusterName = strings.TrimSpace(string(name))
+	}
+	return nil
+}
+
+// Setup is what an agent feature needs to register itself.
+type Setup struct {
+	Manager        manager.Manager
+	SpokeConfig    *rest.Config
+	HubClient      client.Client
+	ClusterName    string
+	AddonNamespace string
+}
+
+// Feature registers controllers on the agent's manager (the Route API guard is one).
+type Feature func(Setup) error
+
+// Run runs the agent until ctx is done.
+func Run(ctx context.Context, o Options, features ...Feature) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	spokeCfg, err := spokeConfig(o.SpokeKubeconfig)
+	if err != nil {
+		return err
+	}
+	hubCfg, err := clientcmd.BuildConfigFromFlags("", o.HubKubeconfig)
+	if err != nil {
+		return fmt.Errorf("loading the hub kubeconfig %s: %w", o.HubKubeconfig, err)
+	}
+	mgr, err := newManager(spokeCfg, o)
+	if err != nil {
+		return err
+	}
+	hubScheme, err := HubScheme()
+	if err != nil {
+		return err
+	}
+	// client-go reloads the client certificate files when OCM rotates them, so this
+	// client keeps working; the config checker below restarts a pod in addition.
+	hubClient, err := client.New(hubCfg, client.Options{Scheme: hubScheme})
+	if err != nil {
+		return fmt.Errorf("creating the hub client: %w", err)
+	}
+	if err := addLease(mgr, spokeCfg, hubCfg, o); err != nil {
+		return err
+	}
+	if err := addProbes(mgr, o.HubKubeconfig); err != nil {
+		return err
+	}
+	setup := Setup{Manager: mgr, SpokeConfig: spokeCfg, HubClient: hubClient, ClusterName: o.ClusterName, AddonNamespace: o.AddonNamespace}
+	for _, feature := range features {
+		if err := feature(setup); err != nil {
+			return err
+		}
+	}
+	ctrl.Log.WithName("agent").Info("starting", "cluster", o.ClusterName, "namespace", o.AddonNamespace)
+	return mgr.Start(ctx)
+}
+
+func spokeConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		cfg, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("no --kubeconfig given and not running in a cluster: %w", err)
+		}
+		return cfg, nil
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("loading the spoke kubeconfig %s: %w", kubeconfig, err)
+	}
+	return cfg, nil
+}
+
+func newManager(spokeCfg *rest.Config, o Options) (manager.Manager, error) {
+	scheme, err := SpokeScheme()
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := ctrl.NewManager(spokeCfg, ctrl.Options{
+		Scheme:                        scheme,
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsBindAddress},
+		HealthProbeBindAddress:        o.HealthProbeBindAddress,
+		LeaderElection:                o.LeaderElection,
+		LeaderElectionID:              constants.AgentDeployment,
+		LeaderElectionNamespace:       o.AddonNamespace,
+		LeaderElectionReleaseOnCancel: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the spoke controller manager: %w", err)
+	}
+	return mgr, nil
+}
+
+// addLease keeps the addon lease on the spoke (falling back to the hub when the spoke has
+// no Lease API): OCM's registration agent marks the addon Available from it.
+func addLease(mgr manager.Manager, spokeCfg, hubCfg *rest.Config, o Options) error {
+	spokeKube, err := kubernetes.NewForConfig(spokeCfg)
+	if err != nil {
+		return fmt.Errorf("creating the spoke kube client: %w", err)
+	}
+	updater := lease.NewLeaseUpdater(spokeKube, constants.AddonName, o.AddonNamespace).WithHubLeaseConfig(hubCfg, o.ClusterName)
+	return mgr.Add(leaseRunnable{updater: updater})
+}
+
+// leaseRunnable runs on every replica: the lease says the agent is alive, not that it leads.
+type leaseRunnable struct{ updater lease.LeaseUpdater }
+
+func (l leaseRunnable) Start(ctx context.Context) error { l.updater.Start(ctx); return nil }
+func (l leaseRunnable) NeedLeaderElection() bool        { return false }
+
+// addProbes adds liveness and readiness checks. The hub credential check fails once after
+// OCM rotates the certificate, so that the kubelet restarts the agent with the new one.
+func addProbes(mgr manager.Manager, hubKubeconfig string) error {
+	dir := filepath.Dir(hubKubeconfig)
+	checker, err := utils.NewConfigChecker("hub-kubeconfig", hubKubeconfig, filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"))
+	if err != nil {
+		return fmt.Errorf("watching the hub credential: %w", err)
+	}
+	checker.SetReload(true)
+	if err := mgr.AddHealthzCheck("hub-kubeconfig", checker.Check); err != nil {
+		return fmt.Errorf("adding the hub credential check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("adding the readiness check: %w", err)
+	}
+	return nil
+}
