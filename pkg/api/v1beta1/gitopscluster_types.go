@@ -22,21 +22,21 @@ const (
 
 // Condition reasons of a GitOpsCluster.
 const (
-	ReasonResolved                 = "Resolved"
-	ReasonPlacementNotFound        = "PlacementNotFound"
-	ReasonPlacementNamespace       = "PlacementInOtherNamespace"
-	ReasonRegistered               = "Registered"
-	ReasonRegistrationFailed       = "RegistrationFailed"
-	ReasonOwnedByOther             = "OwnedByAnotherGitOpsCluster"
-	ReasonNotOwned                 = "ExistingObjectNotOwned"
-	ReasonAddOnsAvailable          = "AddOnsAvailable"
-	ReasonAddOnsProgressing        = "AddOnsProgressing"
-	ReasonAddOnDisabled            = "AddOnDisabled"
-	ReasonAddOnFailed              = "AddOnFailed"
-	ReasonReady                    = "Ready"
-	ReasonNotReady                 = "NotReady"
-	ReasonPlacementUnresolved      = "PlacementUnresolved"
-	ReasonWaitingForPlacement      = "WaitingForPlacement"
+	ReasonResolved            = "Resolved"
+	ReasonPlacementNotFound   = "PlacementNotFound"
+	ReasonPlacementNamespace  = "PlacementInOtherNamespace"
+	ReasonRegistered          = "Registered"
+	ReasonRegistrationFailed  = "RegistrationFailed"
+	ReasonOwnedByOther        = "OwnedByAnotherGitOpsCluster"
+	ReasonNotOwned            = "ExistingObjectNotOwned"
+	ReasonAddOnsAvailable     = "AddOnsAvailable"
+	ReasonAddOnsProgressing   = "AddOnsProgressing"
+	ReasonAddOnDisabled       = "AddOnDisabled"
+	ReasonAddOnFailed         = "AddOnFailed"
+	ReasonReady               = "Ready"
+	ReasonNotReady            = "NotReady"
+	ReasonPlacementUnresolved = "PlacementUnresolved"
+	ReasonWaitingForPlacement = "WaitingForPlacement"
 )
 
 // GitOpsCluster registers the managed clusters chosen by a Placement with an Argo CD

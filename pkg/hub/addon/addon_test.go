@@ -158,11 +158,11 @@ func TestImagePrecedence(t *testing.T) {
 		},
 	}}
 	cases := []struct {
-		name       string
-		opts       Options
-		addon      *addonv1beta1.ManagedClusterAddOn
-		wantOp     string
-		wantAgent  string
+		name      string
+		opts      Options
+		addon     *addonv1beta1.ManagedClusterAddOn
+		wantOp    string
+		wantAgent string
 	}{
 		{name: "manager flag", opts: Options{AgentImage: "quay.io/gitops-addon/gitops-addon:v1", OperatorImage: "flag.example.com/op:v1"},
 			addon: mca("", nil, ""), wantOp: "flag.example.com/op:v1", wantAgent: "quay.io/gitops-addon/gitops-addon:v1"},
@@ -250,10 +250,10 @@ func TestArgoCDAppliedServerSide(t *testing.T) {
 
 func TestRenderRejectsBadCustomizedVariables(t *testing.T) {
 	cases := map[string]addonv1beta1.CustomizedVariable{
-		"unknown name":        {Name: "extraApiGroups", Value: "cert-manager.io"},
-		"invalid API group":   {Name: VarExtraAPIGroups, Value: "Cert_Manager"},
-		"invalid log level":   {Name: VarAgentLogLevel, Value: "verbose"},
-		"image with a space":  {Name: VarGitOpsOperatorImage, Value: "a b"},
+		"unknown name":       {Name: "extraApiGroups", Value: "cert-manager.io"},
+		"invalid API group":  {Name: VarExtraAPIGroups, Value: "Cert_Manager"},
+		"invalid log level":  {Name: VarAgentLogLevel, Value: "verbose"},
+		"image with a space": {Name: VarGitOpsOperatorImage, Value: "a b"},
 	}
 	for name, v := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -267,4 +267,3 @@ func TestRenderRejectsBadCustomizedVariables(t *testing.T) {
 		})
 	}
 }
-

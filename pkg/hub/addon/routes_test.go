@@ -40,8 +40,8 @@ func TestDecideRoutesCRD(t *testing.T) {
 
 func TestClusterFlavour(t *testing.T) {
 	cases := []struct {
-		name              string
-		claims, labels    map[string]string
+		name               string
+		claims, labels     map[string]string
 		openShift, vanilla bool
 	}{
 		{"OpenShift version claim", map[string]string{claimOpenShiftVer: "4.20"}, nil, true, false},

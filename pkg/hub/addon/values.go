@@ -159,7 +159,10 @@ func overlay(base, top knobs) knobs {
 	if top.extraAPIGroups != nil {
 		base.extraAPIGroups = top.extraAPIGroups
 	}
-	for _, f := range []struct{ dst *string; src string }{
+	for _, f := range []struct {
+		dst *string
+		src string
+	}{
 		{&base.operatorImage, top.operatorImage},
 		{&base.argoCDImage, top.argoCDImage},
 		{&base.redisImage, top.redisImage},

@@ -3,8 +3,8 @@ package gitopscluster
 import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
+	"github.com/gitops-addon/gitops-addon/pkg/constants"
 )
 
 // Finalizer holds a GitOpsCluster until the objects it created in other namespaces are

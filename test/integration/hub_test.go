@@ -1,0 +1,475 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
+	workv1 "open-cluster-management.io/api/work/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
+	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/gitopscluster"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/manager"
+	"github.com/gitops-addon/gitops-addon/test/testenv"
+)
+
+// seedGitOpsCluster is the GitOpsCluster of the issue, applied unchanged.
+const seedGitOpsCluster = `
+apiVersion: apps.open-cluster-management.io/v1beta1
+kind: GitOpsCluster
+metadata: {name: gitops-managed, namespace: openshift-gitops}
+spec:
+  argoServer: {cluster: local-cluster, argoNamespace: openshift-gitops}
+  placementRef: {apiVersion: cluster.open-cluster-management.io/v1beta1, kind: Placement, name: gitops-managed}
+  gitopsAddon: {enabled: true}
+`
+
+// olderFormGitOpsCluster is the older ACM form: argoServer.cluster notused and
+// placementRef.namespace set.
+const olderFormGitOpsCluster = `
+apiVersion: apps.open-cluster-management.io/v1beta1
+kind: GitOpsCluster
+metadata: {name: older-form, namespace: team-a}
+spec:
+  argoServer: {cluster: notused, argoNamespace: team-a-argocd}
+  placementRef: {apiVersion: cluster.open-cluster-management.io/v1beta1, kind: Placement, name: team-a, namespace: team-a}
+`
+
+const (
+	argoNS    = "openshift-gitops"
+	timeout   = 60 * time.Second
+	poll      = 200 * time.Millisecond
+	workLimit = 500 * 1024
+)
+
+// hub is a real kube-apiserver with the OCM CRDs and our CRD, and our manager running.
+type hub struct {
+	t   *testing.T
+	ctx context.Context
+	c   client.Client
+}
+
+func startHub(t *testing.T) *hub {
+	env := testenv.Start(t, testenv.WithCRDPaths(append(testenv.OCMCRDPaths(),
+		filepath.Join(testenv.RepoRoot(), "charts", "gitops-addon", "crds"))...))
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	mgr, err := manager.New(env.Config, manager.Options{
+		MetricsBindAddress: "0", HealthProbeBindAddress: "0", AgentImage: "quay.io/gitops-addon/gitops-addon:test",
+	})
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			assert.NoError(t, err, "manager stopped with an error")
+		case <-time.After(30 * time.Second):
+			t.Error("manager did not stop within 30s")
+		}
+	})
+	h := &hub{t: t, ctx: ctx, c: env.Client}
+	h.create(&addonv1beta1.ClusterManagementAddOn{ObjectMeta: metav1.ObjectMeta{Name: constants.AddonName}})
+	return h
+}
+
+func (h *hub) create(obj client.Object) {
+	h.t.Helper()
+	require.NoError(h.t, h.c.Create(h.ctx, obj), "creating %T %s", obj, obj.GetName())
+}
+
+func (h *hub) applyYAML(doc string) {
+	h.t.Helper()
+	u := &unstructured.Unstructured{}
+	require.NoError(h.t, yaml.Unmarshal([]byte(doc), &u.Object))
+	require.NoError(h.t, h.c.Create(h.ctx, u))
+}
+
+func (h *hub) namespace(name string) {
+	h.t.Helper()
+	err := h.c.Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	if !apierrors.IsAlreadyExists(err) {
+		require.NoError(h.t, err)
+	}
+}
+
+// managedCluster registers a cluster the way OCM does: the ManagedCluster, its namespace
+// and the claims the klusterlet reports.
+func (h *hub) managedCluster(name string, claims map[string]string) {
+	h.t.Helper()
+	mc := &clusterv1.ManagedCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"name": name, "env": "test"}},
+		Spec:       clusterv1.ManagedClusterSpec{HubAcceptsClient: true, ManagedClusterClientConfigs: []clusterv1.ClientConfig{{URL: "https://" + name + ".example.com:6443"}}},
+	}
+	h.create(mc)
+	for k, v := range claims {
+		mc.Status.ClusterClaims = append(mc.Status.ClusterClaims, clusterv1.ManagedClusterClaim{Name: k, Value: v})
+	}
+	mc.Status.Version.Kubernetes = "v1.35.4"
+	require.NoError(h.t, h.c.Status().Update(h.ctx, mc))
+	h.namespace(name)
+}
+
+// placement creates a Placement and one PlacementDecision deciding the given clusters, as
+// OCM's placement controller would.
+func (h *hub) placement(namespace, name string, clusters ...string) {
+	h.t.Helper()
+	h.namespace(namespace)
+	h.create(&clusterv1beta1.Placement{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}})
+	pd := &clusterv1beta1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{
+		Namespace: namespace, Name: name + "-decision-1",
+		Labels: map[string]string{clusterv1beta1.PlacementLabel: name, clusterv1beta1.DecisionGroupIndexLabel: "0"},
+	}}
+	h.create(pd)
+	h.decide(namespace, name, clusters...)
+}
+
+func (h *hub) decide(namespace, name string, clusters ...string) {
+	h.t.Helper()
+	pd := &clusterv1beta1.PlacementDecision{}
+	require.NoError(h.t, h.c.Get(h.ctx, types.NamespacedName{Namespace: namespace, Name: name + "-decision-1"}, pd))
+	pd.Status.Decisions = nil
+	for _, c := range clusters {
+		pd.Status.Decisions = append(pd.Status.Decisions, clusterv1beta1.ClusterDecision{ClusterName: c, Reason: "test"})
+	}
+	require.NoError(h.t, h.c.Status().Update(h.ctx, pd))
+}
+
+// ownAddOnsByCMA does what OCM's addon-manager does for every gitops-addon
+// ManagedClusterAddOn: set the owner reference to the ClusterManagementAddOn, without
+// which addon-framework registers and deploys nothing.
+func (h *hub) ownAddOnsByCMA(clusters ...string) {
+	h.t.Helper()
+	cma := &addonv1beta1.ClusterManagementAddOn{}
+	require.NoError(h.t, h.c.Get(h.ctx, types.NamespacedName{Name: constants.AddonName}, cma))
+	for _, cluster := range clusters {
+		mca := h.waitAddon(cluster)
+		patch := client.MergeFrom(mca.DeepCopy())
+		mca.OwnerReferences = []metav1.OwnerReference{{
+			APIVersion: addonv1beta1.GroupVersion.String(), Kind: "ClusterManagementAddOn", Name: cma.Name, UID: cma.UID,
+		}}
+		require.NoError(h.t, h.c.Patch(h.ctx, mca, patch))
+	}
+}
+
+// markAvailable does what OCM's registration agent does when the agent's lease is fresh.
+func (h *hub) markAvailable(clusters ...string) {
+	h.t.Helper()
+	for _, cluster := range clusters {
+		require.Eventually(h.t, func() bool {
+			mca := h.waitAddon(cluster)
+			meta.SetStatusCondition(&mca.Status.Conditions, metav1.Condition{
+				Type: addonv1beta1.ManagedClusterAddOnConditionAvailable, Status: metav1.ConditionTrue,
+				Reason: "ManagedClusterAddOnLeaseUpdated", Message: "gitops-addon agent is available.",
+			})
+			return h.c.Status().Update(h.ctx, mca) == nil
+		}, timeout, poll, "marking %s Available", cluster)
+	}
+}
+
+func (h *hub) waitAddon(cluster string) *addonv1beta1.ManagedClusterAddOn {
+	h.t.Helper()
+	mca := &addonv1beta1.ManagedClusterAddOn{}
+	require.Eventually(h.t, func() bool {
+		return h.c.Get(h.ctx, types.NamespacedName{Namespace: cluster, Name: constants.AddonName}, mca) == nil
+	}, timeout, poll, "ManagedClusterAddOn in %s", cluster)
+	return mca
+}
+
+func (h *hub) gitOpsCluster(namespace, name string) *appsv1beta1.GitOpsCluster {
+	h.t.Helper()
+	gc := &appsv1beta1.GitOpsCluster{}
+	require.NoError(h.t, h.c.Get(h.ctx, types.NamespacedName{Namespace: namespace, Name: name}, gc))
+	return gc
+}
+
+// waitCondition waits until a GitOpsCluster condition has a status (and reason) for its
+// current generation, and returns it.
+func (h *hub) waitCondition(namespace, name, condType string, status metav1.ConditionStatus, reason string) metav1.Condition {
+	h.t.Helper()
+	var got metav1.Condition
+	require.Eventually(h.t, func() bool {
+		gc := h.gitOpsCluster(namespace, name)
+		c := meta.FindStatusCondition(gc.Status.Conditions, condType)
+		if c == nil || c.ObservedGeneration != gc.Generation {
+			return false
+		}
+		got = *c
+		return c.Status == status && (reason == "" || c.Reason == reason)
+	}, timeout, poll, "condition %s of %s/%s to be %s/%s", condType, namespace, name, status, reason)
+	return got
+}
+
+// manifestWorks returns the gitops-addon ManifestWorks of a cluster once they exist.
+func (h *hub) manifestWorks(cluster string) []workv1.ManifestWork {
+	h.t.Helper()
+	works := &workv1.ManifestWorkList{}
+	require.Eventually(h.t, func() bool {
+		err := h.c.List(h.ctx, works, client.InNamespace(cluster), client.MatchingLabels{addonv1beta1.AddonLabelKey: constants.AddonName})
+		return err == nil && len(works.Items) > 0
+	}, timeout, poll, "ManifestWorks of %s", cluster)
+	return works.Items
+}
+
+// shipped lists "Kind/name" of every object in a cluster's ManifestWorks.
+func shipped(t *testing.T, works []workv1.ManifestWork) map[string]bool {
+	out := map[string]bool{}
+	for _, w := range works {
+		for _, m := range w.Spec.Workload.Manifests {
+			u := &unstructured.Unstructured{}
+			require.NoError(t, json.Unmarshal(m.Raw, &u.Object))
+			out[u.GetKind()+"/"+u.GetName()] = true
+		}
+	}
+	return out
+}
+
+func secretNames(t *testing.T, h *hub) []string {
+	secrets := &corev1.SecretList{}
+	require.NoError(t, h.c.List(h.ctx, secrets, client.InNamespace(argoNS), client.MatchingLabels{"argocd.argoproj.io/secret-type": "cluster"}))
+	var names []string
+	for _, s := range secrets.Items {
+		names = append(names, s.Name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// TestHubAddonManager drives the seed GitOpsCluster over three clusters on a real
+// kube-apiserver with our manager and addon-framework running, through convergence,
+// steady state, a shrinking Placement, conflicts and deletion.
+func TestHubAddonManager(t *testing.T) {
+	h := startHub(t)
+	h.namespace(argoNS)
+	h.managedCluster("vanilla", map[string]string{"product.open-cluster-management.io": "EKS"})
+	h.managedCluster("ocp", map[string]string{"product.open-cluster-management.io": "OpenShift", "version.openshift.io": "4.20.1"})
+	h.managedCluster("unknown", nil)
+	clusters := []string{"ocp", "unknown", "vanilla"}
+	h.placement(argoNS, "gitops-managed", clusters...)
+
+	// Objects a user created that gitops-addon must never touch.
+	userSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: argoNS, Name: "repo-creds", Labels: map[string]string{"argocd.argoproj.io/secret-type": "repository"}}}
+	h.create(userSecret)
+
+	h.applyYAML(seedGitOpsCluster)
+
+	t.Run("registers every decided cluster with Argo CD", func(t *testing.T) {
+		require.Eventually(t, func() bool {
+			return strings.Join(secretNames(t, h), ",") == "ocp-cluster-secret,unknown-cluster-secret,vanilla-cluster-secret"
+		}, timeout, poll)
+		s := &corev1.Secret{}
+		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: "vanilla-cluster-secret"}, s))
+		assert.Equal(t, "vanilla", string(s.Data["name"]))
+		assert.Equal(t, "https://vanilla.example.com:6443", string(s.Data["server"]))
+		assert.Equal(t, "vanilla", s.Labels[constants.LabelClusterName])
+		assert.Equal(t, "test", s.Labels["env"], "ManagedCluster labels are copied for ApplicationSet selectors")
+		assert.Equal(t, "gitops-managed", s.Labels[constants.LabelOwnerName])
+
+		cm := &corev1.ConfigMap{}
+		require.Eventually(t, func() bool {
+			return h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: gitopscluster.PlacementConfigMapName}, cm) == nil
+		}, timeout, poll)
+		assert.Equal(t, map[string]string{"apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "placementdecisions", "statusListKey": "decisions", "matchKey": "clusterName"}, cm.Data)
+		role := &rbacv1.Role{}
+		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: gitopscluster.PlacementReaderName}, role))
+		assert.Contains(t, role.Rules[0].Resources, "placementdecisions")
+		binding := &rbacv1.RoleBinding{}
+		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: gitopscluster.PlacementReaderName + "-" + argoNS}, binding))
+		assert.Equal(t, "openshift-gitops-applicationset-controller", binding.Subjects[0].Name)
+		h.waitCondition(argoNS, "gitops-managed", appsv1beta1.ConditionClustersRegistered, metav1.ConditionTrue, appsv1beta1.ReasonRegistered)
+		h.waitCondition(argoNS, "gitops-managed", appsv1beta1.ConditionPlacementResolved, metav1.ConditionTrue, appsv1beta1.ReasonResolved)
+	})
+
+	t.Run("creates a ManagedClusterAddOn per cluster and addon-framework renders the ManifestWorks", func(t *testing.T) {
+		for _, c := range clusters {
+			mca := h.waitAddon(c)
+			assert.Equal(t, "gitops-managed", mca.Labels[constants.LabelOwnerName])
+		}
+		h.ownAddOnsByCMA(clusters...)
+		for _, c := range clusters {
+			works := h.manifestWorks(c)
+			objects := shipped(t, works)
+			for _, want := range []string{
+				"Namespace/" + constants.GitOpsNamespace,
+				"Deployment/" + constants.OperatorDeployment,
+				"ClusterRole/" + constants.PlatformExtensionsClusterRole,
+				"ArgoCD/" + constants.ArgoCDName,
+				"CustomResourceDefinition/argocds.argoproj.io",
+				"CustomResourceDefinition/applications.argoproj.io",
+				"CustomResourceDefinition/applicationsets.argoproj.io",
+				"CustomResourceDefinition/appprojects.argoproj.io",
+				"Deployment/" + constants.AgentDeployment,
+			} {
+				assert.True(t, objects[want], "cluster %s ships %s", c, want)
+			}
+			assert.Equal(t, c == "vanilla", objects["CustomResourceDefinition/"+constants.RoutesCRDName],
+				"only the cluster known to have no Route API gets the Routes CRD (cluster %s)", c)
+			for _, w := range works {
+				raw, err := json.Marshal(w)
+				require.NoError(t, err)
+				assert.Less(t, len(raw), workLimit, "ManifestWork %s/%s is %d bytes", w.Namespace, w.Name, len(raw))
+				t.Logf("ManifestWork %s/%s: %d manifests, %d bytes", w.Namespace, w.Name, len(w.Spec.Workload.Manifests), len(raw))
+			}
+		}
+		h.waitCondition(argoNS, "gitops-managed", appsv1beta1.ConditionAddOnsReady, metav1.ConditionFalse, appsv1beta1.ReasonAddOnsProgressing)
+	})
+
+	t.Run("is Ready once every addon is Available", func(t *testing.T) {
+		h.markAvailable(clusters...)
+		h.waitCondition(argoNS, "gitops-managed", appsv1beta1.ConditionReady, metav1.ConditionTrue, appsv1beta1.ReasonReady)
+		gc := h.gitOpsCluster(argoNS, "gitops-managed")
+		assert.Equal(t, int32(3), gc.Status.SelectedClusters)
+		assert.Equal(t, int32(3), gc.Status.AddonEnabledClusters)
+		assert.Equal(t, int32(3), gc.Status.AddonAvailableClusters)
+		assert.Equal(t, "successful", gc.Status.Phase)
+	})
+
+	t.Run("makes no writes in steady state", func(t *testing.T) {
+		before := h.resourceVersions()
+		time.Sleep(30 * time.Second)
+		assert.Equal(t, before, h.resourceVersions())
+	})
+
+	t.Run("a cluster leaving the Placement loses its secret and addon", func(t *testing.T) {
+		h.decide(argoNS, "gitops-managed", "ocp", "vanilla")
+		require.Eventually(t, func() bool {
+			return strings.Join(secretNames(t, h), ",") == "ocp-cluster-secret,vanilla-cluster-secret"
+		}, timeout, poll)
+		require.Eventually(t, func() bool {
+			err := h.c.Get(h.ctx, types.NamespacedName{Namespace: "unknown", Name: constants.AddonName}, &addonv1beta1.ManagedClusterAddOn{})
+			return apierrors.IsNotFound(err)
+		}, timeout, poll, "the ManagedClusterAddOn of the removed cluster is deleted")
+		gc := h.gitOpsCluster(argoNS, "gitops-managed")
+		require.Eventually(t, func() bool {
+			gc = h.gitOpsCluster(argoNS, "gitops-managed")
+			return gc.Status.SelectedClusters == 2
+		}, timeout, poll)
+	})
+
+	t.Run("a second GitOpsCluster selecting the same cluster gets a conflict and changes nothing", func(t *testing.T) {
+		h.placement(argoNS, "overlap", "vanilla")
+		h.applyYAML(strings.ReplaceAll(strings.ReplaceAll(seedGitOpsCluster, "name: gitops-managed, namespace", "name: overlap, namespace"), "Placement, name: gitops-managed", "Placement, name: overlap"))
+		c := h.waitCondition(argoNS, "overlap", appsv1beta1.ConditionAddOnsReady, metav1.ConditionFalse, appsv1beta1.ReasonOwnedByOther)
+		assert.Contains(t, c.Message, "openshift-gitops/gitops-managed")
+		c = h.waitCondition(argoNS, "overlap", appsv1beta1.ConditionClustersRegistered, metav1.ConditionFalse, appsv1beta1.ReasonOwnedByOther)
+		assert.Contains(t, c.Message, "vanilla-cluster-secret")
+		h.waitCondition(argoNS, "overlap", appsv1beta1.ConditionReady, metav1.ConditionFalse, appsv1beta1.ReasonNotReady)
+		mca := h.waitAddon("vanilla")
+		assert.Equal(t, "gitops-managed", mca.Labels[constants.LabelOwnerName], "the first owner keeps its addon")
+	})
+
+	t.Run("a Placement in another namespace is explained", func(t *testing.T) {
+		h.namespace("elsewhere")
+		h.applyYAML(`
+apiVersion: apps.open-cluster-management.io/v1beta1
+kind: GitOpsCluster
+metadata: {name: cross-namespace, namespace: elsewhere}
+spec:
+  argoServer: {argoNamespace: openshift-gitops}
+  placementRef: {apiVersion: cluster.open-cluster-management.io/v1beta1, kind: Placement, name: gitops-managed, namespace: openshift-gitops}
+`)
+		c := h.waitCondition("elsewhere", "cross-namespace", appsv1beta1.ConditionPlacementResolved, metav1.ConditionFalse, appsv1beta1.ReasonPlacementNamespace)
+		assert.Contains(t, c.Message, `"openshift-gitops"`)
+		assert.Contains(t, c.Message, `"elsewhere"`)
+		assert.Contains(t, c.Message, "Fix:")
+		h.applyYAML(`
+apiVersion: apps.open-cluster-management.io/v1beta1
+kind: GitOpsCluster
+metadata: {name: missing-placement, namespace: elsewhere}
+spec:
+  argoServer: {argoNamespace: openshift-gitops}
+  placementRef: {kind: Placement, name: does-not-exist}
+`)
+		c = h.waitCondition("elsewhere", "missing-placement", appsv1beta1.ConditionPlacementResolved, metav1.ConditionFalse, appsv1beta1.ReasonPlacementNotFound)
+		assert.Contains(t, c.Message, `"does-not-exist"`)
+	})
+
+	t.Run("the older ACM form applies and resolves", func(t *testing.T) {
+		h.managedCluster("team-a-1", map[string]string{"product.open-cluster-management.io": "AKS"})
+		h.namespace("team-a-argocd")
+		h.placement("team-a", "team-a", "team-a-1")
+		h.applyYAML(olderFormGitOpsCluster)
+		h.waitCondition("team-a", "older-form", appsv1beta1.ConditionReady, metav1.ConditionTrue, appsv1beta1.ReasonReady)
+		s := &corev1.Secret{}
+		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: "team-a-argocd", Name: "team-a-1-cluster-secret"}, s))
+		assert.Equal(t, "team-a-1", string(s.Data["name"]))
+	})
+
+	t.Run("invalid GitOpsClusters are rejected by the apiserver", func(t *testing.T) {
+		for name, doc := range map[string]string{
+			"placementRef.kind must be Placement": `{apiVersion: apps.open-cluster-management.io/v1beta1, kind: GitOpsCluster, metadata: {name: bad-kind, namespace: openshift-gitops}, spec: {argoServer: {argoNamespace: openshift-gitops}, placementRef: {kind: Deployment, name: x}}}`,
+			"argoNamespace":                       `{apiVersion: apps.open-cluster-management.io/v1beta1, kind: GitOpsCluster, metadata: {name: bad-ns, namespace: openshift-gitops}, spec: {argoServer: {argoNamespace: Bad_NS}, placementRef: {kind: Placement, name: x}}}`,
+			"placementRef.apiVersion":             `{apiVersion: apps.open-cluster-management.io/v1beta1, kind: GitOpsCluster, metadata: {name: bad-api, namespace: openshift-gitops}, spec: {argoServer: {argoNamespace: openshift-gitops}, placementRef: {apiVersion: apps/v1, kind: Placement, name: x}}}`,
+		} {
+			u := &unstructured.Unstructured{}
+			require.NoError(t, yaml.Unmarshal([]byte(doc), &u.Object))
+			err := h.c.Create(h.ctx, u)
+			require.Error(t, err, name)
+			assert.True(t, apierrors.IsInvalid(err), "%s: %v", name, err)
+			assert.Contains(t, err.Error(), strings.Fields(name)[0], name)
+		}
+	})
+
+	t.Run("deleting a GitOpsCluster removes what it created and nothing else", func(t *testing.T) {
+		require.NoError(t, h.c.Delete(h.ctx, h.gitOpsCluster(argoNS, "gitops-managed")))
+		require.Eventually(t, func() bool {
+			err := h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: "gitops-managed"}, &appsv1beta1.GitOpsCluster{})
+			return apierrors.IsNotFound(err)
+		}, timeout, poll, "the finalizer is removed once teardown is done")
+		for _, c := range []string{"ocp", "vanilla"} {
+			err := h.c.Get(h.ctx, types.NamespacedName{Namespace: c, Name: constants.AddonName}, &addonv1beta1.ManagedClusterAddOn{})
+			assert.True(t, apierrors.IsNotFound(err), "addon of %s removed: %v", c, err)
+		}
+		assert.Empty(t, secretNames(t, h), "cluster secrets removed")
+		require.NoError(t, h.c.Get(h.ctx, client.ObjectKeyFromObject(userSecret), &corev1.Secret{}), "the user's secret survives")
+		// "overlap" still uses the Argo CD namespace and the namespace: shared objects stay.
+		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: gitopscluster.PlacementConfigMapName}, &corev1.ConfigMap{}))
+		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: gitopscluster.PlacementReaderName}, &rbacv1.Role{}))
+
+		// With the first owner gone, the overlapping GitOpsCluster takes the cluster over.
+		h.ownAddOnsByCMA("vanilla")
+		h.markAvailable("vanilla")
+		h.waitCondition(argoNS, "overlap", appsv1beta1.ConditionReady, metav1.ConditionTrue, appsv1beta1.ReasonReady)
+	})
+}
+
+// resourceVersions snapshots every object the manager and addon-framework write.
+func (h *hub) resourceVersions() map[string]string {
+	h.t.Helper()
+	out := map[string]string{}
+	lists := []client.ObjectList{
+		&appsv1beta1.GitOpsClusterList{}, &corev1.SecretList{}, &corev1.ConfigMapList{}, &rbacv1.RoleList{},
+		&rbacv1.RoleBindingList{}, &addonv1beta1.ManagedClusterAddOnList{}, &workv1.ManifestWorkList{},
+	}
+	for _, list := range lists {
+		require.NoError(h.t, h.c.List(h.ctx, list))
+		items, err := meta.ExtractList(list)
+		require.NoError(h.t, err)
+		for _, item := range items {
+			o := item.(client.Object)
+			out[fmt.Sprintf("%T %s/%s", o, o.GetNamespace(), o.GetName())] = o.GetResourceVersion()
+		}
+	}
+	return out
+}
