@@ -1,0 +1,175 @@
+package gitopscluster
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
+	"github.com/gitops-addon/gitops-addon/pkg/constants"
+)
+
+func testScheme(t *testing.T) *runtime.Scheme {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, appsv1beta1.AddToScheme, clusterv1.Install, clusterv1beta1.Install, addonv1beta1.Install} {
+		require.NoError(t, add(s))
+	}
+	return s
+}
+
+func gitOpsCluster(name, placement string, addon bool) *appsv1beta1.GitOpsCluster {
+	return &appsv1beta1.GitOpsCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "gitops", Name: name, Generation: 1},
+		Spec: appsv1beta1.GitOpsClusterSpec{
+			ArgoServer:   appsv1beta1.ArgoServerSpec{ArgoNamespace: "gitops"},
+			PlacementRef: &appsv1beta1.PlacementReference{Kind: "Placement", Name: placement},
+			GitOpsAddon:  &appsv1beta1.GitOpsAddonSpec{Enabled: ptr.To(addon), GitOpsOperatorImage: "example.com/op:v1"},
+		},
+	}
+}
+
+func placementObjects(name string, clusters ...string) []client.Object {
+	pd := &clusterv1beta1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{Namespace: "gitops", Name: name + "-1", Labels: map[string]string{clusterv1beta1.PlacementLabel: name}}}
+	objs := []client.Object{&clusterv1beta1.Placement{ObjectMeta: metav1.ObjectMeta{Namespace: "gitops", Name: name}}, pd}
+	for _, c := range clusters {
+		pd.Status.Decisions = append(pd.Status.Decisions, clusterv1beta1.ClusterDecision{ClusterName: c})
+		objs = append(objs, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: c}})
+	}
+	return objs
+}
+
+func newReconciler(t *testing.T, objs ...client.Object) (*Reconciler, client.Client) {
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...).
+		WithStatusSubresource(&appsv1beta1.GitOpsCluster{}, &addonv1beta1.ManagedClusterAddOn{}).Build()
+	return &Reconciler{Client: c, APIReader: c}, c
+}
+
+func reconcileOnce(t *testing.T, r *Reconciler, gc *appsv1beta1.GitOpsCluster) *appsv1beta1.GitOpsCluster {
+	t.Helper()
+	_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(gc)})
+	require.NoError(t, err)
+	out := &appsv1beta1.GitOpsCluster{}
+	require.NoError(t, r.Client.Get(context.Background(), client.ObjectKeyFromObject(gc), out))
+	return out
+}
+
+func TestReconcileCreatesSecretsAndAddons(t *testing.T) {
+	gc := gitOpsCluster("gc", "p", true)
+	r, c := newReconciler(t, append(placementObjects("p", "c1", "c2"), gc)...)
+	got := reconcileOnce(t, r, gc)
+
+	assert.Contains(t, got.Finalizers, Finalizer)
+	for _, cluster := range []string{"c1", "c2"} {
+		s := &corev1.Secret{}
+		require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "gitops", Name: ClusterSecretName(cluster)}, s))
+		assert.Equal(t, "cluster", s.Labels["argocd.argoproj.io/secret-type"])
+		mca := &addonv1beta1.ManagedClusterAddOn{}
+		require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: cluster, Name: constants.AddonName}, mca))
+		assert.Equal(t, "example.com/op:v1", mca.Annotations[constants.AnnotationOperatorImage])
+	}
+	assert.Equal(t, int32(2), got.Status.SelectedClusters)
+	assert.Equal(t, int32(2), got.Status.AddonEnabledClusters)
+	assert.True(t, meta.IsStatusConditionTrue(got.Status.Conditions, appsv1beta1.ConditionClustersRegistered))
+	assert.True(t, meta.IsStatusConditionFalse(got.Status.Conditions, appsv1beta1.ConditionAddOnsReady), "no addon is Available yet")
+}
+
+func TestReconcileNeverTouchesForeignObjects(t *testing.T) {
+	userSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "gitops", Name: ClusterSecretName("c1"), Labels: map[string]string{"team": "a"}}, Data: map[string][]byte{"server": []byte("https://mine")}}
+	userAddon := &addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: constants.AddonName, Labels: map[string]string{"team": "a"}}}
+	gc := gitOpsCluster("gc", "p", true)
+	r, c := newReconciler(t, append(placementObjects("p", "c1"), gc, userSecret, userAddon)...)
+	got := reconcileOnce(t, r, gc)
+
+	s := &corev1.Secret{}
+	require.NoError(t, c.Get(context.Background(), client.ObjectKeyFromObject(userSecret), s))
+	assert.Equal(t, "https://mine", string(s.Data["server"]), "a secret we did not create is never overwritten")
+	cond := meta.FindStatusCondition(got.Status.Conditions, appsv1beta1.ConditionClustersRegistered)
+	assert.Equal(t, metav1.ConditionFalse, cond.Status)
+	assert.Equal(t, appsv1beta1.ReasonRegistrationFailed, cond.Reason)
+	assert.Contains(t, cond.Message, "was not created by gitops-addon")
+
+	mca := &addonv1beta1.ManagedClusterAddOn{}
+	require.NoError(t, c.Get(context.Background(), client.ObjectKeyFromObject(userAddon), mca))
+	assert.Equal(t, map[string]string{"team": "a"}, mca.Labels, "a user's ManagedClusterAddOn is left as it is")
+	assert.Equal(t, int32(1), got.Status.AddonEnabledClusters, "but it counts: the addon is enabled there")
+
+	// Deleting the GitOpsCluster leaves both.
+	require.NoError(t, c.Delete(context.Background(), got))
+	reconcileDeleted(t, r, got)
+	require.NoError(t, c.Get(context.Background(), client.ObjectKeyFromObject(userSecret), &corev1.Secret{}))
+	require.NoError(t, c.Get(context.Background(), client.ObjectKeyFromObject(userAddon), &addonv1beta1.ManagedClusterAddOn{}))
+}
+
+func reconcileDeleted(t *testing.T, r *Reconciler, gc *appsv1beta1.GitOpsCluster) {
+	t.Helper()
+	_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(gc)})
+	require.NoError(t, err)
+}
+
+func TestReconcileConflictBetweenGitOpsClusters(t *testing.T) {
+	first, second := gitOpsCluster("first", "p", true), gitOpsCluster("second", "q", true)
+	objs := append(placementObjects("p", "c1"), placementObjects("q")...)
+	objs = append(objs, first, second)
+	pdq := objs[len(placementObjects("p", "c1"))+1].(*clusterv1beta1.PlacementDecision)
+	pdq.Status.Decisions = []clusterv1beta1.ClusterDecision{{ClusterName: "c1"}}
+	r, c := newReconciler(t, objs...)
+	reconcileOnce(t, r, first)
+	got := reconcileOnce(t, r, second)
+
+	cond := meta.FindStatusCondition(got.Status.Conditions, appsv1beta1.ConditionAddOnsReady)
+	assert.Equal(t, appsv1beta1.ReasonOwnedByOther, cond.Reason)
+	assert.Contains(t, cond.Message, "gitops/first")
+	mca := &addonv1beta1.ManagedClusterAddOn{}
+	require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "c1", Name: constants.AddonName}, mca))
+	assert.Equal(t, "first", mca.Labels[constants.LabelOwnerName])
+
+	// The second's teardown does not delete the first's objects.
+	require.NoError(t, c.Delete(context.Background(), got))
+	reconcileDeleted(t, r, got)
+	require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "c1", Name: constants.AddonName}, &addonv1beta1.ManagedClusterAddOn{}))
+	require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "gitops", Name: ClusterSecretName("c1")}, &corev1.Secret{}))
+}
+
+func TestUnresolvedPlacementKeepsRegistrations(t *testing.T) {
+	gc := gitOpsCluster("gc", "p", true)
+	r, c := newReconciler(t, append(placementObjects("p", "c1"), gc)...)
+	got := reconcileOnce(t, r, gc)
+	got.Spec.PlacementRef.Name = "typo"
+	got.Generation++
+	require.NoError(t, c.Update(context.Background(), got))
+	got = reconcileOnce(t, r, got)
+
+	cond := meta.FindStatusCondition(got.Status.Conditions, appsv1beta1.ConditionPlacementResolved)
+	assert.Equal(t, appsv1beta1.ReasonPlacementNotFound, cond.Reason)
+	assert.Contains(t, cond.Message, `"typo"`)
+	require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "gitops", Name: ClusterSecretName("c1")}, &corev1.Secret{}), "a typo never unregisters clusters")
+	require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "c1", Name: constants.AddonName}, &addonv1beta1.ManagedClusterAddOn{}))
+}
+
+func TestDisablingTheAddonRemovesOnlyOurAddons(t *testing.T) {
+	gc := gitOpsCluster("gc", "p", true)
+	r, c := newReconciler(t, append(placementObjects("p", "c1"), gc)...)
+	got := reconcileOnce(t, r, gc)
+	got.Spec.GitOpsAddon.Enabled = ptr.To(false)
+	require.NoError(t, c.Update(context.Background(), got))
+	got = reconcileOnce(t, r, got)
+	err := c.Get(context.Background(), types.NamespacedName{Namespace: "c1", Name: constants.AddonName}, &addonv1beta1.ManagedClusterAddOn{})
+	assert.True(t, client.IgnoreNotFound(err) == nil && err != nil, "addon removed")
+	require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "gitops", Name: ClusterSecretName("c1")}, &corev1.Secret{}), "registration stays")
+	assert.Equal(t, appsv1beta1.ReasonAddOnDisabled, meta.FindStatusCondition(got.Status.Conditions, appsv1beta1.ConditionAddOnsReady).Reason)
+}

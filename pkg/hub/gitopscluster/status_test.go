@@ -1,0 +1,103 @@
+package gitopscluster
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
+)
+
+func TestComputeStatus(t *testing.T) {
+	resolved := placementResult{resolved: true, clusters: []string{"a", "b"}}
+	cases := []struct {
+		name   string
+		obs    observation
+		want   map[string]metav1.ConditionStatus
+		reason map[string]string
+	}{
+		{
+			name: "everything ready",
+			obs:  observation{placement: resolved, registration: registrationResult{registered: 2}, addons: addonResult{enabled: true, withAddon: 2, available: 2}},
+			want: map[string]metav1.ConditionStatus{"PlacementResolved": "True", "ClustersRegistered": "True", "AddOnsReady": "True", "Ready": "True"},
+		},
+		{
+			name:   "addon disabled is ready",
+			obs:    observation{placement: resolved, registration: registrationResult{registered: 2}},
+			want:   map[string]metav1.ConditionStatus{"AddOnsReady": "True", "Ready": "True"},
+			reason: map[string]string{"AddOnsReady": appsv1beta1.ReasonAddOnDisabled},
+		},
+		{
+			name:   "placement missing",
+			obs:    observation{placement: placementResult{reason: appsv1beta1.ReasonPlacementNotFound, message: "not found"}, addons: addonResult{enabled: true}},
+			want:   map[string]metav1.ConditionStatus{"PlacementResolved": "False", "ClustersRegistered": "Unknown", "AddOnsReady": "Unknown", "Ready": "False"},
+			reason: map[string]string{"PlacementResolved": appsv1beta1.ReasonPlacementNotFound},
+		},
+		{
+			name:   "addons progressing",
+			obs:    observation{placement: resolved, registration: registrationResult{registered: 2}, addons: addonResult{enabled: true, withAddon: 2, available: 1, notAvailable: []string{"b"}}},
+			want:   map[string]metav1.ConditionStatus{"AddOnsReady": "False", "Ready": "False"},
+			reason: map[string]string{"AddOnsReady": appsv1beta1.ReasonAddOnsProgressing},
+		},
+		{
+			name:   "conflict with another GitOpsCluster",
+			obs:    observation{placement: resolved, registration: registrationResult{registered: 1, problems: []string{"taken"}, conflict: true}, addons: addonResult{enabled: true, withAddon: 2, available: 2, problems: []string{"taken"}, conflict: true}},
+			want:   map[string]metav1.ConditionStatus{"ClustersRegistered": "False", "AddOnsReady": "False", "Ready": "False"},
+			reason: map[string]string{"ClustersRegistered": appsv1beta1.ReasonOwnedByOther, "AddOnsReady": appsv1beta1.ReasonOwnedByOther},
+		},
+		{
+			name:   "foreign object is a registration failure, not a conflict",
+			obs:    observation{placement: resolved, registration: registrationResult{registered: 1, problems: []string{"exists"}}},
+			want:   map[string]metav1.ConditionStatus{"ClustersRegistered": "False"},
+			reason: map[string]string{"ClustersRegistered": appsv1beta1.ReasonRegistrationFailed},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			gc := &appsv1beta1.GitOpsCluster{ObjectMeta: metav1.ObjectMeta{Generation: 7}}
+			st := computeStatus(gc, tc.obs, metav1.Now())
+			assert.Equal(t, int64(7), st.ObservedGeneration)
+			for typ, status := range tc.want {
+				c := meta.FindStatusCondition(st.Conditions, typ)
+				if assert.NotNil(t, c, typ) {
+					assert.Equal(t, status, c.Status, "%s: %s", typ, c.Message)
+					assert.Equal(t, int64(7), c.ObservedGeneration)
+					assert.NotEmpty(t, c.Message)
+				}
+			}
+			for typ, reason := range tc.reason {
+				assert.Equal(t, reason, meta.FindStatusCondition(st.Conditions, typ).Reason, typ)
+			}
+		})
+	}
+}
+
+func TestStatusIsStableWhenNothingChanges(t *testing.T) {
+	gc := &appsv1beta1.GitOpsCluster{ObjectMeta: metav1.ObjectMeta{Generation: 1}}
+	obs := observation{placement: placementResult{resolved: true, clusters: []string{"a"}}, registration: registrationResult{registered: 1}}
+	first := computeStatus(gc, obs, metav1.Now())
+	gc.Status = first
+	second := computeStatus(gc, obs, metav1.NewTime(metav1.Now().Add(3600e9)))
+	assert.False(t, statusChanged(first, second), "a second reconcile with the same facts writes nothing")
+}
+
+func TestUnsupportedFieldsAreNamed(t *testing.T) {
+	gc := &appsv1beta1.GitOpsCluster{Spec: appsv1beta1.GitOpsClusterSpec{
+		ManagedServiceAccountRef: "msa",
+		GitOpsAddon:              &appsv1beta1.GitOpsAddonSpec{Enabled: ptr.To(true), ReconcileScope: "All-Namespaces"},
+	}}
+	assert.Equal(t, []string{"spec.gitopsAddon.reconcileScope", "spec.managedServiceAccountRef"}, unsupportedFields(gc))
+	st := computeStatus(gc, observation{unsupported: unsupportedFields(gc)}, metav1.Now())
+	assert.Contains(t, st.Message, "spec.managedServiceAccountRef")
+}
+
+func TestListNamesIsBounded(t *testing.T) {
+	names := make([]string, 25)
+	for i := range names {
+		names[i] = string(rune('a' + i))
+	}
+	assert.Equal(t, "a, b, c, d, e, f, g, h, i, j and 15 more", listNames(names))
+}
