@@ -12,6 +12,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
@@ -98,11 +99,11 @@ func TestRenderFlavours(t *testing.T) {
 		wantRoutesCRD bool
 		wantImage     string
 	}{
-		{name: "vanilla cluster known by its product claim", cluster: vanilla(), wantRoutesCRD: true, wantImage: "quay.io/"},
-		{name: "OpenShift cluster", cluster: openshift(), wantRoutesCRD: false, wantImage: "registry.redhat.io/"},
-		{name: "unknown flavour ships no Routes CRD", cluster: unknown(), wantRoutesCRD: false, wantImage: "quay.io/"},
-		{name: "agent reports Absent", cluster: unknown(), routeAPI: constants.RouteAPIAbsent, wantRoutesCRD: true, wantImage: "quay.io/"},
-		{name: "agent reports Native on a cluster claiming EKS", cluster: vanilla(), routeAPI: constants.RouteAPINative, wantRoutesCRD: false, wantImage: "quay.io/"},
+		{name: "vanilla cluster known by its product claim", cluster: vanilla(), wantRoutesCRD: true, wantImage: "quay.io/argoprojlabs/argocd-operator"},
+		{name: "OpenShift cluster", cluster: openshift(), wantRoutesCRD: false, wantImage: "quay.io/argoprojlabs/argocd-operator"},
+		{name: "unknown flavour ships no Routes CRD", cluster: unknown(), wantRoutesCRD: false, wantImage: "quay.io/argoprojlabs/argocd-operator"},
+		{name: "agent reports Absent", cluster: unknown(), routeAPI: constants.RouteAPIAbsent, wantRoutesCRD: true, wantImage: "quay.io/argoprojlabs/argocd-operator"},
+		{name: "agent reports Native on a cluster claiming EKS", cluster: vanilla(), routeAPI: constants.RouteAPINative, wantRoutesCRD: false, wantImage: "quay.io/argoprojlabs/argocd-operator"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -120,6 +121,12 @@ func TestRenderFlavours(t *testing.T) {
 					assert.Contains(t, crd.Annotations, constants.AnnotationDeletionOrphan, "CRD %s must be orphaned on removal", crd.Name)
 				}
 			}
+			argocd := find[*unstructured.Unstructured](objects, constants.ArgoCDName)
+			require.NotNil(t, argocd, "ArgoCD CR rendered")
+			route, _, _ := unstructured.NestedBool(argocd.Object, "spec", "server", "route", "enabled")
+			assert.Equal(t, tc.cluster.Labels[labelVendor] == "OpenShift", route, "the Argo CD server Route only on OpenShift")
+			noDefaultRole, _, _ := unstructured.NestedBool(argocd.Object, "spec", "defaultClusterScopedRoleDisabled")
+			assert.True(t, noDefaultRole, "no */* ClusterRole: argocd-platform-extensions is the grant")
 			ns := find[*corev1.Namespace](objects, constants.GitOpsNamespace)
 			require.NotNil(t, ns)
 			assert.Contains(t, ns.Annotations, constants.AnnotationDeletionOrphan)
@@ -154,7 +161,7 @@ func TestImagePrecedence(t *testing.T) {
 	mirrored := fakeADCGetter{"c1/cfg": {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: "cfg"},
 		Spec: addonv1beta1.AddOnDeploymentConfigSpec{
-			Registries: []addonv1beta1.ImageMirror{{Source: "quay.io/redhat-developer", Mirror: "mirror.example.com/gitops"}, {Source: "quay.io/gitops-addon", Mirror: "mirror.example.com/addon"}},
+			Registries: []addonv1beta1.ImageMirror{{Source: "quay.io/argoprojlabs", Mirror: "mirror.example.com/gitops"}, {Source: "quay.io/gitops-addon", Mirror: "mirror.example.com/addon"}},
 		},
 	}}
 	cases := []struct {
@@ -171,7 +178,7 @@ func TestImagePrecedence(t *testing.T) {
 		{name: "GitOpsCluster annotation beats the ADC", opts: Options{AgentImage: "a:1", ADCGetter: adcs},
 			addon: mca("cfg", map[string]string{constants.AnnotationOperatorImage: "gc.example.com/op:v3"}, ""), wantOp: "gc.example.com/op:v3", wantAgent: "a:1"},
 		{name: "ADC registries mirror the default operator image and the agent image", opts: Options{AgentImage: "quay.io/gitops-addon/gitops-addon:v1", ADCGetter: mirrored},
-			addon: mca("cfg", nil, ""), wantOp: "mirror.example.com/gitops/gitops-operator:", wantAgent: "mirror.example.com/addon/gitops-addon:v1"},
+			addon: mca("cfg", nil, ""), wantOp: "mirror.example.com/gitops/argocd-operator:v0.18.0", wantAgent: "mirror.example.com/addon/gitops-addon:v1"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,102 @@
+package manifests
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"open-cluster-management.io/addon-framework/pkg/addonfactory"
+	"open-cluster-management.io/addon-framework/pkg/agent"
+	addonapiv1beta1 "open-cluster-management.io/api/addon/v1beta1"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+
+	"github.com/gitops-addon/gitops-addon/pkg/constants"
+)
+
+// argoCDGVK is the kind of the Argo CD instance the chart ships.
+var argoCDGVK = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1beta1", Kind: "ArgoCD"}
+
+// frameworkManifests renders the chart exactly as the hub does, through the addon
+// framework's Helm agent addon, with values merged over the chart defaults.
+func frameworkManifests(t *testing.T, scheme *runtime.Scheme, values addonfactory.Values) ([]runtime.Object, error) {
+	t.Helper()
+	factory := addonfactory.NewAgentAddonFactory(constants.AddonName, ChartFS, AgentChartDir).
+		WithAgentRegistrationOption(&agent.RegistrationOption{}).
+		WithGetValuesFuncs(func(*clusterv1.ManagedCluster, *addonapiv1beta1.ManagedClusterAddOn) (addonfactory.Values, error) {
+			return values, nil
+		})
+	if scheme != nil {
+		factory = factory.WithScheme(scheme)
+	}
+	agentAddon, err := factory.BuildHelmAgentAddon()
+	require.NoError(t, err)
+
+	cluster := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "cluster1"}}
+	cluster.Status.Version.Kubernetes = "v1.35.4"
+	addon := &addonapiv1beta1.ManagedClusterAddOn{
+		ObjectMeta: metav1.ObjectMeta{Name: constants.AddonName, Namespace: "cluster1"},
+	}
+	return agentAddon.Manifests(context.Background(), cluster, addon)
+}
+
+func kindsAndNames(t *testing.T, objects []runtime.Object) map[string]bool {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, object := range objects {
+		accessor, err := meta.Accessor(object)
+		require.NoError(t, err)
+		kind := object.GetObjectKind().GroupVersionKind().Kind
+		seen[kind+"/"+accessor.GetName()] = true
+	}
+	return seen
+}
+
+func TestRendersThroughTheAddonFramework(t *testing.T) {
+	// The framework decodes every object with its scheme, so the hub must register the
+	// ArgoCD kind; as unstructured is enough.
+	scheme := runtime.NewScheme()
+	scheme.AddKnownTypeWithName(argoCDGVK, &unstructured.Unstructured{})
+
+	for _, installCRD := range []bool{false, true} {
+		t.Run(fmt.Sprintf("routes.installCRD=%v", installCRD), func(t *testing.T) {
+			objects, err := frameworkManifests(t, scheme, addonfactory.Values{"routes": map[string]any{"installCRD": installCRD}})
+			require.NoError(t, err)
+			seen := kindsAndNames(t, objects)
+
+			assert.True(t, seen["ArgoCD/"+constants.ArgoCDName], "ArgoCD CR missing from the framework's manifests")
+			assert.Equal(t, installCRD, seen["CustomResourceDefinition/"+constants.RoutesCRDName])
+			assert.True(t, seen["CustomResourceDefinition/argocds.argoproj.io"])
+			assert.True(t, seen["Deployment/"+constants.AgentDeployment])
+			assert.True(t, seen["Deployment/"+constants.OperatorDeployment])
+
+			for _, object := range objects {
+				switch typed := object.(type) {
+				case *apiextensionsv1.CustomResourceDefinition:
+					assert.Contains(t, typed.Annotations, constants.AnnotationDeletionOrphan, typed.Name)
+				case *appsv1.Deployment:
+					if typed.Name == constants.AgentDeployment {
+						assert.Equal(t, addonfactory.AddonDefaultInstallNamespace, typed.Namespace)
+						assert.Contains(t, typed.Spec.Template.Spec.Containers[0].Args, "--cluster-name=cluster1")
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestFrameworkNeedsTheArgoCDKindInItsScheme(t *testing.T) {
+	// Documents what the hub must do: with the framework's default scheme the ArgoCD CR
+	// cannot be decoded and rendering fails.
+	_, err := frameworkManifests(t, nil, addonfactory.Values{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `no kind "ArgoCD" is registered`)
+}

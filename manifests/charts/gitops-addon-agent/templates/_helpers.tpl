@@ -1,0 +1,121 @@
+{{/*
+Labels carried by every object of the chart. The hub and the agent filter their caches
+on app.kubernetes.io/managed-by, so an object without it is invisible to them.
+*/}}
+{{- define "gitops-addon.labels" -}}
+app.kubernetes.io/managed-by: gitops-addon
+app.kubernetes.io/part-of: gitops-addon
+{{- end }}
+
+{{/*
+The GitOps operator image: the hub's choice when it made one, else the default image
+of the cluster's flavour.
+*/}}
+{{- define "gitops-addon.operatorImage" -}}
+{{- if .Values.global.imageOverrides.gitopsOperator -}}
+{{- .Values.global.imageOverrides.gitopsOperator -}}
+{{- else if .Values.openshift -}}
+{{- .Values.gitopsOperator.images.openshift -}}
+{{- else -}}
+{{- .Values.gitopsOperator.images.kubernetes -}}
+{{- end -}}
+{{- end }}
+
+{{/*
+Proxy environment variables from global.proxyConfig (AddOnDeploymentConfig), one per
+variable that is set. Call with the root context.
+*/}}
+{{- define "gitops-addon.proxyEnv" -}}
+{{- $proxy := .Values.global.proxyConfig | default dict }}
+{{- range $name := list "HTTP_PROXY" "HTTPS_PROXY" "NO_PROXY" }}
+{{- with index $proxy $name }}
+- name: {{ $name }}
+  value: {{ . | quote }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+Resources of one container: the last global.resourceRequirements entry whose
+containerIDRegex matches "deployments:<deployment>:<container>" (the addon framework's
+convention), else the given defaults.
+Call with (dict "root" $ "deployment" <name> "container" <name> "defaults" <dict>).
+*/}}
+{{- define "gitops-addon.resources" -}}
+{{- $containerID := printf "deployments:%s:%s" .deployment .container }}
+{{- $resources := .defaults }}
+{{- range $requirement := .root.Values.global.resourceRequirements | default list }}
+{{- if regexMatch $requirement.containerIDRegex $containerID }}
+{{- $resources = $requirement.resources }}
+{{- end }}
+{{- end }}
+{{- toYaml $resources }}
+{{- end }}
+
+{{/*
+Pod-level scheduling and pull settings shared by the agent and the operator.
+Call with the root context; renders at the indentation of a pod spec's fields.
+*/}}
+{{- define "gitops-addon.podPlacement" -}}
+{{- with .Values.global.imagePullSecret }}
+imagePullSecrets:
+- name: {{ . | quote }}
+{{- end }}
+{{- with .Values.global.nodeSelector }}
+nodeSelector:
+{{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.tolerations }}
+tolerations:
+{{- toYaml . | nindent 0 }}
+{{- end }}
+{{- end }}
+
+{{/*
+Pod security context: non-root with the runtime's default seccomp profile, which the
+restricted Pod Security Standard requires.
+*/}}
+{{- define "gitops-addon.podSecurityContext" -}}
+runAsNonRoot: true
+seccompProfile:
+  type: RuntimeDefault
+{{- end }}
+
+{{/*
+Container security context for the restricted Pod Security Standard.
+*/}}
+{{- define "gitops-addon.containerSecurityContext" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+runAsNonRoot: true
+capabilities:
+  drop:
+  - ALL
+seccompProfile:
+  type: RuntimeDefault
+{{- end }}
+
+{{/*
+Splits an image reference into the repository and tag-or-digest that the ArgoCD CR
+wants in separate fields (the operator joins them again, with "@" when the second part
+holds a ':' as digests do). Returns YAML {repository, tag}; tag is empty when the
+reference has neither. A ':' only counts as a tag separator after the last '/', so a
+registry port ("host:5000/repo") is not mistaken for a tag.
+*/}}
+{{- define "gitops-addon.splitImage" -}}
+{{- $repository := . }}
+{{- $tag := "" }}
+{{- if contains "@" . }}
+{{- $parts := splitn "@" 2 . }}
+{{- $repository = $parts._0 }}
+{{- $tag = $parts._1 }}
+{{- else }}
+{{- $lastSegment := last (splitList "/" .) }}
+{{- if contains ":" $lastSegment }}
+{{- $tag = last (splitList ":" $lastSegment) }}
+{{- $repository = trimSuffix (printf ":%s" $tag) . }}
+{{- end }}
+{{- end }}
+repository: {{ $repository | quote }}
+tag: {{ $tag | quote }}
+{{- end }}

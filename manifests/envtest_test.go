@@ -1,0 +1,243 @@
+package manifests
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"helm.sh/helm/v3/pkg/releaseutil"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/gitops-addon/gitops-addon/pkg/constants"
+)
+
+// applicationControllerSA is the ServiceAccount the operator creates for the Argo CD
+// application controller of the openshift-gitops instance.
+const applicationControllerSA = "openshift-gitops-argocd-application-controller"
+
+// startAPIServer starts a real kube-apiserver and etcd (RBAC authorization) from the
+// repository's bin directory and returns its config and a client.
+func startAPIServer(t *testing.T) (*rest.Config, client.Client) {
+	t.Helper()
+	binaries, err := filepath.Abs(filepath.Join("..", "bin"))
+	require.NoError(t, err)
+	environment := &envtest.Environment{BinaryAssetsDirectory: binaries}
+	config, err := environment.Start()
+	require.NoError(t, err, "starting envtest with binaries from %s", binaries)
+	t.Cleanup(func() { assert.NoError(t, environment.Stop()) })
+
+	scheme := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(scheme))
+	require.NoError(t, apiextensionsv1.AddToScheme(scheme))
+	kubeClient, err := client.New(config, client.Options{Scheme: scheme})
+	require.NoError(t, err)
+	return config, kubeClient
+}
+
+// applyRendered creates every object the way a strict apply would: CRDs first, waiting
+// until they serve, then the rest with strict field validation, so that a field the
+// apiserver does not know is an error rather than silently dropped.
+func applyRendered(t *testing.T, ctx context.Context, kubeClient client.Client, objects []*unstructured.Unstructured) {
+	t.Helper()
+	for _, object := range objects {
+		if object.GetKind() != "CustomResourceDefinition" {
+			continue
+		}
+		require.NoError(t, kubeClient.Create(ctx, object.DeepCopy(), client.FieldValidation("Strict")), "creating CRD %s", object.GetName())
+	}
+	for _, object := range objects {
+		if object.GetKind() == "CustomResourceDefinition" {
+			waitEstablished(t, ctx, kubeClient, object.GetName())
+		}
+	}
+	for _, object := range inInstallOrder(objects) {
+		if object.GetKind() == "CustomResourceDefinition" {
+			continue
+		}
+		// The client's REST mapper learns about new CRDs lazily: retry while it does not
+		// know the kind yet, fail at once on any other error.
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			err := kubeClient.Create(ctx, object.DeepCopy(), client.FieldValidation("Strict"))
+			if meta.IsNoMatchError(err) {
+				return false, nil
+			}
+			return err == nil, err
+		})
+		require.NoError(t, err, "creating %s %s/%s", object.GetKind(), object.GetNamespace(), object.GetName())
+	}
+}
+
+// inInstallOrder sorts objects by kind as the addon framework does before building the
+// ManifestWork (Helm's install order: namespaces first, unknown kinds last).
+func inInstallOrder(objects []*unstructured.Unstructured) []*unstructured.Unstructured {
+	rank := func(kind string) int {
+		if index := slices.Index(releaseutil.InstallOrder, kind); index >= 0 {
+			return index
+		}
+		return len(releaseutil.InstallOrder)
+	}
+	sorted := slices.Clone(objects)
+	slices.SortStableFunc(sorted, func(a, b *unstructured.Unstructured) int {
+		return rank(a.GetKind()) - rank(b.GetKind())
+	})
+	return sorted
+}
+
+func waitEstablished(t *testing.T, ctx context.Context, kubeClient client.Client, name string) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := kubeClient.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+			return false, err
+		}
+		for _, condition := range crd.Status.Conditions {
+			if condition.Type == apiextensionsv1.Established && condition.Status == apiextensionsv1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	require.NoError(t, err, "CRD %s never became established", name)
+}
+
+func TestRenderedManifestsOnARealAPIServer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	config, kubeClient := startAPIServer(t)
+
+	objects := mustRender(t, withValues(map[string]any{
+		"routes":             map[string]any{"installCRD": true},
+		"platformExtensions": map[string]any{"extraAPIGroups": []any{"cert-manager.io"}},
+		"argoCD":             map[string]any{"image": "quay.io/argoproj/argocd:v3.1.0", "redisImage": "mirror:5000/redis@sha256:0123"},
+		"global":             map[string]any{"proxyConfig": map[string]any{"HTTPS_PROXY": "http://proxy:3128"}},
+	}))
+	// The klusterlet creates the default addon namespace; the chart does not.
+	require.NoError(t, kubeClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testInstallNamespace}}))
+	applyRendered(t, ctx, kubeClient, objects)
+
+	t.Run("ArgoCD CR is stored as rendered", func(t *testing.T) {
+		rendered := mustFind(t, objects, "ArgoCD", constants.GitOpsNamespace, constants.ArgoCDName)
+		stored := &unstructured.Unstructured{}
+		stored.SetGroupVersionKind(argoCDGVK)
+		require.NoError(t, kubeClient.Get(ctx, client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: constants.ArgoCDName}, stored))
+		// Pruning would remove unknown fields silently; strict validation already
+		// refused them, and nothing was defaulted away either.
+		for key, value := range rendered.Object["spec"].(map[string]any) {
+			assert.Equal(t, value, stored.Object["spec"].(map[string]any)[key], "spec.%s", key)
+		}
+	})
+
+	t.Run("RBAC grants exactly what the comments say", func(t *testing.T) {
+		agent := serviceAccountUser(testInstallNamespace, constants.AgentDeployment)
+		operator := serviceAccountUser(constants.GitOpsNamespace, constants.OperatorDeployment)
+		controller := serviceAccountUser(constants.GitOpsNamespace, applicationControllerSA)
+
+		checks := []struct {
+			name    string
+			user    string
+			attrs   authorizationv1.ResourceAttributes
+			path    string // a non-resource URL instead of attrs
+			allowed bool
+		}{
+			{"agent deletes the Routes CRD", agent, crdAttrs("delete", constants.RoutesCRDName), "", true},
+			{"agent cannot delete Argo CD CRDs", agent, crdAttrs("delete", "applications.argoproj.io"), "", false},
+			{"agent cannot create CRDs", agent, crdAttrs("create", ""), "", false},
+			{"agent watches APIServices", agent, authorizationv1.ResourceAttributes{Group: "apiregistration.k8s.io", Resource: "apiservices", Verb: "watch"}, "", true},
+			{"agent creates its admission policy", agent, vapAttrs("create", ""), "", true},
+			{"agent updates its admission policy", agent, vapAttrs("update", "gitops-addon-deny-routes-crd"), "", true},
+			{"agent cannot update other admission policies", agent, vapAttrs("update", "someone-elses"), "", false},
+			{"agent cannot delete other admission policies", agent, vapAttrs("delete", "someone-elses"), "", false},
+			{"agent reads OpenAPI v3", agent, authorizationv1.ResourceAttributes{}, "/openapi/v3/apis/route.openshift.io/v1", true},
+			{"agent updates its lease", agent, authorizationv1.ResourceAttributes{Namespace: testInstallNamespace, Group: "coordination.k8s.io", Resource: "leases", Verb: "update"}, "", true},
+			{"agent has no leases elsewhere", agent, authorizationv1.ResourceAttributes{Namespace: "default", Group: "coordination.k8s.io", Resource: "leases", Verb: "update"}, "", false},
+			{"agent cannot read secrets", agent, authorizationv1.ResourceAttributes{Namespace: testInstallNamespace, Resource: "secrets", Verb: "get"}, "", false},
+
+			{"operator escalates cluster roles", operator, authorizationv1.ResourceAttributes{Group: "rbac.authorization.k8s.io", Resource: "clusterroles", Verb: "escalate"}, "", true},
+			{"operator binds cluster roles", operator, authorizationv1.ResourceAttributes{Group: "rbac.authorization.k8s.io", Resource: "clusterroles", Verb: "bind"}, "", true},
+			{"operator manages ArgoCDs", operator, authorizationv1.ResourceAttributes{Namespace: constants.GitOpsNamespace, Group: "argoproj.io", Resource: "argocds/finalizers", Verb: "update"}, "", true},
+			{"operator cannot write CRDs", operator, crdAttrs("create", ""), "", false},
+			{"operator cannot delete namespaces", operator, authorizationv1.ResourceAttributes{Resource: "namespaces", Verb: "delete", Name: "default"}, "", false},
+
+			{"controller deploys workloads", controller, authorizationv1.ResourceAttributes{Namespace: "team-a", Group: "apps", Resource: "deployments", Verb: "create"}, "", true},
+			{"controller manages Applications", controller, authorizationv1.ResourceAttributes{Namespace: constants.GitOpsNamespace, Group: "argoproj.io", Resource: "applications", Verb: "patch"}, "", true},
+			{"controller gets the extra API group", controller, authorizationv1.ResourceAttributes{Namespace: "team-a", Group: "cert-manager.io", Resource: "certificates", Verb: "create"}, "", true},
+			{"controller cannot write RBAC", controller, authorizationv1.ResourceAttributes{Group: "rbac.authorization.k8s.io", Resource: "clusterrolebindings", Verb: "create"}, "", false},
+			{"controller cannot escalate", controller, authorizationv1.ResourceAttributes{Group: "rbac.authorization.k8s.io", Resource: "clusterroles", Verb: "escalate"}, "", false},
+			{"controller cannot impersonate", controller, authorizationv1.ResourceAttributes{Resource: "users", Verb: "impersonate", Name: "admin"}, "", false},
+			{"controller cannot install CRDs", controller, crdAttrs("create", ""), "", false},
+			{"controller cannot touch nodes", controller, authorizationv1.ResourceAttributes{Resource: "nodes", Verb: "patch"}, "", false},
+		}
+		for _, check := range checks {
+			review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+				User:   check.user,
+				Groups: []string{"system:serviceaccounts", "system:authenticated"},
+			}}
+			if check.path != "" {
+				review.Spec.NonResourceAttributes = &authorizationv1.NonResourceAttributes{Path: check.path, Verb: "get"}
+			} else {
+				attrs := check.attrs
+				review.Spec.ResourceAttributes = &attrs
+			}
+			require.NoError(t, kubeClient.Create(ctx, review))
+			assert.Equal(t, check.allowed, review.Status.Allowed, "%s (%s)", check.name, review.Status.Reason)
+		}
+	})
+
+	t.Run("operator can grant permissions it does not hold", func(t *testing.T) {
+		// The reason for escalate: the operator must be able to create roles for Argo CD
+		// beyond its own rights. Nodes are a permission the operator does not have.
+		role := &rbacv1.ClusterRole{
+			ObjectMeta: metav1.ObjectMeta{Name: "granted-by-operator"},
+			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"patch"}}},
+		}
+		asOperator := impersonating(t, config, constants.GitOpsNamespace, constants.OperatorDeployment)
+		require.NoError(t, asOperator.Create(ctx, role.DeepCopy()))
+
+		asController := impersonating(t, config, constants.GitOpsNamespace, applicationControllerSA)
+		role.Name = "granted-by-controller"
+		err := asController.Create(ctx, role)
+		require.Error(t, err, "the application controller must not write RBAC by default")
+	})
+}
+
+func serviceAccountUser(namespace, name string) string {
+	return fmt.Sprintf("system:serviceaccount:%s:%s", namespace, name)
+}
+
+func crdAttrs(verb, name string) authorizationv1.ResourceAttributes {
+	return authorizationv1.ResourceAttributes{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions", Verb: verb, Name: name}
+}
+
+func vapAttrs(verb, name string) authorizationv1.ResourceAttributes {
+	return authorizationv1.ResourceAttributes{Group: "admissionregistration.k8s.io", Resource: "validatingadmissionpolicies", Verb: verb, Name: name}
+}
+
+// impersonating returns a client acting as the ServiceAccount namespace/name.
+func impersonating(t *testing.T, config *rest.Config, namespace, name string) client.Client {
+	t.Helper()
+	impersonated := rest.CopyConfig(config)
+	impersonated.Impersonate = rest.ImpersonationConfig{
+		UserName: serviceAccountUser(namespace, name),
+		Groups:   []string{"system:serviceaccounts", "system:authenticated"},
+	}
+	kubeClient, err := client.New(impersonated, client.Options{})
+	require.NoError(t, err)
+	return kubeClient
+}

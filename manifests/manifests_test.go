@@ -1,0 +1,495 @@
+package manifests
+
+import (
+	"fmt"
+	"io/fs"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/gitops-addon/gitops-addon/pkg/constants"
+)
+
+func TestChartFSHoldsTheWholeChart(t *testing.T) {
+	// Without the all: prefix go:embed drops _helpers.tpl and every template fails.
+	_, err := fs.Stat(ChartFS, AgentChartDir+"/templates/_helpers.tpl")
+	require.NoError(t, err, "_helpers.tpl missing from ChartFS: go:embed needs the all: prefix")
+
+	agentChart := loadAgentChart(t)
+	assert.Equal(t, "gitops-addon-agent", agentChart.Name())
+
+	var crdFiles []string
+	for _, crd := range agentChart.CRDObjects() {
+		crdFiles = append(crdFiles, crd.Filename)
+	}
+	assert.Len(t, crdFiles, 8, "crds/ should hold the 8 Argo CD CRDs: %v", crdFiles)
+	assert.NotContains(t, strings.Join(crdFiles, ","), constants.RoutesCRDName,
+		"the Routes CRD must not be in crds/, which ships unconditionally")
+}
+
+func TestDefaultValuesRenderEveryObject(t *testing.T) {
+	// Only the chart's own values.yaml: what `gitops-addon render` relies on.
+	objects := mustRender(t, map[string]any{})
+
+	expected := []struct{ kind, namespace, name string }{
+		{"Namespace", "", constants.GitOpsNamespace},
+		{"ServiceAccount", constants.GitOpsNamespace, constants.OperatorDeployment},
+		{"ClusterRole", "", "gitops-addon:openshift-gitops-operator"},
+		{"ClusterRoleBinding", "", "gitops-addon:openshift-gitops-operator"},
+		{"Deployment", constants.GitOpsNamespace, constants.OperatorDeployment},
+		{"ClusterRole", "", constants.PlatformExtensionsClusterRole},
+		{"ClusterRoleBinding", "", constants.PlatformExtensionsClusterRole},
+		{"ArgoCD", constants.GitOpsNamespace, constants.ArgoCDName},
+		{"ServiceAccount", testInstallNamespace, constants.AgentDeployment},
+		{"Deployment", testInstallNamespace, constants.AgentDeployment},
+		{"ClusterRole", "", "gitops-addon:agent"},
+		{"ClusterRoleBinding", "", "gitops-addon:agent"},
+		{"Role", testInstallNamespace, "gitops-addon:agent"},
+		{"RoleBinding", testInstallNamespace, "gitops-addon:agent"},
+		{"CustomResourceDefinition", "", "applications.argoproj.io"},
+		{"CustomResourceDefinition", "", "applicationsets.argoproj.io"},
+		{"CustomResourceDefinition", "", "appprojects.argoproj.io"},
+		{"CustomResourceDefinition", "", "argocds.argoproj.io"},
+		{"CustomResourceDefinition", "", "argocdexports.argoproj.io"},
+		{"CustomResourceDefinition", "", "namespacemanagements.argoproj.io"},
+		{"CustomResourceDefinition", "", "notificationsconfigurations.argoproj.io"},
+		{"CustomResourceDefinition", "", "imageupdaters.argocd-image-updater.argoproj.io"},
+	}
+	for _, want := range expected {
+		assert.NotNil(t, findObject(objects, want.kind, want.namespace, want.name),
+			"%s %s/%s not rendered", want.kind, want.namespace, want.name)
+	}
+	assert.Len(t, objects, len(expected), "unexpected extra objects")
+}
+
+func TestEveryObjectCarriesTheGitOpsAddonLabels(t *testing.T) {
+	objects := mustRender(t, withValues(map[string]any{"routes": map[string]any{"installCRD": true}}))
+	for _, object := range objects {
+		labels := object.GetLabels()
+		assert.Equal(t, constants.ManagedByValue, labels[constants.LabelManagedBy],
+			"%s %s lacks %s", object.GetKind(), object.GetName(), constants.LabelManagedBy)
+		assert.Equal(t, constants.ManagedByValue, labels["app.kubernetes.io/part-of"],
+			"%s %s lacks app.kubernetes.io/part-of", object.GetKind(), object.GetName())
+	}
+}
+
+func TestCRDsAndGitOpsNamespaceAreOrphanedOnAddonDeletion(t *testing.T) {
+	objects := mustRender(t, withValues(map[string]any{"routes": map[string]any{"installCRD": true}}))
+	for _, object := range objects {
+		if object.GetKind() != "CustomResourceDefinition" && object.GetKind() != "Namespace" {
+			continue
+		}
+		_, orphaned := object.GetAnnotations()[constants.AnnotationDeletionOrphan]
+		assert.True(t, orphaned, "%s %s must carry %s", object.GetKind(), object.GetName(), constants.AnnotationDeletionOrphan)
+	}
+}
+
+func TestBuiltInTypesDecodeStrictly(t *testing.T) {
+	// Catches misspelt fields: the apiserver would drop them silently.
+	objects := mustRender(t, withValues(map[string]any{
+		"routes":      map[string]any{"installCRD": true},
+		"global":      map[string]any{"imagePullSecret": "pull", "nodeSelector": map[string]any{"a": "b"}, "proxyConfig": map[string]any{"HTTP_PROXY": "http://p:3128"}},
+		"tolerations": []any{map[string]any{"key": "k", "operator": "Exists"}},
+	}))
+	for _, object := range objects {
+		typed, err := clientgoscheme.Scheme.New(object.GroupVersionKind())
+		if err != nil {
+			continue // ArgoCD and CRDs: checked against a real apiserver in the envtest.
+		}
+		err = runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(object.Object, typed, true)
+		assert.NoError(t, err, "%s %s", object.GetKind(), object.GetName())
+	}
+}
+
+func TestRoutesCRDShipsOnlyWhenRequested(t *testing.T) {
+	for _, installCRD := range []bool{false, true} {
+		t.Run(fmt.Sprintf("installCRD=%v", installCRD), func(t *testing.T) {
+			objects := mustRender(t, withValues(map[string]any{"routes": map[string]any{"installCRD": installCRD}}))
+			routesCRD := findObject(objects, "CustomResourceDefinition", "", constants.RoutesCRDName)
+			if !installCRD {
+				assert.Nil(t, routesCRD)
+				return
+			}
+			require.NotNil(t, routesCRD)
+			group, _, _ := unstructured.NestedString(routesCRD.Object, "spec", "group")
+			assert.Equal(t, constants.RouteGroup, group)
+		})
+	}
+}
+
+func TestPlatformExtensionsDefaultsAreLeastPrivilege(t *testing.T) {
+	objects := mustRender(t, map[string]any{})
+	rules := rulesOf(t, mustFind(t, objects, "ClusterRole", "", constants.PlatformExtensionsClusterRole))
+	require.NotEmpty(t, rules)
+	for _, rule := range rules {
+		assert.NotContains(t, rule.APIGroups, "rbac.authorization.k8s.io")
+		assert.NotContains(t, rule.APIGroups, "apiextensions.k8s.io")
+		assert.NotContains(t, rule.APIGroups, "*", "no wildcard API group by default")
+		assert.NotContains(t, rule.Resources, "*", "no wildcard resource by default")
+		for _, forbidden := range []string{"escalate", "bind", "impersonate"} {
+			assert.NotContains(t, rule.Verbs, forbidden)
+		}
+	}
+
+	binding := mustFind(t, objects, "ClusterRoleBinding", "", constants.PlatformExtensionsClusterRole)
+	subjects, _, _ := unstructured.NestedSlice(binding.Object, "subjects")
+	require.Len(t, subjects, 1)
+	subject := subjects[0].(map[string]any)
+	assert.Equal(t, "openshift-gitops-argocd-application-controller", subject["name"])
+	assert.Equal(t, constants.GitOpsNamespace, subject["namespace"])
+}
+
+func TestExtraAPIGroupsAddOneRuleEach(t *testing.T) {
+	tests := []struct {
+		name   string
+		groups []any
+	}{
+		{name: "none", groups: nil},
+		{name: "one group", groups: []any{"cert-manager.io"}},
+		{name: "user opts into RBAC", groups: []any{"rbac.authorization.k8s.io", "external-secrets.io"}},
+	}
+	for _, test := range tests {
+		t.Run(test.name, func(t *testing.T) {
+			objects := mustRender(t, withValues(map[string]any{
+				"platformExtensions": map[string]any{"extraAPIGroups": test.groups},
+			}))
+			defaults := rulesOf(t, mustFind(t, mustRender(t, map[string]any{}), "ClusterRole", "", constants.PlatformExtensionsClusterRole))
+			rules := rulesOf(t, mustFind(t, objects, "ClusterRole", "", constants.PlatformExtensionsClusterRole))
+
+			require.Len(t, rules, len(defaults)+len(test.groups))
+			assert.Equal(t, defaults, rules[:len(defaults)], "extra groups must not change the defaults")
+			for i, group := range test.groups {
+				assert.Equal(t, policyRule{APIGroups: []string{group.(string)}, Resources: []string{"*"}, Verbs: []string{"*"}},
+					rules[len(defaults)+i])
+			}
+		})
+	}
+}
+
+func TestExtraAPIGroupsRejectNonStrings(t *testing.T) {
+	_, err := renderChart(t, withValues(map[string]any{
+		"platformExtensions": map[string]any{"extraAPIGroups": []any{map[string]any{"group": "x"}}},
+	}))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "extraAPIGroups must hold API group names")
+}
+
+func TestOperatorImageChoice(t *testing.T) {
+	tests := []struct {
+		name      string
+		override  string
+		openshift bool
+		want      string
+	}{
+		{name: "kubernetes default", want: "quay.io/argoprojlabs/argocd-operator:v0.18.0"},
+		{name: "openshift default", openshift: true, want: "quay.io/argoprojlabs/argocd-operator:v0.18.0"},
+		{name: "hub override wins", override: "mirror.example.com/op@sha256:abc", openshift: true, want: "mirror.example.com/op@sha256:abc"},
+	}
+	for _, test := range tests {
+		t.Run(test.name, func(t *testing.T) {
+			objects := mustRender(t, withValues(map[string]any{
+				"openshift": test.openshift,
+				"global":    map[string]any{"imageOverrides": map[string]any{"gitopsOperator": test.override}},
+			}))
+			deployment := typedDeployment(t, objects, constants.GitOpsNamespace, constants.OperatorDeployment)
+			assert.Equal(t, test.want, deployment.Spec.Template.Spec.Containers[0].Image)
+		})
+	}
+}
+
+func TestOperatorDeployment(t *testing.T) {
+	objects := mustRender(t, map[string]any{})
+	deployment := typedDeployment(t, objects, constants.GitOpsNamespace, constants.OperatorDeployment)
+	pod := deployment.Spec.Template.Spec
+	require.Len(t, pod.Containers, 1)
+	container := pod.Containers[0]
+
+	assert.Equal(t, constants.OperatorDeployment, pod.ServiceAccountName)
+	env := envMap(container.Env)
+	assert.Equal(t, "true", env["DISABLE_DEFAULT_ARGOCD_INSTANCE"])
+	assert.Contains(t, env, "WATCH_NAMESPACE")
+	assert.Empty(t, env["WATCH_NAMESPACE"])
+	// Cluster-scoped instance; its */* default ClusterRole is disabled in the ArgoCD CR
+	// (TestArgoCDInstance), so argocd-platform-extensions is the only cluster-wide grant.
+	assert.Equal(t, constants.GitOpsNamespace, env["ARGOCD_CLUSTER_CONFIG_NAMESPACES"])
+
+	assertProbesOn8081(t, container)
+	assertRestricted(t, pod, container)
+}
+
+func TestAgentDeployment(t *testing.T) {
+	objects := mustRender(t, withValues(map[string]any{"agent": map[string]any{"logLevel": "debug"}}))
+	deployment := typedDeployment(t, objects, testInstallNamespace, constants.AgentDeployment)
+	pod := deployment.Spec.Template.Spec
+	require.Len(t, pod.Containers, 1)
+	container := pod.Containers[0]
+
+	assert.Equal(t, "quay.io/gitops-addon/gitops-addon:latest", container.Image)
+	assert.Equal(t, constants.AgentDeployment, pod.ServiceAccountName)
+	assert.Equal(t, []string{
+		"agent",
+		"--hub-kubeconfig=/var/run/hub/kubeconfig",
+		"--cluster-name=cluster1",
+		"--addon-namespace=" + testInstallNamespace,
+		"--zap-log-level=debug",
+	}, container.Args)
+
+	// The whole hub kubeconfig secret is a directory: the kubeconfig references
+	// tls.crt/tls.key relatively and a subPath mount would miss certificate rotation.
+	var hubVolume *corev1.Volume
+	for i := range pod.Volumes {
+		if pod.Volumes[i].Secret != nil && pod.Volumes[i].Secret.SecretName == constants.HubKubeconfigSecret {
+			hubVolume = &pod.Volumes[i]
+		}
+	}
+	require.NotNil(t, hubVolume, "no volume for secret %s", constants.HubKubeconfigSecret)
+	assert.Empty(t, hubVolume.Secret.Items, "the whole secret must be mounted")
+	var mounted bool
+	for _, mount := range container.VolumeMounts {
+		if mount.Name == hubVolume.Name {
+			mounted = true
+			assert.Equal(t, "/var/run/hub", mount.MountPath)
+			assert.Empty(t, mount.SubPath)
+		}
+	}
+	assert.True(t, mounted, "hub kubeconfig volume not mounted")
+
+	ports := map[string]int32{}
+	for _, port := range container.Ports {
+		ports[port.Name] = port.ContainerPort
+	}
+	assert.Equal(t, map[string]int32{"metrics": 8080, "health": 8081}, ports)
+	assertProbesOn8081(t, container)
+	assertRestricted(t, pod, container)
+}
+
+func TestAgentFollowsTheInstallNamespace(t *testing.T) {
+	// An AddOnDeploymentConfig can move the agent; the framework passes the namespace as
+	// .Release.Namespace and as addonInstallNamespace.
+	const custom = "gitops-addon-custom"
+	values := withValues(map[string]any{"addonInstallNamespace": custom})
+	objects, err := renderChartInNamespace(t, custom, values)
+	require.NoError(t, err)
+
+	for _, id := range [][2]string{
+		{"ServiceAccount", constants.AgentDeployment},
+		{"Deployment", constants.AgentDeployment},
+		{"Role", "gitops-addon:agent"},
+		{"RoleBinding", "gitops-addon:agent"},
+	} {
+		mustFind(t, objects, id[0], custom, id[1])
+	}
+	agent := typedDeployment(t, objects, custom, constants.AgentDeployment)
+	assert.Contains(t, agent.Spec.Template.Spec.Containers[0].Args, "--addon-namespace="+custom)
+
+	for _, kind := range []string{"ClusterRoleBinding", "RoleBinding"} {
+		binding := mustFind(t, objects, kind, map[string]string{"RoleBinding": custom}[kind], "gitops-addon:agent")
+		subjects, _, _ := unstructured.NestedSlice(binding.Object, "subjects")
+		require.Len(t, subjects, 1)
+		assert.Equal(t, custom, subjects[0].(map[string]any)["namespace"], kind)
+	}
+}
+
+func TestAgentRBACIsScopedByResourceName(t *testing.T) {
+	objects := mustRender(t, map[string]any{})
+	rules := rulesOf(t, mustFind(t, objects, "ClusterRole", "", "gitops-addon:agent"))
+
+	for _, rule := range rules {
+		if slices.Contains(rule.Resources, "customresourcedefinitions") && slices.Contains(rule.Verbs, "delete") {
+			assert.Equal(t, []string{constants.RoutesCRDName}, rule.ResourceNames, "CRD delete must be limited to the Routes CRD")
+		}
+		if slices.Contains(rule.APIGroups, "admissionregistration.k8s.io") {
+			for _, verb := range []string{"update", "patch", "delete"} {
+				if slices.Contains(rule.Verbs, verb) {
+					assert.Equal(t, []string{"gitops-addon-deny-routes-crd"}, rule.ResourceNames, "%s on admission policies", verb)
+				}
+			}
+		}
+		assert.NotContains(t, rule.Verbs, "*")
+		assert.NotContains(t, rule.Resources, "*")
+	}
+}
+
+func TestResourceRequirementsFromAddOnDeploymentConfig(t *testing.T) {
+	requirement := func(regex, cpu string) map[string]any {
+		return map[string]any{
+			"containerIDRegex": regex,
+			"resources":        map[string]any{"requests": map[string]any{"cpu": cpu}},
+		}
+	}
+	tests := []struct {
+		name         string
+		requirements []any
+		wantAgentCPU string
+		wantOperator string
+	}{
+		{name: "defaults", wantAgentCPU: "10m", wantOperator: "100m"},
+		{name: "one container", requirements: []any{requirement("^deployments:gitops-addon-agent:agent$", "1")},
+			wantAgentCPU: "1", wantOperator: "100m"},
+		{name: "all containers, later wins", requirements: []any{
+			requirement("^.+:.+:.+$", "2"),
+			requirement("^deployments:openshift-gitops-operator-controller-manager:manager$", "3"),
+		}, wantAgentCPU: "2", wantOperator: "3"},
+	}
+	for _, test := range tests {
+		t.Run(test.name, func(t *testing.T) {
+			objects := mustRender(t, withValues(map[string]any{
+				"global": map[string]any{"resourceRequirements": test.requirements},
+			}))
+			agent := typedDeployment(t, objects, testInstallNamespace, constants.AgentDeployment)
+			operator := typedDeployment(t, objects, constants.GitOpsNamespace, constants.OperatorDeployment)
+			assertCPURequest(t, test.wantAgentCPU, agent.Spec.Template.Spec.Containers[0])
+			assertCPURequest(t, test.wantOperator, operator.Spec.Template.Spec.Containers[0])
+		})
+	}
+}
+
+func TestProxyPlacementAndPullSecretReachBothDeployments(t *testing.T) {
+	objects := mustRender(t, withValues(map[string]any{
+		"global": map[string]any{
+			"imagePullSecret": "registry-pull",
+			"nodeSelector":    map[string]any{"node-role.kubernetes.io/infra": ""},
+			"proxyConfig": map[string]any{
+				"HTTP_PROXY":  "http://proxy:3128",
+				"HTTPS_PROXY": "http://proxy:3129",
+				"NO_PROXY":    ".cluster.local,10.0.0.0/8",
+			},
+		},
+		"tolerations": []any{map[string]any{"key": "infra", "operator": "Exists", "effect": "NoSchedule"}},
+	}))
+	for _, id := range [][2]string{
+		{testInstallNamespace, constants.AgentDeployment},
+		{constants.GitOpsNamespace, constants.OperatorDeployment},
+	} {
+		pod := typedDeployment(t, objects, id[0], id[1]).Spec.Template.Spec
+		env := envMap(pod.Containers[0].Env)
+		assert.Equal(t, "http://proxy:3128", env["HTTP_PROXY"], id[1])
+		assert.Equal(t, "http://proxy:3129", env["HTTPS_PROXY"], id[1])
+		assert.Equal(t, ".cluster.local,10.0.0.0/8", env["NO_PROXY"], id[1])
+		assert.Equal(t, map[string]string{"node-role.kubernetes.io/infra": ""}, pod.NodeSelector, id[1])
+		assert.Equal(t, []corev1.Toleration{{Key: "infra", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
+			pod.Tolerations, id[1])
+		assert.Equal(t, []corev1.LocalObjectReference{{Name: "registry-pull"}}, pod.ImagePullSecrets, id[1])
+	}
+
+	// And nothing of it by default.
+	defaults := mustRender(t, map[string]any{})
+	pod := typedDeployment(t, defaults, testInstallNamespace, constants.AgentDeployment).Spec.Template.Spec
+	assert.NotContains(t, envMap(pod.Containers[0].Env), "HTTP_PROXY")
+	assert.Empty(t, pod.NodeSelector)
+	assert.Empty(t, pod.Tolerations)
+	assert.Empty(t, pod.ImagePullSecrets)
+}
+
+func TestArgoCDInstance(t *testing.T) {
+	tests := []struct {
+		name      string
+		argoCD    map[string]any
+		openshift bool
+		want      map[string]any // expected spec fields beyond the fixed ones
+	}{
+		{name: "defaults", want: map[string]any{}},
+		{name: "openshift enables the route", openshift: true, want: map[string]any{}},
+		{name: "image and version as given", argoCD: map[string]any{"image": "quay.io/argoproj/argocd", "version": "v3.1.0"},
+			want: map[string]any{"image": "quay.io/argoproj/argocd", "version": "v3.1.0"}},
+		{name: "tag moved out of the image", argoCD: map[string]any{"image": "quay.io/argoproj/argocd:v3.1.0"},
+			want: map[string]any{"image": "quay.io/argoproj/argocd", "version": "v3.1.0"}},
+		{name: "digest moved out of the image", argoCD: map[string]any{"image": "quay.io/argoproj/argocd@sha256:0123"},
+			want: map[string]any{"image": "quay.io/argoproj/argocd", "version": "sha256:0123"}},
+		{name: "registry port is not a tag", argoCD: map[string]any{"image": "mirror:5000/argoproj/argocd"},
+			want: map[string]any{"image": "mirror:5000/argoproj/argocd"}},
+		{name: "version alone", argoCD: map[string]any{"version": "v3.1.0"},
+			want: map[string]any{"version": "v3.1.0"}},
+		{name: "redis image with tag", argoCD: map[string]any{"redisImage": "mirror:5000/redis:7.2"},
+			want: map[string]any{"redis": map[string]any{"image": "mirror:5000/redis", "version": "7.2"}}},
+		{name: "redis image without tag", argoCD: map[string]any{"redisImage": "mirror/redis"},
+			want: map[string]any{"redis": map[string]any{"image": "mirror/redis"}}},
+	}
+	for _, test := range tests {
+		t.Run(test.name, func(t *testing.T) {
+			overrides := map[string]any{"openshift": test.openshift}
+			if test.argoCD != nil {
+				// A nil map would be a YAML null, which Helm reads as "delete the key".
+				overrides["argoCD"] = test.argoCD
+			}
+			objects := mustRender(t, withValues(overrides))
+			argoCD := mustFind(t, objects, "ArgoCD", constants.GitOpsNamespace, constants.ArgoCDName)
+			assert.Equal(t, "argoproj.io/v1beta1", argoCD.GetAPIVersion())
+
+			want := map[string]any{
+				"defaultClusterScopedRoleDisabled": true,
+				"extraConfig":                      map[string]any{"resource.respectRBAC": "normal"},
+				"applicationSet":                   map[string]any{},
+				"server":                           map[string]any{"route": map[string]any{"enabled": test.openshift}},
+			}
+			for key, value := range test.want {
+				want[key] = value
+			}
+			assert.Equal(t, want, argoCD.Object["spec"])
+		})
+	}
+}
+
+func typedDeployment(t *testing.T, objects []*unstructured.Unstructured, namespace, name string) *appsv1.Deployment {
+	t.Helper()
+	deployment := &appsv1.Deployment{}
+	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(
+		mustFind(t, objects, "Deployment", namespace, name).Object, deployment, true))
+	return deployment
+}
+
+func envMap(env []corev1.EnvVar) map[string]string {
+	values := map[string]string{}
+	for _, variable := range env {
+		values[variable.Name] = variable.Value
+	}
+	return values
+}
+
+func assertProbesOn8081(t *testing.T, container corev1.Container) {
+	t.Helper()
+	require.NotNil(t, container.LivenessProbe)
+	require.NotNil(t, container.ReadinessProbe)
+	assert.Equal(t, "/healthz", container.LivenessProbe.HTTPGet.Path)
+	assert.Equal(t, 8081, container.LivenessProbe.HTTPGet.Port.IntValue())
+	assert.Equal(t, "/readyz", container.ReadinessProbe.HTTPGet.Path)
+	assert.Equal(t, 8081, container.ReadinessProbe.HTTPGet.Port.IntValue())
+}
+
+// assertRestricted checks what the restricted Pod Security Standard requires.
+func assertRestricted(t *testing.T, pod corev1.PodSpec, container corev1.Container) {
+	t.Helper()
+	require.NotNil(t, pod.SecurityContext)
+	require.NotNil(t, pod.SecurityContext.RunAsNonRoot)
+	assert.True(t, *pod.SecurityContext.RunAsNonRoot)
+	require.NotNil(t, pod.SecurityContext.SeccompProfile)
+	assert.Equal(t, corev1.SeccompProfileTypeRuntimeDefault, pod.SecurityContext.SeccompProfile.Type)
+
+	security := container.SecurityContext
+	require.NotNil(t, security)
+	require.NotNil(t, security.AllowPrivilegeEscalation)
+	assert.False(t, *security.AllowPrivilegeEscalation)
+	require.NotNil(t, security.ReadOnlyRootFilesystem)
+	assert.True(t, *security.ReadOnlyRootFilesystem)
+	require.NotNil(t, security.Capabilities)
+	assert.Equal(t, []corev1.Capability{"ALL"}, security.Capabilities.Drop)
+
+	require.NotNil(t, container.Resources.Requests)
+	assert.False(t, container.Resources.Limits.Memory().IsZero(), "a memory limit by default")
+}
+
+func assertCPURequest(t *testing.T, want string, container corev1.Container) {
+	t.Helper()
+	got := container.Resources.Requests[corev1.ResourceCPU]
+	wantQuantity := resource.MustParse(want)
+	assert.Zero(t, wantQuantity.Cmp(got), "%s: cpu request %s, want %s", container.Name, got.String(), want)
+}
