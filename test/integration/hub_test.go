@@ -90,7 +90,10 @@ func startHub(t *testing.T) *hub {
 		}
 	})
 	h := &hub{t: t, ctx: ctx, c: env.Client}
-	h.create(&addonv1beta1.ClusterManagementAddOn{ObjectMeta: metav1.ObjectMeta{Name: constants.AddonName}})
+	h.create(&addonv1beta1.ClusterManagementAddOn{
+		ObjectMeta: metav1.ObjectMeta{Name: constants.AddonName},
+		Spec:       addonv1beta1.ClusterManagementAddOnSpec{InstallStrategy: addonv1beta1.InstallStrategy{Type: addonv1beta1.AddonInstallStrategyManual}},
+	})
 	return h
 }
 
@@ -221,15 +224,29 @@ func (h *hub) waitCondition(namespace, name, condType string, status metav1.Cond
 	return got
 }
 
-// manifestWorks returns the gitops-addon ManifestWorks of a cluster once they exist.
+// manifestWorks returns the gitops-addon ManifestWorks of a cluster once they carry the
+// agent Deployment (addon-framework writes the split works one after the other).
 func (h *hub) manifestWorks(cluster string) []workv1.ManifestWork {
 	h.t.Helper()
 	works := &workv1.ManifestWorkList{}
 	require.Eventually(h.t, func() bool {
 		err := h.c.List(h.ctx, works, client.InNamespace(cluster), client.MatchingLabels{addonv1beta1.AddonLabelKey: constants.AddonName})
-		return err == nil && len(works.Items) > 0
+		return err == nil && shipped(h.t, works.Items)["Deployment/"+constants.AgentDeployment]
 	}, timeout, poll, "ManifestWorks of %s", cluster)
 	return works.Items
+}
+
+// dumpAddons logs every gitops-addon ManagedClusterAddOn, to explain a stuck teardown.
+func (h *hub) dumpAddons() {
+	addons := &addonv1beta1.ManagedClusterAddOnList{}
+	require.NoError(h.t, h.c.List(h.ctx, addons))
+	for _, a := range addons.Items {
+		h.t.Logf("ManagedClusterAddOn %s/%s labels=%v finalizers=%v deleting=%v owners=%v", a.Namespace, a.Name, a.Labels, a.Finalizers, a.DeletionTimestamp != nil, a.OwnerReferences)
+	}
+	gc := &appsv1beta1.GitOpsCluster{}
+	if err := h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: "gitops-managed"}, gc); err == nil {
+		h.t.Logf("GitOpsCluster finalizers=%v conditions=%+v", gc.Finalizers, gc.Status.Conditions)
+	}
 }
 
 // shipped lists "Kind/name" of every object in a cluster's ManifestWorks.
@@ -292,9 +309,14 @@ func TestHubAddonManager(t *testing.T) {
 		}, timeout, poll)
 		assert.Equal(t, map[string]string{"apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "placementdecisions", "statusListKey": "decisions", "matchKey": "clusterName"}, cm.Data)
 		role := &rbacv1.Role{}
-		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: gitopscluster.PlacementReaderName}, role))
+		require.Eventually(t, func() bool {
+			return h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: gitopscluster.PlacementReaderName}, role) == nil
+		}, timeout, poll)
 		assert.Contains(t, role.Rules[0].Resources, "placementdecisions")
 		binding := &rbacv1.RoleBinding{}
+		require.Eventually(t, func() bool {
+			return h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: gitopscluster.PlacementReaderName + "-" + argoNS}, binding) == nil
+		}, timeout, poll)
 		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: gitopscluster.PlacementReaderName + "-" + argoNS}, binding))
 		assert.Equal(t, "openshift-gitops-applicationset-controller", binding.Subjects[0].Name)
 		h.waitCondition(argoNS, "gitops-managed", appsv1beta1.ConditionClustersRegistered, metav1.ConditionTrue, appsv1beta1.ReasonRegistered)
@@ -433,15 +455,25 @@ spec:
 
 	t.Run("deleting a GitOpsCluster removes what it created and nothing else", func(t *testing.T) {
 		require.NoError(t, h.c.Delete(h.ctx, h.gitOpsCluster(argoNS, "gitops-managed")))
-		require.Eventually(t, func() bool {
+		if !assert.Eventually(t, func() bool {
 			err := h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: "gitops-managed"}, &appsv1beta1.GitOpsCluster{})
 			return apierrors.IsNotFound(err)
-		}, timeout, poll, "the finalizer is removed once teardown is done")
-		for _, c := range []string{"ocp", "vanilla"} {
-			err := h.c.Get(h.ctx, types.NamespacedName{Namespace: c, Name: constants.AddonName}, &addonv1beta1.ManagedClusterAddOn{})
-			assert.True(t, apierrors.IsNotFound(err), "addon of %s removed: %v", c, err)
+		}, timeout, poll, "the finalizer is removed once teardown is done") {
+			h.dumpAddons()
+			t.FailNow()
 		}
-		assert.Empty(t, secretNames(t, h), "cluster secrets removed")
+		err := h.c.Get(h.ctx, types.NamespacedName{Namespace: "ocp", Name: constants.AddonName}, &addonv1beta1.ManagedClusterAddOn{})
+		assert.True(t, apierrors.IsNotFound(err), "addon of ocp removed: %v", err)
+		// "overlap" was told vanilla is taken; with the first owner gone it takes it over.
+		require.Eventually(t, func() bool {
+			mca := &addonv1beta1.ManagedClusterAddOn{}
+			s := &corev1.Secret{}
+			return h.c.Get(h.ctx, types.NamespacedName{Namespace: "vanilla", Name: constants.AddonName}, mca) == nil &&
+				mca.Labels[constants.LabelOwnerName] == "overlap" &&
+				h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: "vanilla-cluster-secret"}, s) == nil &&
+				s.Labels[constants.LabelOwnerName] == "overlap"
+		}, timeout, poll, "the overlapping GitOpsCluster takes vanilla over")
+		assert.Equal(t, []string{"vanilla-cluster-secret"}, secretNames(t, h), "the deleted GitOpsCluster's other secrets are removed")
 		require.NoError(t, h.c.Get(h.ctx, client.ObjectKeyFromObject(userSecret), &corev1.Secret{}), "the user's secret survives")
 		// "overlap" still uses the Argo CD namespace and the namespace: shared objects stay.
 		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: gitopscluster.PlacementConfigMapName}, &corev1.ConfigMap{}))

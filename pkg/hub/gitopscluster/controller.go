@@ -138,8 +138,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&clusterv1beta1.PlacementDecision{}, handler.EnqueueRequestsFromMapFunc(r.forPlacementDecision)).
 		Watches(&clusterv1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(r.forAll),
 			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
-		Watches(&addonv1beta1.ManagedClusterAddOn{}, handler.EnqueueRequestsFromMapFunc(r.forAddon)).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.forOwner)).
+		Watches(&addonv1beta1.ManagedClusterAddOn{}, r.allOnDelete(r.forAddon)).
+		Watches(&corev1.Secret{}, r.allOnDelete(r.forOwner)).
 		Complete(r)
 }
 
@@ -177,6 +177,20 @@ func (r *Reconciler) referencing(ctx context.Context, namespace, placement strin
 		}
 	}
 	return reqs
+}
+
+// allOnDelete maps create and update events with mapFn, and a deletion to every
+// GitOpsCluster: the name it frees may be wanted by another GitOpsCluster that was told
+// of a conflict, which can now take the cluster over.
+func (r *Reconciler) allOnDelete(mapFn handler.MapFunc) handler.EventHandler {
+	byMap := handler.EnqueueRequestsFromMapFunc(mapFn)
+	all := handler.EnqueueRequestsFromMapFunc(r.forAll)
+	return handler.Funcs{
+		CreateFunc:  byMap.Create,
+		UpdateFunc:  byMap.Update,
+		GenericFunc: byMap.Generic,
+		DeleteFunc:  all.Delete,
+	}
 }
 
 // forAddon maps a ManagedClusterAddOn to the GitOpsCluster that created it, or, for one

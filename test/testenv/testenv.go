@@ -1,0 +1,254 @@
+// Package testenv starts a real kube-apiserver and etcd, built from source by
+// `make test-env` into <repo>/bin, for the integration tests, with the OCM and
+// gitops-addon CRDs installed.
+package testenv
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	addonv1alpha1 "open-cluster-management.io/api/addon/v1alpha1"
+	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
+	workv1 "open-cluster-management.io/api/work/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
+
+	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
+)
+
+// Env is a running kube-apiserver + etcd.
+type Env struct {
+	// Config reaches the apiserver as an administrator.
+	Config *rest.Config
+	// Client is an uncached client with Scheme.
+	Client client.Client
+	// Scheme has client-go, apiextensions, OCM and gitops-addon types.
+	Scheme *k8sruntime.Scheme
+	// Environment is the underlying envtest environment.
+	Environment *envtest.Environment
+}
+
+type options struct {
+	crdPaths      []string
+	schemeAdders  []func(*k8sruntime.Scheme) error
+	apiServerArgs map[string][]string
+}
+
+// Option configures Start.
+type Option func(*options)
+
+// WithCRDPaths installs CRDs from these files or directories.
+func WithCRDPaths(paths ...string) Option {
+	return func(o *options) { o.crdPaths = append(o.crdPaths, paths...) }
+}
+
+// WithSchemeAdder adds types to the scheme of Env.Client.
+func WithSchemeAdder(fns ...func(*k8sruntime.Scheme) error) Option {
+	return func(o *options) { o.schemeAdders = append(o.schemeAdders, fns...) }
+}
+
+// WithAPIServerArg sets a kube-apiserver flag.
+func WithAPIServerArg(name string, values ...string) Option {
+	return func(o *options) {
+		if o.apiServerArgs == nil {
+			o.apiServerArgs = map[string][]string{}
+		}
+		o.apiServerArgs[name] = values
+	}
+}
+
+// RepoRoot is the repository root: the directory of the module's go.mod.
+func RepoRoot() string {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		panic("testenv: cannot locate the source file")
+	}
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// BinDir holds the kube-apiserver and etcd built by `make test-env`.
+func BinDir() string { return filepath.Join(RepoRoot(), "bin") }
+
+// Start starts etcd and kube-apiserver, installs the CRDs and stops both at cleanup.
+func Start(t testing.TB, opts ...Option) *Env {
+	t.Helper()
+	o := &options{}
+	for _, opt := range opts {
+		opt(o)
+	}
+	for _, bin := range []string{"kube-apiserver", "etcd"} {
+		if _, err := os.Stat(filepath.Join(BinDir(), bin)); err != nil {
+			t.Fatalf("%s is missing from %s: run `make test-env` (make test does) to build it from source", bin, BinDir())
+		}
+	}
+	crds, err := loadCRDs(o.crdPaths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: BinDir(),
+		CRDs:                  crds,
+		ErrorIfCRDPathMissing: true,
+	}
+	apiServer := env.ControlPlane.GetAPIServer()
+	apiServer.Configure().Set("advertise-address", "127.0.0.1")
+	for name, values := range o.apiServerArgs {
+		apiServer.Configure().Set(name, values...)
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("starting kube-apiserver and etcd: %v", err)
+	}
+	t.Cleanup(func() {
+		// envtest stops kube-apiserver before etcd; the reverse order hangs.
+		if err := env.Stop(); err != nil {
+			t.Errorf("stopping kube-apiserver and etcd: %v", err)
+		}
+	})
+	scheme, err := Scheme(o.schemeAdders...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatalf("creating a client: %v", err)
+	}
+	return &Env{Config: cfg, Client: c, Scheme: scheme, Environment: env}
+}
+
+// Scheme has every type the integration tests use.
+func Scheme(extra ...func(*k8sruntime.Scheme) error) (*k8sruntime.Scheme, error) {
+	s := k8sruntime.NewScheme()
+	adders := append([]func(*k8sruntime.Scheme) error{
+		clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, appsv1beta1.AddToScheme,
+		clusterv1.Install, clusterv1beta1.Install, addonv1alpha1.Install, addonv1beta1.Install, workv1.Install,
+	}, extra...)
+	for _, add := range adders {
+		if err := add(s); err != nil {
+			return nil, fmt.Errorf("building the test scheme: %w", err)
+		}
+	}
+	return s, nil
+}
+
+var (
+	ocmDirOnce sync.Once
+	ocmDir     string
+	ocmDirErr  error
+)
+
+// ocmAPIDir is the open-cluster-management.io/api module directory of go.mod's version.
+func ocmAPIDir() (string, error) {
+	ocmDirOnce.Do(func() {
+		cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "open-cluster-management.io/api")
+		cmd.Dir = RepoRoot()
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			ocmDirErr = fmt.Errorf("locating open-cluster-management.io/api: %v: %s", err, stderr.String())
+			return
+		}
+		ocmDir = strings.TrimSpace(string(out))
+	})
+	return ocmDir, ocmDirErr
+}
+
+// OCMCRDPaths are the OCM CRDs a hub needs, from the pinned api module.
+func OCMCRDPaths() []string {
+	dir, err := ocmAPIDir()
+	if err != nil {
+		panic(err)
+	}
+	return []string{
+		filepath.Join(dir, "cluster", "v1", "0000_00_clusters.open-cluster-management.io_managedclusters.crd.yaml"),
+		filepath.Join(dir, "cluster", "v1beta1", "0000_02_clusters.open-cluster-management.io_placements.crd.yaml"),
+		filepath.Join(dir, "cluster", "v1beta1", "0000_03_clusters.open-cluster-management.io_placementdecisions.crd.yaml"),
+		filepath.Join(dir, "addon", "v1beta1", "0000_00_addon.open-cluster-management.io_clustermanagementaddons.crd.yaml"),
+		filepath.Join(dir, "addon", "v1beta1", "0000_01_addon.open-cluster-management.io_managedclusteraddons.crd.yaml"),
+		filepath.Join(dir, "addon", "v1beta1", "0000_02_addon.open-cluster-management.io_addondeploymentconfigs.crd.yaml"),
+		filepath.Join(dir, "work", "v1", "0000_00_work.open-cluster-management.io_manifestworks.crd.yaml"),
+	}
+}
+
+// storesV1Beta1 are the OCM addon CRDs that store v1alpha1 and serve v1beta1 through
+// OCM's conversion webhook, which does not run here. addon-framework v1.3.0 reads
+// v1beta1, so the tests install them storing v1beta1 with no conversion, as
+// addon-framework's own integration tests do. Test-only: a real hub runs the webhook.
+var storesV1Beta1 = map[string]bool{
+	"clustermanagementaddons.addon.open-cluster-management.io": true,
+	"managedclusteraddons.addon.open-cluster-management.io":    true,
+}
+
+// loadCRDs reads CRD files (or directories of them) and applies the v1beta1 storage flip.
+func loadCRDs(paths []string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	var crds []*apiextensionsv1.CustomResourceDefinition
+	for _, path := range paths {
+		files, err := crdFiles(path)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range files {
+			crd, err := readCRD(f)
+			if err != nil {
+				return nil, err
+			}
+			if storesV1Beta1[crd.Name] {
+				storeV1Beta1(crd)
+			}
+			crds = append(crds, crd)
+		}
+	}
+	return crds, nil
+}
+
+func crdFiles(path string) ([]string, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("CRD path: %w", err)
+	}
+	if !info.IsDir() {
+		return []string{path}, nil
+	}
+	matches, err := filepath.Glob(filepath.Join(path, "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	return matches, nil
+}
+
+func readCRD(file string) (*apiextensionsv1.CustomResourceDefinition, error) {
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("reading CRD %s: %w", file, err)
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.UnmarshalStrict(raw, crd); err != nil {
+		return nil, fmt.Errorf("decoding CRD %s: %w", file, err)
+	}
+	if crd.Kind != "CustomResourceDefinition" {
+		return nil, fmt.Errorf("%s is a %q, not a CustomResourceDefinition", file, crd.Kind)
+	}
+	return crd, nil
+}
+
+func storeV1Beta1(crd *apiextensionsv1.CustomResourceDefinition) {
+	crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.NoneConverter}
+	for i := range crd.Spec.Versions {
+		crd.Spec.Versions[i].Storage = crd.Spec.Versions[i].Name == "v1beta1"
+	}
+}
