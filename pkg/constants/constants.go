@@ -2,6 +2,8 @@
 // the manifests they render, so that both sides of the addon always agree on them.
 package constants
 
+import routev1 "github.com/openshift/api/route/v1"
+
 const (
 	// AddonName is the name of the ClusterManagementAddOn, of every ManagedClusterAddOn,
 	// of the addon lease and of the Helm release rendered for each cluster.
@@ -39,6 +41,10 @@ const (
 	RouteGroup   = "route.openshift.io"
 	RouteVersion = "v1"
 )
+
+// RouteGroupVersion is the Route API as openshift/api defines it; openshift/api is also
+// where hack/crdgen takes the Routes CRD manifest from.
+var RouteGroupVersion = routev1.GroupVersion
 
 // Labels and annotations written by gitops-addon.
 const (

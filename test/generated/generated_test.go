@@ -38,7 +38,7 @@ func TestAPIGeneratedFilesAreCurrent(t *testing.T) {
 	require.NoError(t, err, "controller-gen: %s", output)
 
 	for generated, committed := range map[string]string{
-		filepath.Join(out, "zz_generated.deepcopy.go"):                                 filepath.Join(root, "pkg", "api", "v1beta1", "zz_generated.deepcopy.go"),
+		filepath.Join(out, "zz_generated.deepcopy.go"):                                   filepath.Join(root, "pkg", "api", "v1beta1", "zz_generated.deepcopy.go"),
 		filepath.Join(out, "crd", "apps.open-cluster-management.io_gitopsclusters.yaml"): filepath.Join(root, "charts", "gitops-addon", "crds", "apps.open-cluster-management.io_gitopsclusters.yaml"),
 	} {
 		want, err := os.ReadFile(generated)
