@@ -252,3 +252,22 @@ func storeV1Beta1(crd *apiextensionsv1.CustomResourceDefinition) {
 		crd.Spec.Versions[i].Storage = crd.Spec.Versions[i].Name == "v1beta1"
 	}
 }
+
+// KubeconfigFile writes a cluster-admin kubeconfig for the apiserver into a temporary
+// file, for tools that take a kubeconfig path (Helm, the gitops-addon commands).
+func (e *Env) KubeconfigFile(t testing.TB) string {
+	t.Helper()
+	user, err := e.Environment.ControlPlane.AddUser(envtest.User{Name: "test-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		t.Fatalf("creating an admin user: %v", err)
+	}
+	raw, err := user.KubeConfig()
+	if err != nil {
+		t.Fatalf("writing a kubeconfig: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
+		t.Fatalf("writing %s: %v", path, err)
+	}
+	return path
+}

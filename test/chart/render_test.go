@@ -1,0 +1,190 @@
+// Package chart renders the manager's Helm chart with the Helm SDK for default and
+// non-default values and checks what it produces.
+package chart
+
+import (
+	"bufio"
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/strvals"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/gitops-addon/gitops-addon/test/testenv"
+)
+
+// render runs `helm template` through the SDK and returns the objects by "Kind/name".
+func render(t *testing.T, set ...string) (map[string]*unstructured.Unstructured, error) {
+	t.Helper()
+	chart, err := loader.Load(filepath.Join(testenv.RepoRoot(), "charts", "gitops-addon"))
+	require.NoError(t, err)
+	values := map[string]any{}
+	for _, s := range set {
+		require.NoError(t, strvals.ParseInto(s, values))
+	}
+	install := action.NewInstall(&action.Configuration{})
+	install.DryRun, install.ClientOnly, install.IncludeCRDs = true, true, true
+	install.ReleaseName, install.Namespace = "gitops-addon", "open-cluster-management-addon"
+	install.KubeVersion = &chartutil.KubeVersion{Version: "v1.35.4", Major: "1", Minor: "35"}
+	rel, err := install.Run(chart, values)
+	if err != nil {
+		return nil, err
+	}
+	objects := map[string]*unstructured.Unstructured{}
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(rel.Manifest)))
+	for {
+		doc, err := reader.Read()
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err)
+		u := &unstructured.Unstructured{}
+		require.NoError(t, utilyaml.Unmarshal(doc, &u.Object))
+		if len(u.Object) == 0 {
+			continue
+		}
+		objects[u.GetKind()+"/"+u.GetName()] = u
+	}
+	return objects, nil
+}
+
+func managerArgs(t *testing.T, objects map[string]*unstructured.Unstructured) []string {
+	d := objects["Deployment/gitops-addon-manager"]
+	require.NotNil(t, d)
+	containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+	require.Len(t, containers, 1)
+	var args []string
+	for _, a := range containers[0].(map[string]any)["args"].([]any) {
+		args = append(args, a.(string))
+	}
+	return args
+}
+
+func TestDefaults(t *testing.T) {
+	objects, err := render(t)
+	require.NoError(t, err)
+	for _, want := range []string{
+		"ServiceAccount/gitops-addon-manager", "Deployment/gitops-addon-manager", "Service/gitops-addon-manager-metrics",
+		"ClusterRole/gitops-addon-manager", "ClusterRoleBinding/gitops-addon-manager",
+		"Role/gitops-addon-manager-leader-election", "RoleBinding/gitops-addon-manager-leader-election",
+		"ClusterManagementAddOn/gitops-addon", "CustomResourceDefinition/gitopsclusters.apps.open-cluster-management.io",
+	} {
+		assert.Contains(t, objects, want)
+	}
+	args := managerArgs(t, objects)
+	assert.Contains(t, args, "--leader-elect=true")
+	assert.Contains(t, args, "--agent-image=quay.io/gitops-addon/gitops-addon:0.1.0", "the agent defaults to the manager's image")
+	for _, a := range args {
+		assert.NotContains(t, a, "--operator-image", "no operator override by default")
+	}
+
+	d := objects["Deployment/gitops-addon-manager"]
+	nonRoot, _, _ := unstructured.NestedBool(d.Object, "spec", "template", "spec", "securityContext", "runAsNonRoot")
+	assert.True(t, nonRoot)
+	container := mustContainer(t, d)
+	readOnly, _, _ := unstructured.NestedBool(container, "securityContext", "readOnlyRootFilesystem")
+	assert.True(t, readOnly)
+	escalation, _, _ := unstructured.NestedBool(container, "securityContext", "allowPrivilegeEscalation")
+	assert.False(t, escalation)
+	liveness, _, _ := unstructured.NestedString(container, "livenessProbe", "httpGet", "path")
+	assert.Equal(t, "/healthz", liveness)
+
+	cma := objects["ClusterManagementAddOn/gitops-addon"]
+	strategy, _, _ := unstructured.NestedString(cma.Object, "spec", "installStrategy", "type")
+	assert.Equal(t, "Manual", strategy)
+	configs, _, _ := unstructured.NestedSlice(cma.Object, "spec", "supportedConfigs")
+	require.Len(t, configs, 1)
+	assert.NotContains(t, configs[0], "defaultConfig")
+}
+
+func mustContainer(t *testing.T, d *unstructured.Unstructured) map[string]any {
+	containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+	require.Len(t, containers, 1)
+	return containers[0].(map[string]any)
+}
+
+func TestRBACHasNoWildcards(t *testing.T) {
+	objects, err := render(t)
+	require.NoError(t, err)
+	for _, key := range []string{"ClusterRole/gitops-addon-manager", "Role/gitops-addon-manager-leader-election"} {
+		rules, _, _ := unstructured.NestedSlice(objects[key].Object, "rules")
+		require.NotEmpty(t, rules)
+		for _, r := range rules {
+			rule := r.(map[string]any)
+			for _, field := range []string{"apiGroups", "resources", "verbs"} {
+				for _, v := range rule[field].([]any) {
+					assert.NotEqual(t, "*", v, "%s %s has a wildcard: %v", key, field, rule)
+				}
+			}
+			for _, v := range rule["verbs"].([]any) {
+				assert.NotContains(t, []string{"escalate", "bind", "impersonate"}, v, "%s: %v", key, rule)
+			}
+		}
+	}
+}
+
+func TestNonDefaultValues(t *testing.T) {
+	cases := []struct {
+		name  string
+		set   []string
+		check func(t *testing.T, objects map[string]*unstructured.Unstructured)
+	}{
+		{"leader election off", []string{"leaderElection.enabled=false"}, func(t *testing.T, o map[string]*unstructured.Unstructured) {
+			assert.Contains(t, managerArgs(t, o), "--leader-elect=false")
+		}},
+		{"custom image and tag", []string{"image.repository=registry.example.com/gitops-addon", "image.tag=v9"}, func(t *testing.T, o map[string]*unstructured.Unstructured) {
+			assert.Equal(t, "registry.example.com/gitops-addon:v9", mustContainer(t, o["Deployment/gitops-addon-manager"])["image"])
+			assert.Contains(t, managerArgs(t, o), "--agent-image=registry.example.com/gitops-addon:v9")
+		}},
+		{"separate agent and operator images", []string{"agent.image=a.example.com/agent:1", "gitopsOperator.image=o.example.com/op:2"}, func(t *testing.T, o map[string]*unstructured.Unstructured) {
+			args := managerArgs(t, o)
+			assert.Contains(t, args, "--agent-image=a.example.com/agent:1")
+			assert.Contains(t, args, "--operator-image=o.example.com/op:2")
+		}},
+		{"default AddOnDeploymentConfig", []string{"addonDeploymentConfig.name=fleet", "addonDeploymentConfig.namespace=open-cluster-management-addon"}, func(t *testing.T, o map[string]*unstructured.Unstructured) {
+			configs, _, _ := unstructured.NestedSlice(o["ClusterManagementAddOn/gitops-addon"].Object, "spec", "supportedConfigs")
+			assert.Equal(t, map[string]any{"name": "fleet", "namespace": "open-cluster-management-addon"}, configs[0].(map[string]any)["defaultConfig"])
+		}},
+		{"three replicas, metrics port", []string{"replicas=3", "metrics.port=9090"}, func(t *testing.T, o map[string]*unstructured.Unstructured) {
+			replicas, _, _ := unstructured.NestedInt64(o["Deployment/gitops-addon-manager"].Object, "spec", "replicas")
+			assert.Equal(t, int64(3), replicas)
+			assert.Contains(t, managerArgs(t, o), "--metrics-bind-address=:9090")
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			objects, err := render(t, tc.set...)
+			require.NoError(t, err)
+			tc.check(t, objects)
+		})
+	}
+}
+
+func TestBadValuesAreRejected(t *testing.T) {
+	cases := map[string]struct {
+		set  string
+		want string
+	}{
+		"negative replicas":          {"replicas=-1", "replicas"},
+		"unknown value":              {"replica=2", "replica"},
+		"empty image repository":     {"image.repository=", "repository"},
+		"bad pull policy":            {"image.pullPolicy=Sometimes", "pullPolicy"},
+		"ADC name without namespace": {"addonDeploymentConfig.name=fleet", "addonDeploymentConfig.namespace is required"},
+		"bad log level":              {"logLevel=verbose", "logLevel"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := render(t, tc.set)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}

@@ -1,0 +1,77 @@
+package integration
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/cli"
+	appsv1 "k8s.io/api/apps/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/types"
+	addonv1alpha1 "open-cluster-management.io/api/addon/v1alpha1"
+
+	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/test/testenv"
+)
+
+const gitOpsClusterCRD = "gitopsclusters.apps.open-cluster-management.io"
+
+// helmConfig is a Helm action configuration for a kubeconfig and namespace.
+func helmConfig(t *testing.T, kubeconfig, namespace string) *action.Configuration {
+	settings := cli.New()
+	settings.KubeConfig = kubeconfig
+	settings.SetNamespace(namespace)
+	cfg := &action.Configuration{}
+	require.NoError(t, cfg.Init(settings.RESTClientGetter(), namespace, "secret", t.Logf))
+	return cfg
+}
+
+// TestChartInstallsAndUninstallsOnARealAPIServer installs the manager chart with the Helm
+// SDK, checks what landed, uninstalls it and checks that the CRD stays.
+func TestChartInstallsAndUninstallsOnARealAPIServer(t *testing.T) {
+	env := testenv.Start(t, testenv.WithCRDPaths(testenv.OCMCRDPaths()...))
+	ctx := context.Background()
+	const namespace = "open-cluster-management-addon"
+	cfg := helmConfig(t, env.KubeconfigFile(t), namespace)
+
+	chart, err := loader.Load(filepath.Join(testenv.RepoRoot(), "charts", "gitops-addon"))
+	require.NoError(t, err)
+	install := action.NewInstall(cfg)
+	install.ReleaseName, install.Namespace, install.CreateNamespace = "gitops-addon", namespace, true
+	install.Timeout = 2 * time.Minute
+	rel, err := install.RunWithContext(ctx, chart, map[string]any{"replicas": 2})
+	require.NoError(t, err, "helm install")
+	assert.Equal(t, "deployed", rel.Info.Status.String())
+
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	require.NoError(t, env.Client.Get(ctx, types.NamespacedName{Name: gitOpsClusterCRD}, crd))
+	established := false
+	for _, c := range crd.Status.Conditions {
+		established = established || (c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue)
+	}
+	assert.True(t, established, "the GitOpsCluster CRD is established")
+
+	d := &appsv1.Deployment{}
+	require.NoError(t, env.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: "gitops-addon-manager"}, d))
+	assert.Equal(t, int32(2), *d.Spec.Replicas)
+	require.NoError(t, env.Client.Get(ctx, types.NamespacedName{Name: "gitops-addon-manager"}, &rbacv1.ClusterRole{}))
+	cma := &addonv1alpha1.ClusterManagementAddOn{}
+	require.NoError(t, env.Client.Get(ctx, types.NamespacedName{Name: constants.AddonName}, cma))
+	assert.Equal(t, "GitOps addon", cma.Spec.AddOnMeta.DisplayName)
+
+	uninstall := action.NewUninstall(cfg)
+	uninstall.Timeout = 2 * time.Minute
+	_, err = uninstall.Run("gitops-addon")
+	require.NoError(t, err, "helm uninstall")
+	require.NoError(t, env.Client.Get(ctx, types.NamespacedName{Name: gitOpsClusterCRD}, &apiextensionsv1.CustomResourceDefinition{}),
+		"Helm never deletes CRDs: every GitOpsCluster survives an uninstall")
+	err = env.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: "gitops-addon-manager"}, &appsv1.Deployment{})
+	assert.Error(t, err, "the Deployment is removed")
+}
