@@ -31,5 +31,5 @@ func newAgentCommand() *cobra.Command {
 
 // spokeFeatures are the controllers the agent runs on the spoke.
 func spokeFeatures() []agent.Feature {
-	return nil
+	return []agent.Feature{agent.RouteGuard}
 }

@@ -52,6 +52,6 @@ func NewRootCommand() *cobra.Command {
 	goflags := flag.NewFlagSet("zap", flag.ContinueOnError)
 	zapOpts.BindFlags(goflags)
 	root.PersistentFlags().AddGoFlagSet(goflags)
-	root.AddCommand(newManagerCommand(), newAgentCommand(), newRenderCommand(), newVersionCommand())
+	root.AddCommand(newManagerCommand(), newAgentCommand(), newRenderCommand(), newDoctorCommand(), newVersionCommand())
 	return root
 }

@@ -22,12 +22,14 @@ import (
 	"open-cluster-management.io/addon-framework/pkg/utils"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/routeguard"
 )
 
 // Options configures the spoke agent.
@@ -98,8 +100,17 @@ type Setup struct {
 	AddonNamespace string
 }
 
-// Feature registers controllers on the agent's manager (the Route API guard is one).
+// Feature registers controllers on the agent's manager.
 type Feature func(Setup) error
+
+// RouteGuard is the Route API guard and its report to the hub.
+func RouteGuard(s Setup) error {
+	report := routeguard.NewReport()
+	if _, err := routeguard.SetupWithManager(s.Manager, routeguard.Options{Report: report}); err != nil {
+		return err
+	}
+	return s.Manager.Add(&routeguard.Publisher{Hub: s.HubClient, ClusterName: s.ClusterName, AddonName: constants.AddonName, Report: report})
+}
 
 // Run runs the agent until ctx is done.
 func Run(ctx context.Context, o Options, features ...Feature) error {
@@ -172,6 +183,7 @@ func newManager(spokeCfg *rest.Config, o Options) (manager.Manager, error) {
 		LeaderElectionID:              constants.AgentDeployment,
 		LeaderElectionNamespace:       o.AddonNamespace,
 		LeaderElectionReleaseOnCancel: true,
+		Cache:                         cache.Options{ByObject: routeguard.CacheByObject()},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the spoke controller manager: %w", err)

@@ -1,0 +1,202 @@
+package routeguard
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/openapicheck"
+)
+
+// OpenAPIRecheckInterval is the one timer of the guard: /openapi/v2 can break without any
+// CRD or APIService event (an apiserver restart turns a frozen document into a 503).
+const OpenAPIRecheckInterval = 5 * time.Minute
+
+// singleton is the one key of the work queue: every CRD or APIService event means
+// "look at the Route API again".
+var singleton = reconcile.Request{NamespacedName: types.NamespacedName{Name: "route-api"}}
+
+// Guard classifies the Route API, removes a duplicate Routes CRD from a native cluster,
+// keeps the admission guard where it belongs, and checks /openapi/v2.
+type Guard struct {
+	Client   client.Client
+	Recorder events.EventRecorder
+	Checker  *openapicheck.Checker
+	Report   *Report
+
+	recheck chan struct{}
+}
+
+// Options configures SetupWithManager.
+type Options struct {
+	// Report receives the guard's conditions; nil creates one.
+	Report *Report
+}
+
+// SetupWithManager registers the guard on a spoke manager whose scheme has core,
+// apiextensions v1, apiregistration v1 and admissionregistration v1. RBAC it needs:
+// CRDs get/list/watch and delete on routes.route.openshift.io only; apiservices
+// get/list/watch; validatingadmissionpolicies(+bindings) get/list/watch/create and
+// update/delete on gitops-addon-deny-routes-crd only; events create/patch; GET
+// /openapi/v2, /openapi/v3.
+func SetupWithManager(mgr manager.Manager, o Options) (*Guard, error) {
+	checker, err := openapicheck.New(mgr.GetConfig())
+	if err != nil {
+		return nil, err
+	}
+	if o.Report == nil {
+		o.Report = NewReport()
+	}
+	g := &Guard{
+		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("gitops-addon-agent"),
+		Checker: checker, Report: o.Report, recheck: make(chan struct{}, 1),
+	}
+	toSingleton := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+		return []reconcile.Request{singleton}
+	})
+	err = ctrl.NewControllerManagedBy(mgr).
+		Named("routeguard").
+		WatchesRawSource(sourceFor(mgr, &apiextensionsv1.CustomResourceDefinition{}, toSingleton)).
+		WatchesRawSource(sourceFor(mgr, &apiregistrationv1.APIService{}, toSingleton)).
+		Complete(g)
+	if err != nil {
+		return nil, fmt.Errorf("setting up the Route API guard: %w", err)
+	}
+	if err := mgr.Add(manager.RunnableFunc(g.runOpenAPIChecks)); err != nil {
+		return nil, fmt.Errorf("adding the /openapi/v2 checker: %w", err)
+	}
+	return g, nil
+}
+
+// CacheByObject strips CRD schemas from the cache: the guard needs a CRD's group,
+// versions and name, and a cluster's CRD schemas run to tens of megabytes.
+func CacheByObject() map[client.Object]cache.ByObject {
+	return map[client.Object]cache.ByObject{
+		&apiextensionsv1.CustomResourceDefinition{}: {Transform: stripCRDSchemas},
+	}
+}
+
+func stripCRDSchemas(obj any) (any, error) {
+	if crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition); ok {
+		for i := range crd.Spec.Versions {
+			crd.Spec.Versions[i].Schema = nil
+		}
+		crd.ManagedFields = nil
+	}
+	return obj, nil
+}
+
+// Reconcile looks at the Route API and acts: remediation and guard on a native cluster,
+// guard removal elsewhere, nothing at all while the facts cannot be read.
+func (g *Guard) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	defer g.triggerOpenAPICheck()
+	facts, err := ReadFacts(ctx, g.Client)
+	cls := Classify(facts, err)
+	g.Report.setRouteAPI(cls)
+	if err != nil {
+		g.Report.setGuard(metav1.ConditionUnknown, ReasonGuardUnknown, "No decision while the Route API cannot be classified: "+err.Error())
+		return reconcile.Result{}, err
+	}
+	g.Report.setDuplicates(DuplicateSurfaces(facts))
+	if cls.Reason != constants.RouteAPINative {
+		if err := removeGuard(ctx, g.Client); err != nil {
+			return reconcile.Result{}, err
+		}
+		g.Report.setGuard(metav1.ConditionFalse, ReasonNotNative, "Route API is "+cls.Reason+": the Routes CRD is legitimate here, no guard.")
+		return reconcile.Result{}, nil
+	}
+	removed, err := g.removeDuplicate(ctx, cls)
+	if err != nil {
+		g.Report.setGuard(metav1.ConditionFalse, ReasonGuardFailed, err.Error())
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{}, g.guard(ctx, removed)
+}
+
+// removeDuplicate deletes the Routes CRD on a native cluster. Routes survive: the
+// aggregated API serves them. The UID precondition makes sure only the CRD we looked at
+// goes.
+func (g *Guard) removeDuplicate(ctx context.Context, cls Classification) (bool, error) {
+	if cls.RoutesCRD == nil {
+		return false, nil
+	}
+	uid := cls.RoutesCRD.UID
+	err := g.Client.Delete(ctx, cls.RoutesCRD.DeepCopy(), client.Preconditions{UID: &uid})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("deleting the duplicate CRD %s: %w", constants.RoutesCRDName, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("deleted the duplicate Routes CRD", "crd", constants.RoutesCRDName, "apiService", cls.NativeAPIService.Name)
+	g.Recorder.Eventf(cls.NativeAPIService, nil, corev1.EventTypeWarning, "DuplicateRoutesCRDRemoved", "Remediate",
+		"Deleted CustomResourceDefinition %s: it duplicated route.openshift.io/v1 served by this APIService and broke /openapi/v2", constants.RoutesCRDName)
+	return true, nil
+}
+
+func (g *Guard) guard(ctx context.Context, removed bool) error {
+	state, err := ensureGuard(ctx, g.Client)
+	reason, prefix := ReasonGuardInstalled, ""
+	if removed {
+		reason, prefix = ReasonDuplicateRemoved, "Deleted a duplicate "+constants.RoutesCRDName+" CRD. "
+	}
+	switch {
+	case err != nil:
+		g.Report.setGuard(metav1.ConditionFalse, ReasonGuardFailed, prefix+"Could not install the admission guard: "+err.Error())
+		return err
+	case state == guardUnavailable:
+		g.Report.setGuard(metav1.ConditionFalse, ReasonGuardUnavailable, prefix+
+			"The apiserver does not serve admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy; a duplicate is still removed within seconds.")
+	default:
+		g.Report.setGuard(metav1.ConditionTrue, reason, prefix+"ValidatingAdmissionPolicy "+GuardName+" denies creating the duplicate CRD.")
+	}
+	return nil
+}
+
+func (g *Guard) triggerOpenAPICheck() {
+	select {
+	case g.recheck <- struct{}{}:
+	default:
+	}
+}
+
+// runOpenAPIChecks checks /openapi/v2 at start, after every reconcile and periodically.
+func (g *Guard) runOpenAPIChecks(ctx context.Context) error {
+	ticker := time.NewTicker(OpenAPIRecheckInterval)
+	defer ticker.Stop()
+	g.checkOpenAPI(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+		case <-g.recheck:
+		}
+		g.checkOpenAPI(ctx)
+	}
+}
+
+func (g *Guard) checkOpenAPI(ctx context.Context) {
+	facts, err := ReadFacts(ctx, g.Client)
+	if err != nil {
+		g.Report.setOpenAPI(openapicheck.Result{}, err)
+		return
+	}
+	res, err := g.Checker.Check(ctx, ServedCRDGroupVersions(facts))
+	g.Report.setOpenAPI(res, err)
+}
