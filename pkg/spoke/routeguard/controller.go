@@ -40,6 +40,8 @@ type Guard struct {
 	Report   *Report
 
 	recheck chan struct{}
+	// lastRemoval is when the guard last deleted a duplicate; the report keeps saying so.
+	lastRemoval time.Time
 }
 
 // Options configures SetupWithManager.
@@ -125,7 +127,10 @@ func (g *Guard) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.R
 		g.Report.setGuard(metav1.ConditionFalse, ReasonGuardFailed, err.Error())
 		return reconcile.Result{}, err
 	}
-	return reconcile.Result{}, g.guard(ctx, removed)
+	if removed {
+		g.lastRemoval = time.Now().UTC()
+	}
+	return reconcile.Result{}, g.guard(ctx)
 }
 
 // removeDuplicate deletes the Routes CRD on a native cluster. Routes survive: the
@@ -149,11 +154,12 @@ func (g *Guard) removeDuplicate(ctx context.Context, cls Classification) (bool, 
 	return true, nil
 }
 
-func (g *Guard) guard(ctx context.Context, removed bool) error {
+func (g *Guard) guard(ctx context.Context) error {
 	state, err := ensureGuard(ctx, g.Client)
 	reason, prefix := ReasonGuardInstalled, ""
-	if removed {
-		reason, prefix = ReasonDuplicateRemoved, "Deleted a duplicate "+constants.RoutesCRDName+" CRD. "
+	if !g.lastRemoval.IsZero() {
+		reason = ReasonDuplicateRemoved
+		prefix = "Deleted a duplicate " + constants.RoutesCRDName + " CRD at " + g.lastRemoval.Format(time.RFC3339) + "; Routes stay served natively. "
 	}
 	switch {
 	case err != nil:

@@ -1,0 +1,415 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/doctor"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/agent"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/routeguard"
+	"github.com/gitops-addon/gitops-addon/test/fakeroute"
+	"github.com/gitops-addon/gitops-addon/test/testenv"
+)
+
+var routesGVR = schema.GroupVersionResource{Group: "route.openshift.io", Version: "v1", Resource: "routes"}
+
+// spoke is a real kube-apiserver with aggregation configured, the stand-in
+// openshift-apiserver, and (in turns) the Route guard.
+type spoke struct {
+	t      *testing.T
+	ctx    context.Context
+	env    *testenv.Env
+	c      client.Client
+	dyn    dynamic.Interface
+	raw    *http.Client
+	fake   *fakeroute.Server
+	report *routeguard.Report
+	stop   context.CancelFunc
+	done   chan error
+}
+
+// frontProxyArgs writes a front-proxy CA and client certificate and returns the
+// kube-apiserver flags that make the aggregator proxy to the stand-in server.
+func frontProxyArgs(t *testing.T) []testenv.Option {
+	ca, err := fakeroute.NewCA("front-proxy-ca")
+	require.NoError(t, err)
+	certPEM, keyPEM, err := ca.Issue("front-proxy-client", nil, nil, true)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	write := func(name string, data []byte) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, data, 0o600))
+		return p
+	}
+	return []testenv.Option{
+		testenv.WithAPIServerArg("enable-aggregator-routing", "false"),
+		testenv.WithAPIServerArg("requestheader-client-ca-file", write("front-proxy-ca.crt", ca.PEM)),
+		testenv.WithAPIServerArg("proxy-client-cert-file", write("front-proxy-client.crt", certPEM)),
+		testenv.WithAPIServerArg("proxy-client-key-file", write("front-proxy-client.key", keyPEM)),
+		testenv.WithAPIServerArg("requestheader-allowed-names", "front-proxy-client"),
+		testenv.WithAPIServerArg("requestheader-extra-headers-prefix", "X-Remote-Extra-"),
+		testenv.WithAPIServerArg("requestheader-group-headers", "X-Remote-Group"),
+		testenv.WithAPIServerArg("requestheader-username-headers", "X-Remote-User"),
+	}
+}
+
+func startSpoke(t *testing.T) *spoke {
+	opts := append(frontProxyArgs(t), testenv.WithCRDPaths(testenv.OCMCRDPaths()...), testenv.WithSchemeAdder(apiregistrationv1.AddToScheme))
+	env := testenv.Start(t, opts...)
+	fake, err := fakeroute.Start()
+	require.NoError(t, err)
+	t.Cleanup(fake.Stop)
+	dyn, err := dynamic.NewForConfig(env.Config)
+	require.NoError(t, err)
+	raw, err := rest.HTTPClientFor(env.Config)
+	require.NoError(t, err)
+	return &spoke{t: t, ctx: context.Background(), env: env, c: env.Client, dyn: dyn, raw: raw, fake: fake}
+}
+
+// registerNativeRouteAPI registers the stand-in as openshift-apiserver, the way
+// OpenShift does, reached through an ExternalName Service to localhost.
+func (s *spoke) registerNativeRouteAPI() {
+	s.t.Helper()
+	require.NoError(s.t, client.IgnoreAlreadyExists(s.c.Create(s.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "openshift-apiserver"}})))
+	require.NoError(s.t, client.IgnoreAlreadyExists(s.c.Create(s.ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "openshift-apiserver", Name: "api"},
+		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "localhost"},
+	})))
+	port := int32(s.fake.Port)
+	require.NoError(s.t, s.c.Create(s.ctx, &apiregistrationv1.APIService{
+		ObjectMeta: metav1.ObjectMeta{Name: "v1.route.openshift.io"},
+		Spec: apiregistrationv1.APIServiceSpec{
+			Group: "route.openshift.io", Version: "v1", GroupPriorityMinimum: 9900, VersionPriority: 15,
+			Service:  &apiregistrationv1.ServiceReference{Namespace: "openshift-apiserver", Name: "api", Port: &port},
+			CABundle: s.fake.CA.PEM,
+		},
+	}))
+	s.waitAPIServiceAvailable(true)
+}
+
+func (s *spoke) waitAPIServiceAvailable(want bool) {
+	s.t.Helper()
+	require.Eventually(s.t, func() bool {
+		a := &apiregistrationv1.APIService{}
+		if err := s.c.Get(s.ctx, types.NamespacedName{Name: "v1.route.openshift.io"}, a); err != nil {
+			return false
+		}
+		for _, c := range a.Status.Conditions {
+			if c.Type == apiregistrationv1.Available {
+				return (c.Status == apiregistrationv1.ConditionTrue) == want
+			}
+		}
+		return false
+	}, 60*time.Second, 200*time.Millisecond, "APIService v1.route.openshift.io Available=%v", want)
+}
+
+// startGuard runs the Route guard as the agent does, and its publisher to the hub (the
+// same apiserver plays the hub here).
+func (s *spoke) startGuard() {
+	s.t.Helper()
+	scheme, err := agent.SpokeScheme()
+	require.NoError(s.t, err)
+	mgr, err := ctrl.NewManager(s.env.Config, ctrl.Options{
+		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+		Cache: cache.Options{ByObject: routeguard.CacheByObject()},
+		// The test starts the guard several times in one process.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	require.NoError(s.t, err)
+	s.report = routeguard.NewReport()
+	_, err = routeguard.SetupWithManager(mgr, routeguard.Options{Report: s.report})
+	require.NoError(s.t, err)
+	hubScheme, err := agent.HubScheme()
+	require.NoError(s.t, err)
+	hub, err := client.New(s.env.Config, client.Options{Scheme: hubScheme})
+	require.NoError(s.t, err)
+	require.NoError(s.t, mgr.Add(&routeguard.Publisher{Hub: hub, ClusterName: "spoke1", AddonName: constants.AddonName, Report: s.report}))
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stop, s.done = cancel, make(chan error, 1)
+	go func() { s.done <- mgr.Start(ctx) }()
+	s.t.Cleanup(s.stopGuard)
+}
+
+func (s *spoke) stopGuard() {
+	if s.stop == nil {
+		return
+	}
+	s.stop()
+	select {
+	case err := <-s.done:
+		assert.NoError(s.t, err)
+	case <-time.After(30 * time.Second):
+		s.t.Error("the guard did not stop")
+	}
+	s.stop = nil
+}
+
+func (s *spoke) waitReport(condType, reason string) metav1.Condition {
+	s.t.Helper()
+	var got metav1.Condition
+	require.Eventually(s.t, func() bool {
+		c, ok := s.report.Condition(condType)
+		got = c
+		return ok && c.Reason == reason
+	}, 30*time.Second, 100*time.Millisecond, "report %s=%s", condType, reason)
+	return got
+}
+
+func routesCRD() *apiextensionsv1.CustomResourceDefinition {
+	return crd("route.openshift.io", "Route", "routes")
+}
+
+func crd(group, kind, plural string) *apiextensionsv1.CustomResourceDefinition {
+	return &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: plural + "." + group},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: group, Scope: apiextensionsv1.NamespaceScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Kind: kind, ListKind: kind + "List", Plural: plural, Singular: strings.ToLower(kind)},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+				Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object", XPreserveUnknownFields: ptrTrue(),
+				}},
+			}},
+		},
+	}
+}
+
+func ptrTrue() *bool { return ptr.To(true) }
+
+func (s *spoke) crdExists(name string) bool {
+	err := s.c.Get(s.ctx, types.NamespacedName{Name: name}, &apiextensionsv1.CustomResourceDefinition{})
+	return err == nil
+}
+
+// routesServedByAggregatedServer lists Routes and tells whether the stand-in answered.
+func (s *spoke) routesServedByAggregatedServer() bool {
+	list, err := s.dyn.Resource(routesGVR).Namespace("default").List(s.ctx, metav1.ListOptions{})
+	if err != nil || len(list.Items) == 0 {
+		return false
+	}
+	for _, item := range list.Items {
+		if item.GetAnnotations()[fakeroute.ServedByAnnotation] != "aggregated" {
+			return false
+		}
+	}
+	return true
+}
+
+// watchRoutes lists Routes every 100ms until stopped and counts lists not answered by
+// the aggregated server.
+func (s *spoke) watchRoutes() (stop func() (lists, misses int64)) {
+	var n, miss atomic.Int64
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			n.Add(1)
+			if !s.routesServedByAggregatedServer() {
+				miss.Add(1)
+			}
+		}
+	}()
+	return func() (int64, int64) { close(done); wg.Wait(); return n.Load(), miss.Load() }
+}
+
+func (s *spoke) openAPIV2() (int, []byte) {
+	s.t.Helper()
+	resp, err := s.raw.Get(strings.TrimSuffix(s.env.Config.Host, "/") + "/openapi/v2")
+	require.NoError(s.t, err)
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(s.t, err)
+	return resp.StatusCode, body
+}
+
+func (s *spoke) inOpenAPIV3(groupVersion string) bool {
+	resp, err := s.raw.Get(strings.TrimSuffix(s.env.Config.Host, "/") + "/openapi/v3")
+	if err != nil {
+		return false
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, _ := io.ReadAll(resp.Body)
+	return bytes.Contains(body, []byte(`"apis/`+groupVersion+`"`))
+}
+
+func (s *spoke) doctor() (int, string) {
+	var out bytes.Buffer
+	code := doctor.Run(s.ctx, s.env.Config, &out)
+	return code, out.String()
+}
+
+func (s *spoke) guardExists() bool {
+	err := s.c.Get(s.ctx, types.NamespacedName{Name: routeguard.GuardName}, &admissionregistrationv1.ValidatingAdmissionPolicy{})
+	return err == nil
+}
+
+// TestRouteGuardOnARealAggregatedRouteAPI runs the guard against a kube-apiserver that
+// serves route.openshift.io/v1 through a real aggregated API server.
+func TestRouteGuardOnARealAggregatedRouteAPI(t *testing.T) {
+	s := startSpoke(t)
+	s.fake.AddRoute("default", "frontend")
+	s.registerNativeRouteAPI()
+	require.True(t, s.routesServedByAggregatedServer(), "Routes are served by the aggregated server")
+	require.NoError(t, s.c.Create(s.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "spoke1"}}))
+	require.NoError(t, s.c.Create(s.ctx, &addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: "spoke1", Name: constants.AddonName}}))
+
+	s.startGuard()
+
+	t.Run("classifies Native and installs the admission guard", func(t *testing.T) {
+		s.waitReport(constants.ConditionRouteAPI, constants.RouteAPINative)
+		s.waitReport(constants.ConditionRoutesCRDGuard, routeguard.ReasonGuardInstalled)
+		s.waitReport(constants.ConditionDuplicateAPISurfaces, routeguard.ReasonNoDuplicates)
+		s.waitReport(constants.ConditionOpenAPIV2Available, routeguard.ReasonOpenAPIV2OK)
+		require.Eventually(t, func() bool {
+			err := s.c.Create(s.ctx, routesCRD())
+			return err != nil && strings.Contains(err.Error(), "already served natively by openshift-apiserver")
+		}, 30*time.Second, 200*time.Millisecond, "the guard rejects the duplicate CRD with its message")
+		assert.False(t, s.crdExists(constants.RoutesCRDName))
+	})
+
+	t.Run("conditions reach the hub", func(t *testing.T) {
+		require.Eventually(t, func() bool {
+			mca := &addonv1beta1.ManagedClusterAddOn{}
+			require.NoError(t, s.c.Get(s.ctx, types.NamespacedName{Namespace: "spoke1", Name: constants.AddonName}, mca))
+			c := meta.FindStatusCondition(mca.Status.Conditions, constants.ConditionRouteAPI)
+			g := meta.FindStatusCondition(mca.Status.Conditions, constants.ConditionRoutesCRDGuard)
+			return c != nil && c.Reason == constants.RouteAPINative && g != nil && g.Reason == routeguard.ReasonGuardInstalled
+		}, 30*time.Second, 200*time.Millisecond)
+	})
+
+	t.Run("a duplicate CRD created past the guard is gone within 5 seconds and Routes keep working", func(t *testing.T) {
+		// Someone removed the admission binding; the duplicate gets in.
+		require.NoError(t, s.c.Delete(s.ctx, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: routeguard.GuardName}}))
+		stopWatching := s.watchRoutes()
+		require.Eventually(t, func() bool { return s.c.Create(s.ctx, routesCRD()) == nil }, 30*time.Second, 100*time.Millisecond,
+			"the CRD can be created once the binding is gone")
+		created := time.Now()
+		require.Eventually(t, func() bool { return !s.crdExists(constants.RoutesCRDName) }, 5*time.Second, 50*time.Millisecond,
+			"the duplicate CRD is deleted within 5 s")
+		t.Logf("duplicate CRD removed %v after it was created", time.Since(created).Round(10*time.Millisecond))
+		time.Sleep(time.Second)
+		lists, misses := stopWatching()
+		assert.Positive(t, lists)
+		assert.Zero(t, misses, "every Route list was answered by the aggregated server")
+		c := s.waitReport(constants.ConditionRoutesCRDGuard, routeguard.ReasonDuplicateRemoved)
+		assert.Contains(t, c.Message, "Deleted a duplicate")
+		require.Eventually(t, func() bool {
+			return s.c.Get(s.ctx, types.NamespacedName{Name: routeguard.GuardName}, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}) == nil
+		}, 10*time.Second, 100*time.Millisecond, "the guard's binding is back")
+		a := &apiregistrationv1.APIService{}
+		require.NoError(t, s.c.Get(s.ctx, types.NamespacedName{Name: "v1.route.openshift.io"}, a))
+		assert.NotNil(t, a.Spec.Service, "the aggregated APIService is never modified")
+	})
+
+	t.Run("an unavailable openshift-apiserver is still Native", func(t *testing.T) {
+		s.fake.Stop()
+		s.waitAPIServiceAvailable(false)
+		time.Sleep(2 * time.Second)
+		c, ok := s.report.Condition(constants.ConditionRouteAPI)
+		require.True(t, ok)
+		assert.Equal(t, constants.RouteAPINative, c.Reason)
+		assert.True(t, s.guardExists(), "the guard stays")
+		require.NoError(t, s.fake.Restart())
+		s.waitAPIServiceAvailable(true)
+	})
+
+	t.Run("doctor: healthy", func(t *testing.T) {
+		code, out := s.doctor()
+		assert.Equal(t, doctor.Healthy, code, out)
+		assert.Contains(t, out, "Route API:              Native")
+	})
+
+	t.Run("doctor: a frozen /openapi/v2 and the duplicate", func(t *testing.T) {
+		s.stopGuard()
+		require.NoError(t, s.c.Delete(s.ctx, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: routeguard.GuardName}}))
+		code, _ := s.openAPIV2()
+		require.Equal(t, http.StatusOK, code, "the merged document is built before the duplicate exists")
+		require.Eventually(t, func() bool { return s.c.Create(s.ctx, routesCRD()) == nil }, 30*time.Second, 100*time.Millisecond)
+		require.NoError(t, s.c.Create(s.ctx, crd("canary.gitops-addon.test", "Canary", "canaries")))
+		require.Eventually(t, func() bool { return s.inOpenAPIV3("canary.gitops-addon.test/v1") }, 30*time.Second, 200*time.Millisecond)
+		var out string
+		require.Eventually(t, func() bool {
+			code, out = s.doctor()
+			return code == doctor.ProblemFound && strings.Contains(out, "frozen")
+		}, 30*time.Second, 500*time.Millisecond, "doctor reports the frozen document")
+		assert.Contains(t, out, "canary.gitops-addon.test/v1")
+		assert.Contains(t, out, "kubectl delete crd routes.route.openshift.io")
+		status, body := s.openAPIV2()
+		assert.Equal(t, http.StatusOK, status, "a running apiserver keeps answering 200 with the frozen document")
+		assert.NotContains(t, string(body), "canary.gitops-addon.test", "the canary is missing from v2")
+	})
+
+	t.Run("the agent started on a broken cluster repairs /openapi/v2", func(t *testing.T) {
+		s.startGuard()
+		require.Eventually(t, func() bool { return !s.crdExists(constants.RoutesCRDName) }, 5*time.Second, 50*time.Millisecond,
+			"the duplicate CRD is deleted within 5 s of the agent starting")
+		require.Eventually(t, func() bool {
+			status, body := s.openAPIV2()
+			return status == http.StatusOK && bytes.Contains(body, []byte("/apis/canary.gitops-addon.test/v1/")) &&
+				bytes.Contains(body, []byte("/apis/route.openshift.io/v1/namespaces/{namespace}/routes"))
+		}, 30*time.Second, 250*time.Millisecond, "v2 has the canary and the aggregated Route paths again")
+		s.waitReport(constants.ConditionOpenAPIV2Available, routeguard.ReasonOpenAPIV2OK)
+		code, out := s.doctor()
+		assert.Equal(t, doctor.Healthy, code, out)
+		assert.True(t, s.routesServedByAggregatedServer())
+	})
+
+	t.Run("vanilla: a Routes CRD alone is CRD, kept, and unguarded", func(t *testing.T) {
+		s.stopGuard()
+		require.NoError(t, s.c.Delete(s.ctx, &apiregistrationv1.APIService{ObjectMeta: metav1.ObjectMeta{Name: "v1.route.openshift.io"}}))
+		require.Eventually(t, func() bool {
+			err := s.c.Get(s.ctx, types.NamespacedName{Name: "v1.route.openshift.io"}, &apiregistrationv1.APIService{})
+			return apierrors.IsNotFound(err)
+		}, 30*time.Second, 100*time.Millisecond)
+		s.startGuard()
+		s.waitReport(constants.ConditionRouteAPI, constants.RouteAPIAbsent)
+		require.Eventually(t, func() bool { return !s.guardExists() }, 10*time.Second, 100*time.Millisecond, "our guard is removed where the CRD is legitimate")
+		require.Eventually(t, func() bool { return s.c.Create(s.ctx, routesCRD()) == nil }, 30*time.Second, 100*time.Millisecond)
+		s.waitReport(constants.ConditionRouteAPI, constants.RouteAPICRD)
+		s.waitReport(constants.ConditionRoutesCRDGuard, routeguard.ReasonNotNative)
+		time.Sleep(3 * time.Second)
+		assert.True(t, s.crdExists(constants.RoutesCRDName), "nothing is deleted on a cluster without a native Route API")
+		code, out := s.doctor()
+		assert.Equal(t, doctor.Healthy, code, out)
+		assert.Contains(t, out, "Route API:              CRD")
+	})
+}
