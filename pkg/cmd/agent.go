@@ -25,6 +25,8 @@ func newAgentCommand() *cobra.Command {
 	f.StringVar(&o.SpokeKubeconfig, "kubeconfig", "", "spoke kubeconfig file; empty uses the in-cluster config")
 	f.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
 	f.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	f.BoolVar(&o.DisableAdmissionGuard, "disable-route-crd-admission-guard", false,
+		"do not install the ValidatingAdmissionPolicy that denies a duplicate routes.route.openshift.io CRD (a duplicate is still deleted)")
 	f.BoolVar(&o.LeaderElection, "leader-elect", false, "elect one active replica through a Lease on the spoke")
 	return c
 }

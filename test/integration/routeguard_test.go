@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -136,7 +137,7 @@ func (s *spoke) waitAPIServiceAvailable(want bool) {
 
 // startGuard runs the Route guard as the agent does, and its publisher to the hub (the
 // same apiserver plays the hub here).
-func (s *spoke) startGuard() {
+func (s *spoke) startGuard(o routeguard.Options) {
 	s.t.Helper()
 	scheme, err := agent.SpokeScheme()
 	require.NoError(s.t, err)
@@ -148,7 +149,8 @@ func (s *spoke) startGuard() {
 	})
 	require.NoError(s.t, err)
 	s.report = routeguard.NewReport()
-	_, err = routeguard.SetupWithManager(mgr, routeguard.Options{Report: s.report})
+	o.Report = s.report
+	_, err = routeguard.SetupWithManager(mgr, o)
 	require.NoError(s.t, err)
 	hubScheme, err := agent.HubScheme()
 	require.NoError(s.t, err)
@@ -292,36 +294,22 @@ func TestRouteGuardOnARealAggregatedRouteAPI(t *testing.T) {
 	require.NoError(t, s.c.Create(s.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "spoke1"}}))
 	require.NoError(t, s.c.Create(s.ctx, &addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: "spoke1", Name: constants.AddonName}}))
 
-	s.startGuard()
+	// First without the admission guard, so that a duplicate can appear while the agent
+	// runs, as it does where the apiserver cannot serve ValidatingAdmissionPolicy.
+	s.startGuard(routeguard.Options{DisableAdmissionGuard: true})
 
-	t.Run("classifies Native and installs the admission guard", func(t *testing.T) {
+	t.Run("classifies Native; the admission guard is off on request", func(t *testing.T) {
 		s.waitReport(constants.ConditionRouteAPI, constants.RouteAPINative)
-		s.waitReport(constants.ConditionRoutesCRDGuard, routeguard.ReasonGuardInstalled)
+		c := s.waitReport(constants.ConditionRoutesCRDGuard, routeguard.ReasonGuardDisabled)
+		assert.Equal(t, metav1.ConditionFalse, c.Status)
 		s.waitReport(constants.ConditionDuplicateAPISurfaces, routeguard.ReasonNoDuplicates)
 		s.waitReport(constants.ConditionOpenAPIV2Available, routeguard.ReasonOpenAPIV2OK)
-		require.Eventually(t, func() bool {
-			err := s.c.Create(s.ctx, routesCRD())
-			return err != nil && strings.Contains(err.Error(), "already served natively by openshift-apiserver")
-		}, 30*time.Second, 200*time.Millisecond, "the guard rejects the duplicate CRD with its message")
-		assert.False(t, s.crdExists(constants.RoutesCRDName))
+		assert.False(t, s.guardExists())
 	})
 
-	t.Run("conditions reach the hub", func(t *testing.T) {
-		require.Eventually(t, func() bool {
-			mca := &addonv1beta1.ManagedClusterAddOn{}
-			require.NoError(t, s.c.Get(s.ctx, types.NamespacedName{Namespace: "spoke1", Name: constants.AddonName}, mca))
-			c := meta.FindStatusCondition(mca.Status.Conditions, constants.ConditionRouteAPI)
-			g := meta.FindStatusCondition(mca.Status.Conditions, constants.ConditionRoutesCRDGuard)
-			return c != nil && c.Reason == constants.RouteAPINative && g != nil && g.Reason == routeguard.ReasonGuardInstalled
-		}, 30*time.Second, 200*time.Millisecond)
-	})
-
-	t.Run("a duplicate CRD created past the guard is gone within 5 seconds and Routes keep working", func(t *testing.T) {
-		// Someone removed the admission binding; the duplicate gets in.
-		require.NoError(t, s.c.Delete(s.ctx, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: routeguard.GuardName}}))
+	t.Run("a duplicate CRD created while the agent runs is gone within 5 seconds and Routes keep working", func(t *testing.T) {
 		stopWatching := s.watchRoutes()
-		require.Eventually(t, func() bool { return s.c.Create(s.ctx, routesCRD()) == nil }, 30*time.Second, 100*time.Millisecond,
-			"the CRD can be created once the binding is gone")
+		require.NoError(t, s.c.Create(s.ctx, routesCRD()))
 		created := time.Now()
 		require.Eventually(t, func() bool { return !s.crdExists(constants.RoutesCRDName) }, 5*time.Second, 50*time.Millisecond,
 			"the duplicate CRD is deleted within 5 s")
@@ -332,12 +320,51 @@ func TestRouteGuardOnARealAggregatedRouteAPI(t *testing.T) {
 		assert.Zero(t, misses, "every Route list was answered by the aggregated server")
 		c := s.waitReport(constants.ConditionRoutesCRDGuard, routeguard.ReasonDuplicateRemoved)
 		assert.Contains(t, c.Message, "Deleted a duplicate")
-		require.Eventually(t, func() bool {
-			return s.c.Get(s.ctx, types.NamespacedName{Name: routeguard.GuardName}, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}) == nil
-		}, 10*time.Second, 100*time.Millisecond, "the guard's binding is back")
 		a := &apiregistrationv1.APIService{}
 		require.NoError(t, s.c.Get(s.ctx, types.NamespacedName{Name: "v1.route.openshift.io"}, a))
 		assert.NotNil(t, a.Spec.Service, "the aggregated APIService is never modified")
+		require.Eventually(t, func() bool {
+			events := &eventsv1.EventList{}
+			require.NoError(t, s.c.List(s.ctx, events))
+			for _, e := range events.Items {
+				if e.Reason == "DuplicateRoutesCRDRemoved" && e.Regarding.Name == "v1.route.openshift.io" {
+					return true
+				}
+			}
+			return false
+		}, 10*time.Second, 200*time.Millisecond, "an Event on the spoke says what was deleted")
+	})
+
+	t.Run("conditions reach the hub", func(t *testing.T) {
+		var got []metav1.Condition
+		require.Eventually(t, func() bool {
+			mca := &addonv1beta1.ManagedClusterAddOn{}
+			require.NoError(t, s.c.Get(s.ctx, types.NamespacedName{Namespace: "spoke1", Name: constants.AddonName}, mca))
+			got = mca.Status.Conditions
+			for _, want := range s.report.Conditions() {
+				c := meta.FindStatusCondition(got, want.Type)
+				if c == nil || c.Status != want.Status || c.Reason != want.Reason || c.Message != want.Message {
+					return false
+				}
+			}
+			return len(got) == 4
+		}, 30*time.Second, 200*time.Millisecond, "conditions on the hub: %+v", &got)
+		assert.Equal(t, constants.RouteAPINative, meta.FindStatusCondition(got, constants.ConditionRouteAPI).Reason)
+		assert.Equal(t, routeguard.ReasonDuplicateRemoved, meta.FindStatusCondition(got, constants.ConditionRoutesCRDGuard).Reason)
+	})
+
+	t.Run("with the admission guard, creating the duplicate is rejected with its message", func(t *testing.T) {
+		s.stopGuard()
+		s.startGuard(routeguard.Options{})
+		s.waitReport(constants.ConditionRoutesCRDGuard, routeguard.ReasonGuardInstalled)
+		var err error
+		require.Eventually(t, func() bool {
+			err = s.c.Create(s.ctx, routesCRD())
+			return err != nil && strings.Contains(err.Error(), "already served natively by openshift-apiserver")
+		}, 30*time.Second, 200*time.Millisecond, "the guard rejects the duplicate CRD with its message")
+		t.Logf("rejected: %v", err)
+		// A create that slipped in before the policy took effect is removed by the agent.
+		require.Eventually(t, func() bool { return !s.crdExists(constants.RoutesCRDName) }, 5*time.Second, 50*time.Millisecond)
 	})
 
 	t.Run("an unavailable openshift-apiserver is still Native", func(t *testing.T) {
@@ -379,7 +406,7 @@ func TestRouteGuardOnARealAggregatedRouteAPI(t *testing.T) {
 	})
 
 	t.Run("the agent started on a broken cluster repairs /openapi/v2", func(t *testing.T) {
-		s.startGuard()
+		s.startGuard(routeguard.Options{})
 		require.Eventually(t, func() bool { return !s.crdExists(constants.RoutesCRDName) }, 5*time.Second, 50*time.Millisecond,
 			"the duplicate CRD is deleted within 5 s of the agent starting")
 		require.Eventually(t, func() bool {
@@ -393,6 +420,49 @@ func TestRouteGuardOnARealAggregatedRouteAPI(t *testing.T) {
 		assert.True(t, s.routesServedByAggregatedServer())
 	})
 
+	t.Run("the trap: a duplicate across an apiserver restart answers 503; the agent repairs it", func(t *testing.T) {
+		s.stopGuard()
+		require.NoError(t, client.IgnoreNotFound(s.c.Delete(s.ctx, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: routeguard.GuardName}})))
+		require.Eventually(t, func() bool { return s.c.Create(s.ctx, routesCRD()) == nil }, 30*time.Second, 100*time.Millisecond)
+		fetches := s.fake.AggregatorV2Fetches()
+		require.NoError(t, s.env.RestartAPIServer())
+		// Nothing fetches /openapi/v2 until the aggregator has read the stand-in's document
+		// again: an earlier fetch would build and freeze a document without the duplicate.
+		require.Eventually(t, func() bool { return s.fake.AggregatorV2Fetches() > fetches }, 60*time.Second, 100*time.Millisecond,
+			"the restarted aggregator fetches the stand-in's /openapi/v2")
+		var status int
+		var body []byte
+		require.Eventually(t, func() bool {
+			status, body = s.openAPIV2()
+			return status == http.StatusServiceUnavailable
+		}, 10*time.Second, 200*time.Millisecond, "/openapi/v2 answers 503 with the duplicate present")
+		assert.Empty(t, body, "the 503 has an empty body")
+		code, out := s.doctor()
+		assert.Equal(t, doctor.ProblemFound, code, out)
+		assert.Contains(t, out, "503")
+		assert.Contains(t, out, "kubectl delete crd routes.route.openshift.io")
+
+		stopWatching := s.watchRoutes()
+		s.startGuard(routeguard.Options{})
+		started := time.Now()
+		require.NoError(t, s.c.Create(s.ctx, crd("canary2.gitops-addon.test", "Canary", "canaries")))
+		require.Eventually(t, func() bool { return !s.crdExists(constants.RoutesCRDName) }, 5*time.Second, 50*time.Millisecond,
+			"the agent deletes the duplicate within 5 s of starting")
+		t.Logf("duplicate CRD removed %v after the agent started", time.Since(started).Round(10*time.Millisecond))
+		require.Eventually(t, func() bool {
+			status, body := s.openAPIV2()
+			return status == http.StatusOK && bytes.Contains(body, []byte("/apis/canary2.gitops-addon.test/v1/")) &&
+				bytes.Contains(body, []byte("/apis/route.openshift.io/v1/namespaces/{namespace}/routes"))
+		}, 30*time.Second, 250*time.Millisecond, "v2 is 200 with the aggregated Route paths and the canary created meanwhile")
+		t.Logf("/openapi/v2 healthy %v after the agent started", time.Since(started).Round(10*time.Millisecond))
+		lists, misses := stopWatching()
+		assert.Positive(t, lists)
+		assert.Zero(t, misses, "every Route list was answered by the aggregated server")
+		s.waitReport(constants.ConditionOpenAPIV2Available, routeguard.ReasonOpenAPIV2OK)
+		code, out = s.doctor()
+		assert.Equal(t, doctor.Healthy, code, out)
+	})
+
 	t.Run("vanilla: a Routes CRD alone is CRD, kept, and unguarded", func(t *testing.T) {
 		s.stopGuard()
 		require.NoError(t, s.c.Delete(s.ctx, &apiregistrationv1.APIService{ObjectMeta: metav1.ObjectMeta{Name: "v1.route.openshift.io"}}))
@@ -400,7 +470,7 @@ func TestRouteGuardOnARealAggregatedRouteAPI(t *testing.T) {
 			err := s.c.Get(s.ctx, types.NamespacedName{Name: "v1.route.openshift.io"}, &apiregistrationv1.APIService{})
 			return apierrors.IsNotFound(err)
 		}, 30*time.Second, 100*time.Millisecond)
-		s.startGuard()
+		s.startGuard(routeguard.Options{})
 		s.waitReport(constants.ConditionRouteAPI, constants.RouteAPIAbsent)
 		require.Eventually(t, func() bool { return !s.guardExists() }, 10*time.Second, 100*time.Millisecond, "our guard is removed where the CRD is legitimate")
 		require.Eventually(t, func() bool { return s.c.Create(s.ctx, routesCRD()) == nil }, 30*time.Second, 100*time.Millisecond)

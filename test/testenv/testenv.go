@@ -105,6 +105,9 @@ func Start(t testing.TB, opts ...Option) *Env {
 		ErrorIfCRDPathMissing: true,
 	}
 	apiServer := env.ControlPlane.GetAPIServer()
+	// A directory of our own keeps the serving certificate and service-account keys
+	// across RestartAPIServer; envtest regenerates them in a directory it allocated.
+	apiServer.CertDir = t.TempDir()
 	apiServer.Configure().Set("advertise-address", "127.0.0.1")
 	for name, values := range o.apiServerArgs {
 		apiServer.Configure().Set(name, values...)
@@ -128,6 +131,19 @@ func Start(t testing.TB, opts ...Option) *Env {
 		t.Fatalf("creating a client: %v", err)
 	}
 	return &Env{Config: cfg, Client: c, Scheme: scheme, Environment: env}
+}
+
+// RestartAPIServer stops kube-apiserver and starts it again on the same port, certificates
+// and etcd, as a node reboot or an upgrade does; it returns once the apiserver is healthy.
+func (e *Env) RestartAPIServer() error {
+	apiServer := e.Environment.ControlPlane.GetAPIServer()
+	if err := apiServer.Stop(); err != nil {
+		return fmt.Errorf("stopping kube-apiserver: %w", err)
+	}
+	if err := apiServer.Start(); err != nil {
+		return fmt.Errorf("starting kube-apiserver again: %w", err)
+	}
+	return nil
 }
 
 // Scheme has every type the integration tests use.

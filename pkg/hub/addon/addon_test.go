@@ -203,7 +203,11 @@ func TestDeploymentConfigKnobs(t *testing.T) {
 			},
 			ProxyConfig:           addonv1beta1.ProxyConfig{HTTPSProxy: "https://proxy.example.com:3129", NoProxy: "10.0.0.0/8"},
 			AgentInstallNamespace: "gitops-agent",
-			CustomizedVariables:   []addonv1beta1.CustomizedVariable{{Name: VarExtraAPIGroups, Value: "cert-manager.io, external-secrets.io"}},
+			CustomizedVariables: []addonv1beta1.CustomizedVariable{
+				{Name: VarExtraAPIGroups, Value: "cert-manager.io, external-secrets.io"},
+				{Name: VarAgentLogLevel, Value: "debug"},
+				{Name: VarRouteCRDAdmissionGuard, Value: "false"},
+			},
 		},
 	}}
 	a := mca("cfg", nil, "")
@@ -224,6 +228,8 @@ func TestDeploymentConfigKnobs(t *testing.T) {
 	}
 	ag := find[*appsv1.Deployment](objects, constants.AgentDeployment)
 	assert.Equal(t, "gitops-agent", ag.Namespace, "agentInstallNamespace from the ADC")
+	assert.Contains(t, ag.Spec.Template.Spec.Containers[0].Args, "--zap-log-level=debug")
+	assert.Contains(t, ag.Spec.Template.Spec.Containers[0].Args, "--disable-route-crd-admission-guard")
 
 	role := find[*rbacv1.ClusterRole](objects, constants.PlatformExtensionsClusterRole)
 	require.NotNil(t, role)
@@ -260,6 +266,7 @@ func TestRenderRejectsBadCustomizedVariables(t *testing.T) {
 		"unknown name":       {Name: "extraApiGroups", Value: "cert-manager.io"},
 		"invalid API group":  {Name: VarExtraAPIGroups, Value: "Cert_Manager"},
 		"invalid log level":  {Name: VarAgentLogLevel, Value: "verbose"},
+		"guard not a bool":   {Name: VarRouteCRDAdmissionGuard, Value: "off"},
 		"image with a space": {Name: VarGitOpsOperatorImage, Value: "a b"},
 	}
 	for name, v := range cases {

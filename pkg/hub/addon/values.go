@@ -22,9 +22,12 @@ const (
 	VarArgoCDImage         = "argoCDImage"
 	VarRedisImage          = "redisImage"
 	VarAgentLogLevel       = "agentLogLevel"
+	// VarRouteCRDAdmissionGuard "false" leaves out the spoke's ValidatingAdmissionPolicy
+	// against a duplicate Routes CRD (the agent still deletes a duplicate).
+	VarRouteCRDAdmissionGuard = "routeCRDAdmissionGuard"
 )
 
-var knownVariables = []string{VarAgentLogLevel, VarArgoCDImage, VarExtraAPIGroups, VarGitOpsOperatorImage, VarRedisImage}
+var knownVariables = []string{VarAgentLogLevel, VarArgoCDImage, VarExtraAPIGroups, VarGitOpsOperatorImage, VarRedisImage, VarRouteCRDAdmissionGuard}
 
 // apiGroupPattern is a DNS subdomain, the form of every Kubernetes API group name.
 var apiGroupPattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
@@ -38,6 +41,8 @@ type knobs struct {
 	argoCDImage    string
 	redisImage     string
 	agentLogLevel  string
+	// routeCRDAdmissionGuard is "true", "false" or "" (unset: the chart's default, true).
+	routeCRDAdmissionGuard string
 }
 
 // parseCustomizedVariables reads our customizedVariables, with an error naming the bad
@@ -64,6 +69,11 @@ func parseCustomizedVariables(vars []addonv1beta1.CustomizedVariable) (knobs, er
 				return k, fmt.Errorf("customizedVariable %s=%q: want one of debug, info, error", VarAgentLogLevel, value)
 			}
 			k.agentLogLevel = value
+		case VarRouteCRDAdmissionGuard:
+			if value != "true" && value != "false" {
+				return k, fmt.Errorf("customizedVariable %s=%q: want true or false", VarRouteCRDAdmissionGuard, value)
+			}
+			k.routeCRDAdmissionGuard = value
 		default:
 			return k, fmt.Errorf("unknown customizedVariable %q: gitops-addon understands %s", v.Name, strings.Join(knownVariables, ", "))
 		}
@@ -167,6 +177,7 @@ func overlay(base, top knobs) knobs {
 		{&base.argoCDImage, top.argoCDImage},
 		{&base.redisImage, top.redisImage},
 		{&base.agentLogLevel, top.agentLogLevel},
+		{&base.routeCRDAdmissionGuard, top.routeCRDAdmissionGuard},
 	} {
 		if f.src != "" {
 			*f.dst = f.src
@@ -209,8 +220,15 @@ func buildValues(f flavour, routes routesDecision, k knobs, mirror func(string) 
 			"redisImage": mirror(k.redisImage),
 		},
 	}
+	agent := map[string]any{}
 	if k.agentLogLevel != "" {
-		values["agent"] = map[string]any{"logLevel": k.agentLogLevel}
+		agent["logLevel"] = k.agentLogLevel
+	}
+	if k.routeCRDAdmissionGuard != "" {
+		agent["routeCRDAdmissionGuard"] = k.routeCRDAdmissionGuard == "true"
+	}
+	if len(agent) > 0 {
+		values["agent"] = agent
 	}
 	operator := k.operatorImage
 	if operator == "" {

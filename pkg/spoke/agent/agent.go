@@ -45,6 +45,9 @@ type Options struct {
 	// SpokeKubeconfig is the spoke's kubeconfig; empty uses the in-cluster config.
 	SpokeKubeconfig string
 
+	// DisableAdmissionGuard: see routeguard.Options.
+	DisableAdmissionGuard bool
+
 	MetricsBindAddress     string
 	HealthProbeBindAddress string
 	LeaderElection         bool
@@ -98,6 +101,7 @@ type Setup struct {
 	HubClient      client.Client
 	ClusterName    string
 	AddonNamespace string
+	Options        Options
 }
 
 // Feature registers controllers on the agent's manager.
@@ -106,7 +110,7 @@ type Feature func(Setup) error
 // RouteGuard is the Route API guard and its report to the hub.
 func RouteGuard(s Setup) error {
 	report := routeguard.NewReport()
-	if _, err := routeguard.SetupWithManager(s.Manager, routeguard.Options{Report: report}); err != nil {
+	if _, err := routeguard.SetupWithManager(s.Manager, routeguard.Options{Report: report, DisableAdmissionGuard: s.Options.DisableAdmissionGuard}); err != nil {
 		return err
 	}
 	return s.Manager.Add(&routeguard.Publisher{Hub: s.HubClient, ClusterName: s.ClusterName, AddonName: constants.AddonName, Report: report})
@@ -145,7 +149,7 @@ func Run(ctx context.Context, o Options, features ...Feature) error {
 	if err := addProbes(mgr, o.HubKubeconfig); err != nil {
 		return err
 	}
-	setup := Setup{Manager: mgr, SpokeConfig: spokeCfg, HubClient: hubClient, ClusterName: o.ClusterName, AddonNamespace: o.AddonNamespace}
+	setup := Setup{Manager: mgr, SpokeConfig: spokeCfg, HubClient: hubClient, ClusterName: o.ClusterName, AddonNamespace: o.AddonNamespace, Options: o}
 	for _, feature := range features {
 		if err := feature(setup); err != nil {
 			return err

@@ -42,12 +42,18 @@ type Guard struct {
 	recheck chan struct{}
 	// lastRemoval is when the guard last deleted a duplicate; the report keeps saying so.
 	lastRemoval time.Time
+	// admissionGuardDisabled: see Options.DisableAdmissionGuard.
+	admissionGuardDisabled bool
 }
 
 // Options configures SetupWithManager.
 type Options struct {
 	// Report receives the guard's conditions; nil creates one.
 	Report *Report
+	// DisableAdmissionGuard leaves out the ValidatingAdmissionPolicy (for clusters whose
+	// admission policies are managed elsewhere) and removes ours if it exists; a
+	// duplicate Routes CRD is still deleted within seconds.
+	DisableAdmissionGuard bool
 }
 
 // SetupWithManager registers the guard on a spoke manager whose scheme has core,
@@ -67,6 +73,7 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Guard, error) {
 	g := &Guard{
 		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("gitops-addon-agent"),
 		Checker: checker, Report: o.Report, recheck: make(chan struct{}, 1),
+		admissionGuardDisabled: o.DisableAdmissionGuard,
 	}
 	toSingleton := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{singleton}
@@ -154,24 +161,37 @@ func (g *Guard) removeDuplicate(ctx context.Context, cls Classification) (bool, 
 	return true, nil
 }
 
+// guard installs (or, when disabled, removes) the admission guard and reports it. Once
+// the agent has removed a duplicate, the reason says so, whatever the guard's state.
 func (g *Guard) guard(ctx context.Context) error {
-	state, err := ensureGuard(ctx, g.Client)
-	reason, prefix := ReasonGuardInstalled, ""
-	if !g.lastRemoval.IsZero() {
+	status, reason, message, err := g.reconcileAdmissionGuard(ctx)
+	if !g.lastRemoval.IsZero() && err == nil {
 		reason = ReasonDuplicateRemoved
-		prefix = "Deleted a duplicate " + constants.RoutesCRDName + " CRD at " + g.lastRemoval.Format(time.RFC3339) + "; Routes stay served natively. "
+		message = "Deleted a duplicate " + constants.RoutesCRDName + " CRD at " + g.lastRemoval.Format(time.RFC3339) +
+			"; Routes stay served natively. " + message
 	}
+	g.Report.setGuard(status, reason, message)
+	return err
+}
+
+func (g *Guard) reconcileAdmissionGuard(ctx context.Context) (metav1.ConditionStatus, string, string, error) {
+	if g.admissionGuardDisabled {
+		if err := removeGuard(ctx, g.Client); err != nil {
+			return metav1.ConditionFalse, ReasonGuardFailed, "Could not remove the disabled admission guard: " + err.Error(), err
+		}
+		return metav1.ConditionFalse, ReasonGuardDisabled,
+			"The admission guard is disabled (agent flag --disable-route-crd-admission-guard); a duplicate is still removed within seconds.", nil
+	}
+	state, err := ensureGuard(ctx, g.Client)
 	switch {
 	case err != nil:
-		g.Report.setGuard(metav1.ConditionFalse, ReasonGuardFailed, prefix+"Could not install the admission guard: "+err.Error())
-		return err
+		return metav1.ConditionFalse, ReasonGuardFailed, "Could not install the admission guard: " + err.Error(), err
 	case state == guardUnavailable:
-		g.Report.setGuard(metav1.ConditionFalse, ReasonGuardUnavailable, prefix+
-			"The apiserver does not serve admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy; a duplicate is still removed within seconds.")
+		return metav1.ConditionFalse, ReasonGuardUnavailable,
+			"The apiserver does not serve admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy; a duplicate is still removed within seconds.", nil
 	default:
-		g.Report.setGuard(metav1.ConditionTrue, reason, prefix+"ValidatingAdmissionPolicy "+GuardName+" denies creating the duplicate CRD.")
+		return metav1.ConditionTrue, ReasonGuardInstalled, "ValidatingAdmissionPolicy " + GuardName + " denies creating the duplicate CRD.", nil
 	}
-	return nil
 }
 
 func (g *Guard) triggerOpenAPICheck() {

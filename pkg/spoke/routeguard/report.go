@@ -16,6 +16,7 @@ const (
 	ReasonGuardInstalled    = "GuardInstalled"
 	ReasonDuplicateRemoved  = "DuplicateRemoved"
 	ReasonGuardUnavailable  = "GuardUnavailable"
+	ReasonGuardDisabled     = "GuardDisabled"
 	ReasonNotNative         = "NotNative"
 	ReasonGuardUnknown      = "RouteAPIUnknown"
 	ReasonGuardFailed       = "GuardFailed"
