@@ -1,0 +1,279 @@
+package routeguard
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/gitops-addon/gitops-addon/pkg/constants"
+)
+
+func nativeAPIService() apiregistrationv1.APIService {
+	return apiregistrationv1.APIService{
+		ObjectMeta: metav1.ObjectMeta{Name: "v1.route.openshift.io"},
+		Spec: apiregistrationv1.APIServiceSpec{Group: "route.openshift.io", Version: "v1",
+			Service: &apiregistrationv1.ServiceReference{Namespace: "openshift-apiserver", Name: "api"}},
+	}
+}
+
+// localAPIService is what the apiserver's autoregister controller creates for a CRD.
+func localAPIService(group, version string) apiregistrationv1.APIService {
+	return apiregistrationv1.APIService{
+		ObjectMeta: metav1.ObjectMeta{Name: version + "." + group},
+		Spec:       apiregistrationv1.APIServiceSpec{Group: group, Version: version},
+	}
+}
+
+func crd(name, group string, versions ...string) apiextensionsv1.CustomResourceDefinition {
+	c := apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)}, Spec: apiextensionsv1.CustomResourceDefinitionSpec{Group: group}}
+	for _, v := range versions {
+		c.Spec.Versions = append(c.Spec.Versions, apiextensionsv1.CustomResourceDefinitionVersion{Name: v, Served: true})
+	}
+	return c
+}
+
+func routesCRD() apiextensionsv1.CustomResourceDefinition {
+	return crd(constants.RoutesCRDName, "route.openshift.io", "v1")
+}
+
+func TestClassify(t *testing.T) {
+	unavailable := nativeAPIService()
+	unavailable.Status.Conditions = []apiregistrationv1.APIServiceCondition{{Type: apiregistrationv1.Available, Status: apiregistrationv1.ConditionFalse}}
+	cases := map[string]struct {
+		facts   Facts
+		err     error
+		want    string
+		wantCRD bool
+	}{
+		"service-backed APIService":              {facts: Facts{APIServices: []apiregistrationv1.APIService{nativeAPIService()}}, want: constants.RouteAPINative},
+		"unavailable service-backed APIService":  {facts: Facts{APIServices: []apiregistrationv1.APIService{unavailable}}, want: constants.RouteAPINative},
+		"native with a duplicate CRD":            {facts: Facts{APIServices: []apiregistrationv1.APIService{nativeAPIService()}, CRDs: []apiextensionsv1.CustomResourceDefinition{routesCRD()}}, want: constants.RouteAPINative, wantCRD: true},
+		"CRD with its local APIService":          {facts: Facts{APIServices: []apiregistrationv1.APIService{localAPIService("route.openshift.io", "v1")}, CRDs: []apiextensionsv1.CustomResourceDefinition{routesCRD()}}, want: constants.RouteAPICRD, wantCRD: true},
+		"a local APIService alone is not native": {facts: Facts{APIServices: []apiregistrationv1.APIService{localAPIService("route.openshift.io", "v1")}}, want: constants.RouteAPIAbsent},
+		"another version is not route v1":        {facts: Facts{APIServices: []apiregistrationv1.APIService{func() apiregistrationv1.APIService { a := nativeAPIService(); a.Spec.Version = "v2"; return a }()}}, want: constants.RouteAPIAbsent},
+		"nothing":                                {want: constants.RouteAPIAbsent},
+		"read error fails closed":                {facts: Facts{APIServices: []apiregistrationv1.APIService{nativeAPIService()}}, err: errors.New("boom"), want: constants.RouteAPIUnknown},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := Classify(tc.facts, tc.err)
+			assert.Equal(t, tc.want, c.Reason)
+			assert.Equal(t, tc.wantCRD, c.RoutesCRD != nil)
+			assert.NotEmpty(t, c.Message)
+		})
+	}
+}
+
+func TestDuplicateSurfaces(t *testing.T) {
+	metrics := apiregistrationv1.APIService{ObjectMeta: metav1.ObjectMeta{Name: "v1beta1.metrics.k8s.io"},
+		Spec: apiregistrationv1.APIServiceSpec{Group: "metrics.k8s.io", Version: "v1beta1", Service: &apiregistrationv1.ServiceReference{Namespace: "kube-system", Name: "metrics-server"}}}
+	notServed := crd("pods.metrics.k8s.io", "metrics.k8s.io", "v1beta1")
+	notServed.Spec.Versions[0].Served = false
+	f := Facts{
+		APIServices: []apiregistrationv1.APIService{nativeAPIService(), metrics, localAPIService("argoproj.io", "v1alpha1")},
+		CRDs: []apiextensionsv1.CustomResourceDefinition{
+			routesCRD(), crd("nodes.metrics.k8s.io", "metrics.k8s.io", "v1beta1"), notServed,
+			crd("applications.argoproj.io", "argoproj.io", "v1alpha1"),
+		},
+	}
+	dups := DuplicateSurfaces(f)
+	require.Len(t, dups, 2, "every CRD duplicating a service-backed APIService, not only Routes; unserved versions and local APIServices do not count")
+	assert.Equal(t, "nodes.metrics.k8s.io", dups[0].CRD)
+	assert.Equal(t, "kube-system/metrics-server", dups[0].Service)
+	assert.Equal(t, constants.RoutesCRDName, dups[1].CRD)
+	assert.Contains(t, describeDuplicates(dups), "CRD routes.route.openshift.io duplicates route.openshift.io/v1 served by APIService v1.route.openshift.io")
+	assert.Empty(t, DuplicateSurfaces(Facts{CRDs: f.CRDs}))
+
+	assert.Equal(t, []string{"argoproj.io/v1alpha1", "metrics.k8s.io/v1beta1", "route.openshift.io/v1"}, ServedCRDGroupVersions(f))
+}
+
+func testScheme(t *testing.T) *runtime.Scheme {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, apiregistrationv1.AddToScheme} {
+		require.NoError(t, add(s))
+	}
+	return s
+}
+
+func newGuard(t *testing.T, c client.Client, disabled bool) (*Guard, *events.FakeRecorder) {
+	rec := events.NewFakeRecorder(10)
+	return &Guard{Client: c, Recorder: rec, Report: NewReport(), recheck: make(chan struct{}, 1), admissionGuardDisabled: disabled}, rec
+}
+
+func objects(apiServices []apiregistrationv1.APIService, crds []apiextensionsv1.CustomResourceDefinition) []client.Object {
+	var out []client.Object
+	for i := range apiServices {
+		out = append(out, &apiServices[i])
+	}
+	for i := range crds {
+		out = append(out, &crds[i])
+	}
+	return out
+}
+
+func TestReconcile(t *testing.T) {
+	cases := map[string]struct {
+		apiServices     []apiregistrationv1.APIService
+		crds            []apiextensionsv1.CustomResourceDefinition
+		existingGuard   bool
+		disabled        bool
+		wantRouteAPI    string
+		wantGuardReason string
+		wantCRDKept     bool
+		wantGuard       bool
+		wantEvent       bool
+	}{
+		"native: the duplicate is deleted and the guard installed": {
+			apiServices: []apiregistrationv1.APIService{nativeAPIService()}, crds: []apiextensionsv1.CustomResourceDefinition{routesCRD()},
+			wantRouteAPI: constants.RouteAPINative, wantGuardReason: ReasonDuplicateRemoved, wantGuard: true, wantEvent: true,
+		},
+		"native without a duplicate: guard only": {
+			apiServices:  []apiregistrationv1.APIService{nativeAPIService()},
+			wantRouteAPI: constants.RouteAPINative, wantGuardReason: ReasonGuardInstalled, wantGuard: true,
+		},
+		"native with the admission guard disabled: the duplicate still goes, our guard is removed": {
+			apiServices: []apiregistrationv1.APIService{nativeAPIService()}, crds: []apiextensionsv1.CustomResourceDefinition{routesCRD()},
+			existingGuard: true, disabled: true,
+			wantRouteAPI: constants.RouteAPINative, wantGuardReason: ReasonDuplicateRemoved, wantEvent: true,
+		},
+		"vanilla with the CRD: kept, no guard, an old guard removed": {
+			apiServices: []apiregistrationv1.APIService{localAPIService("route.openshift.io", "v1")}, crds: []apiextensionsv1.CustomResourceDefinition{routesCRD()},
+			existingGuard: true,
+			wantRouteAPI:  constants.RouteAPICRD, wantGuardReason: ReasonNotNative, wantCRDKept: true,
+		},
+		"absent: nothing": {
+			wantRouteAPI: constants.RouteAPIAbsent, wantGuardReason: ReasonNotNative,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			objs := objects(tc.apiServices, tc.crds)
+			if tc.existingGuard {
+				objs = append(objs, desiredPolicy(), desiredBinding())
+			}
+			c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...).Build()
+			g, rec := newGuard(t, c, tc.disabled)
+			_, err := g.Reconcile(context.Background(), singleton)
+			require.NoError(t, err)
+
+			routeAPI, _ := g.Report.Condition(constants.ConditionRouteAPI)
+			assert.Equal(t, tc.wantRouteAPI, routeAPI.Reason)
+			guard, _ := g.Report.Condition(constants.ConditionRoutesCRDGuard)
+			assert.Equal(t, tc.wantGuardReason, guard.Reason, guard.Message)
+			err = c.Get(context.Background(), client.ObjectKey{Name: constants.RoutesCRDName}, &apiextensionsv1.CustomResourceDefinition{})
+			assert.Equal(t, tc.wantCRDKept, err == nil, "CRD kept")
+			err = c.Get(context.Background(), client.ObjectKey{Name: GuardName}, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{})
+			assert.Equal(t, tc.wantGuard, err == nil, "guard binding present")
+			assert.Equal(t, tc.wantEvent, len(rec.Events) > 0, "event")
+			for _, as := range tc.apiServices {
+				got := &apiregistrationv1.APIService{}
+				require.NoError(t, c.Get(context.Background(), client.ObjectKey{Name: as.Name}, got))
+				assert.Equal(t, as.Spec, got.Spec, "APIServices are never modified")
+			}
+		})
+	}
+}
+
+// TestReconcileFailsClosed: when the facts cannot be read, the guard reports Unknown and
+// deletes nothing, even a CRD that looks like a duplicate.
+func TestReconcileFailsClosed(t *testing.T) {
+	for _, failing := range []string{"APIServiceList", "CustomResourceDefinitionList"} {
+		t.Run(failing, func(t *testing.T) {
+			var deletes int
+			c := fake.NewClientBuilder().WithScheme(testScheme(t)).
+				WithObjects(objects([]apiregistrationv1.APIService{nativeAPIService()}, []apiextensionsv1.CustomResourceDefinition{routesCRD()})...).
+				WithInterceptorFuncs(interceptor.Funcs{
+					List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+						if gvk, _ := c.GroupVersionKindFor(list); gvk.Kind == failing {
+							return apierrors.NewServiceUnavailable("etcd is sad")
+						}
+						return c.List(ctx, list, opts...)
+					},
+					Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+						deletes++
+						return c.Delete(ctx, obj, opts...)
+					},
+				}).Build()
+			g, rec := newGuard(t, c, false)
+			_, err := g.Reconcile(context.Background(), singleton)
+			require.Error(t, err, "the error is returned so the request is retried")
+			routeAPI, _ := g.Report.Condition(constants.ConditionRouteAPI)
+			assert.Equal(t, constants.RouteAPIUnknown, routeAPI.Reason)
+			assert.Equal(t, metav1.ConditionUnknown, routeAPI.Status)
+			guard, _ := g.Report.Condition(constants.ConditionRoutesCRDGuard)
+			assert.Equal(t, ReasonGuardUnknown, guard.Reason)
+			assert.Zero(t, deletes, "nothing is deleted while the facts are unknown")
+			assert.Empty(t, rec.Events)
+		})
+	}
+}
+
+// TestEnsureGuardWritesOnlyOnChange: a steady state makes no writes; a tampered policy
+// is repaired.
+func TestEnsureGuardWritesOnlyOnChange(t *testing.T) {
+	var writes int
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithInterceptorFuncs(interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			writes++
+			return c.Create(ctx, obj, opts...)
+		},
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			writes++
+			return c.Update(ctx, obj, opts...)
+		},
+	}).Build()
+	ctx := context.Background()
+	state, err := ensureGuard(ctx, c)
+	require.NoError(t, err)
+	assert.Equal(t, guardInstalled, state)
+	assert.Equal(t, 2, writes)
+	_, err = ensureGuard(ctx, c)
+	require.NoError(t, err)
+	assert.Equal(t, 2, writes, "no writes in a steady state")
+
+	p := &admissionregistrationv1.ValidatingAdmissionPolicy{}
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: GuardName}, p))
+	p.Spec.FailurePolicy = ptr.To(admissionregistrationv1.Ignore)
+	require.NoError(t, c.Update(ctx, p))
+	writes = 0
+	_, err = ensureGuard(ctx, c)
+	require.NoError(t, err)
+	assert.Equal(t, 1, writes)
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: GuardName}, p))
+	assert.Equal(t, admissionregistrationv1.Fail, *p.Spec.FailurePolicy)
+}
+
+func TestReportSignalsOnlyOnChange(t *testing.T) {
+	r := NewReport()
+	r.setRouteAPI(Classification{Reason: constants.RouteAPINative, Message: "m"})
+	select {
+	case <-r.Changed():
+	default:
+		t.Fatal("a new condition signals")
+	}
+	r.setRouteAPI(Classification{Reason: constants.RouteAPINative, Message: "m"})
+	select {
+	case <-r.Changed():
+		t.Fatal("an unchanged condition does not signal")
+	default:
+	}
+	r.setRouteAPI(Classification{Reason: constants.RouteAPIUnknown, Message: "x"})
+	c, _ := r.Condition(constants.ConditionRouteAPI)
+	assert.Equal(t, metav1.ConditionUnknown, c.Status)
+}
