@@ -98,41 +98,15 @@ func startSpoke(t *testing.T) *spoke {
 	return &spoke{t: t, ctx: context.Background(), env: env, c: env.Client, dyn: dyn, raw: raw, fake: fake}
 }
 
-// registerNativeRouteAPI registers the stand-in as openshift-apiserver, the way
-// OpenShift does, reached through an ExternalName Service to localhost.
+// registerNativeRouteAPI registers the stand-in as openshift-apiserver.
 func (s *spoke) registerNativeRouteAPI() {
 	s.t.Helper()
-	require.NoError(s.t, client.IgnoreAlreadyExists(s.c.Create(s.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "openshift-apiserver"}})))
-	require.NoError(s.t, client.IgnoreAlreadyExists(s.c.Create(s.ctx, &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "openshift-apiserver", Name: "api"},
-		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "localhost"},
-	})))
-	port := int32(s.fake.Port)
-	require.NoError(s.t, s.c.Create(s.ctx, &apiregistrationv1.APIService{
-		ObjectMeta: metav1.ObjectMeta{Name: "v1.route.openshift.io"},
-		Spec: apiregistrationv1.APIServiceSpec{
-			Group: "route.openshift.io", Version: "v1", GroupPriorityMinimum: 9900, VersionPriority: 15,
-			Service:  &apiregistrationv1.ServiceReference{Namespace: "openshift-apiserver", Name: "api", Port: &port},
-			CABundle: s.fake.CA.PEM,
-		},
-	}))
-	s.waitAPIServiceAvailable(true)
+	require.NoError(s.t, s.fake.Register(s.ctx, s.c))
 }
 
 func (s *spoke) waitAPIServiceAvailable(want bool) {
 	s.t.Helper()
-	require.Eventually(s.t, func() bool {
-		a := &apiregistrationv1.APIService{}
-		if err := s.c.Get(s.ctx, types.NamespacedName{Name: "v1.route.openshift.io"}, a); err != nil {
-			return false
-		}
-		for _, c := range a.Status.Conditions {
-			if c.Type == apiregistrationv1.Available {
-				return (c.Status == apiregistrationv1.ConditionTrue) == want
-			}
-		}
-		return false
-	}, 60*time.Second, 200*time.Millisecond, "APIService v1.route.openshift.io Available=%v", want)
+	require.NoError(s.t, fakeroute.WaitAvailable(s.ctx, s.c, want, 60*time.Second))
 }
 
 // startGuard runs the Route guard as the agent does, and its publisher to the hub (the

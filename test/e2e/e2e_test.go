@@ -1,0 +1,345 @@
+// Package e2e runs gitops-addon on a real OCM hub and two real spokes on this machine
+// (kube-apiserver, kube-controller-manager, etcd, OCM registration/work/placement/addon
+// components as processes on loopback): OCM itself registers the addon, issues its hub
+// credential, delivers its ManifestWorks and reports it Available.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/watch"
+	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
+	workv1 "open-cluster-management.io/api/work/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
+	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/test/fakeroute"
+	"github.com/gitops-addon/gitops-addon/test/fleet"
+	"github.com/gitops-addon/gitops-addon/test/install"
+)
+
+const (
+	vanilla   = "vanilla"
+	openshift = "openshift"
+)
+
+// argoCRDs are the Argo CD CRDs every spoke must keep, whatever happens to the addon.
+var argoCRDs = []string{
+	"applications.argoproj.io", "applicationsets.argoproj.io", "appprojects.argoproj.io", "argocds.argoproj.io",
+}
+
+// TestFleet is one scenario over a hub and two spokes, in the order a user lives it; the
+// subtests share the fleet because starting it costs a minute.
+func TestFleet(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	f := fleet.StartForTest(t, fleet.Options{})
+	binary, err := install.BuildBinary(ctx, t.TempDir())
+	require.NoError(t, err)
+
+	spokes := map[string]*fleet.Spoke{}
+	for _, name := range []string{vanilla, openshift} {
+		s, err := f.AddSpoke(ctx, name)
+		require.NoError(t, err, "joining spoke %s", name)
+		spokes[name] = s
+	}
+	routeServer, err := install.MakeOpenShiftLike(ctx, f.Hub, spokes[openshift])
+	require.NoError(t, err)
+	t.Cleanup(routeServer.Stop)
+	// Every Routes CRD that ever appears on the OpenShift-like spoke is recorded.
+	routesCRDSeen := watchRoutesCRD(t, ctx, spokes[openshift])
+
+	p, err := install.OnHub(ctx, f, binary)
+	require.NoError(t, err)
+	require.NoError(t, p.StartManager(ctx))
+	for _, name := range []string{vanilla, openshift} {
+		require.NoError(t, install.SelectCluster(ctx, f.Hub, name, true))
+	}
+	agentErrs := startAgentsWhenDelivered(ctx, p, spokes)
+
+	t.Run("the manager killed during convergence converges again after a restart", func(t *testing.T) {
+		require.NoError(t, install.ApplySeed(ctx, f.Hub))
+		require.Eventually(t, func() bool {
+			works := &workv1.ManifestWorkList{}
+			return f.Hub.Client.List(ctx, works, client.InNamespace(vanilla)) == nil && len(works.Items) > 0
+		}, 3*time.Minute, 100*time.Millisecond, "the manager starts delivering")
+		require.NoError(t, p.KillManager())
+		require.NoError(t, p.StartManager(ctx))
+		for _, name := range []string{vanilla, openshift} {
+			require.NoError(t, install.WaitAddonAvailable(ctx, f.Hub, name, 5*time.Minute))
+		}
+		require.NoError(t, <-agentErrs)
+		assertNoDuplicates(t, ctx, f.Hub)
+	})
+
+	t.Run("the seed GitOpsCluster is Ready over both spokes", func(t *testing.T) {
+		require.Eventually(t, func() bool {
+			gc := &appsv1beta1.GitOpsCluster{}
+			require.NoError(t, f.Hub.Client.Get(ctx, client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: "gitops-managed"}, gc))
+			return meta.IsStatusConditionTrue(gc.Status.Conditions, "Ready") && gc.Status.AddonAvailableClusters == 2
+		}, 2*time.Minute, 500*time.Millisecond)
+		for _, name := range []string{vanilla, openshift} {
+			secret := &corev1.Secret{}
+			require.NoError(t, f.Hub.Client.Get(ctx, client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: name + "-application-manager-cluster-secret"}, secret),
+				"the Argo CD cluster secret of %s", name)
+		}
+	})
+
+	t.Run("every spoke has the GitOps stack as the work agent applied it", func(t *testing.T) {
+		for _, name := range []string{vanilla, openshift} {
+			s := spokes[name]
+			require.Eventually(t, func() bool {
+				return len(install.Landed(ctx, s.Cluster)) == len(install.DeliveredObjects)
+			}, time.Minute, 500*time.Millisecond, "%s has %v", name, install.Landed(ctx, s.Cluster))
+			for _, crd := range argoCRDs {
+				assert.NoError(t, s.Client.Get(ctx, client.ObjectKey{Name: crd}, &apiextensionsv1.CustomResourceDefinition{}), "%s on %s", crd, name)
+			}
+		}
+	})
+
+	t.Run("the OpenShift-like spoke never receives the Routes CRD; the vanilla spoke does and keeps it", func(t *testing.T) {
+		mca := waitRouteAPI(t, ctx, f.Hub, openshift, constants.RouteAPINative)
+		assert.NotNil(t, mca)
+		assert.True(t, routesServedNatively(ctx, spokes[openshift]), "Routes are served by the aggregated Route API")
+		require.Eventually(t, func() bool {
+			return exists(ctx, spokes[vanilla].Client, &apiextensionsv1.CustomResourceDefinition{}, constants.RoutesCRDName)
+		}, time.Minute, 500*time.Millisecond, "the vanilla spoke receives the Routes CRD")
+		waitRouteAPI(t, ctx, f.Hub, vanilla, constants.RouteAPICRD)
+		assert.False(t, exists(ctx, spokes[openshift].Client, &apiextensionsv1.CustomResourceDefinition{}, constants.RoutesCRDName))
+		assert.Empty(t, shippedRoutesCRD(t, ctx, f.Hub, openshift), "no ManifestWork for the OpenShift-like spoke carries the Routes CRD")
+		assert.NotEmpty(t, shippedRoutesCRD(t, ctx, f.Hub, vanilla))
+	})
+
+	t.Run("the manager makes no API writes while nothing changes", func(t *testing.T) {
+		window := 30 * time.Second
+		since := time.Now()
+		time.Sleep(window)
+		writes, err := f.Hub.Writes(managerUser(), since)
+		require.NoError(t, err)
+		assert.Empty(t, writes, "writes by the manager in a %v steady state", window)
+		all, err := f.Hub.Writes(managerUser(), time.Time{})
+		require.NoError(t, err)
+		assert.NotEmpty(t, all, "the audit log does record the manager's writes")
+	})
+
+	// Drift: OCM's work agent re-applies on its resync (4-6 min), so the deletion happens
+	// now and the repair is checked last, while the other subtests run.
+	driftAt := time.Now()
+	require.NoError(t, spokes[openshift].Client.Delete(ctx, operatorDeployment()))
+
+	t.Run("a cluster removed from the Placement loses the workloads and keeps CRDs and Applications", func(t *testing.T) {
+		s := spokes[vanilla]
+		app := &unstructured.Unstructured{}
+		app.SetAPIVersion("argoproj.io/v1alpha1")
+		app.SetKind("Application")
+		app.SetNamespace(constants.GitOpsNamespace)
+		app.SetName("guestbook")
+		require.NoError(t, unstructured.SetNestedMap(app.Object, map[string]any{
+			"project":     "default",
+			"source":      map[string]any{"repoURL": "https://github.com/argoproj/argocd-example-apps", "path": "guestbook"},
+			"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": "guestbook"},
+		}, "spec"))
+		require.NoError(t, s.Client.Create(ctx, app))
+
+		require.NoError(t, install.SelectCluster(ctx, f.Hub, vanilla, false))
+		require.Eventually(t, func() bool {
+			return !exists(ctx, f.Hub.Client, &addonv1beta1.ManagedClusterAddOn{}, vanilla+"/"+constants.AddonName)
+		}, 2*time.Minute, 500*time.Millisecond, "the ManagedClusterAddOn is removed")
+		require.Eventually(t, func() bool {
+			return !exists(ctx, s.Client, operatorDeploymentObj(), constants.GitOpsNamespace+"/"+constants.OperatorDeployment) &&
+				!exists(ctx, s.Client, &rbacClusterRole, constants.PlatformExtensionsClusterRole)
+		}, 2*time.Minute, 500*time.Millisecond, "the workloads are removed from the spoke")
+		for _, crd := range append(argoCRDs, constants.RoutesCRDName) {
+			assert.True(t, exists(ctx, s.Client, &apiextensionsv1.CustomResourceDefinition{}, crd), "CRD %s is kept", crd)
+		}
+		assert.True(t, exists(ctx, s.Client, app, constants.GitOpsNamespace+"/guestbook"), "the Application is kept")
+		assert.True(t, exists(ctx, s.Client, &corev1.Namespace{}, constants.GitOpsNamespace), "the namespace is kept")
+		assert.False(t, exists(ctx, f.Hub.Client, &corev1.Secret{}, constants.GitOpsNamespace+"/"+vanilla+"-application-manager-cluster-secret"),
+			"the Argo CD registration is removed")
+		require.NoError(t, p.Agent(vanilla).Stop(), "the agent's Deployment is gone, so is its process")
+	})
+
+	t.Run("drift: a deleted operator Deployment is repaired by the work agent", func(t *testing.T) {
+		s := spokes[openshift]
+		require.Eventually(t, func() bool {
+			return exists(ctx, s.Client, operatorDeploymentObj(), constants.GitOpsNamespace+"/"+constants.OperatorDeployment)
+		}, 8*time.Minute-time.Since(driftAt), time.Second, "the work agent re-applies the Deployment on its resync")
+		t.Logf("repaired %v after the deletion", time.Since(driftAt).Round(time.Second))
+	})
+
+	t.Run("the Routes CRD never existed on the OpenShift-like spoke", func(t *testing.T) {
+		assert.Empty(t, routesCRDSeen(), "Routes CRD events on the OpenShift-like spoke")
+	})
+}
+
+// startAgentsWhenDelivered runs each spoke's agent once OCM has delivered its Deployment
+// and credential; the channel yields nil once all started, or the first error.
+func startAgentsWhenDelivered(ctx context.Context, p *install.Product, spokes map[string]*fleet.Spoke) <-chan error {
+	out := make(chan error, 1)
+	var wg sync.WaitGroup
+	errs := make(chan error, len(spokes))
+	for _, s := range spokes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			waitCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+			defer cancel()
+			errs <- p.StartAgent(waitCtx, s)
+		}()
+	}
+	go func() {
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				out <- err
+				return
+			}
+		}
+		out <- nil
+	}()
+	return out
+}
+
+// watchRoutesCRD records every event of the Routes CRD on a spoke from now on.
+func watchRoutesCRD(t *testing.T, ctx context.Context, s *fleet.Spoke) func() []string {
+	wc, err := client.NewWithWatch(s.Config, client.Options{Scheme: s.Client.Scheme()})
+	require.NoError(t, err)
+	w, err := wc.Watch(ctx, &apiextensionsv1.CustomResourceDefinitionList{}, client.MatchingFields{"metadata.name": constants.RoutesCRDName})
+	require.NoError(t, err)
+	t.Cleanup(w.Stop)
+	var mu sync.Mutex
+	var seen []string
+	go func() {
+		for ev := range w.ResultChan() {
+			if ev.Type == watch.Bookmark {
+				continue
+			}
+			mu.Lock()
+			seen = append(seen, fmt.Sprintf("%s at %s", ev.Type, time.Now().Format(time.RFC3339)))
+			mu.Unlock()
+		}
+	}()
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), seen...)
+	}
+}
+
+func waitRouteAPI(t *testing.T, ctx context.Context, hub *fleet.Cluster, cluster, reason string) *addonv1beta1.ManagedClusterAddOn {
+	t.Helper()
+	var mca *addonv1beta1.ManagedClusterAddOn
+	require.Eventually(t, func() bool {
+		mca = &addonv1beta1.ManagedClusterAddOn{}
+		if hub.Client.Get(ctx, client.ObjectKey{Namespace: cluster, Name: constants.AddonName}, mca) != nil {
+			return false
+		}
+		c := meta.FindStatusCondition(mca.Status.Conditions, constants.ConditionRouteAPI)
+		return c != nil && c.Reason == reason
+	}, 2*time.Minute, 500*time.Millisecond, "the agent on %s reports RouteAPI=%s to the hub", cluster, reason)
+	return mca
+}
+
+// shippedRoutesCRD names the ManifestWorks of a cluster that carry the Routes CRD.
+func shippedRoutesCRD(t *testing.T, ctx context.Context, hub *fleet.Cluster, cluster string) []string {
+	works := &workv1.ManifestWorkList{}
+	require.NoError(t, hub.Client.List(ctx, works, client.InNamespace(cluster)))
+	var out []string
+	for _, w := range works.Items {
+		for _, m := range w.Spec.Workload.Manifests {
+			if strings.Contains(string(m.Raw), `"name":"`+constants.RoutesCRDName+`"`) {
+				out = append(out, w.Name)
+			}
+		}
+	}
+	return out
+}
+
+// assertNoDuplicates: one ManagedClusterAddOn and one Argo CD cluster secret per cluster,
+// and every delivered object in exactly one ManifestWork.
+func assertNoDuplicates(t *testing.T, ctx context.Context, hub *fleet.Cluster) {
+	t.Helper()
+	for _, cluster := range []string{vanilla, openshift} {
+		mcas := &addonv1beta1.ManagedClusterAddOnList{}
+		require.NoError(t, hub.Client.List(ctx, mcas, client.InNamespace(cluster)))
+		assert.Len(t, mcas.Items, 1, "ManagedClusterAddOns in %s", cluster)
+		secrets := &corev1.SecretList{}
+		require.NoError(t, hub.Client.List(ctx, secrets, client.InNamespace(constants.GitOpsNamespace),
+			client.MatchingLabels{"argocd.argoproj.io/secret-type": "cluster", constants.LabelClusterName: cluster}))
+		assert.Len(t, secrets.Items, 1, "Argo CD cluster secrets of %s", cluster)
+		works := &workv1.ManifestWorkList{}
+		require.NoError(t, hub.Client.List(ctx, works, client.InNamespace(cluster)))
+		seen := map[string]string{}
+		for _, w := range works.Items {
+			for _, m := range w.Spec.Workload.Manifests {
+				u := &unstructured.Unstructured{}
+				require.NoError(t, u.UnmarshalJSON(m.Raw))
+				id := u.GetKind() + " " + u.GetNamespace() + "/" + u.GetName()
+				assert.NotContains(t, seen, id, "%s delivered by %s and %s", id, seen[id], w.Name)
+				seen[id] = w.Name
+			}
+		}
+	}
+}
+
+func managerUser() string {
+	return "system:serviceaccount:" + install.Namespace + ":gitops-addon-manager"
+}
+
+// routesServedNatively lists Routes on a spoke and tells whether the aggregated server
+// answered.
+func routesServedNatively(ctx context.Context, s *fleet.Spoke) bool {
+	list := &unstructured.UnstructuredList{}
+	list.SetAPIVersion("route.openshift.io/v1")
+	list.SetKind("RouteList")
+	if err := s.Client.List(ctx, list, client.InNamespace("default")); err != nil || len(list.Items) == 0 {
+		return false
+	}
+	return list.Items[0].GetAnnotations()[fakeroute.ServedByAnnotation] == "aggregated"
+}
+
+func operatorDeploymentObj() *unstructured.Unstructured {
+	d := &unstructured.Unstructured{}
+	d.SetAPIVersion("apps/v1")
+	d.SetKind("Deployment")
+	return d
+}
+
+func operatorDeployment() *unstructured.Unstructured {
+	d := operatorDeploymentObj()
+	d.SetNamespace(constants.GitOpsNamespace)
+	d.SetName(constants.OperatorDeployment)
+	return d
+}
+
+var rbacClusterRole = func() unstructured.Unstructured {
+	u := unstructured.Unstructured{}
+	u.SetAPIVersion("rbac.authorization.k8s.io/v1")
+	u.SetKind("ClusterRole")
+	return u
+}()
+
+// exists gets "namespace/name" or "name" into obj.
+func exists(ctx context.Context, c client.Client, obj client.Object, key string) bool {
+	k := client.ObjectKey{Name: key}
+	if ns, name, ok := strings.Cut(key, "/"); ok {
+		k = client.ObjectKey{Namespace: ns, Name: name}
+	}
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		obj = u.DeepCopy()
+	}
+	return c.Get(ctx, k, obj) == nil
+}

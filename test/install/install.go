@@ -1,0 +1,362 @@
+// Package install puts gitops-addon onto a harness fleet as a user's `helm install` and
+// OCM would: the manager chart's objects on the hub, the manager running as a process
+// under the chart's ServiceAccount, and on each spoke the agent running as a process with
+// the hub credential OCM's addon registration issued and the spoke ServiceAccount the
+// ManifestWork created. Only Deployments are replaced by processes: the environment has
+// no kubelet.
+package install
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+
+	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/test/fleet"
+	"github.com/gitops-addon/gitops-addon/test/testenv"
+)
+
+// Namespace is the release namespace of the manager chart.
+const Namespace = "open-cluster-management-addon"
+
+// managerName is the chart's Deployment and ServiceAccount name.
+const managerName = "gitops-addon-manager"
+
+// fieldOwner is the server-side apply manager of what this package applies.
+const fieldOwner = client.FieldOwner("gitops-addon-install")
+
+// Product is gitops-addon installed on a fleet.
+type Product struct {
+	Fleet  *fleet.Fleet
+	Binary string
+	// Manager is the running manager process (nil when stopped).
+	Manager *fleet.Process
+	// ManagerMetrics is the manager's metrics address (127.0.0.1:port).
+	ManagerMetrics string
+
+	managerArgs []string
+	agents      map[string]*fleet.Process
+}
+
+// BuildBinary builds cmd/gitops-addon into dir; go's build cache makes a rebuild cheap.
+func BuildBinary(ctx context.Context, dir string) (string, error) {
+	out := filepath.Join(dir, "gitops-addon")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/gitops-addon")
+	cmd.Dir = testenv.RepoRoot()
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building gitops-addon: %v: %s", err, b)
+	}
+	return out, nil
+}
+
+// OnHub renders the manager chart with the Helm SDK and applies every object but the
+// manager Deployment (run as a process by StartManager), CRDs first.
+func OnHub(ctx context.Context, f *fleet.Fleet, binary string) (*Product, error) {
+	objects, deployment, err := renderChart()
+	if err != nil {
+		return nil, err
+	}
+	c := f.Hub.Client
+	for _, obj := range objects {
+		if obj.GetKind() != "CustomResourceDefinition" {
+			continue
+		}
+		if err := apply(ctx, c, obj); err != nil {
+			return nil, err
+		}
+		if err := waitEstablished(ctx, c, obj.GetName()); err != nil {
+			return nil, err
+		}
+	}
+	if err := apply(ctx, c, namespace(Namespace)); err != nil {
+		return nil, err
+	}
+	for _, obj := range objects {
+		if obj.GetKind() == "CustomResourceDefinition" {
+			continue
+		}
+		if err := apply(ctx, c, obj); err != nil {
+			return nil, err
+		}
+	}
+	return &Product{Fleet: f, Binary: binary, managerArgs: deployment.Spec.Template.Spec.Containers[0].Args, agents: map[string]*fleet.Process{}}, nil
+}
+
+// renderChart is `helm template charts/gitops-addon -n open-cluster-management-addon`.
+func renderChart() ([]*unstructured.Unstructured, *appsv1.Deployment, error) {
+	chart, err := loader.Load(filepath.Join(testenv.RepoRoot(), "charts", "gitops-addon"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("loading the manager chart: %w", err)
+	}
+	install := action.NewInstall(&action.Configuration{})
+	install.DryRun, install.ClientOnly, install.IncludeCRDs = true, true, true
+	install.ReleaseName, install.Namespace = "gitops-addon", Namespace
+	install.KubeVersion = &chartutil.KubeVersion{Version: "v1.35.4", Major: "1", Minor: "35"}
+	rel, err := install.Run(chart, map[string]any{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("rendering the manager chart: %w", err)
+	}
+	var objects []*unstructured.Unstructured
+	var deployment *appsv1.Deployment
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(rel.Manifest)))
+	for {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("reading the rendered chart: %w", err)
+		}
+		u := &unstructured.Unstructured{}
+		if err := utilyaml.Unmarshal(doc, &u.Object); err != nil {
+			return nil, nil, fmt.Errorf("decoding the rendered chart: %w", err)
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		if u.GetKind() == "Deployment" && u.GetName() == managerName {
+			deployment = &appsv1.Deployment{}
+			if err := utilyaml.Unmarshal(doc, deployment); err != nil {
+				return nil, nil, fmt.Errorf("decoding the manager Deployment: %w", err)
+			}
+			continue
+		}
+		objects = append(objects, u)
+	}
+	if deployment == nil {
+		return nil, nil, errors.New("the manager chart renders no Deployment " + managerName)
+	}
+	return objects, deployment, nil
+}
+
+func namespace(name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("v1")
+	u.SetKind("Namespace")
+	u.SetName(name)
+	return u
+}
+
+func apply(ctx context.Context, c client.Client, obj *unstructured.Unstructured) error {
+	obj = obj.DeepCopy()
+	obj.SetManagedFields(nil)
+	obj.SetResourceVersion("")
+	if err := c.Patch(ctx, obj, client.Apply, fieldOwner, client.ForceOwnership); err != nil { //nolint:staticcheck // unstructured apply
+		return fmt.Errorf("applying %s %s: %w", obj.GetKind(), obj.GetName(), err)
+	}
+	return nil
+}
+
+func waitEstablished(ctx context.Context, c client.Client, name string) error {
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+			return false, nil
+		}
+		for _, cond := range crd.Status.Conditions {
+			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+}
+
+// StartManager runs `gitops-addon manager` with the chart Deployment's arguments, as the
+// chart's ServiceAccount (so the chart's RBAC is what it gets), on loopback ports.
+func (p *Product) StartManager(ctx context.Context) error {
+	if p.Manager != nil {
+		return errors.New("the manager is already running")
+	}
+	kubeconfig, err := serviceAccountKubeconfig(ctx, p.Fleet.Hub, Namespace, managerName)
+	if err != nil {
+		return err
+	}
+	metrics, probes := freeAddress(), freeAddress()
+	p.ManagerMetrics = metrics
+	args := replaceFlags(p.managerArgs, map[string]string{
+		"--metrics-bind-address":      metrics,
+		"--health-probe-bind-address": probes,
+		"--leader-election-namespace": Namespace,
+		"--kubeconfig":                kubeconfig,
+	})
+	proc, err := p.Fleet.StartProcess("hub-gitops-addon-manager", append([]string{p.Binary}, args...), "POD_NAMESPACE="+Namespace)
+	if err != nil {
+		return fmt.Errorf("starting the manager: %w", err)
+	}
+	p.Manager = proc
+	return nil
+}
+
+// KillManager kills the manager with SIGKILL, as an OOM kill or a node loss does.
+func (p *Product) KillManager() error {
+	if p.Manager == nil {
+		return nil
+	}
+	err := p.Manager.Kill()
+	p.Manager = nil
+	return err
+}
+
+// StartAgent waits until OCM has delivered the agent to the spoke (its ManifestWork
+// applied: ServiceAccount, RBAC, Deployment) and issued its hub credential (the
+// gitops-addon-hub-kubeconfig secret), then runs `gitops-addon agent` with the
+// Deployment's arguments, the secret copied to disk as the Deployment mounts it, and the
+// agent ServiceAccount's token for the spoke.
+func (p *Product) StartAgent(ctx context.Context, spoke *fleet.Spoke) error {
+	deployment, err := waitAgentDeployment(ctx, spoke.Cluster)
+	if err != nil {
+		return err
+	}
+	ns := deployment.Namespace
+	hubDir := filepath.Join(spoke.Dir, "gitops-addon-hub-kubeconfig")
+	if err := copySecret(ctx, spoke.Cluster, ns, constants.HubKubeconfigSecret, hubDir); err != nil {
+		return err
+	}
+	spokeKubeconfig, err := serviceAccountKubeconfig(ctx, spoke.Cluster, ns, deployment.Spec.Template.Spec.ServiceAccountName)
+	if err != nil {
+		return err
+	}
+	args := replaceFlags(deployment.Spec.Template.Spec.Containers[0].Args, map[string]string{
+		"--hub-kubeconfig":            filepath.Join(hubDir, "kubeconfig"),
+		"--kubeconfig":                spokeKubeconfig,
+		"--metrics-bind-address":      freeAddress(),
+		"--health-probe-bind-address": freeAddress(),
+	})
+	proc, err := p.Fleet.StartProcess(spoke.Name+"-gitops-addon-agent", append([]string{p.Binary}, args...), "POD_NAMESPACE="+ns)
+	if err != nil {
+		return fmt.Errorf("starting the agent on %s: %w", spoke.Name, err)
+	}
+	p.agents[spoke.Name] = proc
+	return nil
+}
+
+// Agent returns the agent process of a spoke, or nil.
+func (p *Product) Agent(spoke string) *fleet.Process { return p.agents[spoke] }
+
+func waitAgentDeployment(ctx context.Context, c *fleet.Cluster) (*appsv1.Deployment, error) {
+	var found *appsv1.Deployment
+	err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		list := &appsv1.DeploymentList{}
+		if err := c.Client.List(ctx, list, client.MatchingFields{"metadata.name": constants.AgentDeployment}); err != nil {
+			return false, nil
+		}
+		for i := range list.Items {
+			d := &list.Items[i]
+			secret := &corev1.Secret{}
+			if c.Client.Get(ctx, client.ObjectKey{Namespace: d.Namespace, Name: constants.HubKubeconfigSecret}, secret) == nil && len(secret.Data["kubeconfig"]) > 0 {
+				found = d
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("waiting on %s for the agent Deployment and its %s secret: %w", c.Name, constants.HubKubeconfigSecret, err)
+	}
+	return found, nil
+}
+
+// copySecret writes every key of a secret as a file, as a secret volume mount does.
+func copySecret(ctx context.Context, c *fleet.Cluster, ns, name, dir string) error {
+	secret := &corev1.Secret{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, secret); err != nil {
+		return fmt.Errorf("reading secret %s/%s on %s: %w", ns, name, c.Name, err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	for key, value := range secret.Data {
+		if err := os.WriteFile(filepath.Join(dir, key), value, 0o600); err != nil {
+			return fmt.Errorf("writing %s: %w", key, err)
+		}
+	}
+	return nil
+}
+
+// serviceAccountKubeconfig writes a kubeconfig with a bound token of a ServiceAccount, so
+// that a process runs with exactly that account's RBAC.
+func serviceAccountKubeconfig(ctx context.Context, c *fleet.Cluster, ns, name string) (string, error) {
+	kube, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		return "", err
+	}
+	var token *authenticationv1.TokenRequest
+	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		token, err = kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{
+			Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(24 * 3600))},
+		}, metav1.CreateOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("requesting a token for ServiceAccount %s/%s on %s: %w", ns, name, c.Name, err)
+	}
+	file := filepath.Join(c.Dir, "sa-"+ns+"-"+name+".kubeconfig")
+	return file, writeTokenKubeconfig(file, c.Config, token.Status.Token)
+}
+
+func writeTokenKubeconfig(file string, cfg *rest.Config, token string) error {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: token}
+	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
+	kc.CurrentContext = "c"
+	if err := clientcmd.WriteToFile(*kc, file); err != nil {
+		return fmt.Errorf("writing %s: %w", file, err)
+	}
+	return nil
+}
+
+// replaceFlags sets --name=value flags, replacing any given in args.
+func replaceFlags(args []string, set map[string]string) []string {
+	var out []string
+	for _, a := range args {
+		name, _, _ := strings.Cut(a, "=")
+		if _, ok := set[name]; !ok {
+			out = append(out, a)
+		}
+	}
+	for name, value := range set {
+		out = append(out, name+"="+value)
+	}
+	return out
+}
+
+// freeAddress returns a free 127.0.0.1 port as host:port.
+func freeAddress() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(fmt.Sprintf("no free port on 127.0.0.1: %v", err))
+	}
+	defer func() { _ = l.Close() }()
+	return "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+}

@@ -1,0 +1,234 @@
+package install
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	clusterv1alpha1 "open-cluster-management.io/api/cluster/v1alpha1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/test/fakeroute"
+	"github.com/gitops-addon/gitops-addon/test/fleet"
+)
+
+// SelectorLabel is the ManagedCluster label the seed Placement selects.
+const SelectorLabel = "gitops"
+
+//go:embed seed/*.yaml
+var seed embed.FS
+
+// SeedYAML returns a seed file: "placement.yaml" or "gitopscluster.yaml".
+func SeedYAML(name string) []byte {
+	b, err := seed.ReadFile("seed/" + name)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// ApplyYAML creates or updates every object of a multi-document YAML, unchanged.
+func ApplyYAML(ctx context.Context, c client.Client, doc []byte) error {
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(doc)))
+	for {
+		raw, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		u := &unstructured.Unstructured{}
+		if err := utilyaml.Unmarshal(raw, &u.Object); err != nil {
+			return fmt.Errorf("decoding YAML: %w", err)
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		if err := apply(ctx, c, u); err != nil {
+			return err
+		}
+	}
+}
+
+// ApplySeed creates the Argo CD namespace, the ManagedClusterSetBinding and Placement, and
+// the seed GitOpsCluster.
+func ApplySeed(ctx context.Context, hub *fleet.Cluster) error {
+	if err := apply(ctx, hub.Client, namespace(constants.GitOpsNamespace)); err != nil {
+		return err
+	}
+	if err := ApplyYAML(ctx, hub.Client, SeedYAML("placement.yaml")); err != nil {
+		return err
+	}
+	return ApplyYAML(ctx, hub.Client, SeedYAML("gitopscluster.yaml"))
+}
+
+// SelectCluster labels a ManagedCluster so that the seed Placement selects it (or not).
+func SelectCluster(ctx context.Context, hub *fleet.Cluster, name string, selected bool) error {
+	value := ""
+	if selected {
+		value = "enabled"
+	}
+	return labelManagedCluster(ctx, hub, name, SelectorLabel, value)
+}
+
+// labelManagedCluster sets (or, with an empty value, removes) a ManagedCluster label.
+func labelManagedCluster(ctx context.Context, hub *fleet.Cluster, name, key, value string) error {
+	mc := &clusterv1.ManagedCluster{}
+	if err := hub.Client.Get(ctx, client.ObjectKey{Name: name}, mc); err != nil {
+		return fmt.Errorf("reading ManagedCluster %s: %w", name, err)
+	}
+	patch := client.MergeFrom(mc.DeepCopy())
+	if mc.Labels == nil {
+		mc.Labels = map[string]string{}
+	}
+	if value != "" {
+		mc.Labels[key] = value
+	} else {
+		delete(mc.Labels, key)
+	}
+	if err := hub.Client.Patch(ctx, mc, patch); err != nil {
+		return fmt.Errorf("labelling ManagedCluster %s: %w", name, err)
+	}
+	return nil
+}
+
+// MakeOpenShiftLike gives a spoke what OCM sees of an OpenShift cluster: the product
+// ClusterClaim the registration agent reports to the hub, and a real aggregated
+// route.openshift.io/v1 API server registered through a service-backed APIService. The
+// caller stops the returned server.
+func MakeOpenShiftLike(ctx context.Context, hub *fleet.Cluster, spoke *fleet.Spoke) (*fakeroute.Server, error) {
+	claim := &clusterv1alpha1.ClusterClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "product.open-cluster-management.io"},
+		Spec:       clusterv1alpha1.ClusterClaimSpec{Value: "OpenShift"},
+	}
+	if err := client.IgnoreAlreadyExists(spoke.Client.Create(ctx, claim)); err != nil {
+		return nil, fmt.Errorf("creating the product ClusterClaim on %s: %w", spoke.Name, err)
+	}
+	if err := labelManagedCluster(ctx, hub, spoke.Name, "vendor", "OpenShift"); err != nil {
+		return nil, err
+	}
+	server, err := fakeroute.Start()
+	if err != nil {
+		return nil, fmt.Errorf("starting the aggregated Route API server for %s: %w", spoke.Name, err)
+	}
+	server.AddRoute("default", "console")
+	if err := server.Register(ctx, spoke.Client); err != nil {
+		server.Stop()
+		return nil, fmt.Errorf("registering the Route API on %s: %w", spoke.Name, err)
+	}
+	return server, nil
+}
+
+// ClusterState is one row of the demo's table and the e2e test's view of a cluster.
+type ClusterState struct {
+	Cluster   string
+	Flavour   string
+	Addon     string // Available, Progressing, Degraded, ... or "-"
+	RouteAPI  string // the agent's RouteAPI condition reason, or "-"
+	Landed    []string
+	RoutesCRD bool
+}
+
+// State reads a cluster's addon state from the hub and what landed on the spoke.
+func State(ctx context.Context, hub *fleet.Cluster, spoke *fleet.Spoke) ClusterState {
+	s := ClusterState{Cluster: spoke.Name, Flavour: "vanilla", Addon: "-", RouteAPI: "-"}
+	mc := &clusterv1.ManagedCluster{}
+	if hub.Client.Get(ctx, client.ObjectKey{Name: spoke.Name}, mc) == nil && mc.Labels["vendor"] != "" {
+		s.Flavour = mc.Labels["vendor"]
+	}
+	mca := &addonv1beta1.ManagedClusterAddOn{}
+	if hub.Client.Get(ctx, client.ObjectKey{Namespace: spoke.Name, Name: constants.AddonName}, mca) == nil {
+		s.Addon = addonState(mca)
+		if c := meta.FindStatusCondition(mca.Status.Conditions, constants.ConditionRouteAPI); c != nil {
+			s.RouteAPI = c.Reason
+		}
+	}
+	s.Landed = Landed(ctx, spoke.Cluster)
+	s.RoutesCRD = exists(ctx, spoke.Client, "apiextensions.k8s.io/v1", "CustomResourceDefinition", client.ObjectKey{Name: constants.RoutesCRDName})
+	return s
+}
+
+func addonState(mca *addonv1beta1.ManagedClusterAddOn) string {
+	for _, t := range []string{"Available", "Degraded", "Progressing"} {
+		c := meta.FindStatusCondition(mca.Status.Conditions, t)
+		if c == nil {
+			continue
+		}
+		if t == "Available" && c.Status == metav1.ConditionTrue {
+			return "Available"
+		}
+		if t != "Available" && c.Status == metav1.ConditionTrue {
+			return t
+		}
+	}
+	if c := meta.FindStatusCondition(mca.Status.Conditions, "Available"); c != nil {
+		return "Available=" + string(c.Status)
+	}
+	return "Pending"
+}
+
+// SpokeObject is one object the addon delivers to a spoke.
+type SpokeObject struct {
+	Short      string
+	APIVersion string
+	Kind       string
+	Key        client.ObjectKey
+}
+
+// DeliveredObjects are what every spoke receives, as the e2e test and the demo check them.
+var DeliveredObjects = []SpokeObject{
+	{"namespace", "v1", "Namespace", client.ObjectKey{Name: constants.GitOpsNamespace}},
+	{"operator", "apps/v1", "Deployment", client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: constants.OperatorDeployment}},
+	{"platform-extensions", "rbac.authorization.k8s.io/v1", "ClusterRole", client.ObjectKey{Name: constants.PlatformExtensionsClusterRole}},
+	{"argocd-crds", "apiextensions.k8s.io/v1", "CustomResourceDefinition", client.ObjectKey{Name: "applications.argoproj.io"}},
+	{"ArgoCD", "argoproj.io/v1beta1", "ArgoCD", client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: constants.ArgoCDName}},
+}
+
+// Landed lists the short names of the delivered objects present on a spoke.
+func Landed(ctx context.Context, c *fleet.Cluster) []string {
+	var out []string
+	for _, o := range DeliveredObjects {
+		if exists(ctx, c.Client, o.APIVersion, o.Kind, o.Key) {
+			out = append(out, o.Short)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func exists(ctx context.Context, c client.Client, apiVersion, kind string, key client.ObjectKey) bool {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(kind)
+	return c.Get(ctx, key, u) == nil
+}
+
+// WaitAddonAvailable waits until a cluster's ManagedClusterAddOn is Available.
+func WaitAddonAvailable(ctx context.Context, hub *fleet.Cluster, cluster string, timeout time.Duration) error {
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		mca := &addonv1beta1.ManagedClusterAddOn{}
+		if hub.Client.Get(ctx, client.ObjectKey{Namespace: cluster, Name: constants.AddonName}, mca) != nil {
+			return false, nil
+		}
+		return meta.IsStatusConditionTrue(mca.Status.Conditions, "Available"), nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for ManagedClusterAddOn %s/%s Available: %w", cluster, constants.AddonName, err)
+	}
+	return nil
+}
