@@ -13,9 +13,11 @@ components=(registration work placement addon webhooks)
 
 log() { printf '[build-ocm] %s\n' "$*" >&2; }
 
+# The stamp changes with the version and with this script (which writes ocm-webhooks).
+stamp="$OCM_VERSION $(sha256sum "$0" | cut -c1-12)"
 cached=true
 for c in "${components[@]}"; do
-  [[ -x "$bin_dir/ocm-$c" && -f "$bin_dir/ocm-$c.version" && "$(cat "$bin_dir/ocm-$c.version")" == "$OCM_VERSION" ]] || cached=false
+  [[ -x "$bin_dir/ocm-$c" && -f "$bin_dir/ocm-$c.version" && "$(cat "$bin_dir/ocm-$c.version")" == "$stamp" ]] || cached=false
 done
 if $cached; then log "ocm $OCM_VERSION cached"; exit 0; fi
 
@@ -82,6 +84,6 @@ for c in "${components[@]}"; do
   [[ "$c" == webhooks ]] && pkg="./cmd/webhooks"
   (cd "$work" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "$bin_dir/ocm-$c.tmp" "$pkg")
   mv "$bin_dir/ocm-$c.tmp" "$bin_dir/ocm-$c"
-  echo "$OCM_VERSION" > "$bin_dir/ocm-$c.version"
+  echo "$stamp" > "$bin_dir/ocm-$c.version"
 done
 log "ocm $OCM_VERSION built: ${components[*]}"

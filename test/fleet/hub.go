@@ -32,7 +32,7 @@ const hubNamespace = "open-cluster-management-hub"
 const bootstrapGroup = "system:bootstrappers:managedcluster"
 
 // Hub CRDs: every OCM API the hub components serve, from the pinned api module.
-var hubCRDDirs = []string{"cluster/v1", "cluster/v1alpha1", "cluster/v1beta1", "cluster/v1beta2", "addon/v1alpha1", "work/v1", "work/v1alpha1"}
+var hubCRDDirs = []string{"cluster/v1", "cluster/v1alpha1", "cluster/v1beta1", "cluster/v1beta2", "addon/v1beta1", "addon/v1alpha1", "work/v1", "work/v1alpha1"}
 
 // Spoke CRDs: what the klusterlet reads and writes on its own cluster.
 var spokeCRDNames = map[string]bool{"clusterclaims.cluster.open-cluster-management.io": true, "appliedmanifestworks.work.open-cluster-management.io": true}

@@ -75,7 +75,7 @@ func (f *Fleet) AddSpoke(ctx context.Context, name string) (*Spoke, error) {
 	work, err := f.start(name+"-work-agent", []string{
 		filepath.Join(f.opts.BinDir, "ocm-work"), "agent",
 		"--spoke-cluster-name=" + name, "--hub-kubeconfig=" + filepath.Join(s.HubKubeconfigDir, "kubeconfig"), "--hub-kubeconfig-dir=" + s.HubKubeconfigDir,
-		"--kubeconfig=" + c.Kubeconfig, "--namespace=" + agentNamespace,
+		"--workload-source-config=" + filepath.Join(s.HubKubeconfigDir, "kubeconfig"), "--kubeconfig=" + c.Kubeconfig, "--namespace=" + agentNamespace,
 		"--listen=127.0.0.1:" + strconv.Itoa(freePort()), "--disable-leader-election",
 	})
 	if err != nil {
@@ -83,6 +83,9 @@ func (f *Fleet) AddSpoke(ctx context.Context, name string) (*Spoke, error) {
 	}
 	if err := waitClusterAvailable(ctx, f.Hub, name); err != nil {
 		return nil, work.failed(registration.failed(err))
+	}
+	if exited, _ := work.Exited(); exited {
+		return nil, work.failed(fmt.Errorf("the work agent of %s stopped", name))
 	}
 	f.mu.Lock()
 	f.Spokes[name] = s

@@ -71,7 +71,6 @@ func BuildBinary(ctx context.Context, dir string) (string, error) {
 	out := filepath.Join(dir, "gitops-addon")
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/gitops-addon")
 	cmd.Dir = testenv.RepoRoot()
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building gitops-addon: %v: %s", err, b)
 	}

@@ -1,0 +1,330 @@
+// Package harness starts a real Open Cluster Management hub and real spoke clusters on
+// this machine, as processes listening on 127.0.0.1 under a temporary directory, for
+// end-to-end tests and the demo:
+//
+//   - one etcd shared by every cluster, each kube-apiserver under its own --etcd-prefix;
+//   - per cluster a kube-apiserver (RBAC, API aggregation, audit of writes) and a
+//     kube-controller-manager (CSR signing, garbage collection, namespace deletion);
+//   - on the hub, OCM's CRDs and hub components: registration controller, placement
+//     controller, addon manager, and one webhook server for the registration and work
+//     admission webhooks and the addon API conversion webhook;
+//   - on each spoke, a klusterlet (OCM registration agent and work agent) joined through
+//     the real flow: bootstrap kubeconfig, CSR, approval, hubAcceptsClient.
+//
+// Every binary comes from Options.BinDir (`make e2e-env` builds them from source). Stop
+// ends every process; a process whose starter dies first gets SIGKILL.
+//
+//	f, err := harness.Start(ctx, harness.Options{Logf: log.Printf})
+//	defer f.Stop()
+//	spoke, err := f.AddSpoke(ctx, "cluster1")
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+	clusterv1alpha1 "open-cluster-management.io/api/cluster/v1alpha1"
+	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
+	workv1alpha1 "open-cluster-management.io/api/work/v1alpha1"
+
+	"github.com/gitops-addon/gitops-addon/test/testenv"
+)
+
+// Options configures Start.
+type Options struct {
+	// BinDir holds the binaries (see Binaries); default testenv.BinDir(), <repo>/bin.
+	BinDir string
+	// WorkDir holds every file of the fleet: certificates, kubeconfigs, etcd data and
+	// logs/<process>.log. Default: a new temporary directory.
+	WorkDir string
+	// KeepWorkDir keeps WorkDir after Stop (also when HARNESS_KEEP_WORKDIR is set).
+	KeepWorkDir bool
+	// Logf reports progress, one line per step; default silent.
+	Logf func(format string, args ...any)
+}
+
+// Binaries are the programs a fleet runs, all from Options.BinDir. ocm-webhooks is OCM's
+// registration, work and addon webhooks in one server (hack/build-ocm.sh): each of OCM's
+// own webhook-server commands binds the fixed port 8000, so only one can run per machine.
+var Binaries = []string{
+	"etcd", "kube-apiserver", "kube-controller-manager",
+	"ocm-registration", "ocm-work", "ocm-placement", "ocm-addon", "ocm-webhooks",
+}
+
+// MissingBinaries lists the Binaries absent from dir.
+func MissingBinaries(dir string) []string {
+	var missing []string
+	for _, b := range Binaries {
+		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
+			missing = append(missing, b)
+		}
+	}
+	return missing
+}
+
+// Fleet is a running hub and its spokes.
+type Fleet struct {
+	Hub *Cluster
+	// Spokes are the joined spokes by name; AddSpoke adds to it.
+	Spokes map[string]*Spoke
+	// WorkDir holds every file of the fleet.
+	WorkDir string
+
+	opts         Options
+	etcdURL      string
+	servingCA    *authority // signs every serving certificate; clients trust it
+	frontProxyCA *authority
+	webhookPort  int
+	webhookLock  *machineLock
+
+	mu       sync.Mutex
+	procs    []*Process
+	closed   bool // Stop has begun: no new process
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// Scheme has client-go's kinds, CRDs, APIServices, every OCM API group and version the
+// hub serves, and gitops-addon's API.
+func Scheme() *runtime.Scheme {
+	s, err := testenv.Scheme(apiregistrationv1.AddToScheme, clusterv1alpha1.Install, clusterv1beta2.Install, workv1alpha1.Install)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// Start starts etcd, the hub's control plane and OCM's hub components, and returns once
+// the hub can accept spokes. On error everything started is stopped again.
+func Start(ctx context.Context, o Options) (*Fleet, error) {
+	f, err := newFleet(o)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.startHub(ctx); err != nil {
+		if stopErr := f.Stop(); stopErr != nil {
+			err = errors.Join(err, stopErr)
+		}
+		return nil, err
+	}
+	return f, nil
+}
+
+func newFleet(o Options) (*Fleet, error) {
+	if o.BinDir == "" {
+		o.BinDir = testenv.BinDir()
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	if os.Getenv("HARNESS_KEEP_WORKDIR") != "" {
+		o.KeepWorkDir = true
+	}
+	if missing := MissingBinaries(o.BinDir); len(missing) > 0 {
+		return nil, fmt.Errorf("%v missing from %s: run `make e2e-env` to build them from source", missing, o.BinDir)
+	}
+	if o.WorkDir == "" {
+		dir, err := os.MkdirTemp("", "gitops-addon-harness-")
+		if err != nil {
+			return nil, fmt.Errorf("creating the fleet's directory: %w", err)
+		}
+		o.WorkDir = dir
+	}
+	for _, d := range []string{"logs", "etcd", "tmp"} {
+		if err := os.MkdirAll(filepath.Join(o.WorkDir, d), 0o700); err != nil {
+			return nil, fmt.Errorf("creating the fleet's directories: %w", err)
+		}
+	}
+	return &Fleet{Spokes: map[string]*Spoke{}, WorkDir: o.WorkDir, opts: o}, nil
+}
+
+func (f *Fleet) startHub(ctx context.Context) error {
+	var err error
+	if f.servingCA, err = newAuthority(f.WorkDir, "serving-ca"); err != nil {
+		return err
+	}
+	if f.frontProxyCA, err = newAuthority(f.WorkDir, "front-proxy-ca"); err != nil {
+		return err
+	}
+	f.opts.Logf("etcd")
+	if err := f.startEtcd(ctx); err != nil {
+		return err
+	}
+	f.opts.Logf("hub: kube-apiserver and kube-controller-manager")
+	if f.Hub, err = f.startCluster(ctx, "hub"); err != nil {
+		return err
+	}
+	return f.startHubComponents(ctx)
+}
+
+func (f *Fleet) startEtcd(ctx context.Context) error {
+	ports, err := freePorts(2)
+	if err != nil {
+		return err
+	}
+	f.etcdURL = "http://" + loopback(ports[0])
+	peerURL := "http://" + loopback(ports[1])
+	p, err := f.run("etcd", []string{
+		f.bin("etcd"), "--data-dir=" + filepath.Join(f.WorkDir, "etcd"),
+		"--listen-client-urls=" + f.etcdURL, "--advertise-client-urls=" + f.etcdURL,
+		"--listen-peer-urls=" + peerURL, "--initial-advertise-peer-urls=" + peerURL,
+		"--initial-cluster=default=" + peerURL,
+		// Throwaway data: durability buys nothing and fsync costs seconds on slow disks.
+		"--unsafe-no-fsync", "--quota-backend-bytes=" + strconv.Itoa(8<<30), "--log-level=warn",
+	}, nil, tierEtcd)
+	if err != nil {
+		return err
+	}
+	if err := waitHTTP(ctx, "etcd /health", f.etcdURL+"/health", nil, time.Minute); err != nil {
+		return p.explain(err)
+	}
+	return nil
+}
+
+// StartProcess runs another program of the fleet (gitops-addon's manager or agent):
+// args[0] is the program, env is added to this program's environment. Its output goes
+// to WorkDir/logs/<name>.log, DumpLogs shows it, Stop ends it with the fleet. Use the
+// returned Process to Kill, Stop, Start or Restart it.
+func (f *Fleet) StartProcess(name string, args []string, env ...string) (*Process, error) {
+	if len(args) == 0 {
+		return nil, fmt.Errorf("starting %s: no program given", name)
+	}
+	return f.run(name, args, env, tierClient)
+}
+
+// run starts a process with its log in WorkDir/logs and registers it for Stop. TMPDIR
+// points into WorkDir: OCM's components write self-signed serving certificates there.
+func (f *Fleet) run(name string, args, env []string, tier int) (*Process, error) {
+	env = append([]string{"TMPDIR=" + filepath.Join(f.WorkDir, "tmp")}, env...)
+	p := newProcess(name, filepath.Join(f.WorkDir, "logs", name+".log"), args, env, tier)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return nil, fmt.Errorf("starting %s: the fleet is stopped", name)
+	}
+	if err := p.Start(); err != nil {
+		return nil, err
+	}
+	f.procs = append(f.procs, p)
+	return p, nil
+}
+
+func (f *Fleet) bin(name string) string { return filepath.Join(f.opts.BinDir, name) }
+
+// Processes lists every process the fleet started, in start order, running or not.
+func (f *Fleet) Processes() []*Process {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]*Process(nil), f.procs...)
+}
+
+// Stop ends every process, clients first and etcd last (SIGTERM, then SIGKILL after a
+// grace period), and removes WorkDir unless kept. It may be called more than once.
+func (f *Fleet) Stop() error {
+	f.stopOnce.Do(func() { f.stopErr = f.stop() })
+	return f.stopErr
+}
+
+func (f *Fleet) stop() error {
+	f.mu.Lock()
+	procs := f.procs
+	f.closed = true
+	f.mu.Unlock()
+	var errs []error
+	for tier := tierClient; tier <= tierEtcd; tier++ {
+		errs = append(errs, stopTier(procs, tier)...)
+	}
+	f.webhookLock.release()
+	if f.opts.KeepWorkDir {
+		f.opts.Logf("fleet stopped; its files stay in %s", f.WorkDir)
+	} else if err := os.RemoveAll(f.WorkDir); err != nil {
+		errs = append(errs, fmt.Errorf("removing %s: %w", f.WorkDir, err))
+	}
+	return errors.Join(errs...)
+}
+
+// stopTier stops the processes of one tier in parallel: they do not depend on each other.
+func stopTier(procs []*Process, tier int) []error {
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for _, p := range procs {
+		if p.tier != tier {
+			continue
+		}
+		wg.Go(func() {
+			if err := p.Stop(); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return errs
+}
+
+// DumpLogs writes the last tailLines lines of every process's log, for a failing test.
+func (f *Fleet) DumpLogs(w io.Writer, tailLines int) {
+	for _, p := range f.Processes() {
+		state := "running"
+		if exited, err := p.Exited(); exited {
+			state = fmt.Sprintf("exited: %v", err)
+		}
+		fmt.Fprintf(w, "===== %s (%s; %s)\n%s\n", p.Name, state, p.LogFile, p.Tail(tailLines))
+	}
+}
+
+// StartForTest starts a fleet with the given spokes joined, stopped when the test ends;
+// if the test failed, the tail of every log goes to the test output first. It skips the
+// test when the binaries are not built. Logf defaults to t.Logf.
+func StartForTest(t *testing.T, o Options, spokes ...string) *Fleet {
+	t.Helper()
+	if o.BinDir == "" {
+		o.BinDir = testenv.BinDir()
+	}
+	if missing := MissingBinaries(o.BinDir); len(missing) > 0 {
+		t.Skipf("%v missing from %s: run `make e2e-env` to build them from source", missing, o.BinDir)
+	}
+	if o.Logf == nil {
+		o.Logf = t.Logf
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f, err := Start(ctx, o)
+	if err != nil {
+		t.Fatalf("starting the fleet: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			f.DumpLogs(testWriter{t}, 40)
+		}
+		if err := f.Stop(); err != nil {
+			t.Errorf("stopping the fleet: %v", err)
+		}
+	})
+	if _, err := f.AddSpokes(ctx, spokes...); err != nil {
+		t.Fatalf("joining spokes %v: %v", spokes, err)
+	}
+	return f
+}
+
+// testWriter writes to the test log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Log(string(b))
+	return len(b), nil
+}

@@ -1,0 +1,192 @@
+package harness
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// poll calls cond every interval until it returns true, ctx ends or timeout passes. The
+// error names what was awaited and carries the last reason cond gave.
+func poll(ctx context.Context, what string, interval, timeout time.Duration, cond func(context.Context) (bool, string)) error {
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(ctx context.Context) (bool, error) {
+		ok, reason := cond(ctx)
+		last = reason
+		return ok, nil
+	})
+	if err == nil {
+		return nil
+	}
+	if last != "" {
+		return fmt.Errorf("waiting %s for %s: %w (last: %s)", timeout, what, err, last)
+	}
+	return fmt.Errorf("waiting %s for %s: %w", timeout, what, err)
+}
+
+// waitHTTPS polls url until it answers 200 over TLS verified with caPEM; a nil caPEM
+// skips verification (for the self-signed serving certificates of OCM's components).
+func waitHTTPS(ctx context.Context, what, url string, caPEM []byte, timeout time.Duration) error {
+	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
+	if caPEM == nil {
+		tlsConfig.InsecureSkipVerify = true //nolint:gosec // loopback health check of a self-signed server
+	} else {
+		tlsConfig.RootCAs = x509.NewCertPool()
+		tlsConfig.RootCAs.AppendCertsFromPEM(caPEM)
+	}
+	return waitHTTP(ctx, what, url, &http.Transport{TLSClientConfig: tlsConfig}, timeout)
+}
+
+func waitHTTP(ctx context.Context, what, url string, transport *http.Transport, timeout time.Duration) error {
+	c := &http.Client{Transport: transport, Timeout: 5 * time.Second}
+	defer transport.CloseIdleConnections()
+	return poll(ctx, what, 200*time.Millisecond, timeout, func(ctx context.Context) (bool, string) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return false, err.Error()
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			return false, err.Error()
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, url + ": " + resp.Status
+	})
+}
+
+// waitTLS polls addr until it completes a TLS handshake with a certificate of caPEM for
+// 127.0.0.1: the webhook server is then serving with the certificate the hub trusts.
+func waitTLS(ctx context.Context, what, addr string, caPEM []byte, timeout time.Duration) error {
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	cfg := &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12}
+	return poll(ctx, what, 200*time.Millisecond, timeout, func(context.Context) (bool, string) {
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", addr, cfg)
+		if err != nil {
+			return false, err.Error()
+		}
+		_ = conn.Close()
+		return true, ""
+	})
+}
+
+// waitFile waits until file exists and is not empty.
+func waitFile(ctx context.Context, what, file string, timeout time.Duration) error {
+	return poll(ctx, what, 200*time.Millisecond, timeout, func(context.Context) (bool, string) {
+		st, err := os.Stat(file)
+		if err != nil {
+			return false, err.Error()
+		}
+		return st.Size() > 0, file + " is empty"
+	})
+}
+
+// handedOut remembers the ports given in this program: the kernel may offer a port again
+// once its probe listener is closed, before the process it was meant for binds it.
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
+
+// freePort returns a TCP port of 127.0.0.1 that nothing listens on.
+func freePort() (int, error) {
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, fmt.Errorf("finding a free port on 127.0.0.1: %w", err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		_ = l.Close()
+		if !handedOut.ports[port] {
+			handedOut.ports[port] = true
+			return port, nil
+		}
+	}
+	return 0, errors.New("finding a free port on 127.0.0.1: every port offered was already handed out")
+}
+
+// freePorts returns n distinct free ports.
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, n)
+	for i := range ports {
+		p, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		ports[i] = p
+	}
+	return ports, nil
+}
+
+func loopback(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
+
+// webhookFixedPorts are the ports ocm's webhook server binds whatever its flags say:
+// controller-runtime's health probe (ocm hard-codes ":8000") and metrics (":8080", the
+// controller-runtime default), on every interface. Only one fleet per machine can run it.
+var webhookFixedPorts = []int{8000, 8080}
+
+// machineLock serializes the fleets of this machine (other test packages, a demo) around
+// the webhook server's fixed ports. The kernel releases the lock if the holder dies.
+type machineLock struct{ f *os.File }
+
+// lockWebhookPorts takes the machine-wide lock, then waits until the fixed ports are
+// free (a fleet not using this lock may hold them), reporting the wait through logf.
+func lockWebhookPorts(ctx context.Context, logf func(string, ...any), timeout time.Duration) (*machineLock, error) {
+	file := filepath.Join(os.TempDir(), "gitops-addon-harness-ocm-webhooks.lock")
+	f, err := os.OpenFile(file, os.O_CREATE|os.O_RDWR, 0o666)
+	if err != nil {
+		return nil, fmt.Errorf("opening the fleet lock %s: %w", file, err)
+	}
+	told := false
+	err = poll(ctx, "the OCM webhook server's fixed ports 8000 and 8080 (held by another fleet on this machine)", time.Second, timeout,
+		func(context.Context) (bool, string) {
+			ok, why := tryLock(f)
+			if !ok && !told {
+				logf("waiting for another fleet on this machine to release the OCM webhook ports 8000/8080: %s", why)
+				told = true
+			}
+			return ok, why
+		})
+	if err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return &machineLock{f: f}, nil
+}
+
+func tryLock(f *os.File) (bool, string) {
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return false, "another fleet holds " + f.Name()
+	}
+	for _, port := range webhookFixedPorts {
+		l, err := net.Listen("tcp", ":"+strconv.Itoa(port))
+		if err != nil {
+			_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+			return false, fmt.Sprintf("port %d is in use: %v", port, err)
+		}
+		_ = l.Close()
+	}
+	return true, ""
+}
+
+func (l *machineLock) release() {
+	if l == nil {
+		return
+	}
+	_ = syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
+	_ = l.f.Close()
+}
