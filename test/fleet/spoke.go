@@ -47,8 +47,11 @@ func (f *Fleet) AddSpoke(ctx context.Context, name string) (*Spoke, error) {
 	if err := installCRDs(ctx, c, crds); err != nil {
 		return nil, err
 	}
-	if err := createNamespace(ctx, c, agentNamespace); err != nil {
-		return nil, err
+	// The klusterlet operator creates both: its own namespace and the addons' default one.
+	for _, ns := range []string{agentNamespace, "open-cluster-management-agent-addon"} {
+		if err := createNamespace(ctx, c, ns); err != nil {
+			return nil, err
+		}
 	}
 	bootstrap, err := f.writeBootstrapKubeconfig(s)
 	if err != nil {

@@ -89,7 +89,8 @@ type Fleet struct {
 
 	mu       sync.Mutex
 	procs    []*Process
-	closed   bool // Stop has begun: no new process
+	joining  map[string]bool // spokes being added
+	closed   bool            // Stop has begun: no new process
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -145,7 +146,7 @@ func newFleet(o Options) (*Fleet, error) {
 			return nil, fmt.Errorf("creating the fleet's directories: %w", err)
 		}
 	}
-	return &Fleet{Spokes: map[string]*Spoke{}, WorkDir: o.WorkDir, opts: o}, nil
+	return &Fleet{Spokes: map[string]*Spoke{}, joining: map[string]bool{}, WorkDir: o.WorkDir, opts: o}, nil
 }
 
 func (f *Fleet) startHub(ctx context.Context) error {

@@ -1,0 +1,135 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	clusterv1alpha1 "open-cluster-management.io/api/cluster/v1alpha1"
+	workv1 "open-cluster-management.io/api/work/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// TestFleetJoinsSpokesReportsClaimsAndAppliesWork starts a hub and two spokes through
+// OCM's real join flow, checks that a spoke reports its ClusterClaims and applies a
+// ManifestWork, and that Stop leaves no process behind.
+func TestFleetJoinsSpokesReportsClaimsAndAppliesWork(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	started := time.Now()
+	f := StartForTest(t, Options{})
+	hubReady := time.Since(started)
+	for _, name := range []string{"spoke1", "spoke2"} {
+		_, err := f.AddSpoke(ctx, name)
+		require.NoError(t, err)
+	}
+	t.Logf("timing: hub ready in %v, hub + 2 spokes joined in %v", hubReady.Round(100*time.Millisecond), time.Since(started).Round(100*time.Millisecond))
+
+	for _, name := range []string{"spoke1", "spoke2"} {
+		mc := &clusterv1.ManagedCluster{}
+		require.NoError(t, f.Hub.Client.Get(ctx, client.ObjectKey{Name: name}, mc))
+		assert.True(t, meta.IsStatusConditionTrue(mc.Status.Conditions, clusterv1.ManagedClusterConditionJoined), "%s joined", name)
+		assert.True(t, meta.IsStatusConditionTrue(mc.Status.Conditions, clusterv1.ManagedClusterConditionAvailable), "%s available", name)
+		assert.Equal(t, "default", mc.Labels[clusterv1beta2ClusterSetLabel], "%s is in the default ManagedClusterSet", name)
+	}
+	spoke := f.Spokes["spoke1"]
+	t.Run("a ClusterClaim on a spoke reaches its ManagedCluster", func(t *testing.T) {
+		claim := &clusterv1alpha1.ClusterClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: "harness.example.com"},
+			Spec:       clusterv1alpha1.ClusterClaimSpec{Value: "hello"},
+		}
+		require.NoError(t, spoke.Client.Create(ctx, claim))
+		require.Eventually(t, func() bool {
+			mc := &clusterv1.ManagedCluster{}
+			require.NoError(t, f.Hub.Client.Get(ctx, client.ObjectKey{Name: spoke.Name}, mc))
+			for _, c := range mc.Status.ClusterClaims {
+				if c.Name == claim.Name && c.Value == claim.Spec.Value {
+					return true
+				}
+			}
+			return false
+		}, 2*time.Minute, 250*time.Millisecond)
+	})
+	t.Run("a ManifestWork is applied on its spoke and reported on the hub", func(t *testing.T) {
+		testManifestWork(ctx, t, f.Hub, spoke)
+	})
+
+	procs := f.Processes()
+	workDir := f.WorkDir
+	require.NoError(t, f.Stop())
+	for _, p := range procs {
+		exited, _ := p.Exited()
+		assert.True(t, exited, "%s has exited", p.Name)
+		assert.ErrorIs(t, syscall.Kill(p.Pid(), 0), syscall.ESRCH, "%s (pid %d) is gone", p.Name, p.Pid())
+		assert.ErrorIs(t, syscall.Kill(-p.Pid(), 0), syscall.ESRCH, "nothing is left of %s's process group", p.Name)
+	}
+	_, err := os.Stat(workDir)
+	assert.True(t, errors.Is(err, os.ErrNotExist), "%s is removed", workDir)
+}
+
+// clusterv1beta2ClusterSetLabel is the label OCM's mutating webhook puts on a new
+// ManagedCluster for its ManagedClusterSet.
+const clusterv1beta2ClusterSetLabel = "cluster.open-cluster-management.io/clusterset"
+
+func testManifestWork(ctx context.Context, t *testing.T, hub *Cluster, spoke *Spoke) {
+	cm := &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "harness-hello"},
+		Data:       map[string]string{"greeting": "hello"},
+	}
+	work := &workv1.ManifestWork{
+		ObjectMeta: metav1.ObjectMeta{Namespace: spoke.Name, Name: "harness-hello"},
+		Spec: workv1.ManifestWorkSpec{Workload: workv1.ManifestsTemplate{
+			Manifests: []workv1.Manifest{{RawExtension: runtime.RawExtension{Object: cm}}},
+		}},
+	}
+	require.NoError(t, hub.Client.Create(ctx, work))
+	require.Eventually(t, func() bool {
+		got := &corev1.ConfigMap{}
+		return spoke.Client.Get(ctx, client.ObjectKeyFromObject(cm), got) == nil && got.Data["greeting"] == "hello"
+	}, 2*time.Minute, 250*time.Millisecond, "the work agent applies the ConfigMap on %s", spoke.Name)
+	require.Eventually(t, func() bool {
+		got := &workv1.ManifestWork{}
+		require.NoError(t, hub.Client.Get(ctx, client.ObjectKeyFromObject(work), got))
+		return meta.IsStatusConditionTrue(got.Status.Conditions, workv1.WorkApplied) &&
+			meta.IsStatusConditionTrue(got.Status.Conditions, workv1.WorkAvailable)
+	}, 2*time.Minute, 250*time.Millisecond, "the ManifestWork is Applied and Available on the hub")
+}
+
+// TestProcessRestarts: a process can be killed, started again with its log appended,
+// and stopped; Stop and Kill of a stopped process do nothing.
+func TestProcessRestarts(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "sleep.log")
+	p := newProcess("sleep", log, []string{"sleep", "600"}, nil, tierClient)
+	require.NoError(t, p.Start())
+	first := p.Pid()
+	require.Error(t, p.Start(), "a running process cannot be started twice")
+	require.NoError(t, p.Kill())
+	exited, err := p.Exited()
+	assert.True(t, exited)
+	assert.Error(t, err, "killed by a signal")
+	require.NoError(t, p.Start())
+	assert.NotEqual(t, first, p.Pid())
+	assert.True(t, p.Running())
+	require.NoError(t, p.Restart())
+	require.NoError(t, p.Stop())
+	require.NoError(t, p.Stop())
+	require.NoError(t, p.Kill())
+	assert.False(t, p.Running())
+	assert.ErrorIs(t, syscall.Kill(p.Pid(), 0), syscall.ESRCH)
+	b, err := os.ReadFile(log)
+	require.NoError(t, err)
+	assert.Equal(t, 3, strings.Count(string(b), "=== harness:"), "one header per start:\n%s", b)
+}
