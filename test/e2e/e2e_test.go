@@ -25,6 +25,7 @@ import (
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/gitopscluster"
 	"github.com/gitops-addon/gitops-addon/test/fakeroute"
 	"github.com/gitops-addon/gitops-addon/test/fleet"
 	"github.com/gitops-addon/gitops-addon/test/install"
@@ -92,7 +93,7 @@ func TestFleet(t *testing.T) {
 		}, 2*time.Minute, 500*time.Millisecond)
 		for _, name := range []string{vanilla, openshift} {
 			secret := &corev1.Secret{}
-			require.NoError(t, f.Hub.Client.Get(ctx, client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: name + "-application-manager-cluster-secret"}, secret),
+			require.NoError(t, f.Hub.Client.Get(ctx, client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: gitopscluster.ClusterSecretName(name)}, secret),
 				"the Argo CD cluster secret of %s", name)
 		}
 	})
@@ -166,7 +167,7 @@ func TestFleet(t *testing.T) {
 		}
 		assert.True(t, exists(ctx, s.Client, app, constants.GitOpsNamespace+"/guestbook"), "the Application is kept")
 		assert.True(t, exists(ctx, s.Client, &corev1.Namespace{}, constants.GitOpsNamespace), "the namespace is kept")
-		assert.False(t, exists(ctx, f.Hub.Client, &corev1.Secret{}, constants.GitOpsNamespace+"/"+vanilla+"-application-manager-cluster-secret"),
+		assert.False(t, exists(ctx, f.Hub.Client, &corev1.Secret{}, constants.GitOpsNamespace+"/"+gitopscluster.ClusterSecretName(vanilla)),
 			"the Argo CD registration is removed")
 		require.NoError(t, p.Agent(vanilla).Stop(), "the agent's Deployment is gone, so is its process")
 	})

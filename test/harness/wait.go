@@ -50,6 +50,9 @@ func waitHTTPS(ctx context.Context, what, url string, caPEM []byte, timeout time
 }
 
 func waitHTTP(ctx context.Context, what, url string, transport *http.Transport, timeout time.Duration) error {
+	if transport == nil {
+		transport = &http.Transport{}
+	}
 	c := &http.Client{Transport: transport, Timeout: 5 * time.Second}
 	defer transport.CloseIdleConnections()
 	return poll(ctx, what, 200*time.Millisecond, timeout, func(ctx context.Context) (bool, string) {
