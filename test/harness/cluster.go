@@ -122,7 +122,17 @@ func (f *Fleet) startAPIServer(ctx context.Context, c *Cluster) error {
 	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
 		return fmt.Errorf("writing the audit policy: %w", err)
 	}
-	args := []string{
+	args := f.apiServerArgs(c, serving, proxyClient, policy)
+	if c.APIServer, err = f.run(c.Name+"-kube-apiserver", args, nil, tierAPIServer); err != nil {
+		return err
+	}
+	return c.WaitReady(ctx)
+}
+
+// apiServerArgs are kube-apiserver's flags: loopback only, RBAC, the cluster's own
+// client CA and service-account key, API aggregation, an audit log of writes.
+func (f *Fleet) apiServerArgs(c *Cluster, serving, proxyClient *keyPair, policy string) []string {
+	return []string{
 		f.bin("kube-apiserver"),
 		"--etcd-servers=" + f.etcdURL, "--etcd-prefix=/" + c.Name,
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port=" + strconv.Itoa(c.port),
@@ -130,6 +140,12 @@ func (f *Fleet) startAPIServer(ctx context.Context, c *Cluster) error {
 		"--client-ca-file=" + c.clientCA.CertFile,
 		"--service-account-issuer=" + c.URL, "--service-account-key-file=" + c.saPublic,
 		"--service-account-signing-key-file=" + c.saKey,
+		// The default/kubernetes Endpoints would be 127.0.0.1, which validation refuses
+		// (an error logged every 10s); nothing in the fleet runs pods that need them.
+		"--endpoint-reconciler-type=none",
+		// Without a grace period for watches, an apiserver with clients connected waits on
+		// them and only dies of SIGKILL (15s); with it, SIGTERM ends it in about a second.
+		"--shutdown-watch-termination-grace-period=2s",
 		"--service-cluster-ip-range=" + serviceCIDR, "--authorization-mode=Node,RBAC", "--allow-privileged=true",
 		// Aggregated API servers are reached through their Service (type ExternalName
 		// to localhost in tests), not through Endpoints, which may not be loopback.
@@ -141,10 +157,6 @@ func (f *Fleet) startAPIServer(ctx context.Context, c *Cluster) error {
 		"--audit-policy-file=" + policy, "--audit-log-path=" + c.AuditLog, "--audit-log-format=json",
 		"--audit-log-mode=blocking",
 	}
-	if c.APIServer, err = f.run(c.Name+"-kube-apiserver", args, nil, tierAPIServer); err != nil {
-		return err
-	}
-	return c.WaitReady(ctx)
 }
 
 // WaitReady waits until kube-apiserver answers /readyz: all its post-start hooks ran

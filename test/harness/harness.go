@@ -26,7 +26,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -91,6 +90,7 @@ type Fleet struct {
 	procs    []*Process
 	joining  map[string]bool // spokes being added
 	closed   bool            // Stop has begun: no new process
+	onStop   []func()
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -106,17 +106,19 @@ func Scheme() *runtime.Scheme {
 }
 
 // Start starts etcd, the hub's control plane and OCM's hub components, and returns once
-// the hub can accept spokes. On error everything started is stopped again.
+// the hub can accept spokes. On error everything started is stopped again, and WorkDir
+// is kept for its logs.
 func Start(ctx context.Context, o Options) (*Fleet, error) {
 	f, err := newFleet(o)
 	if err != nil {
 		return nil, err
 	}
 	if err := f.startHub(ctx); err != nil {
+		f.opts.KeepWorkDir = true
 		if stopErr := f.Stop(); stopErr != nil {
 			err = errors.Join(err, stopErr)
 		}
-		return nil, err
+		return nil, fmt.Errorf("%w\n(the fleet's files and logs are kept in %s)", err, f.WorkDir)
 	}
 	return f, nil
 }
@@ -181,7 +183,7 @@ func (f *Fleet) startEtcd(ctx context.Context) error {
 		"--listen-peer-urls=" + peerURL, "--initial-advertise-peer-urls=" + peerURL,
 		"--initial-cluster=default=" + peerURL,
 		// Throwaway data: durability buys nothing and fsync costs seconds on slow disks.
-		"--unsafe-no-fsync", "--quota-backend-bytes=" + strconv.Itoa(8<<30), "--log-level=warn",
+		"--unsafe-no-fsync", "--log-level=warn",
 	}, nil, tierEtcd)
 	if err != nil {
 		return err
@@ -236,11 +238,23 @@ func (f *Fleet) Stop() error {
 	return f.stopErr
 }
 
+// OnStop registers fn to run when the fleet stops, before any process is stopped (for
+// servers a test runs in-process, such as an aggregated API server of a spoke). The last
+// registered runs first.
+func (f *Fleet) OnStop(fn func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.onStop = append(f.onStop, fn)
+}
+
 func (f *Fleet) stop() error {
 	f.mu.Lock()
-	procs := f.procs
+	procs, hooks := f.procs, f.onStop
 	f.closed = true
 	f.mu.Unlock()
+	for i := len(hooks) - 1; i >= 0; i-- {
+		hooks[i]()
+	}
 	var errs []error
 	for tier := tierClient; tier <= tierEtcd; tier++ {
 		errs = append(errs, stopTier(procs, tier)...)
@@ -289,8 +303,8 @@ func (f *Fleet) DumpLogs(w io.Writer, tailLines int) {
 }
 
 // StartForTest starts a fleet with the given spokes joined, stopped when the test ends;
-// if the test failed, the tail of every log goes to the test output first. It skips the
-// test when the binaries are not built. Logf defaults to t.Logf.
+// if the test failed, the tail of every log goes to the test output first and WorkDir is
+// kept. It skips the test when the binaries are not built. Logf defaults to t.Logf.
 func StartForTest(t *testing.T, o Options, spokes ...string) *Fleet {
 	t.Helper()
 	if o.BinDir == "" {
@@ -311,6 +325,7 @@ func StartForTest(t *testing.T, o Options, spokes ...string) *Fleet {
 	t.Cleanup(func() {
 		if t.Failed() {
 			f.DumpLogs(testWriter{t}, 40)
+			f.opts.KeepWorkDir = true
 		}
 		if err := f.Stop(); err != nil {
 			t.Errorf("stopping the fleet: %v", err)

@@ -12,10 +12,15 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	addonv1alpha1 "open-cluster-management.io/api/addon/v1alpha1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1alpha1 "open-cluster-management.io/api/cluster/v1alpha1"
 	workv1 "open-cluster-management.io/api/work/v1"
@@ -66,8 +71,12 @@ func TestFleetJoinsSpokesReportsClaimsAndAppliesWork(t *testing.T) {
 		testManifestWork(ctx, t, f.Hub, spoke)
 	})
 
+	t.Run("an addon registers through the registration agent and gets a hub credential", func(t *testing.T) {
+		testAddonRegistration(ctx, t, f.Hub, spoke)
+	})
+
 	procs := f.Processes()
-	workDir := f.WorkDir
+	workDir, kept := f.WorkDir, f.opts.KeepWorkDir
 	require.NoError(t, f.Stop())
 	for _, p := range procs {
 		exited, _ := p.Exited()
@@ -75,8 +84,10 @@ func TestFleetJoinsSpokesReportsClaimsAndAppliesWork(t *testing.T) {
 		assert.ErrorIs(t, syscall.Kill(p.Pid(), 0), syscall.ESRCH, "%s (pid %d) is gone", p.Name, p.Pid())
 		assert.ErrorIs(t, syscall.Kill(-p.Pid(), 0), syscall.ESRCH, "nothing is left of %s's process group", p.Name)
 	}
-	_, err := os.Stat(workDir)
-	assert.True(t, errors.Is(err, os.ErrNotExist), "%s is removed", workDir)
+	if !kept {
+		_, err := os.Stat(workDir)
+		assert.True(t, errors.Is(err, os.ErrNotExist), "%s is removed", workDir)
+	}
 }
 
 // clusterv1beta2ClusterSetLabel is the label OCM's mutating webhook puts on a new
@@ -106,6 +117,65 @@ func testManifestWork(ctx context.Context, t *testing.T, hub *Cluster, spoke *Sp
 		return meta.IsStatusConditionTrue(got.Status.Conditions, workv1.WorkApplied) &&
 			meta.IsStatusConditionTrue(got.Status.Conditions, workv1.WorkAvailable)
 	}, 2*time.Minute, 250*time.Millisecond, "the ManifestWork is Applied and Available on the hub")
+}
+
+// testAddonRegistration plays an addon manager on the hub (addon-framework's part: the
+// registration in the ManagedClusterAddOn status, approval of the addon's CSR) and checks
+// OCM's part: the registration agent's CSR, the hub kube-controller-manager's signature,
+// the <addon>-hub-kubeconfig Secret on the spoke, and that the credential works.
+func testAddonRegistration(ctx context.Context, t *testing.T, hub *Cluster, spoke *Spoke) {
+	const addon = "harness-addon"
+	user := "system:open-cluster-management:cluster:" + spoke.Name + ":addon:" + addon + ":agent:harness"
+	mca := &addonv1alpha1.ManagedClusterAddOn{
+		ObjectMeta: metav1.ObjectMeta{Namespace: spoke.Name, Name: addon},
+		Spec:       addonv1alpha1.ManagedClusterAddOnSpec{InstallNamespace: AddonNamespace},
+	}
+	require.NoError(t, hub.Client.Create(ctx, mca))
+	mca.Status.Registrations = []addonv1alpha1.RegistrationConfig{{
+		SignerName: certificatesv1.KubeAPIServerClientSignerName,
+		Subject:    addonv1alpha1.Subject{User: user, Groups: []string{"system:open-cluster-management:addon:" + addon}},
+	}}
+	require.NoError(t, hub.Client.Status().Update(ctx, mca))
+
+	kube, err := kubernetes.NewForConfig(hub.Config)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		csrs, err := kube.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{
+			LabelSelector: clusterNameLabel + "=" + spoke.Name + "," + addonNameLabel + "=" + addon,
+		})
+		require.NoError(t, err)
+		for i := range csrs.Items {
+			csr := &csrs.Items[i]
+			if hasCondition(csr, certificatesv1.CertificateApproved) {
+				return true
+			}
+			csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+				Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "Test",
+			})
+			_, err := kube.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, csr.Name, csr, metav1.UpdateOptions{})
+			require.NoError(t, err)
+		}
+		return false
+	}, 2*time.Minute, 250*time.Millisecond, "the registration agent asks for the addon's certificate")
+
+	secret := &corev1.Secret{}
+	require.Eventually(t, func() bool {
+		err := spoke.Client.Get(ctx, client.ObjectKey{Namespace: AddonNamespace, Name: addon + "-hub-kubeconfig"}, secret)
+		return err == nil && len(secret.Data["kubeconfig"]) > 0 && len(secret.Data["tls.crt"]) > 0
+	}, 2*time.Minute, 250*time.Millisecond, "the registration agent writes the addon's hub kubeconfig")
+
+	// The kubeconfig names tls.crt and tls.key beside it, as in a mounted Secret.
+	dir := t.TempDir()
+	for name, data := range secret.Data {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), data, 0o600))
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "kubeconfig"))
+	require.NoError(t, err)
+	addonKube, err := kubernetes.NewForConfig(cfg)
+	require.NoError(t, err)
+	review, err := addonKube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	require.NoError(t, err, "the addon's certificate authenticates on the hub")
+	assert.Equal(t, user, review.Status.UserInfo.Username)
 }
 
 // TestProcessRestarts: a process can be killed, started again with its log appended,

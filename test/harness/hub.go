@@ -259,16 +259,25 @@ func createBootstrapRBAC(ctx context.Context, hub *Cluster) error {
 	return nil
 }
 
-// checkConversion creates (dry run) a v1beta1 ClusterManagementAddOn: kube-apiserver
-// converts it to the v1alpha1 storage version through the webhook, so a broken wiring
-// fails here, with the webhook server's log, rather than later in a test.
+// checkConversion writes and reads a ClusterManagementAddOn as v1beta1: kube-apiserver
+// converts it to and from the v1alpha1 storage version through the webhook, so a broken
+// wiring fails here, with the webhook server's log, rather than later in a test. The hub
+// controllers do not run yet, so the object leaves no trace.
 func (f *Fleet) checkConversion(ctx context.Context) error {
-	var lastErr error
+	key := client.ObjectKey{Name: "harness-conversion-check"}
 	err := poll(ctx, "the addon conversion webhook", 200*time.Millisecond, time.Minute, func(ctx context.Context) (bool, string) {
-		cma := &addonv1beta1.ClusterManagementAddOn{ObjectMeta: metav1.ObjectMeta{Name: "harness-conversion-check"}}
-		lastErr = f.Hub.Client.Create(ctx, cma, client.DryRunAll)
-		if lastErr != nil {
-			return false, lastErr.Error()
+		cma := &addonv1beta1.ClusterManagementAddOn{
+			ObjectMeta: metav1.ObjectMeta{Name: key.Name},
+			Spec:       addonv1beta1.ClusterManagementAddOnSpec{InstallStrategy: addonv1beta1.InstallStrategy{Type: addonv1beta1.AddonInstallStrategyManual}},
+		}
+		if err := client.IgnoreAlreadyExists(f.Hub.Client.Create(ctx, cma)); err != nil {
+			return false, "creating: " + err.Error()
+		}
+		if err := f.Hub.Client.Get(ctx, key, cma); err != nil {
+			return false, "reading: " + err.Error()
+		}
+		if err := f.Hub.Client.Delete(ctx, cma); err != nil {
+			return false, "deleting: " + err.Error()
 		}
 		return true, ""
 	})

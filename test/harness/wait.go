@@ -24,7 +24,9 @@ func poll(ctx context.Context, what string, interval, timeout time.Duration, con
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(ctx context.Context) (bool, error) {
 		ok, reason := cond(ctx)
-		last = reason
+		if ctx.Err() == nil { // a reason given as the deadline hits is about the deadline
+			last = reason
+		}
 		return ok, nil
 	})
 	if err == nil {
@@ -149,7 +151,9 @@ type machineLock struct{ f *os.File }
 // lockWebhookPorts takes the machine-wide lock, then waits until the fixed ports are
 // free (a fleet not using this lock may hold them), reporting the wait through logf.
 func lockWebhookPorts(ctx context.Context, logf func(string, ...any), timeout time.Duration) (*machineLock, error) {
-	file := filepath.Join(os.TempDir(), "gitops-addon-harness-ocm-webhooks.lock")
+	// A dot file: a cleanup of leftover gitops-addon-harness-* work directories must not
+	// delete it under a running fleet (a new file would be a new, free lock).
+	file := filepath.Join(os.TempDir(), ".gitops-addon-harness-webhook-ports.lock")
 	f, err := os.OpenFile(file, os.O_CREATE|os.O_RDWR, 0o666)
 	if err != nil {
 		return nil, fmt.Errorf("opening the fleet lock %s: %w", file, err)
