@@ -54,7 +54,7 @@ test: e2e-env controller-gen ## Run every test: unit, generated files, chart, in
 
 .PHONY: test-unit
 test-unit: controller-gen ## Run the tests that need no apiserver.
-	go test $$(go list ./... | grep -v -e /test/integration -e /test/e2e -e /test/fleet)
+	go test $$(go list ./... | grep -v -e /test/integration -e /test/e2e -e /test/harness)
 
 .PHONY: test-integration
 test-integration: test-env ## Run the integration tests on a real kube-apiserver + etcd.
@@ -62,7 +62,7 @@ test-integration: test-env ## Run the integration tests on a real kube-apiserver
 
 .PHONY: test-e2e
 test-e2e: e2e-env ## Run the end-to-end tests: a real OCM hub and two spokes as local processes.
-	go test -timeout $(TEST_TIMEOUT) -p $(TEST_PARALLEL) -v ./test/fleet/... ./test/e2e/...
+	go test -timeout $(TEST_TIMEOUT) -p $(TEST_PARALLEL) -v ./test/harness/... ./test/e2e/...
 
 .PHONY: test-env
 test-env: ## Build kube-apiserver v1.35.4 and etcd v3.6.8 from source into ./bin (cached; versions pinned above).

@@ -17,7 +17,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/gitops-addon/gitops-addon/test/fleet"
+	"github.com/gitops-addon/gitops-addon/test/harness"
 	"github.com/gitops-addon/gitops-addon/test/install"
 )
 
@@ -41,12 +41,12 @@ func run(ctx context.Context, timeout time.Duration, exitWhenReady bool) (err er
 		fmt.Printf("[%5.1fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
 	}
 	step("starting the hub: etcd, kube-apiserver, kube-controller-manager, OCM registration, work, placement and addon-manager")
-	f, err := fleet.Start(ctx, fleet.Options{Logf: func(format string, args ...any) { step("  "+format, args...) }})
+	f, err := harness.Start(ctx, harness.Options{Logf: func(format string, args ...any) { step("  "+format, args...) }})
 	if err != nil {
 		return err
 	}
 	defer func() {
-		step("stopping every process of the fleet...")
+		step("stopping every process of the harness...")
 		if stopErr := f.Stop(); stopErr != nil {
 			fmt.Fprintln(os.Stderr, "demo: stopping the fleet:", stopErr)
 		}
@@ -79,7 +79,7 @@ func run(ctx context.Context, timeout time.Duration, exitWhenReady bool) (err er
 	return nil
 }
 
-func setUp(ctx context.Context, f *fleet.Fleet, step func(string, ...any)) (*install.Product, error) {
+func setUp(ctx context.Context, f *harness.Fleet, step func(string, ...any)) (*install.Product, error) {
 	for _, name := range spokes {
 		step("starting spoke %q and joining it to the hub (bootstrap kubeconfig, CSR, hubAcceptsClient)", name)
 		if _, err := f.AddSpoke(ctx, name); err != nil {
@@ -124,7 +124,7 @@ func setUp(ctx context.Context, f *fleet.Fleet, step func(string, ...any)) (*ins
 }
 
 // waitConverged shows progress until every addon is Available and the stack has landed.
-func waitConverged(ctx context.Context, f *fleet.Fleet, p *install.Product, step func(string, ...any)) error {
+func waitConverged(ctx context.Context, f *harness.Fleet, p *install.Product, step func(string, ...any)) error {
 	last := ""
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -153,7 +153,7 @@ func waitConverged(ctx context.Context, f *fleet.Fleet, p *install.Product, step
 	}
 }
 
-func printTable(ctx context.Context, f *fleet.Fleet) {
+func printTable(ctx context.Context, f *harness.Fleet) {
 	fmt.Println()
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "CLUSTER\tFLAVOUR\tADDON\tROUTE API\tROUTES CRD\tLANDED ON THE SPOKE")
@@ -168,7 +168,7 @@ func printTable(ctx context.Context, f *fleet.Fleet) {
 	_ = w.Flush()
 }
 
-func printHowToLookAround(f *fleet.Fleet, p *install.Product) {
+func printHowToLookAround(f *harness.Fleet, p *install.Product) {
 	hub := f.Hub.Kubeconfig
 	fmt.Printf("\nKubeconfigs:\n  hub        %s\n", hub)
 	for _, name := range spokes {

@@ -27,7 +27,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/gitopscluster"
 	"github.com/gitops-addon/gitops-addon/test/fakeroute"
-	"github.com/gitops-addon/gitops-addon/test/fleet"
+	"github.com/gitops-addon/gitops-addon/test/harness"
 	"github.com/gitops-addon/gitops-addon/test/install"
 )
 
@@ -46,11 +46,11 @@ var argoCRDs = []string{
 func TestFleet(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	f := fleet.StartForTest(t, fleet.Options{})
+	f := harness.StartForTest(t, harness.Options{})
 	binary, err := install.BuildBinary(ctx, t.TempDir())
 	require.NoError(t, err)
 
-	spokes := map[string]*fleet.Spoke{}
+	spokes := map[string]*harness.Spoke{}
 	for _, name := range []string{vanilla, openshift} {
 		s, err := f.AddSpoke(ctx, name)
 		require.NoError(t, err, "joining spoke %s", name)
@@ -187,7 +187,7 @@ func TestFleet(t *testing.T) {
 
 // startAgentsWhenDelivered runs each spoke's agent once OCM has delivered its Deployment
 // and credential; the channel yields nil once all started, or the first error.
-func startAgentsWhenDelivered(ctx context.Context, p *install.Product, spokes map[string]*fleet.Spoke) <-chan error {
+func startAgentsWhenDelivered(ctx context.Context, p *install.Product, spokes map[string]*harness.Spoke) <-chan error {
 	out := make(chan error, 1)
 	var wg sync.WaitGroup
 	errs := make(chan error, len(spokes))
@@ -215,7 +215,7 @@ func startAgentsWhenDelivered(ctx context.Context, p *install.Product, spokes ma
 }
 
 // watchRoutesCRD records every event of the Routes CRD on a spoke from now on.
-func watchRoutesCRD(t *testing.T, ctx context.Context, s *fleet.Spoke) func() []string {
+func watchRoutesCRD(t *testing.T, ctx context.Context, s *harness.Spoke) func() []string {
 	wc, err := client.NewWithWatch(s.Config, client.Options{Scheme: s.Client.Scheme()})
 	require.NoError(t, err)
 	w, err := wc.Watch(ctx, &apiextensionsv1.CustomResourceDefinitionList{}, client.MatchingFields{"metadata.name": constants.RoutesCRDName})
@@ -240,7 +240,7 @@ func watchRoutesCRD(t *testing.T, ctx context.Context, s *fleet.Spoke) func() []
 	}
 }
 
-func waitRouteAPI(t *testing.T, ctx context.Context, hub *fleet.Cluster, cluster, reason string) *addonv1beta1.ManagedClusterAddOn {
+func waitRouteAPI(t *testing.T, ctx context.Context, hub *harness.Cluster, cluster, reason string) *addonv1beta1.ManagedClusterAddOn {
 	t.Helper()
 	var mca *addonv1beta1.ManagedClusterAddOn
 	require.Eventually(t, func() bool {
@@ -255,7 +255,7 @@ func waitRouteAPI(t *testing.T, ctx context.Context, hub *fleet.Cluster, cluster
 }
 
 // shippedRoutesCRD names the ManifestWorks of a cluster that carry the Routes CRD.
-func shippedRoutesCRD(t *testing.T, ctx context.Context, hub *fleet.Cluster, cluster string) []string {
+func shippedRoutesCRD(t *testing.T, ctx context.Context, hub *harness.Cluster, cluster string) []string {
 	works := &workv1.ManifestWorkList{}
 	require.NoError(t, hub.Client.List(ctx, works, client.InNamespace(cluster)))
 	var out []string
@@ -271,7 +271,7 @@ func shippedRoutesCRD(t *testing.T, ctx context.Context, hub *fleet.Cluster, clu
 
 // assertNoDuplicates: one ManagedClusterAddOn and one Argo CD cluster secret per cluster,
 // and every delivered object in exactly one ManifestWork.
-func assertNoDuplicates(t *testing.T, ctx context.Context, hub *fleet.Cluster) {
+func assertNoDuplicates(t *testing.T, ctx context.Context, hub *harness.Cluster) {
 	t.Helper()
 	for _, cluster := range []string{vanilla, openshift} {
 		mcas := &addonv1beta1.ManagedClusterAddOnList{}
@@ -302,7 +302,7 @@ func managerUser() string {
 
 // routesServedNatively lists Routes on a spoke and tells whether the aggregated server
 // answered.
-func routesServedNatively(ctx context.Context, s *fleet.Spoke) bool {
+func routesServedNatively(ctx context.Context, s *harness.Spoke) bool {
 	list := &unstructured.UnstructuredList{}
 	list.SetAPIVersion("route.openshift.io/v1")
 	list.SetKind("RouteList")

@@ -40,7 +40,7 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
-	"github.com/gitops-addon/gitops-addon/test/fleet"
+	"github.com/gitops-addon/gitops-addon/test/harness"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
 )
 
@@ -53,17 +53,17 @@ const managerName = "gitops-addon-manager"
 // fieldOwner is the server-side apply manager of what this package applies.
 const fieldOwner = client.FieldOwner("gitops-addon-install")
 
-// Product is gitops-addon installed on a fleet.
+// Product is gitops-addon installed on a harness.
 type Product struct {
-	Fleet  *fleet.Fleet
+	Fleet  *harness.Fleet
 	Binary string
 	// Manager is the running manager process (nil when stopped).
-	Manager *fleet.Process
+	Manager *harness.Process
 	// ManagerMetrics is the manager's metrics address (127.0.0.1:port).
 	ManagerMetrics string
 
 	managerArgs []string
-	agents      map[string]*fleet.Process
+	agents      map[string]*harness.Process
 }
 
 // BuildBinary builds cmd/gitops-addon into dir; go's build cache makes a rebuild cheap.
@@ -79,7 +79,7 @@ func BuildBinary(ctx context.Context, dir string) (string, error) {
 
 // OnHub renders the manager chart with the Helm SDK and applies every object but the
 // manager Deployment (run as a process by StartManager), CRDs first.
-func OnHub(ctx context.Context, f *fleet.Fleet, binary string) (*Product, error) {
+func OnHub(ctx context.Context, f *harness.Fleet, binary string) (*Product, error) {
 	objects, deployment, err := renderChart()
 	if err != nil {
 		return nil, err
@@ -107,7 +107,7 @@ func OnHub(ctx context.Context, f *fleet.Fleet, binary string) (*Product, error)
 			return nil, err
 		}
 	}
-	return &Product{Fleet: f, Binary: binary, managerArgs: deployment.Spec.Template.Spec.Containers[0].Args, agents: map[string]*fleet.Process{}}, nil
+	return &Product{Fleet: f, Binary: binary, managerArgs: deployment.Spec.Template.Spec.Containers[0].Args, agents: map[string]*harness.Process{}}, nil
 }
 
 // renderChart is `helm template charts/gitops-addon -n open-cluster-management-addon`.
@@ -231,7 +231,7 @@ func (p *Product) KillManager() error {
 // gitops-addon-hub-kubeconfig secret), then runs `gitops-addon agent` with the
 // Deployment's arguments, the secret copied to disk as the Deployment mounts it, and the
 // agent ServiceAccount's token for the spoke.
-func (p *Product) StartAgent(ctx context.Context, spoke *fleet.Spoke) error {
+func (p *Product) StartAgent(ctx context.Context, spoke *harness.Spoke) error {
 	deployment, err := waitAgentDeployment(ctx, spoke.Cluster)
 	if err != nil {
 		return err
@@ -260,9 +260,9 @@ func (p *Product) StartAgent(ctx context.Context, spoke *fleet.Spoke) error {
 }
 
 // Agent returns the agent process of a spoke, or nil.
-func (p *Product) Agent(spoke string) *fleet.Process { return p.agents[spoke] }
+func (p *Product) Agent(spoke string) *harness.Process { return p.agents[spoke] }
 
-func waitAgentDeployment(ctx context.Context, c *fleet.Cluster) (*appsv1.Deployment, error) {
+func waitAgentDeployment(ctx context.Context, c *harness.Cluster) (*appsv1.Deployment, error) {
 	var found *appsv1.Deployment
 	err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		list := &appsv1.DeploymentList{}
@@ -286,7 +286,7 @@ func waitAgentDeployment(ctx context.Context, c *fleet.Cluster) (*appsv1.Deploym
 }
 
 // copySecret writes every key of a secret as a file, as a secret volume mount does.
-func copySecret(ctx context.Context, c *fleet.Cluster, ns, name, dir string) error {
+func copySecret(ctx context.Context, c *harness.Cluster, ns, name, dir string) error {
 	secret := &corev1.Secret{}
 	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, secret); err != nil {
 		return fmt.Errorf("reading secret %s/%s on %s: %w", ns, name, c.Name, err)
@@ -304,7 +304,7 @@ func copySecret(ctx context.Context, c *fleet.Cluster, ns, name, dir string) err
 
 // serviceAccountKubeconfig writes a kubeconfig with a bound token of a ServiceAccount, so
 // that a process runs with exactly that account's RBAC.
-func serviceAccountKubeconfig(ctx context.Context, c *fleet.Cluster, ns, name string) (string, error) {
+func serviceAccountKubeconfig(ctx context.Context, c *harness.Cluster, ns, name string) (string, error) {
 	kube, err := kubernetes.NewForConfig(c.Config)
 	if err != nil {
 		return "", err

@@ -23,7 +23,7 @@ import (
 
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
 	"github.com/gitops-addon/gitops-addon/test/fakeroute"
-	"github.com/gitops-addon/gitops-addon/test/fleet"
+	"github.com/gitops-addon/gitops-addon/test/harness"
 )
 
 // SelectorLabel is the ManagedCluster label the seed Placement selects.
@@ -67,7 +67,7 @@ func ApplyYAML(ctx context.Context, c client.Client, doc []byte) error {
 
 // ApplySeed creates the Argo CD namespace, the ManagedClusterSetBinding and Placement, and
 // the seed GitOpsCluster.
-func ApplySeed(ctx context.Context, hub *fleet.Cluster) error {
+func ApplySeed(ctx context.Context, hub *harness.Cluster) error {
 	if err := apply(ctx, hub.Client, namespace(constants.GitOpsNamespace)); err != nil {
 		return err
 	}
@@ -78,7 +78,7 @@ func ApplySeed(ctx context.Context, hub *fleet.Cluster) error {
 }
 
 // SelectCluster labels a ManagedCluster so that the seed Placement selects it (or not).
-func SelectCluster(ctx context.Context, hub *fleet.Cluster, name string, selected bool) error {
+func SelectCluster(ctx context.Context, hub *harness.Cluster, name string, selected bool) error {
 	value := ""
 	if selected {
 		value = "enabled"
@@ -87,7 +87,7 @@ func SelectCluster(ctx context.Context, hub *fleet.Cluster, name string, selecte
 }
 
 // labelManagedCluster sets (or, with an empty value, removes) a ManagedCluster label.
-func labelManagedCluster(ctx context.Context, hub *fleet.Cluster, name, key, value string) error {
+func labelManagedCluster(ctx context.Context, hub *harness.Cluster, name, key, value string) error {
 	mc := &clusterv1.ManagedCluster{}
 	if err := hub.Client.Get(ctx, client.ObjectKey{Name: name}, mc); err != nil {
 		return fmt.Errorf("reading ManagedCluster %s: %w", name, err)
@@ -111,7 +111,7 @@ func labelManagedCluster(ctx context.Context, hub *fleet.Cluster, name, key, val
 // ClusterClaim the registration agent reports to the hub, and a real aggregated
 // route.openshift.io/v1 API server registered through a service-backed APIService. The
 // caller stops the returned server.
-func MakeOpenShiftLike(ctx context.Context, hub *fleet.Cluster, spoke *fleet.Spoke) (*fakeroute.Server, error) {
+func MakeOpenShiftLike(ctx context.Context, hub *harness.Cluster, spoke *harness.Spoke) (*fakeroute.Server, error) {
 	claim := &clusterv1alpha1.ClusterClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: "product.open-cluster-management.io"},
 		Spec:       clusterv1alpha1.ClusterClaimSpec{Value: "OpenShift"},
@@ -145,7 +145,7 @@ type ClusterState struct {
 }
 
 // State reads a cluster's addon state from the hub and what landed on the spoke.
-func State(ctx context.Context, hub *fleet.Cluster, spoke *fleet.Spoke) ClusterState {
+func State(ctx context.Context, hub *harness.Cluster, spoke *harness.Spoke) ClusterState {
 	s := ClusterState{Cluster: spoke.Name, Flavour: "vanilla", Addon: "-", RouteAPI: "-"}
 	mc := &clusterv1.ManagedCluster{}
 	if hub.Client.Get(ctx, client.ObjectKey{Name: spoke.Name}, mc) == nil && mc.Labels["vendor"] != "" {
@@ -200,7 +200,7 @@ var DeliveredObjects = []SpokeObject{
 }
 
 // Landed lists the short names of the delivered objects present on a spoke.
-func Landed(ctx context.Context, c *fleet.Cluster) []string {
+func Landed(ctx context.Context, c *harness.Cluster) []string {
 	var out []string
 	for _, o := range DeliveredObjects {
 		if exists(ctx, c.Client, o.APIVersion, o.Kind, o.Key) {
@@ -219,7 +219,7 @@ func exists(ctx context.Context, c client.Client, apiVersion, kind string, key c
 }
 
 // WaitAddonAvailable waits until a cluster's ManagedClusterAddOn is Available.
-func WaitAddonAvailable(ctx context.Context, hub *fleet.Cluster, cluster string, timeout time.Duration) error {
+func WaitAddonAvailable(ctx context.Context, hub *harness.Cluster, cluster string, timeout time.Duration) error {
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		mca := &addonv1beta1.ManagedClusterAddOn{}
 		if hub.Client.Get(ctx, client.ObjectKey{Namespace: cluster, Name: constants.AddonName}, mca) != nil {
