@@ -77,7 +77,8 @@ e2e-env: ## Build everything a local fleet runs: test-env, kube-controller-manag
 
 .PHONY: demo
 demo: e2e-env ## Start a local OCM hub + 2 spokes (vanilla, OpenShift-like), install gitops-addon, apply the seed GitOpsCluster; Ctrl-C cleans up.
-	go run ./hack/demo
+	go build -o $(BIN)/demo ./hack/demo
+	$(BIN)/demo
 
 ##@ Tools
 

@@ -46,7 +46,7 @@ func run(ctx context.Context, timeout time.Duration, exitWhenReady bool) (err er
 		return err
 	}
 	defer func() {
-		step("stopping every process of the harness...")
+		step("stopping every process of the fleet...")
 		if stopErr := f.Stop(); stopErr != nil {
 			fmt.Fprintln(os.Stderr, "demo: stopping the fleet:", stopErr)
 		}
