@@ -34,46 +34,84 @@ if [[ ! -f "$work/go.mod" ]]; then
   (cd "$work" && GOFLAGS=-mod=mod go get "open-cluster-management.io/ocm@$OCM_VERSION" >&2)
 fi
 # ocm-webhooks serves the registration, work and addon-conversion webhooks of the hub
-# from one process. Each of ocm's own webhook-server commands binds a fixed health port
-# (:8000), so on one machine without pods only one of them could run.
+# from one process bound to 127.0.0.1 only. ocm's own webhook-server commands bind fixed
+# health (:8000) and metrics (:8080) ports on every interface, so on one machine without
+# pods only one of them could run, and not on loopback alone. This main builds the
+# controller-runtime manager itself and calls each of ocm's webhooks' own Init.
 mkdir -p "$work/cmd/webhooks"
 cat > "$work/cmd/webhooks/main.go" <<'GO'
-// Command webhooks runs ocm's registration, work and addon webhooks in one server.
+// Command webhooks runs ocm's registration, work and addon webhooks in one server on
+// 127.0.0.1, with no health or metrics listener.
 package main
 
 import (
+	"crypto/tls"
+	"flag"
 	"os"
 
-	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/klog/v2"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	ocmfeature "open-cluster-management.io/api/feature"
+	workv1 "open-cluster-management.io/api/work/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	addonwebhook "open-cluster-management.io/ocm/pkg/addon/webhook"
-	commonoptions "open-cluster-management.io/ocm/pkg/common/options"
+	addonv1alpha1 "open-cluster-management.io/ocm/pkg/addon/webhook/v1alpha1"
+	addonv1beta1 "open-cluster-management.io/ocm/pkg/addon/webhook/v1beta1"
 	"open-cluster-management.io/ocm/pkg/features"
-	registrationwebhook "open-cluster-management.io/ocm/pkg/registration/webhook"
-	workwebhook "open-cluster-management.io/ocm/pkg/work/webhook"
+	registrationv1 "open-cluster-management.io/ocm/pkg/registration/webhook/v1"
+	registrationv1beta2 "open-cluster-management.io/ocm/pkg/registration/webhook/v1beta2"
+	"open-cluster-management.io/ocm/pkg/work/webhook/common"
+	workwebhookv1 "open-cluster-management.io/ocm/pkg/work/webhook/v1"
 )
 
 func main() {
-	// The feature gates the registration and work hub commands register.
+	port := flag.Int("port", 9443, "port of the webhook server on 127.0.0.1")
+	certDir := flag.String("certdir", "", "directory with tls.crt and tls.key")
+	manifestLimit := flag.Int("manifest-limit", 500*1024, "max size of a ManifestWork's manifests")
+	flag.Parse()
+	ctrl.SetLogger(klog.NewKlogr())
+	// The feature gates ocm's registration and work hub commands register (defaults).
 	utilruntime.Must(features.HubMutableFeatureGate.Add(ocmfeature.DefaultHubRegistrationFeatureGates))
 	utilruntime.Must(features.HubMutableFeatureGate.Add(ocmfeature.DefaultHubWorkFeatureGates))
-	options := commonoptions.NewWebhookOptions()
-	work := workwebhook.NewOptions()
-	flags := pflag.NewFlagSet("ocm-webhooks", pflag.ExitOnError)
-	options.AddFlags(flags)
-	work.AddFlags(flags)
-	_ = flags.Parse(os.Args[1:])
-	for _, setup := range []func(*commonoptions.WebhookOptions) error{
-		registrationwebhook.SetupWebhookServer, work.SetupWebhookServer, addonwebhook.SetupWebhookServer,
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme, clusterv1.Install, registrationv1beta2.Install, workv1.Install,
+		// ocm's addon webhook packages register their own conversion wrapper types.
+		addonv1alpha1.Install, addonv1beta1.Install,
 	} {
-		if err := setup(options); err != nil {
+		if err := add(scheme); err != nil {
 			panic(err)
 		}
 	}
-	if err := options.RunWebhookServer(ctrl.SetupSignalHandler()); err != nil {
+	common.ManifestValidator.WithLimit(*manifestLimit)
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Host: "127.0.0.1", Port: *port, CertDir: *certDir,
+			TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.MinVersion = tls.VersionTLS12 }},
+		}),
+	})
+	if err != nil {
+		panic(err)
+	}
+	for _, w := range []interface{ Init(ctrl.Manager) error }{
+		&registrationv1.ManagedClusterWebhook{}, &registrationv1beta2.ManagedClusterSetBindingWebhook{},
+		&workwebhookv1.ManifestWorkWebhook{},
+		&addonv1alpha1.ManagedClusterAddOnWebhook{}, &addonv1beta1.ManagedClusterAddOnWebhook{},
+		&addonv1alpha1.ClusterManagementAddOnWebhook{}, &addonv1beta1.ClusterManagementAddOnWebhook{},
+	} {
+		if err := w.Init(mgr); err != nil {
+			panic(err)
+		}
+	}
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		os.Exit(1)
 	}
 }

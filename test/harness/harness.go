@@ -54,7 +54,8 @@ type Options struct {
 
 // Binaries are the programs a fleet runs, all from Options.BinDir. ocm-webhooks is OCM's
 // registration, work and addon webhooks in one server (hack/build-ocm.sh): each of OCM's
-// own webhook-server commands binds the fixed port 8000, so only one can run per machine.
+// own webhook-server commands binds fixed ports on every interface; ocm-webhooks binds
+// one free port of 127.0.0.1 and nothing else, so fleets can run side by side.
 var Binaries = []string{
 	"etcd", "kube-apiserver", "kube-controller-manager",
 	"ocm-registration", "ocm-work", "ocm-placement", "ocm-addon", "ocm-webhooks",
@@ -84,7 +85,6 @@ type Fleet struct {
 	servingCA    *authority // signs every serving certificate; clients trust it
 	frontProxyCA *authority
 	webhookPort  int
-	webhookLock  *machineLock
 
 	mu       sync.Mutex
 	procs    []*Process
@@ -259,7 +259,6 @@ func (f *Fleet) stop() error {
 	for tier := tierClient; tier <= tierEtcd; tier++ {
 		errs = append(errs, stopTier(procs, tier)...)
 	}
-	f.webhookLock.release()
 	if f.opts.KeepWorkDir {
 		f.opts.Logf("fleet stopped; its files stay in %s", f.WorkDir)
 	} else if err := os.RemoveAll(f.WorkDir); err != nil {

@@ -145,11 +145,6 @@ func installCRDs(ctx context.Context, c *Cluster, crds []*apiextensionsv1.Custom
 // startWebhookServer runs ocm-webhooks on a free port of 127.0.0.1 with a serving
 // certificate of the fleet's CA, and waits until it serves TLS.
 func (f *Fleet) startWebhookServer(ctx context.Context) error {
-	lock, err := lockWebhookPorts(ctx, f.opts.Logf, 15*time.Minute)
-	if err != nil {
-		return err
-	}
-	f.webhookLock = lock
 	dir := filepath.Join(f.Hub.Dir, "webhook-serving")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("creating %s: %w", dir, err)
@@ -158,9 +153,11 @@ func (f *Fleet) startWebhookServer(ctx context.Context) error {
 	if _, err := f.servingCA.serving(dir, "tls"); err != nil {
 		return err
 	}
-	if f.webhookPort, err = freePort(); err != nil {
+	port, err := freePort()
+	if err != nil {
 		return err
 	}
+	f.webhookPort = port
 	p, err := f.run("hub-ocm-webhooks", []string{
 		f.bin("ocm-webhooks"), "--port=" + strconv.Itoa(f.webhookPort), "--certdir=" + dir,
 	}, []string{"KUBECONFIG=" + f.Hub.Kubeconfig}, tierClient)

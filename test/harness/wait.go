@@ -9,10 +9,8 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -138,62 +136,3 @@ func freePorts(n int) ([]int, error) {
 }
 
 func loopback(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
-
-// webhookFixedPorts are the ports ocm's webhook server binds whatever its flags say:
-// controller-runtime's health probe (ocm hard-codes ":8000") and metrics (":8080", the
-// controller-runtime default), on every interface. Only one fleet per machine can run it.
-var webhookFixedPorts = []int{8000, 8080}
-
-// machineLock serializes the fleets of this machine (other test packages, a demo) around
-// the webhook server's fixed ports. The kernel releases the lock if the holder dies.
-type machineLock struct{ f *os.File }
-
-// lockWebhookPorts takes the machine-wide lock, then waits until the fixed ports are
-// free (a fleet not using this lock may hold them), reporting the wait through logf.
-func lockWebhookPorts(ctx context.Context, logf func(string, ...any), timeout time.Duration) (*machineLock, error) {
-	// A dot file: a cleanup of leftover gitops-addon-harness-* work directories must not
-	// delete it under a running fleet (a new file would be a new, free lock).
-	file := filepath.Join(os.TempDir(), ".gitops-addon-harness-webhook-ports.lock")
-	f, err := os.OpenFile(file, os.O_CREATE|os.O_RDWR, 0o666)
-	if err != nil {
-		return nil, fmt.Errorf("opening the fleet lock %s: %w", file, err)
-	}
-	told := false
-	err = poll(ctx, "the OCM webhook server's fixed ports 8000 and 8080 (held by another fleet on this machine)", time.Second, timeout,
-		func(context.Context) (bool, string) {
-			ok, why := tryLock(f)
-			if !ok && !told {
-				logf("waiting for another fleet on this machine to release the OCM webhook ports 8000/8080: %s", why)
-				told = true
-			}
-			return ok, why
-		})
-	if err != nil {
-		_ = f.Close()
-		return nil, err
-	}
-	return &machineLock{f: f}, nil
-}
-
-func tryLock(f *os.File) (bool, string) {
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		return false, "another fleet holds " + f.Name()
-	}
-	for _, port := range webhookFixedPorts {
-		l, err := net.Listen("tcp", ":"+strconv.Itoa(port))
-		if err != nil {
-			_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-			return false, fmt.Sprintf("port %d is in use: %v", port, err)
-		}
-		_ = l.Close()
-	}
-	return true, ""
-}
-
-func (l *machineLock) release() {
-	if l == nil {
-		return
-	}
-	_ = syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
-	_ = l.f.Close()
-}
