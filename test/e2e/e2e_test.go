@@ -14,9 +14,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
@@ -159,8 +162,8 @@ func TestFleet(t *testing.T) {
 			return !exists(ctx, f.Hub.Client, &addonv1beta1.ManagedClusterAddOn{}, vanilla+"/"+constants.AddonName)
 		}, 2*time.Minute, 500*time.Millisecond, "the ManagedClusterAddOn is removed")
 		require.Eventually(t, func() bool {
-			return !exists(ctx, s.Client, operatorDeploymentObj(), constants.GitOpsNamespace+"/"+constants.OperatorDeployment) &&
-				!exists(ctx, s.Client, &rbacClusterRole, constants.PlatformExtensionsClusterRole)
+			return !exists(ctx, s.Client, &appsv1.Deployment{}, constants.GitOpsNamespace+"/"+constants.OperatorDeployment) &&
+				!exists(ctx, s.Client, &rbacv1.ClusterRole{}, constants.PlatformExtensionsClusterRole)
 		}, 2*time.Minute, 500*time.Millisecond, "the workloads are removed from the spoke")
 		for _, crd := range append(argoCRDs, constants.RoutesCRDName) {
 			assert.True(t, exists(ctx, s.Client, &apiextensionsv1.CustomResourceDefinition{}, crd), "CRD %s is kept", crd)
@@ -175,7 +178,7 @@ func TestFleet(t *testing.T) {
 	t.Run("drift: a deleted operator Deployment is repaired by the work agent", func(t *testing.T) {
 		s := spokes[openshift]
 		require.Eventually(t, func() bool {
-			return exists(ctx, s.Client, operatorDeploymentObj(), constants.GitOpsNamespace+"/"+constants.OperatorDeployment)
+			return exists(ctx, s.Client, &appsv1.Deployment{}, constants.GitOpsNamespace+"/"+constants.OperatorDeployment)
 		}, 8*time.Minute-time.Since(driftAt), time.Second, "the work agent re-applies the Deployment on its resync")
 		t.Logf("repaired %v after the deletion", time.Since(driftAt).Round(time.Second))
 	})
@@ -312,26 +315,10 @@ func routesServedNatively(ctx context.Context, s *harness.Spoke) bool {
 	return list.Items[0].GetAnnotations()[fakeroute.ServedByAnnotation] == "aggregated"
 }
 
-func operatorDeploymentObj() *unstructured.Unstructured {
-	d := &unstructured.Unstructured{}
-	d.SetAPIVersion("apps/v1")
-	d.SetKind("Deployment")
-	return d
+// operatorDeployment is the GitOps operator Deployment every spoke receives.
+func operatorDeployment() *appsv1.Deployment {
+	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: constants.GitOpsNamespace, Name: constants.OperatorDeployment}}
 }
-
-func operatorDeployment() *unstructured.Unstructured {
-	d := operatorDeploymentObj()
-	d.SetNamespace(constants.GitOpsNamespace)
-	d.SetName(constants.OperatorDeployment)
-	return d
-}
-
-var rbacClusterRole = func() unstructured.Unstructured {
-	u := unstructured.Unstructured{}
-	u.SetAPIVersion("rbac.authorization.k8s.io/v1")
-	u.SetKind("ClusterRole")
-	return u
-}()
 
 // exists gets "namespace/name" or "name" into obj.
 func exists(ctx context.Context, c client.Client, obj client.Object, key string) bool {
