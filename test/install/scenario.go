@@ -107,19 +107,23 @@ func labelManagedCluster(ctx context.Context, hub *harness.Cluster, name, key, v
 	return nil
 }
 
+// productClaim is the reserved ClusterClaim that names a cluster's Kubernetes product.
+const productClaim = "product.open-cluster-management.io"
+
 // MakeOpenShiftLike gives a spoke what OCM sees of an OpenShift cluster: the product
-// ClusterClaim the registration agent reports to the hub, and a real aggregated
-// route.openshift.io/v1 API server registered through a service-backed APIService. The
-// caller stops the returned server.
+// ClusterClaim, which OCM's registration agent reports into the ManagedCluster's status
+// (waited for, so that the hub's flavour detection works from what OCM derived and not
+// from a label the test set), and a real aggregated route.openshift.io/v1 API server
+// registered through a service-backed APIService. The caller stops the returned server.
 func MakeOpenShiftLike(ctx context.Context, hub *harness.Cluster, spoke *harness.Spoke) (*fakeroute.Server, error) {
 	claim := &clusterv1alpha1.ClusterClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "product.open-cluster-management.io"},
+		ObjectMeta: metav1.ObjectMeta{Name: productClaim},
 		Spec:       clusterv1alpha1.ClusterClaimSpec{Value: "OpenShift"},
 	}
 	if err := client.IgnoreAlreadyExists(spoke.Client.Create(ctx, claim)); err != nil {
 		return nil, fmt.Errorf("creating the product ClusterClaim on %s: %w", spoke.Name, err)
 	}
-	if err := labelManagedCluster(ctx, hub, spoke.Name, "vendor", "OpenShift"); err != nil {
+	if err := waitClaimOnHub(ctx, hub, spoke.Name, claim, 2*time.Minute); err != nil {
 		return nil, err
 	}
 	server, err := fakeroute.Start()
@@ -132,6 +136,33 @@ func MakeOpenShiftLike(ctx context.Context, hub *harness.Cluster, spoke *harness
 		return nil, fmt.Errorf("registering the Route API on %s: %w", spoke.Name, err)
 	}
 	return server, nil
+}
+
+// waitClaimOnHub waits until the registration agent has reported a spoke's ClusterClaim
+// in its ManagedCluster's status.
+func waitClaimOnHub(ctx context.Context, hub *harness.Cluster, cluster string, claim *clusterv1alpha1.ClusterClaim, timeout time.Duration) error {
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		mc := &clusterv1.ManagedCluster{}
+		if err := hub.Client.Get(ctx, client.ObjectKey{Name: cluster}, mc); err != nil {
+			return false, nil //nolint:nilerr // the next poll retries
+		}
+		return claimValue(mc, claim.Name) == claim.Spec.Value, nil
+	})
+	if err != nil {
+		return fmt.Errorf("ClusterClaim %s=%s of %s did not reach its ManagedCluster's status within %s: %w",
+			claim.Name, claim.Spec.Value, cluster, timeout, err)
+	}
+	return nil
+}
+
+// claimValue is the value of a ClusterClaim reported in a ManagedCluster's status, or "".
+func claimValue(mc *clusterv1.ManagedCluster, name string) string {
+	for _, c := range mc.Status.ClusterClaims {
+		if c.Name == name {
+			return c.Value
+		}
+	}
+	return ""
 }
 
 // ClusterState is one row of the demo's table and the e2e test's view of a cluster.
@@ -148,8 +179,10 @@ type ClusterState struct {
 func State(ctx context.Context, hub *harness.Cluster, spoke *harness.Spoke) ClusterState {
 	s := ClusterState{Cluster: spoke.Name, Flavour: "vanilla", Addon: "-", RouteAPI: "-"}
 	mc := &clusterv1.ManagedCluster{}
-	if hub.Client.Get(ctx, client.ObjectKey{Name: spoke.Name}, mc) == nil && mc.Labels["vendor"] != "" {
-		s.Flavour = mc.Labels["vendor"]
+	if hub.Client.Get(ctx, client.ObjectKey{Name: spoke.Name}, mc) == nil {
+		if product := claimValue(mc, productClaim); product != "" {
+			s.Flavour = product
+		}
 	}
 	mca := &addonv1beta1.ManagedClusterAddOn{}
 	if hub.Client.Get(ctx, client.ObjectKey{Namespace: spoke.Name, Name: constants.AddonName}, mca) == nil {
