@@ -39,7 +39,7 @@ func (s *Server) Register(ctx context.Context, c client.Client) error {
 		Spec: apiregistrationv1.APIServiceSpec{
 			Group: "route.openshift.io", Version: "v1", GroupPriorityMinimum: 9900, VersionPriority: 15,
 			Service:  &apiregistrationv1.ServiceReference{Namespace: "openshift-apiserver", Name: "api", Port: &port},
-			CABundle: s.CA.PEM,
+			CABundle: s.CA.CertPEM,
 		},
 	})
 	if err != nil {

@@ -20,6 +20,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/gitops-addon/gitops-addon/test/pki"
 )
 
 // ServedByAnnotation marks every Route this server returns, so a test can tell that the
@@ -32,7 +34,7 @@ const ServiceHost = "api.openshift-apiserver.svc"
 // Server is the stand-in aggregated API server.
 type Server struct {
 	// CA signed the serving certificate; its PEM is the APIService caBundle.
-	CA   *CA
+	CA   *pki.CA
 	Port int
 
 	listener net.Listener
@@ -46,7 +48,7 @@ type Server struct {
 
 // Start serves on a free port of 127.0.0.1.
 func Start() (*Server, error) {
-	ca, err := NewCA("fakeroute-ca")
+	ca, err := pki.NewCA("fakeroute-ca")
 	if err != nil {
 		return nil, err
 	}
@@ -63,9 +65,13 @@ func Start() (*Server, error) {
 }
 
 func (s *Server) serve() error {
-	cert, err := s.CA.serving(ServiceHost, "localhost")
+	pair, err := s.CA.Serving(ServiceHost, ServiceHost)
 	if err != nil {
 		return err
+	}
+	cert, err := pair.TLS()
+	if err != nil {
+		return fmt.Errorf("loading the serving certificate: %w", err)
 	}
 	s.http = &http.Server{Handler: s.handler(), ReadHeaderTimeout: 10 * time.Second,
 		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}}

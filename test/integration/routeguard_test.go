@@ -5,8 +5,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -40,6 +38,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/agent"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/routeguard"
 	"github.com/gitops-addon/gitops-addon/test/fakeroute"
+	"github.com/gitops-addon/gitops-addon/test/pki"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
 )
 
@@ -63,21 +62,20 @@ type spoke struct {
 // frontProxyArgs writes a front-proxy CA and client certificate and returns the
 // kube-apiserver flags that make the aggregator proxy to the stand-in server.
 func frontProxyArgs(t *testing.T) []testenv.Option {
-	ca, err := fakeroute.NewCA("front-proxy-ca")
+	ca, err := pki.NewCA("front-proxy-ca")
 	require.NoError(t, err)
-	certPEM, keyPEM, err := ca.Issue("front-proxy-client", nil, nil, true)
+	client, err := ca.Client("front-proxy-client")
 	require.NoError(t, err)
 	dir := t.TempDir()
-	write := func(name string, data []byte) string {
-		p := filepath.Join(dir, name)
-		require.NoError(t, os.WriteFile(p, data, 0o600))
-		return p
-	}
+	caFile, _, err := ca.Write(dir, "front-proxy-ca")
+	require.NoError(t, err)
+	certFile, keyFile, err := client.Write(dir, "front-proxy-client")
+	require.NoError(t, err)
 	return []testenv.Option{
 		testenv.WithAPIServerArg("enable-aggregator-routing", "false"),
-		testenv.WithAPIServerArg("requestheader-client-ca-file", write("front-proxy-ca.crt", ca.PEM)),
-		testenv.WithAPIServerArg("proxy-client-cert-file", write("front-proxy-client.crt", certPEM)),
-		testenv.WithAPIServerArg("proxy-client-key-file", write("front-proxy-client.key", keyPEM)),
+		testenv.WithAPIServerArg("requestheader-client-ca-file", caFile),
+		testenv.WithAPIServerArg("proxy-client-cert-file", certFile),
+		testenv.WithAPIServerArg("proxy-client-key-file", keyFile),
 		testenv.WithAPIServerArg("requestheader-allowed-names", "front-proxy-client"),
 		testenv.WithAPIServerArg("requestheader-extra-headers-prefix", "X-Remote-Extra-"),
 		testenv.WithAPIServerArg("requestheader-group-headers", "X-Remote-Group"),
