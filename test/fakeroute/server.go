@@ -43,7 +43,7 @@ type Server struct {
 	mu     sync.Mutex
 	routes map[string]map[string]any // namespace/name -> Route object
 
-	aggregatorV2Fetches atomic.Int64
+	aggregatorV2Downloads atomic.Int64
 }
 
 // Start serves on a free port of 127.0.0.1.
@@ -97,9 +97,12 @@ func (s *Server) Restart() error {
 	return s.serve()
 }
 
-// AggregatorV2Fetches counts the GETs of /openapi/v2 made by the kube-apiserver's
-// aggregator (X-Remote-User: system:aggregator).
-func (s *Server) AggregatorV2Fetches() int64 { return s.aggregatorV2Fetches.Load() }
+// AggregatorV2Downloads counts the complete /openapi/v2 documents served to the
+// kube-apiserver's aggregator (X-Remote-User: system:aggregator), counted once written.
+// Revalidations answered 304 do not count: a kube-apiserver that has just started holds no
+// ETag and downloads the document, while one that is shutting down can still revalidate,
+// so only a download tells a test that the new process has the aggregated spec.
+func (s *Server) AggregatorV2Downloads() int64 { return s.aggregatorV2Downloads.Load() }
 
 // AddRoute stores a Route directly, as if created through the API.
 func (s *Server) AddRoute(namespace, name string) {
@@ -227,16 +230,16 @@ func status(code int, reason, message string) map[string]any {
 }
 
 func (s *Server) openAPIV2(w http.ResponseWriter, r *http.Request) {
-	if r.Header.Get("X-Remote-User") == "system:aggregator" {
-		s.aggregatorV2Fetches.Add(1)
-	}
 	w.Header().Set("ETag", `"`+v2ETag+`"`)
 	if r.Header.Get("If-None-Match") == `"`+v2ETag+`"` {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(v2Document)
+	_, err := w.Write(v2Document)
+	if err == nil && r.Header.Get("X-Remote-User") == "system:aggregator" {
+		s.aggregatorV2Downloads.Add(1)
+	}
 }
 
 // The OpenAPI documents, built once.

@@ -149,10 +149,12 @@ func (s *spoke) stopGuard() {
 	s.stop = nil
 }
 
-func (s *spoke) waitReport(condType, reason string) metav1.Condition {
-	s.t.Helper()
+// waitReport waits for the agent's report to have a condition reason; t is the calling
+// (sub)test, so that a failure stops that test and not its parent.
+func (s *spoke) waitReport(t testing.TB, condType, reason string) metav1.Condition {
+	t.Helper()
 	var got metav1.Condition
-	require.Eventually(s.t, func() bool {
+	require.Eventually(t, func() bool {
 		c, ok := s.report.Condition(condType)
 		got = c
 		return ok && c.Reason == reason
@@ -271,11 +273,11 @@ func TestRouteGuardOnARealAggregatedRouteAPI(t *testing.T) {
 	s.startGuard(routeguard.Options{DisableAdmissionGuard: true})
 
 	t.Run("classifies Native; the admission guard is off on request", func(t *testing.T) {
-		s.waitReport(constants.ConditionRouteAPI, constants.RouteAPINative)
-		c := s.waitReport(constants.ConditionRoutesCRDGuard, routeguard.ReasonGuardDisabled)
+		s.waitReport(t, constants.ConditionRouteAPI, constants.RouteAPINative)
+		c := s.waitReport(t, constants.ConditionRoutesCRDGuard, routeguard.ReasonGuardDisabled)
 		assert.Equal(t, metav1.ConditionFalse, c.Status)
-		s.waitReport(constants.ConditionDuplicateAPISurfaces, routeguard.ReasonNoDuplicates)
-		s.waitReport(constants.ConditionOpenAPIV2Available, routeguard.ReasonOpenAPIV2OK)
+		s.waitReport(t, constants.ConditionDuplicateAPISurfaces, routeguard.ReasonNoDuplicates)
+		s.waitReport(t, constants.ConditionOpenAPIV2Available, routeguard.ReasonOpenAPIV2OK)
 		assert.False(t, s.guardExists())
 	})
 
@@ -290,7 +292,7 @@ func TestRouteGuardOnARealAggregatedRouteAPI(t *testing.T) {
 		lists, misses := stopWatching()
 		assert.Positive(t, lists)
 		assert.Zero(t, misses, "every Route list was answered by the aggregated server")
-		c := s.waitReport(constants.ConditionRoutesCRDGuard, routeguard.ReasonDuplicateRemoved)
+		c := s.waitReport(t, constants.ConditionRoutesCRDGuard, routeguard.ReasonDuplicateRemoved)
 		assert.Contains(t, c.Message, "Deleted a duplicate")
 		a := &apiregistrationv1.APIService{}
 		require.NoError(t, s.c.Get(s.ctx, types.NamespacedName{Name: "v1.route.openshift.io"}, a))
@@ -328,7 +330,7 @@ func TestRouteGuardOnARealAggregatedRouteAPI(t *testing.T) {
 	t.Run("with the admission guard, creating the duplicate is rejected with its message", func(t *testing.T) {
 		s.stopGuard()
 		s.startGuard(routeguard.Options{})
-		s.waitReport(constants.ConditionRoutesCRDGuard, routeguard.ReasonGuardInstalled)
+		s.waitReport(t, constants.ConditionRoutesCRDGuard, routeguard.ReasonGuardInstalled)
 		var err error
 		require.Eventually(t, func() bool {
 			err = s.c.Create(s.ctx, routesCRD())
@@ -386,7 +388,7 @@ func TestRouteGuardOnARealAggregatedRouteAPI(t *testing.T) {
 			return status == http.StatusOK && bytes.Contains(body, []byte("/apis/canary.gitops-addon.test/v1/")) &&
 				bytes.Contains(body, []byte("/apis/route.openshift.io/v1/namespaces/{namespace}/routes"))
 		}, 30*time.Second, 250*time.Millisecond, "v2 has the canary and the aggregated Route paths again")
-		s.waitReport(constants.ConditionOpenAPIV2Available, routeguard.ReasonOpenAPIV2OK)
+		s.waitReport(t, constants.ConditionOpenAPIV2Available, routeguard.ReasonOpenAPIV2OK)
 		code, out := s.doctor()
 		assert.Equal(t, doctor.Healthy, code, out)
 		assert.True(t, s.routesServedByAggregatedServer())
@@ -396,12 +398,13 @@ func TestRouteGuardOnARealAggregatedRouteAPI(t *testing.T) {
 		s.stopGuard()
 		require.NoError(t, client.IgnoreNotFound(s.c.Delete(s.ctx, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: routeguard.GuardName}})))
 		require.Eventually(t, func() bool { return s.c.Create(s.ctx, routesCRD()) == nil }, 30*time.Second, 100*time.Millisecond)
-		fetches := s.fake.AggregatorV2Fetches()
+		downloads := s.fake.AggregatorV2Downloads()
 		require.NoError(t, s.env.RestartAPIServer())
-		// Nothing fetches /openapi/v2 until the aggregator has read the stand-in's document
-		// again: an earlier fetch would build and freeze a document without the duplicate.
-		require.Eventually(t, func() bool { return s.fake.AggregatorV2Fetches() > fetches }, 60*time.Second, 100*time.Millisecond,
-			"the restarted aggregator fetches the stand-in's /openapi/v2")
+		// Nothing fetches /openapi/v2 until the restarted aggregator has downloaded the
+		// stand-in's document: an earlier fetch would build and freeze a document without
+		// the duplicate.
+		require.Eventually(t, func() bool { return s.fake.AggregatorV2Downloads() > downloads }, 60*time.Second, 100*time.Millisecond,
+			"the restarted aggregator downloads the stand-in's /openapi/v2")
 		var status int
 		var body []byte
 		require.Eventually(t, func() bool {
@@ -430,7 +433,7 @@ func TestRouteGuardOnARealAggregatedRouteAPI(t *testing.T) {
 		lists, misses := stopWatching()
 		assert.Positive(t, lists)
 		assert.Zero(t, misses, "every Route list was answered by the aggregated server")
-		s.waitReport(constants.ConditionOpenAPIV2Available, routeguard.ReasonOpenAPIV2OK)
+		s.waitReport(t, constants.ConditionOpenAPIV2Available, routeguard.ReasonOpenAPIV2OK)
 		code, out = s.doctor()
 		assert.Equal(t, doctor.Healthy, code, out)
 	})
@@ -443,11 +446,11 @@ func TestRouteGuardOnARealAggregatedRouteAPI(t *testing.T) {
 			return apierrors.IsNotFound(err)
 		}, 30*time.Second, 100*time.Millisecond)
 		s.startGuard(routeguard.Options{})
-		s.waitReport(constants.ConditionRouteAPI, constants.RouteAPIAbsent)
+		s.waitReport(t, constants.ConditionRouteAPI, constants.RouteAPIAbsent)
 		require.Eventually(t, func() bool { return !s.guardExists() }, 10*time.Second, 100*time.Millisecond, "our guard is removed where the CRD is legitimate")
 		require.Eventually(t, func() bool { return s.c.Create(s.ctx, routesCRD()) == nil }, 30*time.Second, 100*time.Millisecond)
-		s.waitReport(constants.ConditionRouteAPI, constants.RouteAPICRD)
-		s.waitReport(constants.ConditionRoutesCRDGuard, routeguard.ReasonNotNative)
+		s.waitReport(t, constants.ConditionRouteAPI, constants.RouteAPICRD)
+		s.waitReport(t, constants.ConditionRoutesCRDGuard, routeguard.ReasonNotNative)
 		time.Sleep(3 * time.Second)
 		assert.True(t, s.crdExists(constants.RoutesCRDName), "nothing is deleted on a cluster without a native Route API")
 		code, out := s.doctor()
