@@ -189,6 +189,21 @@ func (s *spoke) crdExists(name string) bool {
 	return err == nil
 }
 
+// crdEstablished tells whether a CRD is Established: only then does a starting
+// kube-apiserver put its paths into the first /openapi/v2 it builds.
+func (s *spoke) crdEstablished(name string) bool {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if s.c.Get(s.ctx, types.NamespacedName{Name: name}, crd) != nil {
+		return false
+	}
+	for _, c := range crd.Status.Conditions {
+		if c.Type == apiextensionsv1.Established {
+			return c.Status == apiextensionsv1.ConditionTrue
+		}
+	}
+	return false
+}
+
 // routesServedByAggregatedServer lists Routes and tells whether the stand-in answered.
 func (s *spoke) routesServedByAggregatedServer() bool {
 	list, err := s.dyn.Resource(routesGVR).Namespace("default").List(s.ctx, metav1.ListOptions{})
@@ -236,6 +251,45 @@ func (s *spoke) openAPIV2() (int, []byte) {
 	require.NoError(s.t, err)
 	return resp.StatusCode, body
 }
+
+// restartUntilOpenAPIV2Fails restarts kube-apiserver, with the duplicate Routes CRD in
+// place, until /openapi/v2 answers 503, and returns that answer's body. A restart
+// reproduces the trap only when the first merge of /openapi/v2 sees both the aggregated
+// Route spec and the CRD's: a merge made earlier succeeds and is served from then on.
+// The caller makes sure the CRD is Established (a starting kube-apiserver leaves an
+// unestablished CRD out of its initial spec and adds it later), and nothing fetches
+// /openapi/v2 here before the restarted aggregator has downloaded the stand-in's
+// document. Should a first merge still come too early (two full `make test` runs
+// failed at this step before the Established wait was added), the restart is logged
+// and retried.
+func (s *spoke) restartUntilOpenAPIV2Fails(t *testing.T, attempts int) []byte {
+	t.Helper()
+	for attempt := 1; attempt <= attempts; attempt++ {
+		downloads := s.fake.AggregatorV2Downloads()
+		require.NoError(t, s.env.RestartAPIServer())
+		require.Eventually(t, func() bool { return s.fake.AggregatorV2Downloads() > downloads }, 60*time.Second, 100*time.Millisecond,
+			"the restarted aggregator downloads the stand-in's /openapi/v2")
+		var status int
+		var body []byte
+		failed := assert.Eventually(&quietT{}, func() bool {
+			status, body = s.openAPIV2()
+			return status == http.StatusServiceUnavailable
+		}, 10*time.Second, 200*time.Millisecond)
+		if failed {
+			t.Logf("restart %d: /openapi/v2 answers 503", attempt)
+			return body
+		}
+		t.Logf("restart %d: /openapi/v2 answers %d with the Route paths %s: its first merge came before every spec was loaded",
+			attempt, status, map[bool]string{true: "present", false: "absent"}[bytes.Contains(body, []byte("/apis/route.openshift.io/v1/routes"))])
+	}
+	require.Failf(t, "the trap did not reproduce", "/openapi/v2 never answered 503 with the duplicate Routes CRD present, in %d kube-apiserver restarts", attempts)
+	return nil
+}
+
+// quietT lets assert.Eventually report a timeout as false without failing the test.
+type quietT struct{}
+
+func (quietT) Errorf(string, ...any) {}
 
 func (s *spoke) inOpenAPIV3(groupVersion string) bool {
 	resp, err := s.raw.Get(strings.TrimSuffix(s.env.Config.Host, "/") + "/openapi/v3")
@@ -398,19 +452,9 @@ func TestRouteGuardOnARealAggregatedRouteAPI(t *testing.T) {
 		s.stopGuard()
 		require.NoError(t, client.IgnoreNotFound(s.c.Delete(s.ctx, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: routeguard.GuardName}})))
 		require.Eventually(t, func() bool { return s.c.Create(s.ctx, routesCRD()) == nil }, 30*time.Second, 100*time.Millisecond)
-		downloads := s.fake.AggregatorV2Downloads()
-		require.NoError(t, s.env.RestartAPIServer())
-		// Nothing fetches /openapi/v2 until the restarted aggregator has downloaded the
-		// stand-in's document: an earlier fetch would build and freeze a document without
-		// the duplicate.
-		require.Eventually(t, func() bool { return s.fake.AggregatorV2Downloads() > downloads }, 60*time.Second, 100*time.Millisecond,
-			"the restarted aggregator downloads the stand-in's /openapi/v2")
-		var status int
-		var body []byte
-		require.Eventually(t, func() bool {
-			status, body = s.openAPIV2()
-			return status == http.StatusServiceUnavailable
-		}, 10*time.Second, 200*time.Millisecond, "/openapi/v2 answers 503 with the duplicate present")
+		require.Eventually(t, func() bool { return s.crdEstablished(constants.RoutesCRDName) }, 30*time.Second, 100*time.Millisecond,
+			"the duplicate is Established before the restart")
+		body := s.restartUntilOpenAPIV2Fails(t, 3)
 		assert.Empty(t, body, "the 503 has an empty body")
 		code, out := s.doctor()
 		assert.Equal(t, doctor.ProblemFound, code, out)
