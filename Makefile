@@ -66,6 +66,10 @@ test-integration: test-env ## Run the integration tests on a real kube-apiserver
 test-e2e: e2e-env ## Run the end-to-end tests: a real OCM hub and two spokes as local processes.
 	go test -count=1 -timeout $(TEST_TIMEOUT) -p $(TEST_PARALLEL) -v ./test/harness/... ./test/e2e/...
 
+.PHONY: bench
+bench: ## Run the Go benchmarks (the hub's per-cluster render); the report is docs/benchmarks.md.
+	go test -run '^$$' -bench . -benchmem -count 1 ./pkg/...
+
 .PHONY: test-env
 test-env: ## Build kube-apiserver v1.35.4 and etcd v3.6.8 from source into ./bin (cached; versions pinned above).
 	hack/build-k8s.sh $(BIN) etcd kube-apiserver

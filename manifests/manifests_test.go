@@ -36,6 +36,33 @@ func TestChartFSHoldsTheWholeChart(t *testing.T) {
 		"the Routes CRD must not be in crds/, which ships unconditionally")
 }
 
+// TestTemplatesFSIsTheChartWithoutCRDs guards TemplatesFS's go:embed patterns: a file added
+// to the chart outside them would be missing from what the hub renders.
+func TestTemplatesFSIsTheChartWithoutCRDs(t *testing.T) {
+	crdsPrefix := AgentChartCRDsDir + "/"
+	var inChart, inTemplates []string
+	require.NoError(t, fs.WalkDir(ChartFS, AgentChartDir, func(name string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && !strings.HasPrefix(name, crdsPrefix) {
+			inChart = append(inChart, name)
+		}
+		return err
+	}))
+	require.NoError(t, fs.WalkDir(TemplatesFS, ".", func(name string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			inTemplates = append(inTemplates, name)
+		}
+		return err
+	}))
+	assert.Equal(t, inChart, inTemplates, "TemplatesFS must hold every file of the agent chart except crds/")
+	for _, name := range inTemplates {
+		want, err := fs.ReadFile(ChartFS, name)
+		require.NoError(t, err)
+		got, err := fs.ReadFile(TemplatesFS, name)
+		require.NoError(t, err)
+		assert.Equal(t, want, got, name)
+	}
+}
+
 func TestDefaultValuesRenderEveryObject(t *testing.T) {
 	// Only the chart's own values.yaml: what `gitops-addon render` relies on.
 	objects := mustRender(t, map[string]any{})

@@ -5,11 +5,15 @@
 package addon
 
 import (
+	"cmp"
 	"context"
+	"embed"
 	"fmt"
 	"slices"
 
+	"helm.sh/helm/v3/pkg/releaseutil"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -54,6 +58,19 @@ type Options struct {
 
 // New builds the gitops-addon agent addon.
 func New(o Options) (agent.AgentAddon, error) {
+	crds, err := chartCRDs()
+	if err != nil {
+		return nil, err
+	}
+	built, err := buildHelmAddon(o, manifests.TemplatesFS)
+	if err != nil {
+		return nil, err
+	}
+	return &gitopsAddon{AgentAddon: built, crds: crds}, nil
+}
+
+// buildHelmAddon builds addon-framework's Helm addon over the agent chart in chartFS.
+func buildHelmAddon(o Options, chartFS embed.FS) (agent.AgentAddon, error) {
 	sources := valuesSources{adcGetter: o.ADCGetter, operatorImage: o.OperatorImage, shipped: o.ShippedRoutesCRD}
 	getValues := []addonfactory.GetValuesFunc{sources.values}
 	if o.ADCGetter != nil {
@@ -72,7 +89,7 @@ func New(o Options) (agent.AgentAddon, error) {
 		getValues = append(getValues, staticValues(o.ExtraValues))
 	}
 
-	factory := addonfactory.NewAgentAddonFactory(constants.AddonName, manifests.ChartFS, manifests.AgentChartDir).
+	factory := addonfactory.NewAgentAddonFactory(constants.AddonName, chartFS, manifests.AgentChartDir).
 		WithScheme(agentScheme()).
 		WithGetValuesFuncs(getValues...).
 		WithAgentHealthProber(&agent.HealthProber{Type: agent.HealthProberTypeLease}).
@@ -88,7 +105,7 @@ func New(o Options) (agent.AgentAddon, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building the gitops-addon agent addon: %w", err)
 	}
-	return &gitopsAddon{AgentAddon: built}, nil
+	return built, nil
 }
 
 func staticValues(v addonfactory.Values) addonfactory.GetValuesFunc {
@@ -168,10 +185,65 @@ func registration(kubeClient kubernetes.Interface) *agent.RegistrationOption {
 	}
 }
 
-// gitopsAddon adds per-manifest update strategies to the built addon: the factory has no
-// option for them.
+// gitopsAddon adds to the built addon what the factory has no option for: per-manifest
+// update strategies, and the chart's CRDs decoded once instead of on every render.
 type gitopsAddon struct {
 	agent.AgentAddon
+	// crds are shared by every render: Manifests hands out copies.
+	crds []runtime.Object
+}
+
+// Manifests returns the objects addon-framework's rendering of the whole chart returns, in
+// Helm's install order as the framework sorts them, but decodes the chart's CRDs only once
+// (the framework decodes crds/ again for every cluster), and orders objects of the same
+// kind by namespace and name: the framework leaves them in Go map order, which changes
+// from one render to the next and makes `render`'s output useless for review in Git.
+func (a *gitopsAddon) Manifests(ctx context.Context, cluster *clusterv1.ManagedCluster, addon *addonv1beta1.ManagedClusterAddOn) ([]runtime.Object, error) {
+	rendered, err := a.AgentAddon.Manifests(ctx, cluster, addon)
+	if err != nil {
+		return nil, err
+	}
+	objects := make([]runtime.Object, 0, len(a.crds)+len(rendered))
+	for _, crd := range a.crds {
+		objects = append(objects, crd.DeepCopyObject())
+	}
+	objects = append(objects, rendered...)
+	if err := sortInInstallOrder(objects); err != nil {
+		return nil, err
+	}
+	return objects, nil
+}
+
+// sortInInstallOrder sorts by Helm's install order of kinds (kinds Helm does not know last,
+// by kind name), as the addon framework does, then by namespace and name.
+func sortInInstallOrder(objects []runtime.Object) error {
+	type key struct {
+		rank                  int
+		kind, namespace, name string
+	}
+	keys := make(map[runtime.Object]key, len(objects))
+	for _, o := range objects {
+		m, err := meta.Accessor(o)
+		if err != nil {
+			return fmt.Errorf("rendered object %T: %w", o, err)
+		}
+		kind := o.GetObjectKind().GroupVersionKind().Kind
+		keys[o] = key{rank: installRank(kind), kind: kind, namespace: m.GetNamespace(), name: m.GetName()}
+	}
+	slices.SortFunc(objects, func(a, b runtime.Object) int {
+		ka, kb := keys[a], keys[b]
+		return cmp.Or(cmp.Compare(ka.rank, kb.rank), cmp.Compare(ka.kind, kb.kind),
+			cmp.Compare(ka.namespace, kb.namespace), cmp.Compare(ka.name, kb.name))
+	})
+	return nil
+}
+
+// installRank is a kind's place in Helm's install order; kinds Helm does not know come last.
+func installRank(kind string) int {
+	if i := slices.Index(releaseutil.InstallOrder, kind); i >= 0 {
+		return i
+	}
+	return len(releaseutil.InstallOrder)
 }
 
 // GetAgentAddonOptions applies the ArgoCD CR by server-side apply, so that the work agent
