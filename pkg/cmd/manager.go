@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -9,6 +10,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/gitops-addon/gitops-addon/pkg/hub/manager"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
 )
 
 func newManagerCommand() *cobra.Command {
@@ -19,6 +21,9 @@ func newManagerCommand() *cobra.Command {
 		Short: "Run the hub addon manager: GitOpsCluster controller and gitops-addon ManifestWorks",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			if o.PullWorkers < 1 {
+				return fmt.Errorf("--pull-workers is %d: it must be at least 1", o.PullWorkers)
+			}
 			cfg, err := restConfig(kubeconfig)
 			if err != nil {
 				return err
@@ -34,6 +39,8 @@ func newManagerCommand() *cobra.Command {
 	f.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "namespace of the leader election Lease (default $POD_NAMESPACE)")
 	f.StringVar(&o.AgentImage, "agent-image", "quay.io/gitops-addon/gitops-addon:latest", "image of the spoke agent (this binary)")
 	f.StringVar(&o.OperatorImage, "operator-image", "", "GitOps operator image for every cluster; empty picks the default for each cluster's flavour")
+	f.BoolVar(&o.PullModel, "pull-model", true, "deliver hub Applications labelled "+pullmodel.LabelPull+"=true to their cluster through ManifestWorks, once Argo CD's CRDs exist on the hub; false stops propagation and leaves existing ManifestWorks alone")
+	f.IntVar(&o.PullWorkers, "pull-workers", 4, "Applications the pull model propagates concurrently")
 	return c
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -24,14 +25,17 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	"github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/addon"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/gitopscluster"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
 )
 
 // LeaderElectionID is the Lease that elects the active manager replica.
@@ -45,13 +49,20 @@ type Options struct {
 	LeaderElectionNamespace string
 	AgentImage              string
 	OperatorImage           string
+	// PullModel runs the pull model (hub Applications -> ManifestWorks) once Argo CD's
+	// CRDs exist on the hub; false is the kill switch, which leaves ManifestWorks as they are.
+	PullModel bool
+	// PullWorkers is how many Applications the pull model propagates concurrently.
+	PullWorkers int
+	// SkipControllerNameValidation lets tests run several managers in one process.
+	SkipControllerNameValidation bool
 }
 
 // NewScheme registers every kind the hub manager reads or writes.
 func NewScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
-		clientgoscheme.AddToScheme, v1beta1.AddToScheme,
+		clientgoscheme.AddToScheme, v1beta1.AddToScheme, v1alpha1.AddToScheme, apiextensionsv1.AddToScheme,
 		clusterv1.Install, clusterv1beta1.Install, addonv1alpha1.Install, addonv1beta1.Install, workv1.Install,
 	} {
 		if err := add(s); err != nil {
@@ -86,6 +97,7 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 		// Release the lease on shutdown so that a rolling update hands over at once.
 		LeaderElectionReleaseOnCancel: true,
 		Cache:                         cache.Options{ByObject: cacheByObject()},
+		Controller:                    config.Controller{SkipNameValidation: &o.SkipControllerNameValidation},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the controller manager: %w", err)
@@ -96,6 +108,11 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 		Recorder:  mgr.GetEventRecorder("gitops-addon-manager"),
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the GitOpsCluster controller: %w", err)
+	}
+	if o.PullModel {
+		if err := pullmodel.SetupStarter(mgr, o.PullWorkers, o.SkipControllerNameValidation); err != nil {
+			return nil, fmt.Errorf("setting up the pull model: %w", err)
+		}
 	}
 	if err := addAddonManager(mgr, cfg, o); err != nil {
 		return nil, err

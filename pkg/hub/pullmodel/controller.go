@@ -1,0 +1,342 @@
+package pullmodel
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	workv1 "open-cluster-management.io/api/work/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// ControllerName names the propagation controller in logs, metrics and Events.
+const ControllerName = "pullmodel"
+
+// argoResourcesFinalizers are Argo CD's finalizers that prune an Application's resources.
+// On a pulled Application the spoke's copy carries them and does the pruning; the hub
+// copy's are released once its ManifestWork is gone, since the hub's Argo CD skips it.
+var argoResourcesFinalizers = []string{
+	"resources-finalizer.argocd.argoproj.io",
+	"resources-finalizer.argocd.argoproj.io/foreground",
+	"resources-finalizer.argocd.argoproj.io/background",
+}
+
+// Reconciler propagates one hub Application at a time: its ManifestWork, and the status
+// the spoke reports back onto it.
+type Reconciler struct {
+	// Client reads ManagedClusters, PlacementDecisions and ManagedClusterAddOns from the
+	// manager's cache, and writes.
+	Client client.Client
+	// Cache holds the pull model's kinds: Applications, AppProjects, pull ManifestWorks.
+	Cache cache.Cache
+	// Recorder emits Events on hub Applications.
+	Recorder events.EventRecorder
+	// Now is the clock of condition transition times (tests set it).
+	Now func() metav1.Time
+}
+
+// Reconcile brings the ManifestWork of one hub Application, and the Application's status,
+// to what the Application and the spoke's report ask for.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	app := newApplication()
+	if err := r.Cache.Get(ctx, req.NamespacedName, app); err != nil {
+		if apierrors.IsNotFound(err) {
+			// Gone, with or without a finalizer: its ManifestWorks go too.
+			return ctrl.Result{}, r.deleteWorks(ctx, req.NamespacedName, "")
+		}
+		return ctrl.Result{}, fmt.Errorf("reading Application %s: %w", req.NamespacedName, err)
+	}
+	if !app.GetDeletionTimestamp().IsZero() {
+		return ctrl.Result{}, r.finalize(ctx, app)
+	}
+	v, err := validate(ctx, app, r)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !v.ship {
+		if err := r.deleteWorks(ctx, req.NamespacedName, ""); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{}, r.writeHubApplication(ctx, app, v, spokeStatus{}, nil)
+	}
+	// A changed cluster annotation moves the Application: the old cluster's work goes.
+	if err := r.deleteWorks(ctx, req.NamespacedName, v.cluster); err != nil {
+		return ctrl.Result{}, err
+	}
+	existing, err := r.work(ctx, v.cluster, WorkName(app.GetNamespace(), app.GetName()))
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	spoke := spokeStatusOf(existing, spokeNamespace(app), app.GetName())
+	plan := planRequests(app, existing, spoke)
+	plan.cluster, plan.project = v.cluster, v.project
+	if err := r.applyWork(ctx, app, plan, existing); err != nil {
+		return ctrl.Result{}, err
+	}
+	if spoke.applyFailure != "" {
+		v.errors = append(v.errors, r.applyFailureProblem(ctx, v.cluster, existing, spoke.applyFailure))
+	}
+	return ctrl.Result{}, r.writeHubApplication(ctx, app, v, spoke, taken(app, existing, spoke))
+}
+
+// planRequests decides which one-shot requests (a manual sync, a refresh) go to the spoke
+// this time. A request is shipped until the spoke shows it took it: its operation start
+// time, or its reconcile time, differs from the one recorded when the request was first
+// shipped. Then the hub's copy is cleared, and the request leaves the ManifestWork, so the
+// hub and the spoke never fight over it and it runs once.
+func planRequests(app *unstructured.Unstructured, existing *workv1.ManifestWork, spoke spokeStatus) workPlan {
+	p := workPlan{hub: app, baselines: map[string]string{}}
+	if _, ok, _ := unstructured.NestedMap(app.Object, "operation"); ok {
+		p.request.operation = true
+		p.baselines[AnnotationOperationBaseline] = baseline(existing, AnnotationOperationBaseline, spoke, FeedbackOperationStartedAt)
+	}
+	if _, ok := app.GetAnnotations()[AnnotationRefresh]; ok {
+		p.request.refresh = true
+		p.baselines[AnnotationRefreshBaseline] = baseline(existing, AnnotationRefreshBaseline, spoke, FeedbackReconciledAt)
+	}
+	return p
+}
+
+// baseline is the recorded baseline of a request already shipped, or what the spoke
+// reports now for a request shipped for the first time.
+func baseline(existing *workv1.ManifestWork, annotation string, spoke spokeStatus, feedback string) string {
+	if existing != nil {
+		if b, ok := existing.Annotations[annotation]; ok {
+			return b
+		}
+	}
+	v, _ := spoke.get(feedback)
+	return v
+}
+
+// oneShotTaken says which shipped requests the spoke has taken.
+type oneShotTaken struct{ operation, refresh bool }
+
+func taken(app *unstructured.Unstructured, existing *workv1.ManifestWork, spoke spokeStatus) *oneShotTaken {
+	if existing == nil {
+		return nil
+	}
+	t := &oneShotTaken{}
+	if _, ok, _ := unstructured.NestedMap(app.Object, "operation"); ok {
+		t.operation = changedSince(existing, AnnotationOperationBaseline, spoke, FeedbackOperationStartedAt)
+	}
+	if _, ok := app.GetAnnotations()[AnnotationRefresh]; ok {
+		t.refresh = changedSince(existing, AnnotationRefreshBaseline, spoke, FeedbackReconciledAt)
+	}
+	return t
+}
+
+func changedSince(existing *workv1.ManifestWork, annotation string, spoke spokeStatus, feedback string) bool {
+	b, shipped := existing.Annotations[annotation]
+	now, reported := spoke.get(feedback)
+	return shipped && reported && now != b
+}
+
+// applyWork creates or updates the ManifestWork when it differs from the desired one.
+func (r *Reconciler) applyWork(ctx context.Context, app *unstructured.Unstructured, plan workPlan, existing *workv1.ManifestWork) error {
+	desired, clearedDestName, err := desiredWork(plan)
+	if err != nil {
+		return err
+	}
+	key := client.ObjectKeyFromObject(desired)
+	switch {
+	case existing == nil:
+		if err := r.Client.Create(ctx, desired); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("ManifestWork %s exists but is not in the cache yet: %w", key, err)
+			}
+			return fmt.Errorf("creating ManifestWork %s: %w", key, err)
+		}
+	case !existing.GetDeletionTimestamp().IsZero():
+		return fmt.Errorf("ManifestWork %s is being deleted; it is created again once it is gone", key)
+	case workDiffers(existing, desired):
+		updated := existing.DeepCopy()
+		mergeInto(updated, desired)
+		if err := r.Client.Update(ctx, updated); err != nil {
+			return fmt.Errorf("updating ManifestWork %s: %w", key, err)
+		}
+	default:
+		return nil
+	}
+	if clearedDestName != "" {
+		r.event(app, corev1.EventTypeNormal, ReasonDestinationRewritten,
+			"destination.name %q is replaced on cluster %s by server %s, the cluster the Application runs on",
+			clearedDestName, plan.cluster, InClusterServer)
+	}
+	return nil
+}
+
+// applyFailureProblem explains why the spoke could not apply the Application, with the
+// fix: most often the gitops addon is not enabled on that cluster, so there is no Argo CD
+// (and no Application CRD) there.
+func (r *Reconciler) applyFailureProblem(ctx context.Context, cluster string, w *workv1.ManifestWork, failure string) problem {
+	where := fmt.Sprintf("ManifestWork %s/%s is not applied on cluster %s (%s)", w.Namespace, w.Name, cluster, failure)
+	if !strings.Contains(failure, "no matches for kind") && !strings.Contains(failure, "the server could not find the requested resource") {
+		return problem{ReasonSpokeApplyFailed, where}
+	}
+	enabled, err := r.addonEnabled(ctx, cluster)
+	switch {
+	case err != nil:
+		return problem{ReasonSpokeApplyFailed, where + ": cluster " + cluster + " has no Argo CD Application API"}
+	case !enabled:
+		return problem{ReasonSpokeApplyFailed, where + ": the gitops addon is not enabled on cluster " + cluster +
+			", so it has no Argo CD; enable it (GitOpsCluster spec.gitopsAddon.enabled: true, or a ManagedClusterAddOn " +
+			"gitops-addon in namespace " + cluster + ")"}
+	default:
+		return problem{ReasonSpokeApplyFailed, where + ": the gitops addon on cluster " + cluster +
+			" has not installed Argo CD yet; see `kubectl get managedclusteraddon gitops-addon -n " + cluster + "`"}
+	}
+}
+
+// writeHubApplication writes, in one patch and only when something changed, the
+// spoke's status, the pull model's conditions and the clearing of one-shot requests the
+// spoke took. Events name every new problem.
+func (r *Reconciler) writeHubApplication(ctx context.Context, app *unstructured.Unstructured, v verdict, spoke spokeStatus, done *oneShotTaken) error {
+	updated := app.DeepCopy()
+	conditions := pullConditions(app, v.errors, v.warnings, r.now())
+	if v.candidate || findAppCondition(app, ConditionPullError) != nil || findAppCondition(app, ConditionPullWarning) != nil {
+		status := desiredHubStatus(app, spoke, conditions)
+		if statusDiffers(app, status) {
+			updated.Object["status"] = status
+		}
+	}
+	if done != nil && done.operation {
+		unstructured.RemoveNestedField(updated.Object, "operation")
+	}
+	if done != nil && done.refresh {
+		annotations := updated.GetAnnotations()
+		delete(annotations, AnnotationRefresh)
+		updated.SetAnnotations(annotations)
+	}
+	r.announceProblems(app, v)
+	if equality.Semantic.DeepEqual(app.Object, updated.Object) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(app, client.MergeFromWithOptimisticLock{})
+	if err := r.Client.Patch(ctx, updated, patch, client.FieldOwner(FieldManager)); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return err // retried with the newer version
+		}
+		return fmt.Errorf("writing status of Application %s/%s: %w", app.GetNamespace(), app.GetName(), err)
+	}
+	return nil
+}
+
+// announceProblems records an Event for each problem not yet in the Application's
+// conditions, so that `kubectl describe` tells the story once, not at every reconcile.
+func (r *Reconciler) announceProblems(app *unstructured.Unstructured, v verdict) {
+	for _, group := range []struct {
+		kind, eventType string
+		problems        []problem
+	}{{ConditionPullError, corev1.EventTypeWarning, v.errors}, {ConditionPullWarning, corev1.EventTypeWarning, v.warnings}} {
+		old := ""
+		if c := findAppCondition(app, group.kind); c != nil {
+			old, _ = c["message"].(string)
+		}
+		for _, p := range group.problems {
+			if !strings.Contains(old, p.String()) {
+				r.event(app, group.eventType, p.reason, "%s", p.message)
+			}
+		}
+	}
+}
+
+// finalize deletes the ManifestWorks of an Application being deleted and, once they are
+// gone (the spoke Application with them, its own finalizers having pruned what they
+// prune), releases the Argo CD resource finalizers the hub's skipped Argo CD never will.
+func (r *Reconciler) finalize(ctx context.Context, app *unstructured.Unstructured) error {
+	key := client.ObjectKeyFromObject(app)
+	works, err := r.worksOf(ctx, key)
+	if err != nil {
+		return err
+	}
+	if len(works) > 0 {
+		return r.deleteWorks(ctx, key, "")
+	}
+	if app.GetAnnotations()[AnnotationSkipReconcile] != "true" || !IsPullApplication(app) {
+		return nil
+	}
+	kept := slices.DeleteFunc(slices.Clone(app.GetFinalizers()), func(f string) bool {
+		return slices.Contains(argoResourcesFinalizers, f)
+	})
+	if len(kept) == len(app.GetFinalizers()) {
+		return nil
+	}
+	updated := app.DeepCopy()
+	updated.SetFinalizers(kept)
+	if err := r.Client.Patch(ctx, updated, client.MergeFromWithOptions(app, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldManager)); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	r.event(app, corev1.EventTypeNormal, "FinalizerReleased",
+		"the Application's ManifestWork is gone and the spoke Application with it; the Argo CD resources finalizer is released on the hub")
+	return nil
+}
+
+// deleteWorks deletes the pull ManifestWorks of a hub Application, except the one in
+// keepCluster's namespace ("" keeps none).
+func (r *Reconciler) deleteWorks(ctx context.Context, app types.NamespacedName, keepCluster string) error {
+	works, err := r.worksOf(ctx, app)
+	if err != nil {
+		return err
+	}
+	for i := range works {
+		w := &works[i]
+		if w.Namespace == keepCluster || !w.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if err := r.Client.Delete(ctx, w, client.Preconditions{UID: &w.UID}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting ManifestWork %s/%s of Application %s: %w", w.Namespace, w.Name, app, err)
+		}
+		ctrl.LoggerFrom(ctx).Info("deleted the ManifestWork of a pull Application", "manifestWork", w.Namespace+"/"+w.Name)
+	}
+	return nil
+}
+
+func (r *Reconciler) worksOf(ctx context.Context, app types.NamespacedName) ([]workv1.ManifestWork, error) {
+	list := &workv1.ManifestWorkList{}
+	if err := r.Cache.List(ctx, list, client.MatchingFields{indexWorkByHubApp: app.String()}); err != nil {
+		return nil, fmt.Errorf("listing the ManifestWorks of Application %s: %w", app, err)
+	}
+	return list.Items, nil
+}
+
+func (r *Reconciler) work(ctx context.Context, namespace, name string) (*workv1.ManifestWork, error) {
+	w := &workv1.ManifestWork{}
+	err := r.Cache.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, w)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading ManifestWork %s/%s: %w", namespace, name, err)
+	}
+	return w, nil
+}
+
+func (r *Reconciler) event(app *unstructured.Unstructured, eventType, reason, format string, args ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(app, nil, eventType, reason, "Propagate", format, args...)
+	}
+}
+
+func (r *Reconciler) now() metav1.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return metav1.Now()
+}
+
+func newApplication() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(ApplicationGVK)
+	return u
+}

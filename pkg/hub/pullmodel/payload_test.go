@@ -1,0 +1,199 @@
+package pullmodel
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+func TestSpokeApplication(t *testing.T) {
+	tests := []struct {
+		name          string
+		edit          func(*unstructured.Unstructured)
+		req           spokeRequest
+		check         func(t *testing.T, app *unstructured.Unstructured)
+		wantClearName string
+	}{
+		{
+			name: "seed Application: in-cluster destination, hub-only metadata stripped, the rest kept",
+			check: func(t *testing.T, app *unstructured.Unstructured) {
+				assert.Equal(t, "openshift-gitops", app.GetNamespace())
+				assert.Equal(t, "guestbook-cluster1", app.GetName())
+				assert.Equal(t, map[string]string{"team": "blue"}, app.GetLabels())
+				assert.Equal(t, map[string]string{"note": "kept"}, app.GetAnnotations())
+				assert.Equal(t, []string{"resources-finalizer.argocd.argoproj.io"}, app.GetFinalizers())
+				assert.Empty(t, app.GetOwnerReferences())
+				server, _, _ := unstructured.NestedString(app.Object, "spec", "destination", "server")
+				assert.Equal(t, InClusterServer, server)
+				ns, _, _ := unstructured.NestedString(app.Object, "spec", "destination", "namespace")
+				assert.Equal(t, "guestbook", ns)
+				prune, _, _ := unstructured.NestedBool(app.Object, "spec", "syncPolicy", "automated", "prune")
+				assert.True(t, prune)
+				_, hasStatus := app.Object["status"]
+				assert.False(t, hasStatus)
+			},
+		},
+		{
+			name: "destination name cleared and reported",
+			edit: func(u *unstructured.Unstructured) {
+				_ = unstructured.SetNestedMap(u.Object, map[string]any{"name": "cluster1", "namespace": "guestbook"}, "spec", "destination")
+			},
+			wantClearName: "cluster1",
+			check: func(t *testing.T, app *unstructured.Unstructured) {
+				dest, _, _ := unstructured.NestedMap(app.Object, "spec", "destination")
+				assert.Equal(t, map[string]any{"server": InClusterServer, "namespace": "guestbook"}, dest)
+			},
+		},
+		{
+			name: "spoke namespace from the annotation",
+			edit: func(u *unstructured.Unstructured) {
+				a := u.GetAnnotations()
+				a[AnnotationAppNamespace] = "argocd"
+				u.SetAnnotations(a)
+			},
+			check: func(t *testing.T, app *unstructured.Unstructured) {
+				assert.Equal(t, "argocd", app.GetNamespace())
+				assert.NotContains(t, app.GetAnnotations(), AnnotationAppNamespace)
+			},
+		},
+		{
+			name: "operation and refresh stay on the hub unless requested",
+			edit: withOperationAndRefresh,
+			check: func(t *testing.T, app *unstructured.Unstructured) {
+				assert.NotContains(t, app.Object, "operation")
+				assert.NotContains(t, app.GetAnnotations(), AnnotationRefresh)
+			},
+		},
+		{
+			name: "operation and refresh shipped when requested",
+			edit: withOperationAndRefresh,
+			req:  spokeRequest{operation: true, refresh: true},
+			check: func(t *testing.T, app *unstructured.Unstructured) {
+				rev, _, _ := unstructured.NestedString(app.Object, "operation", "sync", "revision")
+				assert.Equal(t, "abc123", rev)
+				assert.Equal(t, "hard", app.GetAnnotations()[AnnotationRefresh])
+			},
+		},
+		{
+			name: "no destination at all gets one",
+			edit: func(u *unstructured.Unstructured) { unstructured.RemoveNestedField(u.Object, "spec", "destination") },
+			check: func(t *testing.T, app *unstructured.Unstructured) {
+				server, _, _ := unstructured.NestedString(app.Object, "spec", "destination", "server")
+				assert.Equal(t, InClusterServer, server)
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hub := hubApp(seedApp)
+			if tt.edit != nil {
+				tt.edit(hub)
+			}
+			before := hub.DeepCopy()
+			app, cleared := spokeApplication(hub, tt.req)
+			assert.Equal(t, tt.wantClearName, cleared)
+			tt.check(t, app)
+			assert.Equal(t, before, hub, "the hub Application must not be modified")
+		})
+	}
+}
+
+func withOperationAndRefresh(u *unstructured.Unstructured) {
+	u.Object["operation"] = map[string]any{"sync": map[string]any{"revision": "abc123"}}
+	a := u.GetAnnotations()
+	a[AnnotationRefresh] = "hard"
+	u.SetAnnotations(a)
+}
+
+func TestWorkName(t *testing.T) {
+	long := strings.Repeat("a", 250)
+	tests := []struct {
+		name, ns, app string
+		wantPrefix    string
+	}{
+		{"short", "openshift-gitops", "guestbook", "guestbook-"},
+		{"long name cut to a readable prefix", "team-a", long, strings.Repeat("a", maxNamePrefix) + "-"},
+		{"cut at a dash keeps a valid name", "team-a", strings.Repeat("a", maxNamePrefix-1) + "-bbbb", strings.Repeat("a", maxNamePrefix-1) + "-"},
+		{"dots allowed", "ns", "my.app", "my.app-"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := WorkName(tt.ns, tt.app)
+			assert.True(t, strings.HasPrefix(n, tt.wantPrefix), n)
+			assert.Empty(t, validation.IsDNS1123Subdomain(n), n)
+			assert.LessOrEqual(t, len(n), maxNamePrefix+1+hashLength)
+			assert.Equal(t, n, WorkName(tt.ns, tt.app), "deterministic")
+		})
+	}
+	t.Run("same name in two namespaces does not collide", func(t *testing.T) {
+		assert.NotEqual(t, WorkName("team-a", "guestbook"), WorkName("team-b", "guestbook"))
+	})
+	t.Run("namespace/name boundary is unambiguous", func(t *testing.T) {
+		assert.NotEqual(t, WorkName("a-b", "c"), WorkName("a", "b-c"))
+	})
+	t.Run("long names differing only past the prefix do not collide", func(t *testing.T) {
+		assert.NotEqual(t, WorkName("ns", long+"x"), WorkName("ns", long+"y"))
+	})
+}
+
+func TestReportLabelValue(t *testing.T) {
+	assert.Equal(t, "openshift-gitops.guestbook", ReportLabelValue("openshift-gitops", "guestbook"))
+	long := ReportLabelValue("openshift-gitops", strings.Repeat("x", 80))
+	assert.Len(t, long, 63)
+	assert.Empty(t, validation.IsValidLabelValue(long))
+	assert.NotEqual(t, long, ReportLabelValue("openshift-gitops", strings.Repeat("x", 81)))
+}
+
+func TestDesiredWork(t *testing.T) {
+	hub := hubApp(seedApp)
+	project := hubApp(`{apiVersion: argoproj.io/v1alpha1, kind: AppProject, metadata: {name: blue, namespace: openshift-gitops, resourceVersion: "7", uid: u1}, spec: {sourceRepos: ["*"]}}`)
+	_ = unstructured.SetNestedField(hub.Object, "blue", "spec", "project")
+	w, _, err := desiredWork(workPlan{hub: hub, cluster: "cluster1", project: project,
+		baselines: map[string]string{AnnotationOperationBaseline: ""}})
+	require.NoError(t, err)
+	assert.Equal(t, "cluster1", w.Namespace)
+	assert.Equal(t, WorkName("openshift-gitops", "guestbook-cluster1"), w.Name)
+	assert.Equal(t, "true", w.Labels[LabelPullWork])
+	assert.Equal(t, "true", w.Labels[LabelApplicationSet])
+	assert.Equal(t, "openshift-gitops/guestbook", w.Annotations[AnnotationHostingAppSet])
+	assert.Equal(t, "1111-2222", w.Annotations[AnnotationHostingAppSetUID])
+	assert.Equal(t, "guestbook-cluster1", w.Annotations[AnnotationHubAppName])
+	assert.Contains(t, w.Annotations, AnnotationOperationBaseline)
+	require.Len(t, w.Spec.Workload.Manifests, 2)
+	assert.Contains(t, string(w.Spec.Workload.Manifests[0].Raw), `"kind":"AppProject"`)
+	assert.NotContains(t, string(w.Spec.Workload.Manifests[0].Raw), "resourceVersion")
+	assert.Contains(t, string(w.Spec.Workload.Manifests[1].Raw), `"kind":"Application"`)
+	require.Len(t, w.Spec.ManifestConfigs, 2)
+	assert.Len(t, w.Spec.ManifestConfigs[0].FeedbackRules[0].JsonPaths, len(feedbackPaths))
+	assert.Equal(t, "blue", w.Spec.ManifestConfigs[1].ResourceIdentifier.Name)
+
+	t.Run("an identical desired work does not differ", func(t *testing.T) {
+		again, _, err := desiredWork(workPlan{hub: hub, cluster: "cluster1", project: project,
+			baselines: map[string]string{AnnotationOperationBaseline: ""}})
+		require.NoError(t, err)
+		stored := again.DeepCopy()
+		stored.Labels["other"] = "kept"
+		stored.Annotations["other"] = "kept"
+		assert.False(t, workDiffers(stored, w))
+	})
+	t.Run("a spec change differs", func(t *testing.T) {
+		changed := hub.DeepCopy()
+		_ = unstructured.SetNestedField(changed.Object, "v2", "spec", "source", "targetRevision")
+		again, _, _ := desiredWork(workPlan{hub: changed, cluster: "cluster1", project: project})
+		assert.True(t, workDiffers(w, again))
+	})
+	t.Run("a dropped baseline differs, and merging removes it but keeps foreign annotations", func(t *testing.T) {
+		again, _, _ := desiredWork(workPlan{hub: hub, cluster: "cluster1", project: project})
+		assert.True(t, workDiffers(w, again))
+		stored := w.DeepCopy()
+		stored.Annotations["other"] = "kept"
+		mergeInto(stored, again)
+		assert.NotContains(t, stored.Annotations, AnnotationOperationBaseline)
+		assert.Equal(t, "kept", stored.Annotations["other"])
+		assert.False(t, workDiffers(stored, again))
+	})
+}

@@ -1,0 +1,201 @@
+package pullmodel
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	workv1 "open-cluster-management.io/api/work/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
+	"github.com/gitops-addon/gitops-addon/pkg/constants"
+)
+
+// ReportControllerName names the report controller in logs and metrics.
+const ReportControllerName = "appsetreport"
+
+// ReportReconciler keeps one MulticlusterApplicationSetReport per ApplicationSet that has
+// pull Applications, built from their ManifestWorks' feedback alone.
+type ReportReconciler struct {
+	Client client.Client
+	// Cache holds the pull ManifestWorks and our reports.
+	Cache cache.Cache
+}
+
+// Reconcile rebuilds the report of one ApplicationSet (the request's namespace/name).
+func (r *ReportReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	works := &workv1.ManifestWorkList{}
+	if err := r.Cache.List(ctx, works, client.MatchingFields{indexWorkByAppSet: req.String()}); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing the ManifestWorks of ApplicationSet %s: %w", req, err)
+	}
+	live := slices.DeleteFunc(works.Items, func(w workv1.ManifestWork) bool { return !w.DeletionTimestamp.IsZero() })
+	existing := &v1alpha1.MulticlusterApplicationSetReport{}
+	err := r.Cache.Get(ctx, req.NamespacedName, existing)
+	switch {
+	case apierrors.IsNotFound(err):
+		existing = nil
+	case err != nil:
+		return ctrl.Result{}, fmt.Errorf("reading report %s: %w", req, err)
+	}
+	if len(live) == 0 {
+		// No pull Application left: the report goes (its ApplicationSet may live on, with
+		// Applications no cluster pulls). Only our own report is ever deleted.
+		if existing != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(r.Client.Delete(ctx, existing, client.Preconditions{UID: &existing.UID}))
+		}
+		return ctrl.Result{}, nil
+	}
+	desired := buildReport(req.NamespacedName, live)
+	if existing == nil {
+		if err := r.Client.Create(ctx, desired); err != nil {
+			return ctrl.Result{}, fmt.Errorf("creating report %s: %w", req, err)
+		}
+		return ctrl.Result{}, nil
+	}
+	if equality.Semantic.DeepEqual(existing.Statuses, desired.Statuses) &&
+		equality.Semantic.DeepEqual(existing.OwnerReferences, desired.OwnerReferences) &&
+		existing.Labels[LabelHostingAppSetReport] == desired.Labels[LabelHostingAppSetReport] {
+		return ctrl.Result{}, nil
+	}
+	updated := existing.DeepCopy()
+	updated.Statuses = desired.Statuses
+	updated.OwnerReferences = desired.OwnerReferences
+	updated.Labels[LabelHostingAppSetReport] = desired.Labels[LabelHostingAppSetReport]
+	if err := r.Client.Update(ctx, updated); err != nil {
+		return ctrl.Result{}, fmt.Errorf("updating report %s: %w", req, err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// buildReport aggregates the ManifestWorks of one ApplicationSet's pull Applications.
+func buildReport(appSet types.NamespacedName, works []workv1.ManifestWork) *v1alpha1.MulticlusterApplicationSetReport {
+	report := &v1alpha1.MulticlusterApplicationSetReport{
+		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "MulticlusterApplicationSetReport"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: appSet.Name, Namespace: appSet.Namespace,
+			Labels: map[string]string{
+				LabelHostingAppSetReport: ReportLabelValue(appSet.Namespace, appSet.Name),
+				constants.LabelManagedBy: constants.ManagedByValue,
+			},
+		},
+	}
+	entries := make([]v1alpha1.ClusterCondition, 0, len(works))
+	var uid types.UID
+	for i := range works {
+		w := &works[i]
+		entries = append(entries, clusterCondition(w))
+		if u := w.Annotations[AnnotationHostingAppSetUID]; u != "" {
+			uid = types.UID(u)
+		}
+	}
+	slices.SortFunc(entries, func(a, b v1alpha1.ClusterCondition) int {
+		return cmp.Or(cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(a.App, b.App))
+	})
+	report.Statuses.ClusterConditions = entries
+	report.Statuses.Summary = summarize(entries)
+	if uid != "" {
+		// Owned by the ApplicationSet, so that the garbage collector removes the report with it.
+		report.OwnerReferences = []metav1.OwnerReference{{
+			APIVersion: ApplicationSetGVK.GroupVersion().String(), Kind: ApplicationSetGVK.Kind,
+			Name: appSet.Name, UID: uid,
+		}}
+	}
+	return report
+}
+
+// clusterCondition is one Application's entry: what its cluster reported, and the
+// problems: not applied, or a failed sync.
+func clusterCondition(w *workv1.ManifestWork) v1alpha1.ClusterCondition {
+	appName := w.Annotations[AnnotationHubAppName]
+	s := spokeStatusOf(w, workAppNamespace(w), appName)
+	c := v1alpha1.ClusterCondition{
+		Cluster: w.Namespace,
+		App:     strings.Join([]string{w.Annotations[AnnotationHubAppNamespace], appName, w.Namespace, w.Name}, "/"),
+	}
+	c.HealthStatus, _ = s.get(FeedbackHealth)
+	c.SyncStatus, _ = s.get(FeedbackSync)
+	c.SyncRevision, _ = s.get(FeedbackRevision)
+	c.OperationStatePhase, _ = s.get(FeedbackOperationPhase)
+	c.OperationStateStartedAt, _ = s.get(FeedbackOperationStartedAt)
+	if s.applyFailure != "" {
+		c.Conditions = append(c.Conditions, v1alpha1.Condition{Type: "ApplyError", Message: s.applyFailure})
+	}
+	if c.OperationStatePhase == "Failed" || c.OperationStatePhase == "Error" {
+		msg, _ := s.get(FeedbackOperationMessage)
+		c.Conditions = append(c.Conditions, v1alpha1.Condition{Type: "SyncError", Message: msg})
+	}
+	return c
+}
+
+// workAppNamespace is the namespace of the Application a pull ManifestWork carries, read
+// from its manifest config (the spoke namespace may differ from the hub's).
+func workAppNamespace(w *workv1.ManifestWork) string {
+	for _, c := range w.Spec.ManifestConfigs {
+		if c.ResourceIdentifier.Resource == "applications" {
+			return c.ResourceIdentifier.Namespace
+		}
+	}
+	return w.Annotations[AnnotationHubAppNamespace]
+}
+
+// summarize counts as ACM does: Healthy is healthy, anything else not healthy, and
+// Progressing is also in progress; Synced is synced, anything else not synced.
+func summarize(entries []v1alpha1.ClusterCondition) v1alpha1.ReportSummary {
+	var synced, healthy, progressing int
+	clusters := map[string]bool{}
+	for _, e := range entries {
+		clusters[e.Cluster] = true
+		if e.SyncStatus == "Synced" {
+			synced++
+		}
+		switch e.HealthStatus {
+		case "Healthy":
+			healthy++
+		case "Progressing":
+			progressing++
+		}
+	}
+	n := len(entries)
+	return v1alpha1.ReportSummary{
+		Clusters:   strconv.Itoa(len(clusters)),
+		Synced:     strconv.Itoa(synced),
+		NotSynced:  strconv.Itoa(n - synced),
+		Healthy:    strconv.Itoa(healthy),
+		NotHealthy: strconv.Itoa(n - healthy),
+		InProgress: strconv.Itoa(progressing),
+	}
+}
+
+// SetupWithManager registers the report controller on the pull ManifestWorks and reports.
+func (r *ReportReconciler) SetupWithManager(mgr manager.Manager, skipNameValidation bool) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ReportControllerName).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 2, SkipNameValidation: &skipNameValidation}).
+		WatchesRawSource(source.Kind(r.Cache, &workv1.ManifestWork{}, handler.TypedEnqueueRequestsFromMapFunc(forWorkAppSet))).
+		WatchesRawSource(source.Kind(r.Cache, &v1alpha1.MulticlusterApplicationSetReport{},
+			&handler.TypedEnqueueRequestForObject[*v1alpha1.MulticlusterApplicationSetReport]{})).
+		Complete(r)
+}
+
+func forWorkAppSet(_ context.Context, w *workv1.ManifestWork) []reconcile.Request {
+	ns, name, ok := strings.Cut(w.Annotations[AnnotationHostingAppSet], "/")
+	if !ok {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
+}

@@ -1,0 +1,111 @@
+package pullmodel
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+)
+
+// requiredCRDs must be established before the pull model starts.
+var requiredCRDs = []string{ApplicationCRDName, "appprojects.argoproj.io"}
+
+// Starter starts the pull model's cache and controllers once Argo CD's Application and
+// AppProject CRDs are established on the hub, whether they were installed before or
+// after the manager started: no restart is needed.
+type Starter struct {
+	mgr       manager.Manager
+	workers   int
+	skipNames bool
+	once      sync.Once
+	started   bool
+	startErr  error
+}
+
+// SetupStarter registers the Starter. It watches CRD metadata only, filtered to Argo
+// CD's two CRDs.
+func SetupStarter(mgr manager.Manager, workers int, skipNameValidation bool) error {
+	if err := RegisterDecisionIndex(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return fmt.Errorf("indexing PlacementDecisions by cluster: %w", err)
+	}
+	s := &Starter{mgr: mgr, workers: workers, skipNames: skipNameValidation}
+	crd := &metav1.PartialObjectMetadata{}
+	crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("pullmodel-starter").
+		WithOptions(controller.Options{SkipNameValidation: &skipNameValidation}).
+		For(crd, builder.OnlyMetadata, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return o.GetName() == requiredCRDs[0] || o.GetName() == requiredCRDs[1]
+		}))).
+		Complete(s)
+}
+
+// Reconcile starts the pull model when both CRDs are established.
+func (s *Starter) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
+	if s.started {
+		return ctrl.Result{}, nil
+	}
+	for _, name := range requiredCRDs {
+		ready, err := s.established(ctx, name)
+		if err != nil || !ready {
+			return ctrl.Result{}, err // the CRD's next event wakes us
+		}
+	}
+	if err := s.start(); err != nil {
+		return ctrl.Result{}, err
+	}
+	s.started = true
+	ctrl.LoggerFrom(ctx).Info("Argo CD's Application CRD is established: the pull model is running", "workers", s.workers)
+	return ctrl.Result{}, nil
+}
+
+func (s *Starter) established(ctx context.Context, name string) (bool, error) {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := s.mgr.GetAPIReader().Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("reading CRD %s: %w", name, err)
+	}
+	for _, c := range crd.Status.Conditions {
+		if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// start adds the pull cache and both controllers to the running manager. A failure is
+// returned on every later attempt too: half-registered controllers cannot be retried.
+func (s *Starter) start() error {
+	s.once.Do(func() {
+		c, err := NewCache(s.mgr)
+		if err != nil {
+			s.startErr = err
+			return
+		}
+		if err := s.mgr.Add(c); err != nil {
+			s.startErr = fmt.Errorf("adding the pull model's cache: %w", err)
+			return
+		}
+		propagation := &Reconciler{Client: s.mgr.GetClient(), Cache: c, Recorder: s.mgr.GetEventRecorder(ControllerName)}
+		if err := propagation.SetupWithManager(s.mgr, s.workers, s.skipNames); err != nil {
+			s.startErr = fmt.Errorf("setting up the pull model's propagation controller: %w", err)
+			return
+		}
+		report := &ReportReconciler{Client: s.mgr.GetClient(), Cache: c}
+		if err := report.SetupWithManager(s.mgr, s.skipNames); err != nil {
+			s.startErr = fmt.Errorf("setting up the ApplicationSet report controller: %w", err)
+		}
+	})
+	return s.startErr
+}

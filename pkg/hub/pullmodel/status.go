@@ -1,0 +1,180 @@
+package pullmodel
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	workv1 "open-cluster-management.io/api/work/v1"
+)
+
+// spokeStatus is what the spoke reported about one pulled Application: the feedback
+// values present (a value Argo CD has not written yet is absent, not empty) and whether
+// the work agent could apply the Application.
+type spokeStatus struct {
+	values map[string]string
+	// applyFailure is a sentence saying why the Application is not applied, if it is not.
+	applyFailure string
+}
+
+func (s spokeStatus) get(name string) (string, bool) {
+	v, ok := s.values[name]
+	return v, ok
+}
+
+// spokeStatusOf reads a ManifestWork's status for the Application it carries. A nil work
+// (not created yet) has reported nothing.
+func spokeStatusOf(w *workv1.ManifestWork, appNamespace, appName string) spokeStatus {
+	s := spokeStatus{values: map[string]string{}}
+	if w == nil {
+		return s
+	}
+	for _, m := range w.Status.ResourceStatus.Manifests {
+		if m.ResourceMeta.Group != ApplicationGVK.Group || m.ResourceMeta.Resource != "applications" ||
+			m.ResourceMeta.Namespace != appNamespace || m.ResourceMeta.Name != appName {
+			continue
+		}
+		for _, v := range m.StatusFeedbacks.Values {
+			if v.Value.Type == workv1.String && v.Value.String != nil {
+				s.values[v.Name] = *v.Value.String
+			}
+		}
+		if c := meta.FindStatusCondition(m.Conditions, workv1.ManifestApplied); c != nil && c.Status == metav1.ConditionFalse {
+			s.applyFailure = fmt.Sprintf("%s: %s", c.Reason, c.Message)
+		}
+	}
+	if s.applyFailure == "" {
+		// The work as a whole, e.g. rejected before any manifest was tried.
+		if c := meta.FindStatusCondition(w.Status.Conditions, workv1.WorkApplied); c != nil &&
+			c.Status == metav1.ConditionFalse && c.ObservedGeneration == w.Generation {
+			s.applyFailure = fmt.Sprintf("%s: %s", c.Reason, c.Message)
+		}
+	}
+	return s
+}
+
+// desiredHubStatus is the hub Application's status with what the spoke reported and the
+// pull model's conditions: the fields the spoke did not report are left as they are, so
+// the hub never shows a value the spoke did not send.
+func desiredHubStatus(app *unstructured.Unstructured, s spokeStatus, conditions []any) map[string]any {
+	current, _, _ := unstructured.NestedMap(app.Object, "status")
+	status := runtime.DeepCopyJSON(orEmpty(current))
+	if v, ok := s.get(FeedbackHealth); ok {
+		setPath(status, v, "health", "status")
+	}
+	if v, ok := s.get(FeedbackSync); ok {
+		setPath(status, v, "sync", "status")
+	}
+	if v, ok := s.get(FeedbackRevision); ok {
+		// sync.status is required by Argo CD's schema whenever sync is set.
+		if _, has, _ := unstructured.NestedString(status, "sync", "status"); has {
+			setPath(status, v, "sync", "revision")
+		}
+	}
+	setOperationState(status, s)
+	if v, ok := s.get(FeedbackReconciledAt); ok {
+		status["reconciledAt"] = v
+	}
+	setConditions(status, conditions)
+	return status
+}
+
+// setOperationState copies the spoke's operation phase, start and message. Argo CD's
+// schema requires operation, phase and startedAt together; the operation itself stays on
+// the spoke, so an empty one stands in for it, as ACM does.
+func setOperationState(status map[string]any, s spokeStatus) {
+	phase, hasPhase := s.get(FeedbackOperationPhase)
+	started, hasStarted := s.get(FeedbackOperationStartedAt)
+	if !hasPhase || !hasStarted {
+		return
+	}
+	op, _, _ := unstructured.NestedMap(status, "operationState")
+	op = orEmpty(op)
+	op["phase"] = phase
+	op["startedAt"] = started
+	if msg, ok := s.get(FeedbackOperationMessage); ok {
+		op["message"] = msg
+	} else {
+		delete(op, "message")
+	}
+	if _, ok := op["operation"]; !ok {
+		op["operation"] = map[string]any{}
+	}
+	status["operationState"] = op
+}
+
+// setConditions replaces the pull model's conditions, keeping everybody else's.
+func setConditions(status map[string]any, ours []any) {
+	existing, _, _ := unstructured.NestedSlice(status, "conditions")
+	kept := slices.DeleteFunc(slices.Clone(existing), func(c any) bool {
+		m, _ := c.(map[string]any)
+		t, _ := m["type"].(string)
+		return t == ConditionPullError || t == ConditionPullWarning
+	})
+	all := append(kept, ours...)
+	if len(all) == 0 {
+		delete(status, "conditions")
+		return
+	}
+	status["conditions"] = all
+}
+
+// pullConditions are the Argo CD ApplicationConditions the pull model reports: one
+// error condition and one warning condition at most, each listing every problem. The
+// transition time is kept while the message is unchanged, so a steady state writes nothing.
+func pullConditions(app *unstructured.Unstructured, errs, warnings []problem, now metav1.Time) []any {
+	var out []any
+	for _, c := range []struct {
+		kind     string
+		problems []problem
+	}{{ConditionPullError, errs}, {ConditionPullWarning, warnings}} {
+		if len(c.problems) == 0 {
+			continue
+		}
+		msg := joinProblems(c.problems)
+		ts := now.UTC().Format(timeLayout)
+		if old := findAppCondition(app, c.kind); old != nil && old["message"] == msg {
+			if t, ok := old["lastTransitionTime"].(string); ok {
+				ts = t
+			}
+		}
+		out = append(out, map[string]any{"type": c.kind, "message": msg, "lastTransitionTime": ts})
+	}
+	return out
+}
+
+// timeLayout is how Kubernetes writes metav1.Time.
+const timeLayout = "2006-01-02T15:04:05Z"
+
+func joinProblems(ps []problem) string {
+	parts := make([]string, len(ps))
+	for i, p := range ps {
+		parts[i] = p.String()
+	}
+	return strings.Join(parts, "; ")
+}
+
+func findAppCondition(app *unstructured.Unstructured, conditionType string) map[string]any {
+	conds, _, _ := unstructured.NestedSlice(app.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == conditionType {
+			return m
+		}
+	}
+	return nil
+}
+
+// statusDiffers says whether the desired status differs from the Application's.
+func statusDiffers(app *unstructured.Unstructured, desired map[string]any) bool {
+	current, _, _ := unstructured.NestedMap(app.Object, "status")
+	return !equality.Semantic.DeepEqual(orEmpty(current), desired)
+}
+
+func setPath(m map[string]any, value string, path ...string) {
+	_ = unstructured.SetNestedField(m, value, path...)
+}

@@ -1,0 +1,122 @@
+package pullmodel
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	workv1 "open-cluster-management.io/api/work/v1"
+)
+
+func TestDesiredHubStatus(t *testing.T) {
+	tests := []struct {
+		name     string
+		existing map[string]any
+		reported map[string]string
+		want     map[string]any
+	}{
+		{name: "nothing reported, nothing written", want: map[string]any{}},
+		{
+			name:     "every value reported",
+			reported: map[string]string{FeedbackHealth: "Healthy", FeedbackSync: "Synced", FeedbackRevision: "abc", FeedbackOperationPhase: "Succeeded", FeedbackOperationStartedAt: "2026-11-23T10:00:00Z", FeedbackOperationMessage: "successfully synced", FeedbackReconciledAt: "2026-11-23T10:00:05Z"},
+			want: map[string]any{
+				"health": map[string]any{"status": "Healthy"},
+				"sync":   map[string]any{"status": "Synced", "revision": "abc"},
+				"operationState": map[string]any{"phase": "Succeeded", "startedAt": "2026-11-23T10:00:00Z",
+					"message": "successfully synced", "operation": map[string]any{}},
+				"reconciledAt": "2026-11-23T10:00:05Z",
+			},
+		},
+		{
+			name:     "health only: no Progressing invented, no sync",
+			reported: map[string]string{FeedbackHealth: "Degraded"},
+			want:     map[string]any{"health": map[string]any{"status": "Degraded"}},
+		},
+		{
+			name:     "a revision without a sync status is not written (schema requires sync.status)",
+			reported: map[string]string{FeedbackRevision: "abc"},
+			want:     map[string]any{},
+		},
+		{
+			name:     "an operation phase without its start is not written (schema requires both)",
+			reported: map[string]string{FeedbackOperationPhase: "Running"},
+			want:     map[string]any{},
+		},
+		{
+			name:     "values not reported keep what is there; other fields kept",
+			existing: map[string]any{"sync": map[string]any{"status": "OutOfSync", "revision": "old"}, "resources": []any{"x"}},
+			reported: map[string]string{FeedbackHealth: "Healthy"},
+			want:     map[string]any{"sync": map[string]any{"status": "OutOfSync", "revision": "old"}, "resources": []any{"x"}, "health": map[string]any{"status": "Healthy"}},
+		},
+		{
+			name:     "an existing operation is kept",
+			existing: map[string]any{"operationState": map[string]any{"operation": map[string]any{"sync": map[string]any{}}, "phase": "Running", "startedAt": "t0", "message": "old"}},
+			reported: map[string]string{FeedbackOperationPhase: "Succeeded", FeedbackOperationStartedAt: "t0"},
+			want:     map[string]any{"operationState": map[string]any{"operation": map[string]any{"sync": map[string]any{}}, "phase": "Succeeded", "startedAt": "t0"}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			app := hubApp(seedApp)
+			if tt.existing != nil {
+				app.Object["status"] = tt.existing
+			}
+			w := reportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", tt.reported)
+			s := spokeStatusOf(w, "openshift-gitops", "guestbook-cluster1")
+			got := desiredHubStatus(app, s, nil)
+			assert.Equal(t, tt.want, got)
+			assert.False(t, statusDiffers(withStatus(app, got), got))
+		})
+	}
+}
+
+func withStatus(app *unstructured.Unstructured, status map[string]any) *unstructured.Unstructured {
+	c := app.DeepCopy()
+	c.Object["status"] = status
+	return c
+}
+
+func TestSpokeStatusOf(t *testing.T) {
+	t.Run("another manifest's feedback is not ours", func(t *testing.T) {
+		w := reportedWork("cluster1", "openshift-gitops", "other", map[string]string{FeedbackHealth: "Healthy"})
+		assert.Empty(t, spokeStatusOf(w, "openshift-gitops", "guestbook-cluster1").values)
+	})
+	t.Run("not applied: the manifest's reason and message", func(t *testing.T) {
+		w := reportedWork("cluster1", "openshift-gitops", "app", nil)
+		w.Status.ResourceStatus.Manifests[0].Conditions = []metav1.Condition{{Type: workv1.ManifestApplied, Status: metav1.ConditionFalse,
+			Reason: "AppliedManifestFailed", Message: `no matches for kind "Application" in version "argoproj.io/v1alpha1"`}}
+		assert.Equal(t, `AppliedManifestFailed: no matches for kind "Application" in version "argoproj.io/v1alpha1"`,
+			spokeStatusOf(w, "openshift-gitops", "app").applyFailure)
+	})
+	t.Run("a nil work reported nothing", func(t *testing.T) {
+		assert.Empty(t, spokeStatusOf(nil, "ns", "app").values)
+	})
+}
+
+func TestPullConditions(t *testing.T) {
+	now := metav1.NewTime(time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC))
+	later := metav1.NewTime(now.Add(time.Hour))
+	app := hubApp(seedApp)
+	errs := []problem{{ReasonClusterNotFound, "gone"}}
+	first := pullConditions(app, errs, nil, now)
+	assert.Equal(t, []any{map[string]any{"type": ConditionPullError, "message": "ClusterNotFound: gone", "lastTransitionTime": "2026-11-23T10:00:00Z"}}, first)
+
+	app.Object["status"] = map[string]any{"conditions": first}
+	assert.Equal(t, first, pullConditions(app, errs, nil, later), "unchanged message keeps its transition time")
+	changed := pullConditions(app, []problem{{ReasonClusterNotPermitted, "no"}}, []problem{{ReasonSkipReconcileMissing, "w"}}, later)
+	assert.Len(t, changed, 2)
+	assert.Equal(t, "2026-11-23T11:00:00Z", changed[0].(map[string]any)["lastTransitionTime"])
+
+	t.Run("others' conditions are kept, ours replaced or removed", func(t *testing.T) {
+		status := map[string]any{"conditions": []any{
+			map[string]any{"type": "SyncError", "message": "x"},
+			map[string]any{"type": ConditionPullError, "message": "old"},
+		}}
+		setConditions(status, nil)
+		assert.Equal(t, []any{map[string]any{"type": "SyncError", "message": "x"}}, status["conditions"])
+		setConditions(status, first)
+		assert.Len(t, status["conditions"], 2)
+	})
+}

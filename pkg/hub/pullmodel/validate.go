@@ -1,0 +1,163 @@
+package pullmodel
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Reasons a hub Application is not delivered, or delivered with a warning. Each appears
+// as the reason of an Event on the Application and at the start of the message of its
+// PullModelError/PullModelWarning condition.
+const (
+	ReasonPullLabelMissing         = "PullLabelMissing"
+	ReasonClusterAnnotationMissing = "ClusterAnnotationMissing"
+	ReasonInvalidAppNamespace      = "InvalidAppNamespace"
+	ReasonClusterNotFound          = "ClusterNotFound"
+	ReasonClusterNotPermitted      = "ClusterNotPermitted"
+	ReasonAppProjectNotFound       = "AppProjectNotFound"
+	ReasonSkipReconcileMissing     = "SkipReconcileMissing"
+	ReasonDestinationRewritten     = "DestinationNameCleared"
+	ReasonSpokeApplyFailed         = "SpokeApplyFailed"
+	ReasonDelivered                = "Delivered"
+)
+
+// problem is one thing wrong with a pull Application, in words a user can act on.
+type problem struct {
+	reason  string
+	message string
+}
+
+func (p problem) String() string { return p.reason + ": " + p.message }
+
+// verdict is what validation decided for a hub Application.
+type verdict struct {
+	// candidate is false for an Application that is no business of the pull model.
+	candidate bool
+	// ship is true when a ManifestWork may carry the Application to cluster.
+	ship    bool
+	cluster string
+	// project is the hub AppProject to ship along, nil for "default".
+	project *unstructured.Unstructured
+	// errors stop delivery; warnings do not.
+	errors   []problem
+	warnings []problem
+}
+
+// facts are the hub objects validation needs; the controller reads them from its caches.
+type facts interface {
+	// ClusterExists says whether a ManagedCluster of that name exists.
+	ClusterExists(ctx context.Context, cluster string) (bool, error)
+	// ClusterPlaced says whether a PlacementDecision in namespace lists the cluster.
+	ClusterPlaced(ctx context.Context, namespace, cluster string) (bool, error)
+	// AppProject returns the AppProject namespace/name, nil when there is none.
+	AppProject(ctx context.Context, namespace, name string) (*unstructured.Unstructured, error)
+}
+
+// IsPullApplication says whether a hub Application asks to be pulled.
+func IsPullApplication(app *unstructured.Unstructured) bool {
+	return app.GetLabels()[LabelPull] == "true"
+}
+
+// isCandidate says whether the pull model has anything to say about an Application:
+// it asks to be pulled, or names a cluster without asking (which deserves a warning).
+func isCandidate(app *unstructured.Unstructured) bool {
+	_, annotated := app.GetAnnotations()[AnnotationCluster]
+	return IsPullApplication(app) || annotated
+}
+
+// validate decides whether and where a hub Application may be delivered. Errors reading
+// facts are returned as such (the reconcile is retried), never as a verdict.
+func validate(ctx context.Context, app *unstructured.Unstructured, f facts) (verdict, error) {
+	v := verdict{candidate: isCandidate(app)}
+	if !v.candidate {
+		return v, nil
+	}
+	cluster := strings.TrimSpace(app.GetAnnotations()[AnnotationCluster])
+	v.cluster = cluster
+	if !IsPullApplication(app) {
+		v.warnings = append(v.warnings, problem{ReasonPullLabelMissing, fmt.Sprintf(
+			"the Application names cluster %q in the annotation %s but lacks the label %s: \"true\", so it is delivered "+
+				"to no cluster; add the label (for an ApplicationSet, in spec.template.metadata.labels)",
+			cluster, AnnotationCluster, LabelPull)})
+		return v, nil
+	}
+	if cluster == "" {
+		v.errors = append(v.errors, problem{ReasonClusterAnnotationMissing, fmt.Sprintf(
+			"the Application has the label %s: \"true\" but no cluster in the annotation %s; set it to the managed "+
+				"cluster's name (for an ApplicationSet with the clusterDecisionResource generator: '{{name}}')",
+			LabelPull, AnnotationCluster)})
+		return v, nil
+	}
+	if ns := app.GetAnnotations()[AnnotationAppNamespace]; ns != "" {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			v.errors = append(v.errors, problem{ReasonInvalidAppNamespace, fmt.Sprintf(
+				"the annotation %s is %q, which is not a namespace name (%s); fix it or remove it to use %q",
+				AnnotationAppNamespace, ns, strings.Join(errs, "; "), app.GetNamespace())})
+			return v, nil
+		}
+	}
+	ok, err := f.ClusterExists(ctx, cluster)
+	if err != nil {
+		return v, fmt.Errorf("reading ManagedCluster %s: %w", cluster, err)
+	}
+	if !ok {
+		v.errors = append(v.errors, problem{ReasonClusterNotFound, fmt.Sprintf(
+			"managed cluster %q named in the annotation %s does not exist on this hub; fix the annotation "+
+				"(`kubectl get managedclusters` lists the clusters)", cluster, AnnotationCluster)})
+		return v, nil
+	}
+	if ok, err = f.ClusterPlaced(ctx, app.GetNamespace(), cluster); err != nil {
+		return v, fmt.Errorf("reading PlacementDecisions in %s: %w", app.GetNamespace(), err)
+	}
+	if !ok {
+		v.errors = append(v.errors, problem{ReasonClusterNotPermitted, fmt.Sprintf(
+			"no PlacementDecision in namespace %q lists cluster %q, and an Application may only target the clusters "+
+				"its own namespace's Placements select; add the cluster to a Placement in %q (for example the "+
+				"GitOpsCluster's), or move the Application", app.GetNamespace(), cluster, app.GetNamespace())})
+		return v, nil
+	}
+	project, found, err := appProjectFor(ctx, app, f)
+	if err != nil {
+		return v, err
+	}
+	if !found {
+		v.errors = append(v.errors, problem{ReasonAppProjectNotFound, fmt.Sprintf(
+			"AppProject %q used by the Application does not exist in namespace %q on the hub, so it cannot be "+
+				"delivered with it; create it there, or use the project \"default\"", projectName(app), app.GetNamespace())})
+		return v, nil
+	}
+	v.project = project
+	if app.GetAnnotations()[AnnotationSkipReconcile] != "true" {
+		v.warnings = append(v.warnings, problem{ReasonSkipReconcileMissing, fmt.Sprintf(
+			"the Application lacks the annotation %s: \"true\", so the hub's own Argo CD deploys it too (onto the "+
+				"hub); add the annotation", AnnotationSkipReconcile)})
+	}
+	v.ship = true
+	return v, nil
+}
+
+// appProjectFor finds the non-default AppProject an Application uses, in the
+// Application's namespace; "default" exists on every Argo CD and is never shipped.
+func appProjectFor(ctx context.Context, app *unstructured.Unstructured, f facts) (*unstructured.Unstructured, bool, error) {
+	name := projectName(app)
+	if name == "default" {
+		return nil, true, nil
+	}
+	p, err := f.AppProject(ctx, app.GetNamespace(), name)
+	if err != nil {
+		return nil, false, fmt.Errorf("reading AppProject %s/%s: %w", app.GetNamespace(), name, err)
+	}
+	return p, p != nil, nil
+}
+
+func projectName(app *unstructured.Unstructured) string {
+	name, _, _ := unstructured.NestedString(app.Object, "spec", "project")
+	if name == "" {
+		return "default"
+	}
+	return name
+}

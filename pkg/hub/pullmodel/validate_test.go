@@ -1,0 +1,109 @@
+package pullmodel
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+func TestValidate(t *testing.T) {
+	blue := hubApp(`{apiVersion: argoproj.io/v1alpha1, kind: AppProject, metadata: {name: blue, namespace: openshift-gitops}}`)
+	everything := fakeFacts{
+		clusters: map[string]bool{"cluster1": true, "cluster2": true},
+		placed:   map[string]bool{"openshift-gitops/cluster1": true},
+		projects: map[string]*unstructured.Unstructured{"openshift-gitops/blue": blue},
+	}
+	setLabel := func(k, v string) func(*unstructured.Unstructured) {
+		return func(u *unstructured.Unstructured) {
+			l := u.GetLabels()
+			if v == "" {
+				delete(l, k)
+			} else {
+				l[k] = v
+			}
+			u.SetLabels(l)
+		}
+	}
+	setAnnotation := func(k, v string, remove bool) func(*unstructured.Unstructured) {
+		return func(u *unstructured.Unstructured) {
+			a := u.GetAnnotations()
+			if remove {
+				delete(a, k)
+			} else {
+				a[k] = v
+			}
+			u.SetAnnotations(a)
+		}
+	}
+	tests := []struct {
+		name          string
+		edit          func(*unstructured.Unstructured)
+		wantCandidate bool
+		wantShip      bool
+		wantErrors    []string
+		wantWarnings  []string
+		wantProject   bool
+	}{
+		{name: "seed Application ships", wantCandidate: true, wantShip: true},
+		{name: "not a pull Application at all", wantCandidate: false,
+			edit: func(u *unstructured.Unstructured) {
+				setLabel(LabelPull, "")(u)
+				setAnnotation(AnnotationCluster, "", true)(u)
+			}},
+		{name: "annotation without the pull label: warned, not shipped", wantCandidate: true,
+			edit: setLabel(LabelPull, ""), wantWarnings: []string{ReasonPullLabelMissing}},
+		{name: "pull label false counts as missing", wantCandidate: true,
+			edit: setLabel(LabelPull, "false"), wantWarnings: []string{ReasonPullLabelMissing}},
+		{name: "pull label without a cluster", wantCandidate: true,
+			edit: setAnnotation(AnnotationCluster, "", true), wantErrors: []string{ReasonClusterAnnotationMissing}},
+		{name: "empty cluster annotation", wantCandidate: true,
+			edit: setAnnotation(AnnotationCluster, "  ", false), wantErrors: []string{ReasonClusterAnnotationMissing}},
+		{name: "unknown cluster", wantCandidate: true,
+			edit: setAnnotation(AnnotationCluster, "nowhere", false), wantErrors: []string{ReasonClusterNotFound}},
+		{name: "cluster not placed in the Application's namespace", wantCandidate: true,
+			edit: setAnnotation(AnnotationCluster, "cluster2", false), wantErrors: []string{ReasonClusterNotPermitted}},
+		{name: "invalid spoke namespace", wantCandidate: true,
+			edit: setAnnotation(AnnotationAppNamespace, "Not_A_Namespace", false), wantErrors: []string{ReasonInvalidAppNamespace}},
+		{name: "missing AppProject", wantCandidate: true,
+			edit: func(u *unstructured.Unstructured) { _ = unstructured.SetNestedField(u.Object, "red", "spec", "project") },
+			wantErrors: []string{ReasonAppProjectNotFound}},
+		{name: "non-default AppProject ships along", wantCandidate: true, wantShip: true, wantProject: true,
+			edit: func(u *unstructured.Unstructured) { _ = unstructured.SetNestedField(u.Object, "blue", "spec", "project") }},
+		{name: "skip-reconcile missing: shipped with a warning", wantCandidate: true, wantShip: true,
+			edit: setAnnotation(AnnotationSkipReconcile, "", true), wantWarnings: []string{ReasonSkipReconcileMissing}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			app := hubApp(seedApp)
+			if tt.edit != nil {
+				tt.edit(app)
+			}
+			v, err := validate(context.Background(), app, everything)
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantCandidate, v.candidate)
+			assert.Equal(t, tt.wantShip, v.ship)
+			assert.Equal(t, tt.wantErrors, reasons(v.errors))
+			assert.Equal(t, tt.wantWarnings, reasons(v.warnings))
+			assert.Equal(t, tt.wantProject, v.project != nil)
+			for _, p := range append(v.errors, v.warnings...) {
+				assert.NotEmpty(t, p.message)
+			}
+		})
+	}
+	t.Run("a failed read is an error, not a verdict", func(t *testing.T) {
+		_, err := validate(context.Background(), hubApp(seedApp), fakeFacts{err: errors.New("cache not synced")})
+		assert.ErrorContains(t, err, "cache not synced")
+	})
+}
+
+func reasons(ps []problem) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, p.reason)
+	}
+	return out
+}

@@ -1,0 +1,210 @@
+package pullmodel
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	workv1 "open-cluster-management.io/api/work/v1"
+
+	"github.com/gitops-addon/gitops-addon/pkg/constants"
+)
+
+// Names of the status feedback values the work agent reports for a pulled Application:
+// scalars only, so that they work on every OCM work agent without feature gates.
+const (
+	FeedbackHealth             = "healthStatus"
+	FeedbackSync               = "syncStatus"
+	FeedbackRevision           = "syncRevision"
+	FeedbackOperationPhase     = "operationStatePhase"
+	FeedbackOperationStartedAt = "operationStateStartedAt"
+	FeedbackOperationMessage   = "operationStateMessage"
+	FeedbackReconciledAt       = "reconciledAt"
+)
+
+// feedbackPaths maps each feedback value to its JSONPath in the spoke Application.
+var feedbackPaths = []workv1.JsonPath{
+	{Name: FeedbackHealth, Path: ".status.health.status"},
+	{Name: FeedbackSync, Path: ".status.sync.status"},
+	{Name: FeedbackRevision, Path: ".status.sync.revision"},
+	{Name: FeedbackOperationPhase, Path: ".status.operationState.phase"},
+	{Name: FeedbackOperationStartedAt, Path: ".status.operationState.startedAt"},
+	{Name: FeedbackOperationMessage, Path: ".status.operationState.message"},
+	{Name: FeedbackReconciledAt, Path: ".status.reconciledAt"},
+}
+
+// workPlan is everything that goes into one pulled Application's ManifestWork.
+type workPlan struct {
+	hub     *unstructured.Unstructured
+	cluster string
+	project *unstructured.Unstructured
+	request spokeRequest
+	// baselines are the one-shot request annotations to record (see AnnotationOperationBaseline).
+	baselines map[string]string
+}
+
+// desiredWork builds the ManifestWork for a plan. It also returns the destination name
+// it had to clear, for the Event.
+func desiredWork(p workPlan) (*workv1.ManifestWork, string, error) {
+	app, clearedDestName := spokeApplication(p.hub, p.request)
+	objects := []*unstructured.Unstructured{}
+	if p.project != nil {
+		objects = append(objects, spokeAppProject(p.project, app.GetNamespace()))
+	}
+	objects = append(objects, app)
+	manifests := make([]workv1.Manifest, 0, len(objects))
+	for _, o := range objects {
+		raw, err := json.Marshal(o.Object)
+		if err != nil {
+			return nil, "", fmt.Errorf("encoding %s %s: %w", o.GetKind(), o.GetName(), err)
+		}
+		manifests = append(manifests, workv1.Manifest{RawExtension: runtime.RawExtension{Raw: raw}})
+	}
+	w := &workv1.ManifestWork{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        WorkName(p.hub.GetNamespace(), p.hub.GetName()),
+			Namespace:   p.cluster,
+			Labels:      workLabels(p.hub),
+			Annotations: workAnnotations(p.hub, p.baselines),
+		},
+		Spec: workv1.ManifestWorkSpec{
+			Workload:        workv1.ManifestsTemplate{Manifests: manifests},
+			ManifestConfigs: manifestConfigs(app, p.project != nil),
+		},
+	}
+	return w, clearedDestName, nil
+}
+
+func workLabels(hub *unstructured.Unstructured) map[string]string {
+	l := map[string]string{LabelPullWork: "true", constants.LabelManagedBy: constants.ManagedByValue}
+	if _, ok := applicationSetOwner(hub); ok {
+		l[LabelApplicationSet] = "true"
+	}
+	return l
+}
+
+func workAnnotations(hub *unstructured.Unstructured, baselines map[string]string) map[string]string {
+	a := map[string]string{
+		AnnotationHubAppNamespace: hub.GetNamespace(),
+		AnnotationHubAppName:      hub.GetName(),
+	}
+	if owner, ok := applicationSetOwner(hub); ok {
+		a[AnnotationHostingAppSet] = hub.GetNamespace() + "/" + owner.Name
+		a[AnnotationHostingAppSetUID] = string(owner.UID)
+	}
+	maps.Copy(a, baselines)
+	return a
+}
+
+// applicationSetOwner is the ApplicationSet that generated an Application, from its
+// owner references (the ApplicationSet controller sets one, as controller).
+func applicationSetOwner(app *unstructured.Unstructured) (metav1.OwnerReference, bool) {
+	for _, o := range app.GetOwnerReferences() {
+		if o.Kind == ApplicationSetGVK.Kind && o.APIVersion == ApplicationSetGVK.GroupVersion().String() {
+			return o, true
+		}
+	}
+	return metav1.OwnerReference{}, false
+}
+
+// manifestConfigs applies both objects server-side (the spoke Argo CD owns the status,
+// and removes .operation and the refresh annotation when done: a server-side apply
+// leaves what it writes alone) and asks for the Application's status as feedback.
+func manifestConfigs(app *unstructured.Unstructured, withProject bool) []workv1.ManifestConfigOption {
+	ssa := &workv1.UpdateStrategy{
+		Type:            workv1.UpdateStrategyTypeServerSideApply,
+		ServerSideApply: &workv1.ServerSideApplyConfig{Force: true, FieldManager: "work-agent"},
+	}
+	configs := []workv1.ManifestConfigOption{{
+		ResourceIdentifier: workv1.ResourceIdentifier{
+			Group: ApplicationGVK.Group, Resource: "applications", Namespace: app.GetNamespace(), Name: app.GetName(),
+		},
+		FeedbackRules:  []workv1.FeedbackRule{{Type: workv1.JSONPathsType, JsonPaths: feedbackPaths}},
+		UpdateStrategy: ssa,
+	}}
+	if withProject {
+		configs = append(configs, workv1.ManifestConfigOption{
+			ResourceIdentifier: workv1.ResourceIdentifier{
+				Group: AppProjectGVK.Group, Resource: "appprojects", Namespace: app.GetNamespace(), Name: projectNameOf(app),
+			},
+			UpdateStrategy: ssa,
+		})
+	}
+	return configs
+}
+
+func projectNameOf(spokeApp *unstructured.Unstructured) string { return projectName(spokeApp) }
+
+// workDiffers says whether the stored ManifestWork must be updated to the desired one:
+// a label or annotation of ours with another value, or another spec. Manifests are
+// compared as JSON values, since the apiserver may re-encode them.
+func workDiffers(existing, desired *workv1.ManifestWork) bool {
+	for k, v := range desired.Labels {
+		if existing.Labels[k] != v {
+			return true
+		}
+	}
+	if !sameOwnAnnotations(existing.Annotations, desired.Annotations) {
+		return true
+	}
+	if !equality.Semantic.DeepEqual(existing.Spec.ManifestConfigs, desired.Spec.ManifestConfigs) ||
+		!equality.Semantic.DeepEqual(existing.Spec.DeleteOption, desired.Spec.DeleteOption) ||
+		len(existing.Spec.Workload.Manifests) != len(desired.Spec.Workload.Manifests) {
+		return true
+	}
+	for i := range desired.Spec.Workload.Manifests {
+		if !sameJSON(existing.Spec.Workload.Manifests[i].Raw, desired.Spec.Workload.Manifests[i].Raw) {
+			return true
+		}
+	}
+	return false
+}
+
+// ownAnnotations are the annotations of a pull ManifestWork that gitops-addon decides.
+var ownAnnotations = []string{
+	AnnotationHubAppNamespace, AnnotationHubAppName, AnnotationHostingAppSet, AnnotationHostingAppSetUID,
+	AnnotationOperationBaseline, AnnotationRefreshBaseline,
+}
+
+func sameOwnAnnotations(existing, desired map[string]string) bool {
+	for _, k := range ownAnnotations {
+		ev, eok := existing[k]
+		dv, dok := desired[k]
+		if eok != dok || ev != dv {
+			return false
+		}
+	}
+	return true
+}
+
+// mergeInto makes existing carry the desired labels, annotations and spec, keeping
+// labels and annotations others wrote.
+func mergeInto(existing, desired *workv1.ManifestWork) {
+	if existing.Labels == nil {
+		existing.Labels = map[string]string{}
+	}
+	maps.Copy(existing.Labels, desired.Labels)
+	if existing.Annotations == nil {
+		existing.Annotations = map[string]string{}
+	}
+	for _, k := range ownAnnotations {
+		if v, ok := desired.Annotations[k]; ok {
+			existing.Annotations[k] = v
+		} else {
+			delete(existing.Annotations, k)
+		}
+	}
+	existing.Spec = desired.Spec
+}
+
+func sameJSON(a, b []byte) bool {
+	var av, bv any
+	if json.Unmarshal(a, &av) != nil || json.Unmarshal(b, &bv) != nil {
+		return false
+	}
+	return equality.Semantic.DeepEqual(av, bv)
+}
