@@ -51,7 +51,9 @@ type fakeFacts struct {
 	err      error
 }
 
-func (f fakeFacts) ClusterExists(_ context.Context, c string) (bool, error) { return f.clusters[c], f.err }
+func (f fakeFacts) ClusterExists(_ context.Context, c string) (bool, error) {
+	return f.clusters[c], f.err
+}
 func (f fakeFacts) ClusterPlaced(_ context.Context, ns, c string) (bool, error) {
 	return f.placed[ns+"/"+c], f.err
 }

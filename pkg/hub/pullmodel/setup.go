@@ -293,4 +293,3 @@ func (r *Reconciler) enqueue(q workqueue.TypedRateLimitingInterface[reconcile.Re
 		q.Add(req)
 	}
 }
-

@@ -69,10 +69,14 @@ func TestValidate(t *testing.T) {
 		{name: "invalid spoke namespace", wantCandidate: true,
 			edit: setAnnotation(AnnotationAppNamespace, "Not_A_Namespace", false), wantErrors: []string{ReasonInvalidAppNamespace}},
 		{name: "missing AppProject", wantCandidate: true,
-			edit: func(u *unstructured.Unstructured) { _ = unstructured.SetNestedField(u.Object, "red", "spec", "project") },
+			edit: func(u *unstructured.Unstructured) {
+				_ = unstructured.SetNestedField(u.Object, "red", "spec", "project")
+			},
 			wantErrors: []string{ReasonAppProjectNotFound}},
 		{name: "non-default AppProject ships along", wantCandidate: true, wantShip: true, wantProject: true,
-			edit: func(u *unstructured.Unstructured) { _ = unstructured.SetNestedField(u.Object, "blue", "spec", "project") }},
+			edit: func(u *unstructured.Unstructured) {
+				_ = unstructured.SetNestedField(u.Object, "blue", "spec", "project")
+			}},
 		{name: "skip-reconcile missing: shipped with a warning", wantCandidate: true, wantShip: true,
 			edit: setAnnotation(AnnotationSkipReconcile, "", true), wantWarnings: []string{ReasonSkipReconcileMissing}},
 	}
