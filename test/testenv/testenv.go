@@ -5,6 +5,7 @@ package testenv
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -286,4 +287,74 @@ func (e *Env) KubeconfigFile(t testing.TB) string {
 		t.Fatalf("writing %s: %v", path, err)
 	}
 	return path
+}
+
+// ArgoCDModule at ArgoCDVersion is the Argo CD release whose Application, ApplicationSet
+// and AppProject CRDs the tests install (manifests/crds in its module): the version the
+// local fleet's Argo CD is built from.
+const (
+	ArgoCDModule  = "github.com/argoproj/argo-cd/v3"
+	ArgoCDVersion = "v3.2.11"
+)
+
+var (
+	argoCDDirOnce sync.Once
+	argoCDDir     string
+	argoCDDirErr  error
+)
+
+// ArgoCDCRDDir is manifests/crds of the pinned Argo CD module, downloaded through the Go
+// module proxy into the module cache on first use.
+func ArgoCDCRDDir() (string, error) {
+	argoCDDirOnce.Do(func() {
+		cmd := exec.Command("go", "mod", "download", "-json", ArgoCDModule+"@"+ArgoCDVersion)
+		cmd.Dir = RepoRoot()
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			argoCDDirErr = fmt.Errorf("downloading %s@%s: %v: %s%s", ArgoCDModule, ArgoCDVersion, err, out, stderr.String())
+			return
+		}
+		var info struct{ Dir, Error string }
+		if err := json.Unmarshal(out, &info); err != nil || info.Error != "" {
+			argoCDDirErr = fmt.Errorf("downloading %s@%s: %v %s", ArgoCDModule, ArgoCDVersion, err, info.Error)
+			return
+		}
+		argoCDDir = filepath.Join(info.Dir, "manifests", "crds")
+	})
+	return argoCDDir, argoCDDirErr
+}
+
+// argoCDCRDFiles are the CRDs of manifests/crds (beside them: a kustomization.yaml).
+var argoCDCRDFiles = []string{"application-crd.yaml", "applicationset-crd.yaml", "appproject-crd.yaml"}
+
+// ArgoCDCRDPaths are the files of the pinned Argo CD release's Application,
+// ApplicationSet and AppProject CRDs, for WithCRDPaths.
+func ArgoCDCRDPaths(t testing.TB) []string {
+	t.Helper()
+	dir, err := ArgoCDCRDDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths := make([]string, 0, len(argoCDCRDFiles))
+	for _, f := range argoCDCRDFiles {
+		paths = append(paths, filepath.Join(dir, f))
+	}
+	return paths
+}
+
+// ArgoCDCRDs are the Application, ApplicationSet and AppProject CRDs of the pinned Argo
+// CD release, decoded, for tests that install them while a manager runs.
+func ArgoCDCRDs(t testing.TB) []*apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	var crds []*apiextensionsv1.CustomResourceDefinition
+	for _, f := range ArgoCDCRDPaths(t) {
+		crd, err := readCRD(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		crds = append(crds, crd)
+	}
+	return crds
 }
