@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -33,7 +36,44 @@ type pullHub struct {
 	*hub
 	env  *testenv.Env
 	stop func()
+	// writes counts the manager's write requests (every client it builds shares its
+	// config): an update that changes nothing leaves no new resourceVersion, but is a write.
+	writes *writeCounter
 }
+
+// writeCounter records the write requests (not Events) a manager sends.
+type writeCounter struct {
+	mu    sync.Mutex
+	paths []string
+}
+
+func (c *writeCounter) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		if req.Method != http.MethodGet && !strings.Contains(req.URL.Path, "/events") {
+			c.mu.Lock()
+			c.paths = append(c.paths, req.Method+" "+req.URL.Path)
+			c.mu.Unlock()
+		}
+		return rt.RoundTrip(req)
+	})
+}
+
+// since returns the writes recorded after the first n.
+func (c *writeCounter) since(n int) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.paths[n:]...)
+}
+
+func (c *writeCounter) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.paths)
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // startPullHub starts the apiserver and the manager, and installs Argo CD's CRDs after
 // the manager runs (the pull model must start by itself) unless argoFirst.
@@ -45,7 +85,7 @@ func startPullHub(t *testing.T, argoFirst bool) *pullHub {
 	env := testenv.Start(t, testenv.WithCRDPaths(paths...), testenv.WithSchemeAdder(v1alpha1.AddToScheme))
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	p := &pullHub{hub: &hub{t: t, ctx: ctx, c: env.Client}, env: env}
+	p := &pullHub{hub: &hub{t: t, ctx: ctx, c: env.Client}, env: env, writes: &writeCounter{}}
 	p.startManager()
 	if !argoFirst {
 		for _, crd := range testenv.ArgoCDCRDs(t) {
@@ -64,7 +104,9 @@ func startPullHub(t *testing.T, argoFirst bool) *pullHub {
 func (p *pullHub) startManager() {
 	t := p.t
 	ctx, cancel := context.WithCancel(p.ctx)
-	mgr, err := manager.New(p.env.Config, manager.Options{
+	cfg := rest.CopyConfig(p.env.Config)
+	cfg.WrapTransport = p.writes.wrap
+	mgr, err := manager.New(cfg, manager.Options{
 		MetricsBindAddress: "0", HealthProbeBindAddress: "0", AgentImage: "quay.io/gitops-addon/gitops-addon:test",
 		PullModel: true, PullWorkers: 4, SkipControllerNameValidation: true,
 	})
@@ -497,10 +539,10 @@ func findCondition(app *unstructured.Unstructured, conditionType string) map[str
 }
 
 // assertNoWritesWhileTriggering touches every pull ManifestWork (a foreign annotation:
-// each touch makes the manager reconcile its Application and report) and a
-// PlacementDecision and a ManagedCluster, several times over the window, and checks
-// that the manager wrote nothing: the Applications and reports keep their
-// resourceVersions, the ManifestWorks the one of our last touch.
+// each touch makes the manager reconcile its Application and its report) four times
+// over the window, and checks that the manager sent no write request at all (an update
+// that changes nothing leaves the resourceVersion alone, so that is counted on the
+// wire), and that the Applications and reports kept their resourceVersions.
 func (p *pullHub) assertNoWritesWhileTriggering(window time.Duration) {
 	t := p.t
 	time.Sleep(3 * time.Second) // let earlier subtests' writes settle
@@ -513,6 +555,7 @@ func (p *pullHub) assertNoWritesWhileTriggering(window time.Duration) {
 	require.NotEmpty(t, appsBefore)
 	require.NotEmpty(t, reportsBefore)
 	touched := map[string]string{}
+	writesBefore := p.writes.count()
 	end := time.Now().Add(window)
 	for i := 0; time.Now().Before(end); i++ {
 		works := &workv1.ManifestWorkList{}
@@ -535,6 +578,7 @@ func (p *pullHub) assertNoWritesWhileTriggering(window time.Duration) {
 		return l
 	}()), "the manager wrote to an Application")
 	assert.Equal(t, reportsBefore, p.versions(&v1alpha1.MulticlusterApplicationSetReportList{}), "the manager wrote to a report")
+	assert.Empty(t, p.writes.since(writesBefore), "the manager's write requests while nothing changed")
 	worksAfter := p.versions(&workv1.ManifestWorkList{})
 	for k, v := range touched {
 		assert.Equal(t, v, worksAfter[k], "the manager wrote to ManifestWork %s", k)

@@ -123,15 +123,20 @@ func manifestConfigs(app *unstructured.Unstructured, withProject bool) []workv1.
 		ResourceIdentifier: workv1.ResourceIdentifier{
 			Group: ApplicationGVK.Group, Resource: "applications", Namespace: app.GetNamespace(), Name: app.GetName(),
 		},
-		FeedbackRules:  []workv1.FeedbackRule{{Type: workv1.JSONPathsType, JsonPaths: feedbackPaths}},
-		UpdateStrategy: ssa,
+		FeedbackRules: []workv1.FeedbackRule{{Type: workv1.JSONPathsType, JsonPaths: feedbackPaths}},
+		// Watch: the work agent reports a change of the spoke Application as it happens,
+		// instead of at its next status poll (every 10 s by default).
+		FeedbackScrapeType: workv1.FeedbackWatchType,
+		UpdateStrategy:     ssa,
 	}}
 	if withProject {
 		configs = append(configs, workv1.ManifestConfigOption{
 			ResourceIdentifier: workv1.ResourceIdentifier{
 				Group: AppProjectGVK.Group, Resource: "appprojects", Namespace: app.GetNamespace(), Name: projectNameOf(app),
 			},
-			UpdateStrategy: ssa,
+			// Written out, as the apiserver defaults it, so that the stored work compares equal.
+			FeedbackScrapeType: workv1.FeedbackPollType,
+			UpdateStrategy:     ssa,
 		})
 	}
 	return configs
