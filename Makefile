@@ -70,6 +70,10 @@ test-e2e: e2e-env ## Run the end-to-end tests: a real OCM hub and two spokes as 
 bench: ## Run the Go benchmarks (the hub's per-cluster render); the report is docs/benchmarks.md.
 	go test -run '^$$' -bench . -benchmem -count 1 ./pkg/...
 
+.PHONY: bench-pull
+bench-pull: test-env ## Benchmark the pull model on a real kube-apiserver (PULL_BENCH_SIZES=100x1000,1000x5000); report in docs/benchmarks.md.
+	PULL_BENCH_SIZES=$(or $(PULL_BENCH_SIZES),100x1000,1000x5000) go test -run '^$$' -bench BenchmarkPullModel -benchtime 1x -timeout 60m ./test/bench/
+
 .PHONY: test-env
 test-env: ## Build kube-apiserver v1.35.4 and etcd v3.6.8 from source into ./bin (cached; versions pinned above).
 	hack/build-k8s.sh $(BIN) etcd kube-apiserver

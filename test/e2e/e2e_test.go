@@ -126,6 +126,10 @@ func TestFleet(t *testing.T) {
 		assert.NotEmpty(t, shippedRoutesCRD(t, ctx, f.Hub, vanilla))
 	})
 
+	t.Run("pull model: the seed's ApplicationSet shape gives one ManifestWork per spoke, applied by OCM's work agent", func(t *testing.T) {
+		pullModelRoundTrip(t, ctx, f.Hub, spokes)
+	})
+
 	t.Run("the manager makes no API writes while nothing changes", func(t *testing.T) {
 		window := 30 * time.Second
 		since := time.Now()

@@ -82,7 +82,7 @@ func startPullHub(t *testing.T, argoFirst bool) *pullHub {
 	if argoFirst {
 		paths = append(paths, testenv.ArgoCDCRDPaths(t)...)
 	}
-	env := testenv.Start(t, testenv.WithCRDPaths(paths...), testenv.WithSchemeAdder(v1alpha1.AddToScheme))
+	env := testenv.Start(t, testenv.WithCRDPaths(paths...))
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	p := &pullHub{hub: &hub{t: t, ctx: ctx, c: env.Client}, env: env, writes: &writeCounter{}}

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
+	appsv1alpha1 "github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 )
 
@@ -151,7 +152,7 @@ func (e *Env) RestartAPIServer() error {
 func Scheme(extra ...func(*k8sruntime.Scheme) error) (*k8sruntime.Scheme, error) {
 	s := k8sruntime.NewScheme()
 	adders := append([]func(*k8sruntime.Scheme) error{
-		clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, appsv1beta1.AddToScheme,
+		clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, appsv1beta1.AddToScheme, appsv1alpha1.AddToScheme,
 		clusterv1.Install, clusterv1beta1.Install, addonv1alpha1.Install, addonv1beta1.Install, workv1.Install,
 	}, extra...)
 	for _, add := range adders {

@@ -1,0 +1,351 @@
+// Package bench holds benchmarks that need a real kube-apiserver (`make bench-pull`);
+// they are not part of `make test`.
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
+	workv1 "open-cluster-management.io/api/work/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gitops-addon/gitops-addon/pkg/hub/manager"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
+	"github.com/gitops-addon/gitops-addon/test/testenv"
+)
+
+const argoNS = "openshift-gitops"
+
+// BenchmarkPullModel measures the pull model on a real kube-apiserver: propagation of N
+// Applications over C clusters against the floor of the same ManifestWorks created by a
+// plain client in the same run, the feedback round trip, steady-state writes and memory.
+// PULL_BENCH_SIZES lists "clustersxapplications" (default "100x1000").
+func BenchmarkPullModel(b *testing.B) {
+	sizes := os.Getenv("PULL_BENCH_SIZES")
+	if sizes == "" {
+		sizes = "100x1000"
+	}
+	for _, size := range strings.Split(sizes, ",") {
+		clusters, apps, ok := strings.Cut(size, "x")
+		c, err1 := strconv.Atoi(clusters)
+		a, err2 := strconv.Atoi(apps)
+		if !ok || err1 != nil || err2 != nil {
+			b.Fatalf("PULL_BENCH_SIZES entry %q: want <clusters>x<applications>", size)
+		}
+		b.Run(fmt.Sprintf("clusters=%d/apps=%d", c, a), func(b *testing.B) {
+			for range b.N {
+				runPullBenchmark(b, c, a)
+			}
+		})
+	}
+}
+
+func runPullBenchmark(b *testing.B, clusters, apps int) {
+	env := testenv.Start(b, testenv.WithCRDPaths(append(append(testenv.OCMCRDPaths(),
+		filepath.Join(testenv.RepoRoot(), "charts", "gitops-addon", "crds")), testenv.ArgoCDCRDPaths(b)...)...),
+		testenv.WithAPIServerArg("max-requests-inflight", "1000"), testenv.WithAPIServerArg("max-mutating-requests-inflight", "500"))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := fastClient(b, env)
+	clusterNames := setUpFleet(b, ctx, c, clusters)
+
+	// The floor: the same number of pull ManifestWorks, created by a plain client with the
+	// manager's concurrency.
+	floor := timeIt(func() { parallel(apps, 4, func(i int) error { return c.Create(ctx, floorWork(i, clusterNames)) }) })
+	parallel(apps, 4, func(i int) error { return c.Delete(ctx, floorWork(i, clusterNames)) })
+	waitCount(b, ctx, c, 0)
+
+	writes := &atomic.Int64{}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.QPS, cfg.Burst = 500, 1000
+	cfg.WrapTransport = countWrites(writes)
+	mgr, err := manager.New(cfg, manager.Options{MetricsBindAddress: "0", HealthProbeBindAddress: "0",
+		AgentImage: "quay.io/gitops-addon/gitops-addon:bench", PullModel: true, PullWorkers: 4, SkipControllerNameValidation: true})
+	require.NoError(b, err)
+	go func() { _ = mgr.Start(ctx) }()
+	warmUp(b, ctx, c, clusterNames[0])
+
+	propagation := timeIt(func() {
+		parallel(apps, 4, func(i int) error { return c.Create(ctx, benchApp(i, clusterNames)) })
+		waitCount(b, ctx, c, apps+1)
+	})
+	ratio := propagation.Seconds() / floor.Seconds()
+
+	latencies := feedbackRoundTrips(b, ctx, env, c, clusterNames, min(apps, 1000))
+	time.Sleep(5 * time.Second)
+	before := writes.Load()
+	time.Sleep(60 * time.Second)
+	steadyWrites := writes.Load() - before
+
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b.ReportMetric(floor.Seconds(), "floor-s")
+	b.ReportMetric(propagation.Seconds(), "propagation-s")
+	b.ReportMetric(ratio, "ratio")
+	b.ReportMetric(float64(percentile(latencies, 50).Milliseconds()), "feedback-p50-ms")
+	b.ReportMetric(float64(percentile(latencies, 99).Milliseconds()), "feedback-p99-ms")
+	b.ReportMetric(float64(steadyWrites), "steady-writes/60s")
+	b.ReportMetric(float64(peakRSS())/(1<<20), "peak-RSS-MiB")
+	b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-inuse-MiB")
+	b.Logf("clusters=%d apps=%d floor=%v propagation=%v ratio=%.2f feedback p50=%v p99=%v over %d updates, steady writes in 60s=%d, peak RSS (test process: apiserver clients, load and manager) %d MiB",
+		clusters, apps, floor.Round(time.Millisecond), propagation.Round(time.Millisecond), ratio,
+		percentile(latencies, 50), percentile(latencies, 99), len(latencies), steadyWrites, peakRSS()>>20)
+}
+
+func fastClient(b *testing.B, env *testenv.Env) client.Client {
+	cfg := rest.CopyConfig(env.Config)
+	cfg.QPS, cfg.Burst = 1000, 2000
+	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	require.NoError(b, err)
+	return c
+}
+
+// setUpFleet registers the clusters and one Placement in the Argo CD namespace whose
+// decisions (100 clusters per PlacementDecision, as OCM splits them) list them all.
+func setUpFleet(b *testing.B, ctx context.Context, c client.Client, n int) []string {
+	require.NoError(b, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: argoNS}}))
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("cluster-%04d", i)
+	}
+	parallel(n, 8, func(i int) error {
+		if err := c.Create(ctx, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: names[i]}}); err != nil {
+			return err
+		}
+		return c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: names[i]}})
+	})
+	for start := 0; start < n; start += 100 {
+		pd := &clusterv1beta1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{Namespace: argoNS, Name: fmt.Sprintf("gitops-managed-decision-%d", start/100+1),
+			Labels: map[string]string{clusterv1beta1.PlacementLabel: "gitops-managed"}}}
+		require.NoError(b, c.Create(ctx, pd))
+		for _, name := range names[start:min(start+100, n)] {
+			pd.Status.Decisions = append(pd.Status.Decisions, clusterv1beta1.ClusterDecision{ClusterName: name})
+		}
+		require.NoError(b, c.Status().Update(ctx, pd))
+	}
+	return names
+}
+
+func benchApp(i int, clusters []string) *unstructured.Unstructured {
+	cluster := clusters[i%len(clusters)]
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+		"metadata": map[string]any{
+			"name": fmt.Sprintf("app-%05d", i), "namespace": argoNS,
+			"labels":      map[string]any{pullmodel.LabelPull: "true"},
+			"annotations": map[string]any{pullmodel.AnnotationCluster: cluster, pullmodel.AnnotationSkipReconcile: "true"},
+		},
+		"spec": map[string]any{
+			"project":     "default",
+			"source":      map[string]any{"repoURL": "https://example.com/apps.git", "path": fmt.Sprintf("apps/%d", i), "targetRevision": "HEAD"},
+			"destination": map[string]any{"server": "https://" + cluster + ".example.com", "namespace": "app"},
+			"syncPolicy":  map[string]any{"automated": map[string]any{"prune": true}},
+		},
+	}}
+	return u
+}
+
+// floorWork is a ManifestWork of the size and shape the manager writes for benchApp(i).
+func floorWork(i int, clusters []string) *workv1.ManifestWork {
+	app := benchApp(i, clusters)
+	raw, _ := json.Marshal(app.Object)
+	return &workv1.ManifestWork{
+		ObjectMeta: metav1.ObjectMeta{Name: pullmodel.WorkName(argoNS, app.GetName()), Namespace: clusters[i%len(clusters)],
+			Labels:      map[string]string{pullmodel.LabelPullWork: "true"},
+			Annotations: map[string]string{pullmodel.AnnotationHubAppNamespace: argoNS, pullmodel.AnnotationHubAppName: app.GetName()}},
+		Spec: workv1.ManifestWorkSpec{Workload: workv1.ManifestsTemplate{Manifests: []workv1.Manifest{{RawExtension: k8sruntime.RawExtension{Raw: raw}}}}},
+	}
+}
+
+// warmUp waits until the pull model is running: one Application, one ManifestWork.
+func warmUp(b *testing.B, ctx context.Context, c client.Client, cluster string) {
+	app := benchApp(0, []string{cluster})
+	app.SetName("warm-up")
+	require.NoError(b, c.Create(ctx, app))
+	waitCount(b, ctx, c, 1)
+}
+
+// waitCount waits for exactly n pull ManifestWorks.
+func waitCount(b *testing.B, ctx context.Context, c client.Client, n int) {
+	deadline := time.Now().Add(15 * time.Minute)
+	for time.Now().Before(deadline) {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(workv1.SchemeGroupVersion.WithKind("ManifestWorkList"))
+		require.NoError(b, c.List(ctx, list, client.MatchingLabels{pullmodel.LabelPullWork: "true"}))
+		if len(list.Items) == n {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	b.Fatalf("never reached %d pull ManifestWorks", n)
+}
+
+// feedbackRoundTrips changes the reported revision of n ManifestWorks (as the work agent
+// would), 8 in flight, and measures each until the hub Application shows it, seen
+// through a watch of Applications.
+func feedbackRoundTrips(b *testing.B, ctx context.Context, env *testenv.Env, c client.Client, clusters []string, n int) []time.Duration {
+	seen := &sync.Map{} // app name -> chan struct{} closed when the wanted revision shows
+	want := &sync.Map{} // app name -> revision
+	informer, err := cache.New(env.Config, cache.Options{Scheme: env.Scheme})
+	require.NoError(b, err)
+	app := &unstructured.Unstructured{}
+	app.SetGroupVersionKind(pullmodel.ApplicationGVK)
+	inf, err := informer.GetInformer(ctx, app)
+	require.NoError(b, err)
+	check := func(obj any) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return
+		}
+		rev, _, _ := unstructured.NestedString(u.Object, "status", "sync", "revision")
+		if w, ok := want.Load(u.GetName()); ok && w == rev {
+			if ch, ok := seen.LoadAndDelete(u.GetName()); ok {
+				close(ch.(chan struct{}))
+			}
+		}
+	}
+	_, err = inf.AddEventHandler(handlerFuncs{add: check, update: func(_, n any) { check(n) }})
+	require.NoError(b, err)
+	go func() { _ = informer.Start(ctx) }()
+	require.True(b, informer.WaitForCacheSync(ctx))
+
+	latencies := make([]time.Duration, n)
+	parallel(n, 8, func(i int) error {
+		a := benchApp(i, clusters)
+		rev := fmt.Sprintf("rev-%d", i)
+		done := make(chan struct{})
+		seen.Store(a.GetName(), done)
+		want.Store(a.GetName(), rev)
+		w := &workv1.ManifestWork{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: clusters[i%len(clusters)], Name: pullmodel.WorkName(argoNS, a.GetName())}, w); err != nil {
+			return err
+		}
+		w.Status.ResourceStatus.Manifests = []workv1.ManifestCondition{{
+			ResourceMeta: workv1.ManifestResourceMeta{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application", Resource: "applications", Namespace: argoNS, Name: a.GetName()},
+			StatusFeedbacks: workv1.StatusFeedbackResult{Values: []workv1.FeedbackValue{
+				{Name: pullmodel.FeedbackSync, Value: workv1.FieldValue{Type: workv1.String, String: ptr("Synced")}},
+				{Name: pullmodel.FeedbackRevision, Value: workv1.FieldValue{Type: workv1.String, String: ptr(rev)}},
+			}},
+			Conditions: []metav1.Condition{},
+		}}
+		start := time.Now()
+		if err := c.Status().Update(ctx, w); err != nil {
+			return err
+		}
+		select {
+		case <-done:
+			latencies[i] = time.Since(start)
+		case <-time.After(time.Minute):
+			return fmt.Errorf("Application %s never showed %s", a.GetName(), rev)
+		}
+		return nil
+	})
+	return latencies
+}
+
+type handlerFuncs struct {
+	add    func(any)
+	update func(any, any)
+}
+
+func (h handlerFuncs) OnAdd(obj any, _ bool) { h.add(obj) }
+func (h handlerFuncs) OnUpdate(old, obj any) { h.update(old, obj) }
+func (h handlerFuncs) OnDelete(any)          {}
+
+func ptr[T any](v T) *T { return &v }
+
+func percentile(d []time.Duration, p int) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[min(len(s)-1, (len(s)*p+99)/100-1)]
+}
+
+func timeIt(f func()) time.Duration {
+	start := time.Now()
+	f()
+	return time.Since(start)
+}
+
+// parallel runs f(0..n-1) on workers goroutines and panics on the first error.
+func parallel(n, workers int, f func(int) error) {
+	var wg sync.WaitGroup
+	next := &atomic.Int64{}
+	errs := make(chan error, workers)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				if err := f(i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		panic(err)
+	}
+}
+
+func countWrites(n *atomic.Int64) func(http.RoundTripper) http.RoundTripper {
+	return func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			if req.Method != http.MethodGet && !strings.Contains(req.URL.Path, "/events") && !strings.Contains(req.URL.Path, "/leases") {
+				n.Add(1)
+			}
+			return rt.RoundTrip(req)
+		})
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// peakRSS is this process's high-water resident set (VmHWM), in bytes.
+func peakRSS() int64 {
+	raw, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}

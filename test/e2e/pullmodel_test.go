@@ -1,0 +1,155 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	workv1 "open-cluster-management.io/api/work/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
+	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
+	"github.com/gitops-addon/gitops-addon/test/harness"
+	"github.com/gitops-addon/gitops-addon/test/testenv"
+)
+
+// seedApplicationSet is the seed's pull-model ApplicationSet: the clusterDecisionResource
+// generator over the acm-placement ConfigMap the GitOpsCluster controller writes.
+const seedApplicationSet = `
+apiVersion: argoproj.io/v1alpha1
+kind: ApplicationSet
+metadata: {name: guestbook, namespace: openshift-gitops}
+spec:
+  generators:
+  - clusterDecisionResource:
+      configMapRef: acm-placement
+      labelSelector: {matchLabels: {cluster.open-cluster-management.io/placement: gitops-managed}}
+      requeueAfterSeconds: 30
+  template:
+    metadata:
+      name: 'guestbook-{{name}}'
+      labels: {apps.open-cluster-management.io/pull-to-ocm-managed-cluster: "true"}
+      annotations:
+        apps.open-cluster-management.io/ocm-managed-cluster: '{{name}}'
+        argocd.argoproj.io/skip-reconcile: "true"
+    spec:
+      project: default
+      source: {repoURL: "https://github.com/argoproj/argocd-example-apps", path: guestbook, targetRevision: HEAD}
+      destination: {server: '{{server}}', namespace: guestbook}
+      syncPolicy: {automated: {prune: true}}
+`
+
+// pullModelRoundTrip installs Argo CD's CRDs on the running hub (the manager starts the
+// pull model by itself), generates the seed ApplicationSet's Applications as Argo CD's
+// ApplicationSet controller would (the real one arrives with the real-Argo-CD fleet), and
+// follows them: ManifestWork per spoke, Application on each spoke applied by OCM's work
+// agent, the spoke's status back on the hub and in the report, and removal with the
+// ApplicationSet through the hub's garbage collector.
+func pullModelRoundTrip(t *testing.T, ctx context.Context, hub *harness.Cluster, spokes map[string]*harness.Spoke) {
+	for _, crd := range testenv.ArgoCDCRDs(t) {
+		if err := hub.Client.Create(ctx, crd); err != nil && !apierrors.IsAlreadyExists(err) {
+			require.NoError(t, err, "installing %s on the hub", crd.Name)
+		}
+	}
+	appSet := &unstructured.Unstructured{}
+	require.NoError(t, yaml.Unmarshal([]byte(seedApplicationSet), &appSet.Object))
+	require.Eventually(t, func() bool { return hub.Client.Create(ctx, appSet) == nil }, time.Minute, time.Second,
+		"creating the ApplicationSet once its CRD is served")
+
+	for _, cluster := range []string{vanilla, openshift} {
+		require.NoError(t, hub.Client.Create(ctx, generatedApplication(t, appSet, cluster)))
+	}
+
+	for _, cluster := range []string{vanilla, openshift} {
+		name := "guestbook-" + cluster
+		w := &workv1.ManifestWork{}
+		require.Eventually(t, func() bool {
+			return hub.Client.Get(ctx, client.ObjectKey{Namespace: cluster, Name: pullmodel.WorkName(constants.GitOpsNamespace, name)}, w) == nil
+		}, time.Minute, 500*time.Millisecond, "the ManifestWork of %s", name)
+		spokeApp := application(constants.GitOpsNamespace, name)
+		require.Eventually(t, func() bool {
+			return spokes[cluster].Client.Get(ctx, client.ObjectKeyFromObject(spokeApp), spokeApp) == nil
+		}, 2*time.Minute, 500*time.Millisecond, "OCM's work agent applies %s on %s", name, cluster)
+		server, _, _ := unstructured.NestedString(spokeApp.Object, "spec", "destination", "server")
+		assert.Equal(t, pullmodel.InClusterServer, server)
+		assert.NotContains(t, spokeApp.GetAnnotations(), pullmodel.AnnotationSkipReconcile, "the spoke's Argo CD must reconcile it")
+
+		// What the spoke's Argo CD writes, reported back by the work agent (Watch feedback).
+		require.NoError(t, unstructured.SetNestedMap(spokeApp.Object, map[string]any{
+			"health": map[string]any{"status": "Healthy"},
+			"sync":   map[string]any{"status": "Synced", "revision": "0123abcd"},
+		}, "status"))
+		require.NoError(t, spokes[cluster].Client.Update(ctx, spokeApp))
+	}
+
+	for _, cluster := range []string{vanilla, openshift} {
+		hubApp := application(constants.GitOpsNamespace, "guestbook-"+cluster)
+		require.Eventually(t, func() bool {
+			if hub.Client.Get(ctx, client.ObjectKeyFromObject(hubApp), hubApp) != nil {
+				return false
+			}
+			h, _, _ := unstructured.NestedString(hubApp.Object, "status", "health", "status")
+			r, _, _ := unstructured.NestedString(hubApp.Object, "status", "sync", "revision")
+			return h == "Healthy" && r == "0123abcd"
+		}, 2*time.Minute, 500*time.Millisecond, "the hub Application of %s shows the spoke's status", cluster)
+	}
+	report := &v1alpha1.MulticlusterApplicationSetReport{}
+	require.Eventually(t, func() bool {
+		return hub.Client.Get(ctx, client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: "guestbook"}, report) == nil &&
+			report.Statuses.Summary.Healthy == "2" && report.Statuses.Summary.Synced == "2"
+	}, time.Minute, 500*time.Millisecond, "the report counts both spokes healthy and synced")
+	assert.Equal(t, "2", report.Statuses.Summary.Clusters)
+
+	// The ApplicationSet goes: the hub's garbage collector removes its Applications and
+	// its report; their ManifestWorks go, and the work agent removes the spoke Applications.
+	require.NoError(t, hub.Client.Delete(ctx, appSet, client.PropagationPolicy(metav1.DeletePropagationBackground)))
+	require.Eventually(t, func() bool {
+		return apierrors.IsNotFound(hub.Client.Get(ctx, client.ObjectKeyFromObject(report), &v1alpha1.MulticlusterApplicationSetReport{}))
+	}, 2*time.Minute, 500*time.Millisecond, "the report goes with its ApplicationSet")
+	for _, cluster := range []string{vanilla, openshift} {
+		spokeApp := application(constants.GitOpsNamespace, "guestbook-"+cluster)
+		require.Eventually(t, func() bool {
+			return apierrors.IsNotFound(spokes[cluster].Client.Get(ctx, client.ObjectKeyFromObject(spokeApp), spokeApp))
+		}, 2*time.Minute, 500*time.Millisecond, "the spoke Application on %s is removed", cluster)
+	}
+}
+
+// generatedApplication is the Application Argo CD's ApplicationSet controller makes from
+// the seed template for one decided cluster.
+func generatedApplication(t *testing.T, appSet *unstructured.Unstructured, cluster string) *unstructured.Unstructured {
+	tmpl, _, _ := unstructured.NestedMap(appSet.Object, "spec", "template")
+	raw, err := yaml.Marshal(tmpl)
+	require.NoError(t, err)
+	doc := string(raw)
+	for k, v := range map[string]string{"{{name}}": cluster, "{{server}}": fmt.Sprintf("https://%s.example.com", cluster)} {
+		doc = strings.ReplaceAll(doc, k, v)
+	}
+	app := &unstructured.Unstructured{}
+	require.NoError(t, yaml.Unmarshal([]byte(doc), &app.Object))
+	app.SetAPIVersion("argoproj.io/v1alpha1")
+	app.SetKind("Application")
+	app.SetNamespace(appSet.GetNamespace())
+	truth := true
+	app.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "argoproj.io/v1alpha1", Kind: "ApplicationSet",
+		Name: appSet.GetName(), UID: appSet.GetUID(), Controller: &truth, BlockOwnerDeletion: &truth}})
+	return app
+}
+
+func application(namespace, name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("argoproj.io/v1alpha1")
+	u.SetKind("Application")
+	u.SetNamespace(namespace)
+	u.SetName(name)
+	return u
+}
