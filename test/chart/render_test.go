@@ -188,3 +188,54 @@ func TestBadValuesAreRejected(t *testing.T) {
 		})
 	}
 }
+
+// pullRules are the ClusterRole's rules on Argo CD's and the report's API groups.
+func pullRules(t *testing.T, objects map[string]*unstructured.Unstructured) []string {
+	role := objects["ClusterRole/gitops-addon-manager"]
+	require.NotNil(t, role)
+	rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
+	var out []string
+	for _, r := range rules {
+		m := r.(map[string]any)
+		for _, res := range m["resources"].([]any) {
+			switch res {
+			case "applications", "appprojects", "applicationsets", "multiclusterapplicationsetreports", "customresourcedefinitions":
+				out = append(out, res.(string))
+			}
+		}
+	}
+	return out
+}
+
+func TestPullModelValues(t *testing.T) {
+	tests := []struct {
+		name      string
+		set       []string
+		wantArgs  []string
+		wantRules []string
+		wantErr   string
+	}{
+		{name: "on by default with 4 workers", wantArgs: []string{"--pull-model=true", "--pull-workers=4"},
+			wantRules: []string{"customresourcedefinitions", "applications", "appprojects", "applicationsets", "multiclusterapplicationsetreports"}},
+		{name: "kill switch: off, and its RBAC goes", set: []string{"pullModel.enabled=false"}, wantArgs: []string{"--pull-model=false"}},
+		{name: "workers sized", set: []string{"pullModel.workers=16"}, wantArgs: []string{"--pull-workers=16"},
+			wantRules: []string{"customresourcedefinitions", "applications", "appprojects", "applicationsets", "multiclusterapplicationsetreports"}},
+		{name: "zero workers rejected by the schema", set: []string{"pullModel.workers=0"}, wantErr: "workers"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			objects, err := render(t, tt.set...)
+			if tt.wantErr != "" {
+				require.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			args := managerArgs(t, objects)
+			for _, a := range tt.wantArgs {
+				assert.Contains(t, args, a)
+			}
+			assert.Equal(t, tt.wantRules, pullRules(t, objects))
+			assert.Contains(t, objects, "CustomResourceDefinition/multiclusterapplicationsetreports.apps.open-cluster-management.io")
+		})
+	}
+}

@@ -110,6 +110,8 @@ func pullModelRoundTrip(t *testing.T, ctx context.Context, hub *harness.Cluster,
 	}, time.Minute, 500*time.Millisecond, "the report counts both spokes healthy and synced")
 	assert.Equal(t, "2", report.Statuses.Summary.Clusters)
 
+	sharedAppProject(t, ctx, hub, spokes[vanilla])
+
 	// The ApplicationSet goes: the hub's garbage collector removes its Applications and
 	// its report; their ManifestWorks go, and the work agent removes the spoke Applications.
 	require.NoError(t, hub.Client.Delete(ctx, appSet, client.PropagationPolicy(metav1.DeletePropagationBackground)))
@@ -122,6 +124,60 @@ func pullModelRoundTrip(t *testing.T, ctx context.Context, hub *harness.Cluster,
 			return apierrors.IsNotFound(spokes[cluster].Client.Get(ctx, client.ObjectKeyFromObject(spokeApp), spokeApp))
 		}, 2*time.Minute, 500*time.Millisecond, "the spoke Application on %s is removed", cluster)
 	}
+}
+
+// sharedAppProject: two Applications using one AppProject on one spoke; the project
+// arrives with the first and stays while either remains (OCM's work agent keeps a
+// resource that another ManifestWork still owns), and goes with the last.
+func sharedAppProject(t *testing.T, ctx context.Context, hub *harness.Cluster, spoke *harness.Spoke) {
+	project := &unstructured.Unstructured{}
+	require.NoError(t, yaml.Unmarshal([]byte(`
+apiVersion: argoproj.io/v1alpha1
+kind: AppProject
+metadata: {name: blue, namespace: openshift-gitops}
+spec:
+  sourceRepos: ["*"]
+  destinations: [{server: "https://kubernetes.default.svc", namespace: "blue-*"}]
+`), &project.Object))
+	require.NoError(t, hub.Client.Create(ctx, project))
+	names := []string{"blue-1", "blue-2"}
+	for _, name := range names {
+		app := &unstructured.Unstructured{}
+		require.NoError(t, yaml.Unmarshal([]byte(fmt.Sprintf(`
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: %s
+  namespace: openshift-gitops
+  labels: {apps.open-cluster-management.io/pull-to-ocm-managed-cluster: "true"}
+  annotations: {apps.open-cluster-management.io/ocm-managed-cluster: %s, argocd.argoproj.io/skip-reconcile: "true"}
+spec:
+  project: blue
+  source: {repoURL: "https://github.com/argoproj/argocd-example-apps", path: guestbook}
+  destination: {namespace: %s}
+`, name, spoke.Name, name)), &app.Object))
+		require.NoError(t, hub.Client.Create(ctx, app))
+	}
+	spokeProject := &unstructured.Unstructured{}
+	spokeProject.SetGroupVersionKind(project.GroupVersionKind())
+	require.Eventually(t, func() bool {
+		return spoke.Client.Get(ctx, client.ObjectKeyFromObject(project), spokeProject) == nil &&
+			len(spokeProject.GetOwnerReferences()) == 2
+	}, time.Minute, 500*time.Millisecond, "the AppProject reaches the spoke, owned by both ManifestWorks")
+
+	require.NoError(t, hub.Client.Delete(ctx, application(constants.GitOpsNamespace, names[0])))
+	require.Eventually(t, func() bool {
+		return apierrors.IsNotFound(spoke.Client.Get(ctx, client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: names[0]}, application("", "")))
+	}, time.Minute, 500*time.Millisecond, "the first Application leaves the spoke")
+	time.Sleep(2 * time.Second)
+	require.NoError(t, spoke.Client.Get(ctx, client.ObjectKeyFromObject(project), spokeProject),
+		"the AppProject stays while another Application uses it")
+
+	require.NoError(t, hub.Client.Delete(ctx, application(constants.GitOpsNamespace, names[1])))
+	require.Eventually(t, func() bool {
+		return apierrors.IsNotFound(spoke.Client.Get(ctx, client.ObjectKeyFromObject(project), spokeProject))
+	}, time.Minute, 500*time.Millisecond, "the AppProject goes with the last Application using it")
+	require.NoError(t, hub.Client.Delete(ctx, project))
 }
 
 // generatedApplication is the Application Argo CD's ApplicationSet controller makes from
