@@ -15,6 +15,8 @@ TEST_TIMEOUT   ?= 40m
 # -count=1 below: tests that drive real processes always run; Go's test cache does not see
 # what they depend on outside the module (./bin, the processes' behaviour).
 TEST_PARALLEL  ?= 1
+# The pull model benchmark's sizes: <clusters>x<applications>, comma-separated.
+PULL_BENCH_SIZES ?= 100x1000,1000x5000
 
 export KUBE_VERSION ETCD_VERSION OCM_VERSION
 
@@ -72,7 +74,7 @@ bench: ## Run the Go benchmarks (the hub's per-cluster render); the report is do
 
 .PHONY: bench-pull
 bench-pull: test-env ## Benchmark the pull model on a real kube-apiserver (PULL_BENCH_SIZES=100x1000,1000x5000); report in docs/benchmarks.md.
-	PULL_BENCH_SIZES=$(or $(PULL_BENCH_SIZES),100x1000,1000x5000) go test -run '^$$' -bench BenchmarkPullModel -benchtime 1x -timeout 60m ./test/bench/
+	PULL_BENCH_SIZES=$(PULL_BENCH_SIZES) go test -run '^$$' -bench BenchmarkPullModel -benchtime 1x -timeout 60m ./test/bench/
 
 .PHONY: test-env
 test-env: ## Build kube-apiserver v1.35.4 and etcd v3.6.8 from source into ./bin (cached; versions pinned above).

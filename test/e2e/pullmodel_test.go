@@ -20,34 +20,9 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
 	"github.com/gitops-addon/gitops-addon/test/harness"
+	"github.com/gitops-addon/gitops-addon/test/install"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
 )
-
-// seedApplicationSet is the seed's pull-model ApplicationSet: the clusterDecisionResource
-// generator over the acm-placement ConfigMap the GitOpsCluster controller writes.
-const seedApplicationSet = `
-apiVersion: argoproj.io/v1alpha1
-kind: ApplicationSet
-metadata: {name: guestbook, namespace: openshift-gitops}
-spec:
-  generators:
-  - clusterDecisionResource:
-      configMapRef: acm-placement
-      labelSelector: {matchLabels: {cluster.open-cluster-management.io/placement: gitops-managed}}
-      requeueAfterSeconds: 30
-  template:
-    metadata:
-      name: 'guestbook-{{name}}'
-      labels: {apps.open-cluster-management.io/pull-to-ocm-managed-cluster: "true"}
-      annotations:
-        apps.open-cluster-management.io/ocm-managed-cluster: '{{name}}'
-        argocd.argoproj.io/skip-reconcile: "true"
-    spec:
-      project: default
-      source: {repoURL: "https://github.com/argoproj/argocd-example-apps", path: guestbook, targetRevision: HEAD}
-      destination: {server: '{{server}}', namespace: guestbook}
-      syncPolicy: {automated: {prune: true}}
-`
 
 // pullModelRoundTrip installs Argo CD's CRDs on the running hub (the manager starts the
 // pull model by itself), generates the seed ApplicationSet's Applications as Argo CD's
@@ -62,7 +37,7 @@ func pullModelRoundTrip(t *testing.T, ctx context.Context, hub *harness.Cluster,
 		}
 	}
 	appSet := &unstructured.Unstructured{}
-	require.NoError(t, yaml.Unmarshal([]byte(seedApplicationSet), &appSet.Object))
+	require.NoError(t, yaml.Unmarshal(install.SeedYAML("applicationset.yaml"), &appSet.Object))
 	require.Eventually(t, func() bool { return hub.Client.Create(ctx, appSet) == nil }, time.Minute, time.Second,
 		"creating the ApplicationSet once its CRD is served")
 

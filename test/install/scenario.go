@@ -32,7 +32,7 @@ const SelectorLabel = "gitops"
 //go:embed seed/*.yaml
 var seed embed.FS
 
-// SeedYAML returns a seed file: "placement.yaml" or "gitopscluster.yaml".
+// SeedYAML returns a seed file: "placement.yaml", "gitopscluster.yaml" or "applicationset.yaml".
 func SeedYAML(name string) []byte {
 	b, err := seed.ReadFile("seed/" + name)
 	if err != nil {

@@ -27,6 +27,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/manager"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
+	"github.com/gitops-addon/gitops-addon/test/install"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
 )
 
@@ -304,36 +305,12 @@ func pullApp(name, namespace, cluster string) string {
 	return fmt.Sprintf(pullAppTemplate, name, namespace, cluster, cluster)
 }
 
-const seedApplicationSet = `
-apiVersion: argoproj.io/v1alpha1
-kind: ApplicationSet
-metadata: {name: guestbook, namespace: openshift-gitops}
-spec:
-  generators:
-  - clusterDecisionResource:
-      configMapRef: acm-placement
-      labelSelector: {matchLabels: {cluster.open-cluster-management.io/placement: gitops-managed}}
-      requeueAfterSeconds: 30
-  template:
-    metadata:
-      name: 'guestbook-{{name}}'
-      labels: {apps.open-cluster-management.io/pull-to-ocm-managed-cluster: "true"}
-      annotations:
-        apps.open-cluster-management.io/ocm-managed-cluster: '{{name}}'
-        argocd.argoproj.io/skip-reconcile: "true"
-    spec:
-      project: default
-      source: {repoURL: "https://example.com/guestbook.git", path: guestbook, targetRevision: HEAD}
-      destination: {server: '{{server}}', namespace: guestbook}
-      syncPolicy: {automated: {prune: true}}
-`
-
 // TestPullModel runs the pull model on a real kube-apiserver with Argo CD's own CRDs,
 // installed after the manager started.
 func TestPullModel(t *testing.T) {
 	p := startPullHub(t, false)
 	appSet := &unstructured.Unstructured{}
-	require.NoError(t, yaml.Unmarshal([]byte(seedApplicationSet), &appSet.Object))
+	require.NoError(t, yaml.Unmarshal(install.SeedYAML("applicationset.yaml"), &appSet.Object))
 	require.NoError(t, p.c.Create(p.ctx, appSet))
 
 	t.Run("creation: one ManifestWork carrying the spoke's Application", func(t *testing.T) {

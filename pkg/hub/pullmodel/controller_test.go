@@ -1,0 +1,88 @@
+package pullmodel
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	workv1 "open-cluster-management.io/api/work/v1"
+)
+
+// TestOneShotRequests follows a manual sync through its life: shipped with the baseline
+// the spoke reported before, kept while the spoke reports the same start, taken (and so
+// cleared on the hub) once the spoke reports a new one.
+func TestOneShotRequests(t *testing.T) {
+	hub := hubApp(seedApp)
+	withOperationAndRefresh(hub)
+	before := map[string]string{FeedbackOperationStartedAt: "t0", FeedbackReconciledAt: "r0"}
+
+	tests := []struct {
+		name          string
+		existing      *workv1.ManifestWork
+		reported      map[string]string
+		wantBaselines map[string]string
+		wantTaken     *oneShotTaken
+	}{
+		{
+			name:          "no ManifestWork yet: shipped, nothing reported as baseline",
+			wantBaselines: map[string]string{AnnotationOperationBaseline: "", AnnotationRefreshBaseline: ""},
+		},
+		{
+			name:          "first shipped to a spoke that reported before: its report is the baseline",
+			existing:      reportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", before),
+			reported:      before,
+			wantBaselines: map[string]string{AnnotationOperationBaseline: "t0", AnnotationRefreshBaseline: "r0"},
+			wantTaken:     &oneShotTaken{},
+		},
+		{
+			name:          "shipped, the spoke reports the same: still waiting",
+			existing:      withAnnotations(reportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", before), "t0", "r0"),
+			reported:      before,
+			wantBaselines: map[string]string{AnnotationOperationBaseline: "t0", AnnotationRefreshBaseline: "r0"},
+			wantTaken:     &oneShotTaken{},
+		},
+		{
+			name:          "the spoke started a new operation and reconciled: both taken",
+			existing:      withAnnotations(reportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", nil), "t0", "r0"),
+			reported:      map[string]string{FeedbackOperationStartedAt: "t1", FeedbackReconciledAt: "r1"},
+			wantBaselines: map[string]string{AnnotationOperationBaseline: "t0", AnnotationRefreshBaseline: "r0"},
+			wantTaken:     &oneShotTaken{operation: true, refresh: true},
+		},
+		{
+			name:          "shipped to a spoke that had never reported: the first report is the change",
+			existing:      withAnnotations(reportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", nil), "", ""),
+			reported:      map[string]string{FeedbackOperationStartedAt: "t1"},
+			wantBaselines: map[string]string{AnnotationOperationBaseline: "", AnnotationRefreshBaseline: ""},
+			wantTaken:     &oneShotTaken{operation: true},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spoke := spokeStatus{values: tt.reported}
+			if spoke.values == nil {
+				spoke.values = map[string]string{}
+			}
+			plan := planRequests(hub, tt.existing, spoke)
+			assert.True(t, plan.request.operation)
+			assert.True(t, plan.request.refresh)
+			assert.Equal(t, tt.wantBaselines, plan.baselines)
+			assert.Equal(t, tt.wantTaken, taken(hub, tt.existing, spoke))
+		})
+	}
+	t.Run("no request on the hub: nothing shipped, nothing to clear", func(t *testing.T) {
+		plain := hubApp(seedApp)
+		plan := planRequests(plain, nil, spokeStatus{values: map[string]string{}})
+		assert.Equal(t, spokeRequest{}, plan.request)
+		assert.Empty(t, plan.baselines)
+	})
+}
+
+func withAnnotations(w *workv1.ManifestWork, operation, refresh string) *workv1.ManifestWork {
+	w.Annotations[AnnotationOperationBaseline] = operation
+	w.Annotations[AnnotationRefreshBaseline] = refresh
+	return w
+}
+
+func TestSymmetricDifference(t *testing.T) {
+	assert.Equal(t, []string{"a", "d"}, symmetricDifference([]string{"a", "b", "c"}, []string{"b", "c", "d"}))
+	assert.Empty(t, symmetricDifference([]string{"a"}, []string{"a"}))
+}
