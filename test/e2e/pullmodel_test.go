@@ -99,6 +99,10 @@ func pullModelRoundTrip(t *testing.T, ctx context.Context, hub *harness.Cluster,
 			return apierrors.IsNotFound(spokes[cluster].Client.Get(ctx, client.ObjectKeyFromObject(spokeApp), spokeApp))
 		}, 2*time.Minute, 500*time.Millisecond, "the spoke Application on %s is removed", cluster)
 	}
+	require.Eventually(t, func() bool {
+		works := &workv1.ManifestWorkList{}
+		return hub.Client.List(ctx, works, client.MatchingLabels{pullmodel.LabelPullWork: "true"}) == nil && len(works.Items) == 0
+	}, time.Minute, 500*time.Millisecond, "every pull ManifestWork is gone from the hub")
 }
 
 // sharedAppProject: two Applications using one AppProject on one spoke; the project

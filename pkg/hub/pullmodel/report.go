@@ -43,7 +43,7 @@ func (r *ReportReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if err := r.Cache.List(ctx, works, client.MatchingFields{indexWorkByAppSet: req.String()}); err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing the ManifestWorks of ApplicationSet %s: %w", req, err)
 	}
-	live := slices.DeleteFunc(works.Items, func(w workv1.ManifestWork) bool { return !w.DeletionTimestamp.IsZero() })
+	live := slices.DeleteFunc(slices.Clone(works.Items), func(w workv1.ManifestWork) bool { return !w.DeletionTimestamp.IsZero() })
 	existing := &v1alpha1.MulticlusterApplicationSetReport{}
 	err := r.Cache.Get(ctx, req.NamespacedName, existing)
 	switch {
@@ -53,6 +53,11 @@ func (r *ReportReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, fmt.Errorf("reading report %s: %w", req, err)
 	}
 	if len(live) == 0 {
+		if len(works.Items) > 0 {
+			// Every ManifestWork is being deleted (the ApplicationSet going, most often,
+			// and the garbage collector taking the report with it): wait until they are gone.
+			return ctrl.Result{}, nil
+		}
 		// No pull Application left: the report goes (its ApplicationSet may live on, with
 		// Applications no cluster pulls). Only our own report is ever deleted.
 		if existing != nil {
