@@ -87,7 +87,7 @@ func startPullHub(t *testing.T, argoFirst bool) *pullHub {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	p := &pullHub{hub: &hub{t: t, ctx: ctx, c: env.Client}, env: env, writes: &writeCounter{}}
-	p.startManager()
+	p.startManager(true)
 	if !argoFirst {
 		for _, crd := range testenv.ArgoCDCRDs(t) {
 			require.NoError(t, env.Client.Create(ctx, crd), "installing CRD %s", crd.Name)
@@ -102,14 +102,14 @@ func startPullHub(t *testing.T, argoFirst bool) *pullHub {
 	return p
 }
 
-func (p *pullHub) startManager() {
+func (p *pullHub) startManager(pullModel bool) {
 	t := p.t
 	ctx, cancel := context.WithCancel(p.ctx)
 	cfg := rest.CopyConfig(p.env.Config)
 	cfg.WrapTransport = p.writes.wrap
 	mgr, err := manager.New(cfg, manager.Options{
 		MetricsBindAddress: "0", HealthProbeBindAddress: "0", AgentImage: "quay.io/gitops-addon/gitops-addon:test",
-		PullModel: true, PullWorkers: 4, SkipControllerNameValidation: true,
+		PullModel: pullModel, PullWorkers: 4, SkipControllerNameValidation: true,
 	})
 	require.NoError(t, err)
 	done := make(chan error, 1)
@@ -489,7 +489,7 @@ func TestPullModel(t *testing.T) {
 		time.Sleep(time.Second)
 		require.NoError(t, p.c.Get(p.ctx, types.NamespacedName{Namespace: "cluster1", Name: pullmodel.WorkName("openshift-gitops", "orphan")}, &workv1.ManifestWork{}),
 			"nothing deleted the ManifestWork while the manager was down")
-		p.startManager()
+		p.startManager(true)
 		p.waitNoWork("cluster1", "openshift-gitops", "orphan", "removed at start-up")
 		p.waitWork("cluster1", "openshift-gitops", "guestbook-cluster1", func(*workv1.ManifestWork) bool { return true }, "others kept")
 	})
@@ -500,6 +500,17 @@ func TestPullModelStartsWithArgoCDInstalledFirst(t *testing.T) {
 	p := startPullHub(t, true)
 	p.application(pullApp("early", "openshift-gitops", "cluster1"), nil)
 	p.waitWork("cluster1", "openshift-gitops", "early", func(*workv1.ManifestWork) bool { return true }, "created")
+
+	t.Run("kill switch: a manager with --pull-model=false ships nothing and deletes nothing", func(t *testing.T) {
+		p.stop()
+		p.startManager(false)
+		p.application(pullApp("late", "openshift-gitops", "cluster1"), nil)
+		require.NoError(t, p.c.Delete(p.ctx, p.getApp("openshift-gitops", "early")))
+		time.Sleep(5 * time.Second)
+		p.assertNoWorkFor("openshift-gitops", "late")
+		require.NoError(t, p.c.Get(p.ctx, types.NamespacedName{Namespace: "cluster1", Name: pullmodel.WorkName("openshift-gitops", "early")}, &workv1.ManifestWork{}),
+			"the existing ManifestWork is left alone")
+	})
 }
 
 func findCondition(app *unstructured.Unstructured, conditionType string) map[string]any {
