@@ -169,16 +169,26 @@ var (
 	ocmDirErr  error
 )
 
+// goCommand runs the go command in the repository root and returns its output; an error
+// carries what it printed on stderr.
+func goCommand(args ...string) ([]byte, error) {
+	cmd := exec.Command("go", args...)
+	cmd.Dir = RepoRoot()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return out, fmt.Errorf("go %s: %v: %s", strings.Join(args, " "), err, stderr.String())
+	}
+	return out, nil
+}
+
 // ocmAPIDir is the open-cluster-management.io/api module directory of go.mod's version.
 func ocmAPIDir() (string, error) {
 	ocmDirOnce.Do(func() {
-		cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "open-cluster-management.io/api")
-		cmd.Dir = RepoRoot()
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
+		out, err := goCommand("list", "-m", "-f", "{{.Dir}}", "open-cluster-management.io/api")
 		if err != nil {
-			ocmDirErr = fmt.Errorf("locating open-cluster-management.io/api: %v: %s", err, stderr.String())
+			ocmDirErr = fmt.Errorf("locating open-cluster-management.io/api: %w", err)
 			return
 		}
 		ocmDir = strings.TrimSpace(string(out))
@@ -308,13 +318,9 @@ var (
 // module proxy into the module cache on first use.
 func ArgoCDCRDDir() (string, error) {
 	argoCDDirOnce.Do(func() {
-		cmd := exec.Command("go", "mod", "download", "-json", ArgoCDModule+"@"+ArgoCDVersion)
-		cmd.Dir = RepoRoot()
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
+		out, err := goCommand("mod", "download", "-json", ArgoCDModule+"@"+ArgoCDVersion)
 		if err != nil {
-			argoCDDirErr = fmt.Errorf("downloading %s@%s: %v: %s%s", ArgoCDModule, ArgoCDVersion, err, out, stderr.String())
+			argoCDDirErr = fmt.Errorf("downloading %s@%s: %w: %s", ArgoCDModule, ArgoCDVersion, err, out)
 			return
 		}
 		var info struct{ Dir, Error string }
