@@ -85,6 +85,10 @@ e2e-env: ## Build everything a local fleet runs: test-env, kube-controller-manag
 	hack/build-k8s.sh $(BIN) etcd kube-apiserver kube-controller-manager
 	hack/build-ocm.sh $(BIN)
 
+.PHONY: argocd-env
+argocd-env: ## Build Argo CD v3.2.11 and argocd-operator v0.18.0 from source into ./bin (cached; groundwork of the real-Argo-CD fleet, not yet used by make test).
+	hack/build-argocd.sh $(BIN) argocd argocd-operator
+
 ##@ Local fleet
 
 .PHONY: demo
