@@ -132,7 +132,7 @@ func manifestConfigs(app *unstructured.Unstructured, withProject bool) []workv1.
 	if withProject {
 		configs = append(configs, workv1.ManifestConfigOption{
 			ResourceIdentifier: workv1.ResourceIdentifier{
-				Group: AppProjectGVK.Group, Resource: "appprojects", Namespace: app.GetNamespace(), Name: projectNameOf(app),
+				Group: AppProjectGVK.Group, Resource: "appprojects", Namespace: app.GetNamespace(), Name: projectName(app),
 			},
 			// Written out, as the apiserver defaults it, so that the stored work compares equal.
 			FeedbackScrapeType: workv1.FeedbackPollType,
@@ -142,7 +142,6 @@ func manifestConfigs(app *unstructured.Unstructured, withProject bool) []workv1.
 	return configs
 }
 
-func projectNameOf(spokeApp *unstructured.Unstructured) string { return projectName(spokeApp) }
 
 // workDiffers says whether the stored ManifestWork must be updated to the desired one:
 // a label or annotation of ours with another value, or another spec. Manifests are
