@@ -86,7 +86,8 @@ e2e-env: ## Build everything a local fleet runs: test-env, kube-controller-manag
 	hack/build-ocm.sh $(BIN)
 
 .PHONY: argocd-env
-argocd-env: ## Build Argo CD v3.2.11 and argocd-operator v0.18.0 from source into ./bin (cached; groundwork of the real-Argo-CD fleet, not yet used by make test).
+argocd-env: ## Install redis-server and git (Debian) when missing; build Argo CD v3.2.11 and argocd-operator v0.18.0 from source into ./bin (cached; groundwork of the real-Argo-CD fleet, not yet used by make test).
+	hack/ensure-debian-packages.sh redis-server=redis-server git=git
 	hack/build-argocd.sh $(BIN) argocd argocd-operator
 
 ##@ Local fleet

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs Debian packages the local fleet runs (redis-server for Argo CD, git for its
+# repo-server), when a command they provide is missing. CI runs on a fresh machine as root.
+#
+# usage: hack/ensure-debian-packages.sh COMMAND=PACKAGE...   e.g. redis-server=redis-server git=git
+set -euo pipefail
+
+log() { printf '[debian] %s\n' "$*" >&2; }
+
+missing=()
+for pair in "$@"; do
+  cmd="${pair%%=*}" pkg="${pair#*=}"
+  command -v "$cmd" >/dev/null 2>&1 || missing+=("$pkg")
+done
+if [[ ${#missing[@]} -eq 0 ]]; then exit 0; fi
+
+if [[ $(id -u) -ne 0 ]]; then
+  log "missing: ${missing[*]}; install them (apt-get install ${missing[*]}) or run this as root"
+  exit 1
+fi
+log "installing ${missing[*]} from Debian's packages..."
+export DEBIAN_FRONTEND=noninteractive
+out="$(mktemp)"
+trap 'rm -f "$out"' EXIT
+if ! { apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}"; } >"$out" 2>&1; then
+  tail -20 "$out" >&2
+  log "apt-get failed installing ${missing[*]}"
+  exit 1
+fi
+for pair in "$@"; do
+  cmd="${pair%%=*}"
+  command -v "$cmd" >/dev/null 2>&1 || { log "$cmd still missing after installing ${missing[*]}"; exit 1; }
+done
+log "installed ${missing[*]}"
