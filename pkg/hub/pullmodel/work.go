@@ -142,7 +142,6 @@ func manifestConfigs(app *unstructured.Unstructured, withProject bool) []workv1.
 	return configs
 }
 
-
 // workDiffers says whether the stored ManifestWork must be updated to the desired one:
 // a label or annotation of ours with another value, or another spec. Manifests are
 // compared as JSON values, since the apiserver may re-encode them.
