@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
@@ -74,20 +76,8 @@ func startHub(t *testing.T) *hub {
 		filepath.Join(testenv.RepoRoot(), "charts", "gitops-addon", "crds"))...))
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	mgr, err := manager.New(env.Config, manager.Options{
+	runManager(t, ctx, env.Config, manager.Options{
 		MetricsBindAddress: "0", HealthProbeBindAddress: "0", AgentImage: "quay.io/gitops-addon/gitops-addon:test",
-	})
-	require.NoError(t, err)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			assert.NoError(t, err, "manager stopped with an error")
-		case <-time.After(30 * time.Second):
-			t.Error("manager did not stop within 30s")
-		}
 	})
 	h := &hub{t: t, ctx: ctx, c: env.Client}
 	h.create(&addonv1beta1.ClusterManagementAddOn{
@@ -95,6 +85,31 @@ func startHub(t *testing.T) *hub {
 		Spec:       addonv1beta1.ClusterManagementAddOnSpec{InstallStrategy: addonv1beta1.InstallStrategy{Type: addonv1beta1.AddonInstallStrategyManual}},
 	})
 	return h
+}
+
+// runManager starts a hub manager until ctx ends or the returned stop is called (also at
+// cleanup); stop waits for it and fails the test if it stops with an error or hangs.
+func runManager(t *testing.T, ctx context.Context, cfg *rest.Config, o manager.Options) (stop func()) {
+	t.Helper()
+	mgr, err := manager.New(cfg, o)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				assert.NoError(t, err, "manager stopped with an error")
+			case <-time.After(30 * time.Second):
+				t.Error("manager did not stop within 30s")
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 func (h *hub) create(obj client.Object) {

@@ -16,6 +16,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -103,32 +104,12 @@ func startPullHub(t *testing.T, argoFirst bool) *pullHub {
 }
 
 func (p *pullHub) startManager(pullModel bool) {
-	t := p.t
-	ctx, cancel := context.WithCancel(p.ctx)
 	cfg := rest.CopyConfig(p.env.Config)
 	cfg.WrapTransport = p.writes.wrap
-	mgr, err := manager.New(cfg, manager.Options{
+	p.stop = runManager(p.t, p.ctx, cfg, manager.Options{
 		MetricsBindAddress: "0", HealthProbeBindAddress: "0", AgentImage: "quay.io/gitops-addon/gitops-addon:test",
 		PullModel: pullModel, PullWorkers: 4, SkipControllerNameValidation: true,
 	})
-	require.NoError(t, err)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	stopped := false
-	p.stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		select {
-		case err := <-done:
-			assert.NoError(t, err, "manager stopped with an error")
-		case <-time.After(30 * time.Second):
-			t.Error("manager did not stop within 30s")
-		}
-	}
-	t.Cleanup(p.stop)
 }
 
 func (p *pullHub) waitCRDsEstablished(names ...string) {
@@ -576,35 +557,13 @@ func (p *pullHub) assertNoWritesWhileTriggering(window time.Duration) {
 func (p *pullHub) versions(list client.ObjectList) map[string]string {
 	p.t.Helper()
 	require.NoError(p.t, p.c.List(p.ctx, list))
-	out := map[string]string{}
-	items, err := metaItems(list)
+	items, err := apimeta.ExtractList(list)
 	require.NoError(p.t, err)
-	for _, o := range items {
+	out := map[string]string{}
+	for _, item := range items {
+		o, err := apimeta.Accessor(item)
+		require.NoError(p.t, err)
 		out[o.GetNamespace()+"/"+o.GetName()] = o.GetResourceVersion()
 	}
 	return out
-}
-
-func metaItems(list client.ObjectList) ([]metav1.Object, error) {
-	switch l := list.(type) {
-	case *unstructured.UnstructuredList:
-		out := make([]metav1.Object, 0, len(l.Items))
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-		return out, nil
-	case *v1alpha1.MulticlusterApplicationSetReportList:
-		out := make([]metav1.Object, 0, len(l.Items))
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-		return out, nil
-	case *workv1.ManifestWorkList:
-		out := make([]metav1.Object, 0, len(l.Items))
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-		return out, nil
-	}
-	return nil, fmt.Errorf("unsupported list %T", list)
 }

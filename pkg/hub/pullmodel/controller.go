@@ -52,31 +52,36 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Cache.Get(ctx, req.NamespacedName, app); err != nil {
 		if apierrors.IsNotFound(err) {
 			// Gone, with or without a finalizer: its ManifestWorks go too.
-			return ctrl.Result{}, r.deleteWorks(ctx, req.NamespacedName, "")
+			works, err := r.worksOf(ctx, req.NamespacedName)
+			if err != nil {
+				return ctrl.Result{}, err
+			}
+			return ctrl.Result{}, r.deleteWorksExcept(ctx, works, "")
 		}
 		return ctrl.Result{}, fmt.Errorf("reading Application %s: %w", req.NamespacedName, err)
 	}
+	works, err := r.worksOf(ctx, req.NamespacedName)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	if !app.GetDeletionTimestamp().IsZero() {
-		return ctrl.Result{}, r.finalize(ctx, app)
+		return ctrl.Result{}, r.finalize(ctx, app, works)
 	}
 	v, err := validate(ctx, app, r)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if !v.ship {
-		if err := r.deleteWorks(ctx, req.NamespacedName, ""); err != nil {
+		if err := r.deleteWorksExcept(ctx, works, ""); err != nil {
 			return ctrl.Result{}, err
 		}
 		return ctrl.Result{}, r.writeHubApplication(ctx, app, v, spokeStatus{}, nil)
 	}
 	// A changed cluster annotation moves the Application: the old cluster's work goes.
-	if err := r.deleteWorks(ctx, req.NamespacedName, v.cluster); err != nil {
+	if err := r.deleteWorksExcept(ctx, works, v.cluster); err != nil {
 		return ctrl.Result{}, err
 	}
-	existing, err := r.work(ctx, v.cluster, WorkName(app.GetNamespace(), app.GetName()))
-	if err != nil {
-		return ctrl.Result{}, err
-	}
+	existing := workIn(works, v.cluster)
 	spoke := spokeStatusOf(existing, spokeNamespace(app), app.GetName())
 	plan := planRequests(app, existing, spoke)
 	plan.cluster, plan.project = v.cluster, v.project
@@ -204,7 +209,7 @@ func (r *Reconciler) applyFailureProblem(ctx context.Context, cluster string, w 
 func (r *Reconciler) writeHubApplication(ctx context.Context, app *unstructured.Unstructured, v verdict, spoke spokeStatus, done *oneShotTaken) error {
 	updated := app.DeepCopy()
 	conditions := pullConditions(app, v.errors, v.warnings, r.now())
-	if v.candidate || findAppCondition(app, ConditionPullError) != nil || findAppCondition(app, ConditionPullWarning) != nil {
+	if v.candidate || len(pullConditionsOf(app)) > 0 {
 		status := desiredHubStatus(app, spoke, conditions)
 		if statusDiffers(app, status) {
 			updated.Object["status"] = status
@@ -254,14 +259,9 @@ func (r *Reconciler) announceProblems(app *unstructured.Unstructured, v verdict)
 // finalize deletes the ManifestWorks of an Application being deleted and, once they are
 // gone (the spoke Application with them, its own finalizers having pruned what they
 // prune), releases the Argo CD resource finalizers the hub's skipped Argo CD never will.
-func (r *Reconciler) finalize(ctx context.Context, app *unstructured.Unstructured) error {
-	key := client.ObjectKeyFromObject(app)
-	works, err := r.worksOf(ctx, key)
-	if err != nil {
-		return err
-	}
+func (r *Reconciler) finalize(ctx context.Context, app *unstructured.Unstructured, works []workv1.ManifestWork) error {
 	if len(works) > 0 {
-		return r.deleteWorks(ctx, key, "")
+		return r.deleteWorksExcept(ctx, works, "")
 	}
 	if app.GetAnnotations()[AnnotationSkipReconcile] != "true" || !IsPullApplication(app) {
 		return nil
@@ -282,20 +282,17 @@ func (r *Reconciler) finalize(ctx context.Context, app *unstructured.Unstructure
 	return nil
 }
 
-// deleteWorks deletes the pull ManifestWorks of a hub Application, except the one in
+// deleteWorksExcept deletes a hub Application's pull ManifestWorks, except the one in
 // keepCluster's namespace ("" keeps none).
-func (r *Reconciler) deleteWorks(ctx context.Context, app types.NamespacedName, keepCluster string) error {
-	works, err := r.worksOf(ctx, app)
-	if err != nil {
-		return err
-	}
+func (r *Reconciler) deleteWorksExcept(ctx context.Context, works []workv1.ManifestWork, keepCluster string) error {
 	for i := range works {
 		w := &works[i]
 		if w.Namespace == keepCluster || !w.DeletionTimestamp.IsZero() {
 			continue
 		}
 		if err := r.Client.Delete(ctx, w, client.Preconditions{UID: &w.UID}); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting ManifestWork %s/%s of Application %s: %w", w.Namespace, w.Name, app, err)
+			return fmt.Errorf("deleting ManifestWork %s/%s of Application %s/%s: %w", w.Namespace, w.Name,
+				w.Annotations[AnnotationHubAppNamespace], w.Annotations[AnnotationHubAppName], err)
 		}
 		ctrl.LoggerFrom(ctx).Info("deleted the ManifestWork of a pull Application", "manifestWork", w.Namespace+"/"+w.Name)
 	}
@@ -310,16 +307,14 @@ func (r *Reconciler) worksOf(ctx context.Context, app types.NamespacedName) ([]w
 	return list.Items, nil
 }
 
-func (r *Reconciler) work(ctx context.Context, namespace, name string) (*workv1.ManifestWork, error) {
-	w := &workv1.ManifestWork{}
-	err := r.Cache.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, w)
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("reading ManifestWork %s/%s: %w", namespace, name, err)
+// workIn is the ManifestWork, among an Application's, in a cluster's namespace; nil if none.
+func workIn(works []workv1.ManifestWork, cluster string) *workv1.ManifestWork {
+	for i := range works {
+		if works[i].Namespace == cluster {
+			return &works[i]
+		}
 	}
-	return w, nil
+	return nil
 }
 
 func (r *Reconciler) event(app *unstructured.Unstructured, eventType, reason, format string, args ...any) {

@@ -63,11 +63,8 @@ func NewCache(mgr manager.Manager) (cache.Cache, error) {
 		Mapper:           mgr.GetRESTMapper(),
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			app: {Transform: slimApplication},
-			&workv1.ManifestWork{}: {
-				Label:     labels.SelectorFromSet(labels.Set{LabelPullWork: "true"}),
-				Transform: cache.TransformStripManagedFields(),
-			},
+			app:                    {Transform: slimApplication},
+			&workv1.ManifestWork{}: {Label: labels.SelectorFromSet(labels.Set{LabelPullWork: "true"})},
 			&v1alpha1.MulticlusterApplicationSetReport{}: {
 				Label: labels.SelectorFromSet(labels.Set{constants.LabelManagedBy: constants.ManagedByValue}),
 			},

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -137,7 +138,7 @@ func pullConditions(app *unstructured.Unstructured, errs, warnings []problem, no
 			continue
 		}
 		msg := joinProblems(c.problems)
-		ts := now.UTC().Format(timeLayout)
+		ts := now.UTC().Format(time.RFC3339)
 		if old := findAppCondition(app, c.kind); old != nil && old["message"] == msg {
 			if t, ok := old["lastTransitionTime"].(string); ok {
 				ts = t
@@ -147,9 +148,6 @@ func pullConditions(app *unstructured.Unstructured, errs, warnings []problem, no
 	}
 	return out
 }
-
-// timeLayout is how Kubernetes writes metav1.Time.
-const timeLayout = "2006-01-02T15:04:05Z"
 
 func joinProblems(ps []problem) string {
 	parts := make([]string, len(ps))
