@@ -17,6 +17,8 @@ TEST_TIMEOUT   ?= 40m
 TEST_PARALLEL  ?= 1
 # The pull model benchmark's sizes: <clusters>x<applications>, comma-separated.
 PULL_BENCH_SIZES ?= 100x1000,1000x5000
+# The fleet benchmark's sizes: numbers of managed clusters, comma-separated.
+FLEET_BENCH_SIZES ?= 100,300,1000
 
 export KUBE_VERSION ETCD_VERSION OCM_VERSION
 
@@ -75,6 +77,10 @@ bench: ## Run the Go benchmarks (the hub's per-cluster render); the report is do
 .PHONY: bench-pull
 bench-pull: test-env ## Benchmark the pull model on a real kube-apiserver (PULL_BENCH_SIZES=100x1000,1000x5000); report in docs/benchmarks.md.
 	PULL_BENCH_SIZES=$(PULL_BENCH_SIZES) go test -run '^$$' -bench BenchmarkPullModel -benchtime 1x -timeout 60m ./test/bench/
+
+.PHONY: bench-fleet
+bench-fleet: e2e-env build ## Benchmark the hub manager at fleet scale on a real OCM hub (FLEET_BENCH_SIZES=100,300,1000); report in docs/benchmarks.md.
+	FLEET_BENCH_SIZES=$(FLEET_BENCH_SIZES) go test -run '^$$' -bench BenchmarkFleet -benchtime 1x -timeout 120m ./test/bench/
 
 .PHONY: test-env
 test-env: ## Build kube-apiserver v1.35.4 and etcd v3.6.8 from source into ./bin (cached; versions pinned above).

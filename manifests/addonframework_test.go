@@ -66,22 +66,20 @@ func TestRendersThroughTheAddonFramework(t *testing.T) {
 	scheme := runtime.NewScheme()
 	scheme.AddKnownTypeWithName(argoCDGVK, &unstructured.Unstructured{})
 
-	for _, installCRD := range []bool{false, true} {
-		t.Run(fmt.Sprintf("routes.installCRD=%v", installCRD), func(t *testing.T) {
-			objects, err := frameworkManifests(t, scheme, addonfactory.Values{"routes": map[string]any{"installCRD": installCRD}})
+	for _, openshift := range []bool{false, true} {
+		t.Run(fmt.Sprintf("openshift=%v", openshift), func(t *testing.T) {
+			objects, err := frameworkManifests(t, scheme, addonfactory.Values{"openshift": openshift})
 			require.NoError(t, err)
 			seen := kindsAndNames(t, objects)
 
 			assert.True(t, seen["ArgoCD/"+constants.ArgoCDName], "ArgoCD CR missing from the framework's manifests")
-			assert.Equal(t, installCRD, seen["CustomResourceDefinition/"+constants.RoutesCRDName])
-			assert.True(t, seen["CustomResourceDefinition/argocds.argoproj.io"])
 			assert.True(t, seen["Deployment/"+constants.AgentDeployment])
 			assert.True(t, seen["Deployment/"+constants.OperatorDeployment])
 
 			for _, object := range objects {
 				switch typed := object.(type) {
 				case *apiextensionsv1.CustomResourceDefinition:
-					assert.Contains(t, typed.Annotations, constants.AnnotationDeletionOrphan, typed.Name)
+					t.Errorf("CRD %s in the framework's manifests: the agent installs CRDs", typed.Name)
 				case *appsv1.Deployment:
 					if typed.Name == constants.AgentDeployment {
 						assert.Equal(t, addonfactory.AddonDefaultInstallNamespace, typed.Namespace)

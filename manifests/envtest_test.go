@@ -15,10 +15,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -26,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/crdinstall"
 )
 
 // applicationControllerSA is the ServiceAccount the operator creates for the Argo CD
@@ -51,26 +54,22 @@ func startAPIServer(t *testing.T) (*rest.Config, client.Client) {
 	return config, kubeClient
 }
 
-// applyRendered creates every object the way a strict apply would: CRDs first, waiting
-// until they serve, then the rest with strict field validation, so that a field the
-// apiserver does not know is an error rather than silently dropped.
+// applyRendered creates every object the way a strict apply would: the CRDs the agent
+// installs first, waiting until they serve, then the rendered objects with strict field
+// validation, so that a field the apiserver does not know is an error rather than
+// silently dropped.
 func applyRendered(t *testing.T, ctx context.Context, kubeClient client.Client, objects []*unstructured.Unstructured) {
 	t.Helper()
-	for _, object := range objects {
-		if object.GetKind() != "CustomResourceDefinition" {
-			continue
-		}
-		require.NoError(t, kubeClient.Create(ctx, object.DeepCopy(), client.FieldValidation("Strict")), "creating CRD %s", object.GetName())
+	embedded, err := crdinstall.Load()
+	require.NoError(t, err)
+	crds := append(slices.Clone(embedded.ArgoCD), embedded.Routes)
+	for _, crd := range crds {
+		require.NoError(t, kubeClient.Create(ctx, crd.Object.DeepCopy(), client.FieldValidation("Strict")), "creating CRD %s", crd.Name())
 	}
-	for _, object := range objects {
-		if object.GetKind() == "CustomResourceDefinition" {
-			waitEstablished(t, ctx, kubeClient, object.GetName())
-		}
+	for _, crd := range crds {
+		waitEstablished(t, ctx, kubeClient, crd.Name())
 	}
 	for _, object := range inInstallOrder(objects) {
-		if object.GetKind() == "CustomResourceDefinition" {
-			continue
-		}
 		// The client's REST mapper learns about new CRDs lazily: retry while it does not
 		// know the kind yet, fail at once on any other error.
 		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
@@ -123,7 +122,6 @@ func TestRenderedManifestsOnARealAPIServer(t *testing.T) {
 	config, kubeClient := startAPIServer(t)
 
 	objects := mustRender(t, withValues(map[string]any{
-		"routes":             map[string]any{"installCRD": true},
 		"platformExtensions": map[string]any{"extraAPIGroups": []any{"cert-manager.io"}},
 		"argoCD":             map[string]any{"image": "quay.io/argoproj/argocd:v3.1.0", "redisImage": "mirror:5000/redis@sha256:0123"},
 		"global":             map[string]any{"proxyConfig": map[string]any{"HTTPS_PROXY": "http://proxy:3128"}},
@@ -158,7 +156,12 @@ func TestRenderedManifestsOnARealAPIServer(t *testing.T) {
 		}{
 			{"agent deletes the Routes CRD", agent, crdAttrs("delete", constants.RoutesCRDName), "", true},
 			{"agent cannot delete Argo CD CRDs", agent, crdAttrs("delete", "applications.argoproj.io"), "", false},
-			{"agent cannot create CRDs", agent, crdAttrs("create", ""), "", false},
+			{"agent creates CRDs (its admission policy holds it to its own names)", agent, crdAttrs("create", ""), "", true},
+			{"agent patches the CRDs it installs", agent, crdAttrs("patch", "argocds.argoproj.io"), "", true},
+			{"agent updates the Routes CRD it installs", agent, crdAttrs("update", constants.RoutesCRDName), "", true},
+			{"agent cannot patch other CRDs", agent, crdAttrs("patch", "certificates.cert-manager.io"), "", false},
+			{"agent cannot update other CRDs", agent, crdAttrs("update", "widgets.example.com"), "", false},
+			{"agent cannot delete other CRDs", agent, crdAttrs("delete", "widgets.example.com"), "", false},
 			{"agent watches APIServices", agent, authorizationv1.ResourceAttributes{Group: "apiregistration.k8s.io", Resource: "apiservices", Verb: "watch"}, "", true},
 			{"agent creates its admission policy", agent, vapAttrs("create", ""), "", true},
 			{"agent updates its admission policy", agent, vapAttrs("update", "gitops-addon-deny-routes-crd"), "", true},
@@ -197,6 +200,55 @@ func TestRenderedManifestsOnARealAPIServer(t *testing.T) {
 			}
 			require.NoError(t, kubeClient.Create(ctx, review))
 			assert.Equal(t, check.allowed, review.Status.Allowed, "%s (%s)", check.name, review.Status.Reason)
+		}
+	})
+
+	t.Run("the agent's identity cannot create or change a CRD it does not own", func(t *testing.T) {
+		asAgent := impersonating(t, config, testInstallNamespace, constants.AgentDeployment)
+		widgets := &apiextensionsv1.CustomResourceDefinition{
+			ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com"},
+			Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+				Group: "example.com", Scope: apiextensionsv1.NamespaceScoped,
+				Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Singular: "widget", Kind: "Widget", ListKind: "WidgetList"},
+				Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+					Name: "v1", Served: true, Storage: true,
+					Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object"}},
+				}},
+			},
+		}
+		// The policy is enforced once the apiserver has loaded it: wait for the denial.
+		var createErr error
+		require.Eventually(t, func() bool {
+			createErr = asAgent.Create(ctx, widgets.DeepCopy())
+			if createErr == nil {
+				require.NoError(t, kubeClient.Delete(ctx, widgets.DeepCopy()))
+			}
+			return createErr != nil
+		}, 30*time.Second, 200*time.Millisecond, "the agent created an unrelated CRD")
+		assert.True(t, apierrors.IsForbidden(createErr) || apierrors.IsInvalid(createErr), "%v", createErr)
+		assert.Contains(t, createErr.Error(), "may create or change only the CRDs it installs")
+
+		// Someone else's CRD: RBAC refuses any change by name.
+		require.NoError(t, kubeClient.Create(ctx, widgets.DeepCopy()))
+		waitEstablished(t, ctx, kubeClient, widgets.Name)
+		theirs := &apiextensionsv1.CustomResourceDefinition{}
+		require.NoError(t, kubeClient.Get(ctx, client.ObjectKey{Name: widgets.Name}, theirs))
+		theirs.Labels = map[string]string{constants.LabelManagedBy: constants.ManagedByValue}
+		err := asAgent.Update(ctx, theirs)
+		assert.True(t, apierrors.IsForbidden(err), "updating someone else's CRD: %v", err)
+		err = asAgent.Delete(ctx, theirs)
+		assert.True(t, apierrors.IsForbidden(err), "deleting someone else's CRD: %v", err)
+
+		// Its own: a server-side apply of the embedded argocds CRD goes through.
+		embedded, err := crdinstall.Load()
+		require.NoError(t, err)
+		for _, own := range embedded.ArgoCD {
+			if own.Name() != "argocds.argoproj.io" {
+				continue
+			}
+			applied := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: own.Name()}}
+			require.NoError(t, asAgent.Patch(ctx, applied, client.RawPatch(types.ApplyPatchType, own.ApplyJSON),
+				client.ForceOwnership, client.FieldOwner(constants.AgentFieldManager)))
 		}
 	})
 

@@ -17,6 +17,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/crdinstall"
 )
 
 func TestChartFSHoldsTheWholeChart(t *testing.T) {
@@ -26,41 +27,31 @@ func TestChartFSHoldsTheWholeChart(t *testing.T) {
 
 	agentChart := loadAgentChart(t)
 	assert.Equal(t, "gitops-addon-agent", agentChart.Name())
-
-	var crdFiles []string
-	for _, crd := range agentChart.CRDObjects() {
-		crdFiles = append(crdFiles, crd.Filename)
-	}
-	assert.Len(t, crdFiles, 8, "crds/ should hold the 8 Argo CD CRDs: %v", crdFiles)
-	assert.NotContains(t, strings.Join(crdFiles, ","), constants.RoutesCRDName,
-		"the Routes CRD must not be in crds/, which ships unconditionally")
+	assert.Empty(t, agentChart.CRDObjects(), "the agent installs the CRDs; the chart (and so every ManifestWork) carries none")
 }
 
-// TestTemplatesFSIsTheChartWithoutCRDs guards TemplatesFS's go:embed patterns: a file added
-// to the chart outside them would be missing from what the hub renders.
-func TestTemplatesFSIsTheChartWithoutCRDs(t *testing.T) {
-	crdsPrefix := AgentChartCRDsDir + "/"
-	var inChart, inTemplates []string
-	require.NoError(t, fs.WalkDir(ChartFS, AgentChartDir, func(name string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && !strings.HasPrefix(name, crdsPrefix) {
-			inChart = append(inChart, name)
+// TestAgentCRDNamesMatchTheEmbeddedCRDs keeps the chart's list of the agent's CRDs (its
+// RBAC resourceNames and its admission policy) equal to what the agent installs.
+func TestAgentCRDNamesMatchTheEmbeddedCRDs(t *testing.T) {
+	embedded, err := crdinstall.Load()
+	require.NoError(t, err)
+	objects := mustRender(t, map[string]any{})
+	var named []string
+	for _, rule := range rulesOf(t, mustFind(t, objects, "ClusterRole", "", "gitops-addon:agent")) {
+		if slices.Contains(rule.Resources, "customresourcedefinitions") && slices.Contains(rule.Verbs, "patch") {
+			named = rule.ResourceNames
 		}
-		return err
-	}))
-	require.NoError(t, fs.WalkDir(TemplatesFS, ".", func(name string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			inTemplates = append(inTemplates, name)
-		}
-		return err
-	}))
-	assert.Equal(t, inChart, inTemplates, "TemplatesFS must hold every file of the agent chart except crds/")
-	for _, name := range inTemplates {
-		want, err := fs.ReadFile(ChartFS, name)
-		require.NoError(t, err)
-		got, err := fs.ReadFile(TemplatesFS, name)
-		require.NoError(t, err)
-		assert.Equal(t, want, got, name)
 	}
+	assert.ElementsMatch(t, embedded.Names(), named, "update/patch on CRDs must name exactly the embedded CRDs")
+
+	policy := mustFind(t, objects, "ValidatingAdmissionPolicy", "", "gitops-addon-agent-crds")
+	variables, _, _ := unstructured.NestedSlice(policy.Object, "spec", "variables")
+	require.Len(t, variables, 1)
+	own := variables[0].(map[string]any)["expression"].(string)
+	for _, name := range embedded.Names() {
+		assert.Contains(t, own, "'"+name+"'")
+	}
+	assert.Equal(t, len(embedded.Names()), strings.Count(own, "'")/2, "the policy lists exactly the embedded CRDs: %s", own)
 }
 
 func TestDefaultValuesRenderEveryObject(t *testing.T) {
@@ -82,14 +73,8 @@ func TestDefaultValuesRenderEveryObject(t *testing.T) {
 		{"ClusterRoleBinding", "", "gitops-addon:agent"},
 		{"Role", testInstallNamespace, "gitops-addon:agent"},
 		{"RoleBinding", testInstallNamespace, "gitops-addon:agent"},
-		{"CustomResourceDefinition", "", "applications.argoproj.io"},
-		{"CustomResourceDefinition", "", "applicationsets.argoproj.io"},
-		{"CustomResourceDefinition", "", "appprojects.argoproj.io"},
-		{"CustomResourceDefinition", "", "argocds.argoproj.io"},
-		{"CustomResourceDefinition", "", "argocdexports.argoproj.io"},
-		{"CustomResourceDefinition", "", "namespacemanagements.argoproj.io"},
-		{"CustomResourceDefinition", "", "notificationsconfigurations.argoproj.io"},
-		{"CustomResourceDefinition", "", "imageupdaters.argocd-image-updater.argoproj.io"},
+		{"ValidatingAdmissionPolicy", "", "gitops-addon-agent-crds"},
+		{"ValidatingAdmissionPolicyBinding", "", "gitops-addon-agent-crds"},
 	}
 	for _, want := range expected {
 		assert.NotNil(t, findObject(objects, want.kind, want.namespace, want.name),
@@ -99,7 +84,7 @@ func TestDefaultValuesRenderEveryObject(t *testing.T) {
 }
 
 func TestEveryObjectCarriesTheGitOpsAddonLabels(t *testing.T) {
-	objects := mustRender(t, withValues(map[string]any{"routes": map[string]any{"installCRD": true}}))
+	objects := mustRender(t, map[string]any{})
 	for _, object := range objects {
 		labels := object.GetLabels()
 		assert.Equal(t, constants.ManagedByValue, labels[constants.LabelManagedBy],
@@ -109,10 +94,10 @@ func TestEveryObjectCarriesTheGitOpsAddonLabels(t *testing.T) {
 	}
 }
 
-func TestCRDsAndGitOpsNamespaceAreOrphanedOnAddonDeletion(t *testing.T) {
-	objects := mustRender(t, withValues(map[string]any{"routes": map[string]any{"installCRD": true}}))
+func TestGitOpsNamespaceIsOrphanedOnAddonDeletion(t *testing.T) {
+	objects := mustRender(t, map[string]any{})
 	for _, object := range objects {
-		if object.GetKind() != "CustomResourceDefinition" && object.GetKind() != "Namespace" {
+		if object.GetKind() != "Namespace" {
 			continue
 		}
 		_, orphaned := object.GetAnnotations()[constants.AnnotationDeletionOrphan]
@@ -123,7 +108,6 @@ func TestCRDsAndGitOpsNamespaceAreOrphanedOnAddonDeletion(t *testing.T) {
 func TestBuiltInTypesDecodeStrictly(t *testing.T) {
 	// Catches misspelt fields: the apiserver would drop them silently.
 	objects := mustRender(t, withValues(map[string]any{
-		"routes":      map[string]any{"installCRD": true},
 		"global":      map[string]any{"imagePullSecret": "pull", "nodeSelector": map[string]any{"a": "b"}, "proxyConfig": map[string]any{"HTTP_PROXY": "http://p:3128"}},
 		"tolerations": []any{map[string]any{"key": "k", "operator": "Exists"}},
 	}))
@@ -137,18 +121,14 @@ func TestBuiltInTypesDecodeStrictly(t *testing.T) {
 	}
 }
 
-func TestRoutesCRDShipsOnlyWhenRequested(t *testing.T) {
-	for _, installCRD := range []bool{false, true} {
-		t.Run(fmt.Sprintf("installCRD=%v", installCRD), func(t *testing.T) {
-			objects := mustRender(t, withValues(map[string]any{"routes": map[string]any{"installCRD": installCRD}}))
-			routesCRD := findObject(objects, "CustomResourceDefinition", "", constants.RoutesCRDName)
-			if !installCRD {
-				assert.Nil(t, routesCRD)
-				return
-			}
-			require.NotNil(t, routesCRD)
-			group, _, _ := unstructured.NestedString(routesCRD.Object, "spec", "group")
-			assert.Equal(t, constants.RouteGroup, group)
+func TestAgentIsToldTheHubsFlavour(t *testing.T) {
+	for _, openshift := range []bool{false, true} {
+		t.Run(fmt.Sprintf("openshift=%v", openshift), func(t *testing.T) {
+			objects := mustRender(t, withValues(map[string]any{"openshift": openshift}))
+			agent := mustFind(t, objects, "Deployment", testInstallNamespace, constants.AgentDeployment)
+			containers, _, _ := unstructured.NestedSlice(agent.Object, "spec", "template", "spec", "containers")
+			args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
+			assert.Contains(t, args, fmt.Sprintf("--openshift=%v", openshift), "the agent installs the Routes CRD only where the hub did not find OpenShift")
 		})
 	}
 }
@@ -268,6 +248,7 @@ func TestAgentDeployment(t *testing.T) {
 		"--cluster-name=cluster1",
 		"--addon-namespace=" + testInstallNamespace,
 		"--zap-log-level=debug",
+		"--openshift=false",
 	}, container.Args)
 
 	// The whole hub kubeconfig secret is a directory: the kubeconfig references
@@ -333,6 +314,9 @@ func TestAgentRBACIsScopedByResourceName(t *testing.T) {
 	for _, rule := range rules {
 		if slices.Contains(rule.Resources, "customresourcedefinitions") && slices.Contains(rule.Verbs, "delete") {
 			assert.Equal(t, []string{constants.RoutesCRDName}, rule.ResourceNames, "CRD delete must be limited to the Routes CRD")
+		}
+		if slices.Contains(rule.Resources, "customresourcedefinitions") && (slices.Contains(rule.Verbs, "update") || slices.Contains(rule.Verbs, "patch")) {
+			assert.NotEmpty(t, rule.ResourceNames, "CRD update/patch must be limited to the agent's own CRDs")
 		}
 		if slices.Contains(rule.APIGroups, "admissionregistration.k8s.io") {
 			for _, verb := range []string{"update", "patch", "delete"} {

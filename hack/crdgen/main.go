@@ -1,11 +1,11 @@
-// Command crdgen regenerates the CustomResourceDefinitions shipped by the
-// gitops-addon-agent chart from pinned upstream sources. Its output is never edited by
-// hand: `make generate` runs `go run ./hack/crdgen`, and a test fails when the committed
-// files differ from what this program produces.
+// Command crdgen regenerates the CustomResourceDefinitions the spoke agent installs (the
+// Argo CD CRDs and the Routes CRD, embedded in the agent by pkg/spoke/crdinstall) from
+// pinned upstream sources. Its output is never edited by hand: `make generate` runs
+// `go run ./hack/crdgen`, and a test fails when the committed files differ from what this
+// program produces.
 //
-// Every CRD is trimmed of schema descriptions and annotated so that deleting the addon
-// never deletes it, then checked against a size budget: OCM rejects ManifestWorks over
-// 500 KiB and the addon framework cannot split a single object across ManifestWorks.
+// Every CRD keeps its whole schema, descriptions included, is labelled as gitops-addon's
+// and annotated with its upstream file, then checked against etcd's request size limit.
 package main
 
 import (
@@ -14,12 +14,11 @@ import (
 	"os"
 )
 
-// defaultChartDir is the chart crdgen writes into when run from the repository root.
-const defaultChartDir = "manifests/charts/gitops-addon-agent"
+// defaultOutDir is where crdgen writes when run from the repository root.
+const defaultOutDir = "pkg/spoke/crdinstall/crds"
 
 func main() {
-	out := flag.String("out", defaultChartDir,
-		"chart directory to write crds/ and files/ into")
+	out := flag.String("out", defaultOutDir, "directory to write the CRD files into")
 	flag.Parse()
 	if flag.NArg() != 0 {
 		fmt.Fprintf(os.Stderr, "crdgen: unexpected arguments %q\n", flag.Args())

@@ -46,16 +46,6 @@ var expectedArgoCDCRDFiles = []string{
 // imageUpdaterCRDFile is the one CRD outside the argoproj.io_ prefix that ships too.
 const imageUpdaterCRDFile = "argocd-image-updater.argoproj.io_imageupdaters.yaml"
 
-// destination says where in the chart a generated CRD goes.
-type destination int
-
-const (
-	// toCRDsDir: crds/, always emitted by the addon framework before any template.
-	toCRDsDir destination = iota
-	// toFilesDir: files/, emitted only when a template includes it.
-	toFilesDir
-)
-
 // crdSource is one upstream CRD file.
 type crdSource struct {
 	module  string
@@ -64,7 +54,6 @@ type crdSource struct {
 	path string
 	// diskPath is where the module cache holds it.
 	diskPath string
-	dest     destination
 }
 
 // origin names the upstream file in the form written into the source annotation.
@@ -101,7 +90,6 @@ func resolveSources() ([]crdSource, error) {
 		version:  openshiftAPI.Version,
 		path:     routeCRDPath,
 		diskPath: filepath.Join(openshiftAPI.Dir, filepath.FromSlash(routeCRDPath)),
-		dest:     toFilesDir,
 	}
 	return append(argoSources, routeSource), nil
 }
@@ -134,7 +122,6 @@ func argoCDSources(moduleDir string) ([]crdSource, error) {
 			version:  argoCDOperatorVersion,
 			path:     path.Join(argoCDOperatorCRDDir, name),
 			diskPath: filepath.Join(crdDir, name),
-			dest:     toCRDsDir,
 		})
 	}
 	return sources, nil

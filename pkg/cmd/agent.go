@@ -12,7 +12,7 @@ func newAgentCommand() *cobra.Command {
 	o := agent.Options{AddonNamespace: os.Getenv("POD_NAMESPACE")}
 	c := &cobra.Command{
 		Use:   "agent",
-		Short: "Run the spoke agent: Route API guard, /openapi/v2 health and the addon lease",
+		Short: "Run the spoke agent: Argo CD (and Routes) CRD installer, Route API guard, /openapi/v2 health and the addon lease",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return agent.Run(c.Context(), o, spokeFeatures()...)
@@ -27,11 +27,13 @@ func newAgentCommand() *cobra.Command {
 	f.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	f.BoolVar(&o.DisableAdmissionGuard, "disable-route-crd-admission-guard", false,
 		"do not install the ValidatingAdmissionPolicy that denies a duplicate routes.route.openshift.io CRD (a duplicate is still deleted)")
+	f.BoolVar(&o.OpenShift, "openshift", false,
+		"the hub found this cluster to be OpenShift or MicroShift: never install the routes.route.openshift.io CRD (set by the hub)")
 	f.BoolVar(&o.LeaderElection, "leader-elect", false, "elect one active replica through a Lease on the spoke")
 	return c
 }
 
 // spokeFeatures are the controllers the agent runs on the spoke.
 func spokeFeatures() []agent.Feature {
-	return []agent.Feature{agent.RouteGuard}
+	return []agent.Feature{agent.CRDInstaller, agent.RouteGuard}
 }

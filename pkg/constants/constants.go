@@ -72,6 +72,14 @@ const (
 	// AnnotationDeletionOrphan tells OCM's work agent to leave an object on the spoke
 	// when the ManifestWork that carried it is deleted.
 	AnnotationDeletionOrphan = "addon.open-cluster-management.io/deletion-orphan"
+
+	// AnnotationCRDSource records, on every CRD the spoke agent installs, the upstream
+	// file it was generated from (<module>@<version>/<path>): an agent compares that
+	// version with its own to never replace a newer CRD with an older one.
+	AnnotationCRDSource = "gitops-addon.open-cluster-management.io/source"
+
+	// AgentFieldManager is the spoke agent's server-side apply field manager.
+	AgentFieldManager = "gitops-addon-agent"
 )
 
 // Conditions the spoke agent reports on its own ManagedClusterAddOn.
@@ -80,6 +88,9 @@ const (
 	ConditionRoutesCRDGuard       = "RoutesCRDGuard"
 	ConditionOpenAPIV2Available   = "OpenAPIV2Available"
 	ConditionDuplicateAPISurfaces = "DuplicateAPISurfaces"
+	// ConditionArgoCDCRDsInstalled says whether the Argo CD CRDs the operator needs are
+	// served on the spoke, who provides them, and which one failed and why.
+	ConditionArgoCDCRDsInstalled = "ArgoCDCRDsInstalled"
 )
 
 // Reasons of the RouteAPI condition: how a spoke serves route.openshift.io/v1.

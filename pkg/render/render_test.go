@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -65,33 +66,30 @@ func TestObjects(t *testing.T) {
 	tests := []struct {
 		name      string
 		opts      Options
-		routesCRD bool
+		openShift bool
 		check     func(t *testing.T, objects []runtime.Object)
 		wantErr   string
 	}{
 		{
-			name: "a Kubernetes cluster gets the Routes CRD", opts: Options{Cluster: "east"}, routesCRD: true,
+			name: "a Kubernetes cluster's agent may install the Routes CRD", opts: Options{Cluster: "east"},
 		},
 		{
-			name: "an OpenShift cluster never gets the Routes CRD", opts: Options{Cluster: "east", OpenShift: true},
+			name: "an OpenShift cluster's agent never installs the Routes CRD", opts: Options{Cluster: "east", OpenShift: true}, openShift: true,
 		},
 		{
 			name: "--set overrides the operator image", opts: Options{Cluster: "east", Values: []string{"global.imageOverrides.gitopsOperator=registry.example.com/op:v1"}},
-			routesCRD: true,
 			check: func(t *testing.T, objects []runtime.Object) {
 				assert.Equal(t, "registry.example.com/op:v1", operatorImage(t, objects))
 			},
 		},
 		{
 			name: "--operator-image is the manager's default", opts: Options{Cluster: "east", OperatorImage: "registry.example.com/op:v2"},
-			routesCRD: true,
 			check: func(t *testing.T, objects []runtime.Object) {
 				assert.Equal(t, "registry.example.com/op:v2", operatorImage(t, objects))
 			},
 		},
 		{
 			name: "a values file adds API groups to argocd-platform-extensions", opts: Options{Cluster: "east", ValueFiles: []string{valuesFile}},
-			routesCRD: true,
 			check: func(t *testing.T, objects []runtime.Object) {
 				groups := platformExtensionGroups(t, objects)
 				assert.Contains(t, groups, "monitoring.coreos.com")
@@ -110,14 +108,17 @@ func TestObjects(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
-			assert.Equal(t, tt.routesCRD, find(t, objects, "CustomResourceDefinition", constants.RoutesCRDName) != nil)
-			for _, crd := range []string{"applications.argoproj.io", "argocds.argoproj.io"} {
-				assert.NotNil(t, find(t, objects, "CustomResourceDefinition", crd), crd)
+			for _, crd := range []string{constants.RoutesCRDName, "applications.argoproj.io", "argocds.argoproj.io"} {
+				assert.Nil(t, find(t, objects, "CustomResourceDefinition", crd), "%s: the agent installs CRDs", crd)
 			}
+			agent := find(t, objects, "Deployment", constants.AgentDeployment)
+			require.NotNil(t, agent, "the spoke agent")
+			containers, _, _ := unstructured.NestedSlice(agent.Object, "spec", "template", "spec", "containers")
+			args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
+			assert.Contains(t, args, fmt.Sprintf("--openshift=%v", tt.openShift))
 			argocd := find(t, objects, "ArgoCD", "openshift-gitops")
 			require.NotNil(t, argocd, "the ArgoCD CR")
 			assert.Equal(t, "openshift-gitops", argocd.GetNamespace())
-			assert.NotNil(t, find(t, objects, "Deployment", constants.AgentDeployment), "the spoke agent")
 			if tt.check != nil {
 				tt.check(t, objects)
 			}

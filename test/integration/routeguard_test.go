@@ -36,6 +36,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
 	"github.com/gitops-addon/gitops-addon/pkg/doctor"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/agent"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/addonstatus"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/routeguard"
 	"github.com/gitops-addon/gitops-addon/test/fakeroute"
 	"github.com/gitops-addon/gitops-addon/test/pki"
@@ -54,7 +55,7 @@ type spoke struct {
 	dyn    dynamic.Interface
 	raw    *http.Client
 	fake   *fakeroute.Server
-	report *routeguard.Report
+	report *addonstatus.Report
 	stop   context.CancelFunc
 	done   chan error
 }
@@ -120,7 +121,7 @@ func (s *spoke) startGuard(o routeguard.Options) {
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	require.NoError(s.t, err)
-	s.report = routeguard.NewReport()
+	s.report = addonstatus.NewReport()
 	o.Report = s.report
 	_, err = routeguard.SetupWithManager(mgr, o)
 	require.NoError(s.t, err)
@@ -128,7 +129,7 @@ func (s *spoke) startGuard(o routeguard.Options) {
 	require.NoError(s.t, err)
 	hub, err := client.New(s.env.Config, client.Options{Scheme: hubScheme})
 	require.NoError(s.t, err)
-	require.NoError(s.t, mgr.Add(&routeguard.Publisher{Hub: hub, ClusterName: "spoke1", AddonName: constants.AddonName, Report: s.report}))
+	require.NoError(s.t, mgr.Add(&addonstatus.Publisher{Hub: hub, ClusterName: "spoke1", AddonName: constants.AddonName, Report: s.report}))
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stop, s.done = cancel, make(chan error, 1)
 	go func() { s.done <- mgr.Start(ctx) }()

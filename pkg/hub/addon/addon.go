@@ -1,7 +1,7 @@
 // Package addon is gitops-addon's addon-framework addon: it renders, per managed cluster,
-// the agent chart embedded in the binary (GitOps operator, Argo CD instance and CRDs, the
-// least-privilege platform ClusterRole, the spoke agent) into ManifestWorks, and grants
-// the spoke agent its hub credential.
+// the agent chart embedded in the binary (GitOps operator, Argo CD instance, the
+// least-privilege platform ClusterRole, the spoke agent, which installs the CRDs) into one
+// ManifestWork of a few KiB, and grants the spoke agent its hub credential.
 package addon
 
 import (
@@ -50,28 +50,22 @@ type Options struct {
 	KubeClient kubernetes.Interface
 	// ADCGetter reads AddOnDeploymentConfigs; nil ignores them.
 	ADCGetter utils.AddOnDeploymentConfigGetter
-	// ShippedRoutesCRD tells whether a cluster's ManifestWorks carry the Routes CRD now.
-	ShippedRoutesCRD ShippedRoutesCRD
 	// ExtraValues are applied last, above everything (render's -f and --set).
 	ExtraValues addonfactory.Values
 }
 
 // New builds the gitops-addon agent addon.
 func New(o Options) (agent.AgentAddon, error) {
-	crds, err := chartCRDs()
+	built, err := buildHelmAddon(o, manifests.ChartFS)
 	if err != nil {
 		return nil, err
 	}
-	built, err := buildHelmAddon(o, manifests.TemplatesFS)
-	if err != nil {
-		return nil, err
-	}
-	return &gitopsAddon{AgentAddon: built, crds: crds}, nil
+	return &gitopsAddon{AgentAddon: built}, nil
 }
 
 // buildHelmAddon builds addon-framework's Helm addon over the agent chart in chartFS.
 func buildHelmAddon(o Options, chartFS embed.FS) (agent.AgentAddon, error) {
-	sources := valuesSources{adcGetter: o.ADCGetter, operatorImage: o.OperatorImage, shipped: o.ShippedRoutesCRD}
+	sources := valuesSources{adcGetter: o.ADCGetter, operatorImage: o.OperatorImage}
 	getValues := []addonfactory.GetValuesFunc{sources.values}
 	if o.ADCGetter != nil {
 		getValues = append(getValues,
@@ -95,7 +89,6 @@ func buildHelmAddon(o Options, chartFS embed.FS) (agent.AgentAddon, error) {
 		WithAgentHealthProber(&agent.HealthProber{Type: agent.HealthProberTypeLease}).
 		WithAgentInstallNamespace(installNamespace(o.ADCGetter)).
 		WithAgentDeployTriggerClusterFilter(flavourChanged).
-		WithTrimCRDDescription().
 		WithHelmEngineStrict()
 	if o.ADCGetter != nil {
 		factory = factory.WithConfigGVRs(utils.AddOnDeploymentConfigGVR)
@@ -143,7 +136,8 @@ func installNamespace(getter utils.AddOnDeploymentConfigGetter) func(context.Con
 }
 
 // flavourChanged re-renders a cluster's manifests when what decides its flavour (and so
-// its operator image and the Routes CRD) or its image mirrors change.
+// its operator image and whether its agent may install the Routes CRD) or its image
+// mirrors change.
 func flavourChanged(old, updated *clusterv1.ManagedCluster) bool {
 	if old == nil || updated == nil {
 		return false
@@ -186,28 +180,20 @@ func registration(kubeClient kubernetes.Interface) *agent.RegistrationOption {
 }
 
 // gitopsAddon adds to the built addon what the factory has no option for: per-manifest
-// update strategies, and the chart's CRDs decoded once instead of on every render.
+// update strategies and a stable order of the rendered objects.
 type gitopsAddon struct {
 	agent.AgentAddon
-	// crds are shared by every render: Manifests hands out copies.
-	crds []runtime.Object
 }
 
-// Manifests returns the objects addon-framework's rendering of the whole chart returns, in
-// Helm's install order as the framework sorts them, but decodes the chart's CRDs only once
-// (the framework decodes crds/ again for every cluster), and orders objects of the same
-// kind by namespace and name: the framework leaves them in Go map order, which changes
-// from one render to the next and makes `render`'s output useless for review in Git.
+// Manifests returns the objects addon-framework's rendering of the chart returns, in
+// Helm's install order as the framework sorts them, and orders objects of the same kind
+// by namespace and name: the framework leaves them in Go map order, which changes from
+// one render to the next and makes `render`'s output useless for review in Git.
 func (a *gitopsAddon) Manifests(ctx context.Context, cluster *clusterv1.ManagedCluster, addon *addonv1beta1.ManagedClusterAddOn) ([]runtime.Object, error) {
-	rendered, err := a.AgentAddon.Manifests(ctx, cluster, addon)
+	objects, err := a.AgentAddon.Manifests(ctx, cluster, addon)
 	if err != nil {
 		return nil, err
 	}
-	objects := make([]runtime.Object, 0, len(a.crds)+len(rendered))
-	for _, crd := range a.crds {
-		objects = append(objects, crd.DeepCopyObject())
-	}
-	objects = append(objects, rendered...)
 	if err := sortInInstallOrder(objects); err != nil {
 		return nil, err
 	}

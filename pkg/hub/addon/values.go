@@ -107,11 +107,10 @@ func parseAPIGroups(value string) ([]string, error) {
 type valuesSources struct {
 	adcGetter     utils.AddOnDeploymentConfigGetter
 	operatorImage string // manager-wide override (--operator-image)
-	shipped       ShippedRoutesCRD
 }
 
-// values computes the chart values gitops-addon decides per cluster: flavour, Routes CRD,
-// images and our customizedVariables. Precedence for images, lowest first: chart default
+// values computes the chart values gitops-addon decides per cluster: flavour (which the
+// agent also reads before it installs a Routes CRD), images and our customizedVariables. Precedence for images, lowest first: chart default
 // for the flavour, the manager's --operator-image, the AddOnDeploymentConfig's
 // customizedVariables, the GitOpsCluster's spec.gitopsAddon; then the ADC's registries
 // and the cluster's image-registries annotation mirror the final image.
@@ -131,13 +130,7 @@ func (s valuesSources) values(mc *clusterv1.ManagedCluster, addon *addonv1beta1.
 		registries = adc.Spec.Registries
 	}
 	k = overlay(k, fromAnnotations(addon))
-
-	facts, err := routesFactsFor(mc, addon, s.shipped)
-	if err != nil {
-		return nil, err
-	}
-	routes := decideRoutesCRD(facts)
-	return buildValues(facts.flavour, routes, k, mirrorFunc(mc, registries)), nil
+	return buildValues(clusterFlavour(mc), k, mirrorFunc(mc, registries)), nil
 }
 
 func (s valuesSources) desiredConfig(addon *addonv1beta1.ManagedClusterAddOn) (*addonv1beta1.AddOnDeploymentConfig, error) {
@@ -203,17 +196,13 @@ func mirrorFunc(mc *clusterv1.ManagedCluster, registries []addonv1beta1.ImageMir
 
 // buildValues lays the decisions out as chart values (plain JSON types only: the Helm
 // engine of addon-framework v1.3.0 does not normalise typed maps).
-func buildValues(f flavour, routes routesDecision, k knobs, mirror func(string) string) addonfactory.Values {
+func buildValues(f flavour, k knobs, mirror func(string) string) addonfactory.Values {
 	groups := make([]any, 0, len(k.extraAPIGroups))
 	for _, g := range k.extraAPIGroups {
 		groups = append(groups, g)
 	}
 	values := addonfactory.Values{
-		"openshift": f.openShift,
-		"routes": map[string]any{
-			"installCRD": routes.install,
-			"decision":   routes.why,
-		},
+		"openshift":          f.openShift,
 		"platformExtensions": map[string]any{"extraAPIGroups": groups},
 		"argoCD": map[string]any{
 			"image":      mirror(k.argoCDImage),

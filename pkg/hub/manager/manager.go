@@ -6,10 +6,8 @@ package manager
 import (
 	"context"
 	"fmt"
-	"maps"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -24,7 +22,6 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -32,7 +29,6 @@ import (
 
 	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	"github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/addon"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/gitopscluster"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
@@ -96,7 +92,7 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
 		// Release the lease on shutdown so that a rolling update hands over at once.
 		LeaderElectionReleaseOnCancel: true,
-		Cache:                         cache.Options{ByObject: cacheByObject()},
+		Cache:                         cache.Options{ByObject: gitopscluster.CacheByObject()},
 		Controller:                    config.Controller{SkipNameValidation: &o.SkipControllerNameValidation},
 	})
 	if err != nil {
@@ -126,15 +122,6 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 	return mgr, nil
 }
 
-// cacheByObject adds our addon's ManifestWorks to the GitOpsCluster controller's filters.
-func cacheByObject() map[client.Object]cache.ByObject {
-	byObject := maps.Clone(gitopscluster.CacheByObject())
-	byObject[&workv1.ManifestWork{}] = cache.ByObject{
-		Label: labels.SelectorFromSet(labels.Set{addonv1beta1.AddonLabelKey: constants.AddonName}),
-	}
-	return byObject
-}
-
 // addAddonManager registers addon-framework's addon manager as a runnable that starts
 // only on the elected leader: two replicas must never both write ManifestWorks.
 func addAddonManager(mgr manager.Manager, cfg *rest.Config, o Options) error {
@@ -147,11 +134,10 @@ func addAddonManager(mgr manager.Manager, cfg *rest.Config, o Options) error {
 		return fmt.Errorf("creating the addon client: %w", err)
 	}
 	agentAddon, err := addon.New(addon.Options{
-		AgentImage:       o.AgentImage,
-		OperatorImage:    o.OperatorImage,
-		KubeClient:       kubeClient,
-		ADCGetter:        utils.NewAddOnDeploymentConfigGetter(addonClient),
-		ShippedRoutesCRD: shippedRoutesCRD(mgr.GetClient()),
+		AgentImage:    o.AgentImage,
+		OperatorImage: o.OperatorImage,
+		KubeClient:    kubeClient,
+		ADCGetter:     utils.NewAddOnDeploymentConfigGetter(addonClient),
 	})
 	if err != nil {
 		return err

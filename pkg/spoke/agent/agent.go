@@ -1,5 +1,5 @@
 // Package agent wires the spoke side of gitops-addon: a controller-runtime manager on the
-// managed cluster with the Route API guard, a client to the hub built from the credential
+// managed cluster with the CRD installer and the Route API guard, a client to the hub built from the credential
 // OCM issued to the addon, the addon lease that makes the addon Available, and probes.
 package agent
 
@@ -29,6 +29,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/addonstatus"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/crdinstall"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/routeguard"
 )
 
@@ -47,6 +49,8 @@ type Options struct {
 
 	// DisableAdmissionGuard: see routeguard.Options.
 	DisableAdmissionGuard bool
+	// OpenShift is the hub's flavour decision: see crdinstall.Options.
+	OpenShift bool
 
 	MetricsBindAddress     string
 	HealthProbeBindAddress string
@@ -102,18 +106,25 @@ type Setup struct {
 	ClusterName    string
 	AddonNamespace string
 	Options        Options
+	// Report collects every feature's conditions; the agent publishes them on its
+	// ManagedClusterAddOn.
+	Report *addonstatus.Report
 }
 
 // Feature registers controllers on the agent's manager.
 type Feature func(Setup) error
 
-// RouteGuard is the Route API guard and its report to the hub.
+// RouteGuard is the Route API guard.
 func RouteGuard(s Setup) error {
-	report := routeguard.NewReport()
-	if _, err := routeguard.SetupWithManager(s.Manager, routeguard.Options{Report: report, DisableAdmissionGuard: s.Options.DisableAdmissionGuard}); err != nil {
-		return err
-	}
-	return s.Manager.Add(&routeguard.Publisher{Hub: s.HubClient, ClusterName: s.ClusterName, AddonName: constants.AddonName, Report: report})
+	_, err := routeguard.SetupWithManager(s.Manager, routeguard.Options{Report: s.Report, DisableAdmissionGuard: s.Options.DisableAdmissionGuard})
+	return err
+}
+
+// CRDInstaller installs the Argo CD CRDs, and the Routes CRD where the cluster has no
+// Route API.
+func CRDInstaller(s Setup) error {
+	_, err := crdinstall.SetupWithManager(s.Manager, crdinstall.Options{Report: s.Report, OpenShift: s.Options.OpenShift})
+	return err
 }
 
 // Run runs the agent until ctx is done.
@@ -149,11 +160,15 @@ func Run(ctx context.Context, o Options, features ...Feature) error {
 	if err := addProbes(mgr, o.HubKubeconfig); err != nil {
 		return err
 	}
-	setup := Setup{Manager: mgr, SpokeConfig: spokeCfg, HubClient: hubClient, ClusterName: o.ClusterName, AddonNamespace: o.AddonNamespace, Options: o}
+	setup := Setup{Manager: mgr, SpokeConfig: spokeCfg, HubClient: hubClient, ClusterName: o.ClusterName, AddonNamespace: o.AddonNamespace, Options: o,
+		Report: addonstatus.NewReport()}
 	for _, feature := range features {
 		if err := feature(setup); err != nil {
 			return err
 		}
+	}
+	if err := mgr.Add(&addonstatus.Publisher{Hub: hubClient, ClusterName: o.ClusterName, AddonName: constants.AddonName, Report: setup.Report}); err != nil {
+		return fmt.Errorf("adding the status publisher: %w", err)
 	}
 	ctrl.Log.WithName("agent").Info("starting", "cluster", o.ClusterName, "namespace", o.AddonNamespace)
 	return mgr.Start(ctx)

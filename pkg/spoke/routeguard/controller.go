@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/addonstatus"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/openapicheck"
 )
 
@@ -37,7 +38,7 @@ type Guard struct {
 	Client   client.Client
 	Recorder events.EventRecorder
 	Checker  *openapicheck.Checker
-	Report   *Report
+	Report   *addonstatus.Report
 
 	recheck chan struct{}
 	// lastRemoval is when the guard last deleted a duplicate; the report keeps saying so.
@@ -49,7 +50,7 @@ type Guard struct {
 // Options configures SetupWithManager.
 type Options struct {
 	// Report receives the guard's conditions; nil creates one.
-	Report *Report
+	Report *addonstatus.Report
 	// DisableAdmissionGuard leaves out the ValidatingAdmissionPolicy (for clusters whose
 	// admission policies are managed elsewhere) and removes ours if it exists; a
 	// duplicate Routes CRD is still deleted within seconds.
@@ -68,7 +69,7 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Guard, error) {
 		return nil, err
 	}
 	if o.Report == nil {
-		o.Report = NewReport()
+		o.Report = addonstatus.NewReport()
 	}
 	g := &Guard{
 		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("gitops-addon-agent"),
@@ -116,22 +117,22 @@ func (g *Guard) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.R
 	defer g.triggerOpenAPICheck()
 	facts, err := ReadFacts(ctx, g.Client)
 	cls := Classify(facts, err)
-	g.Report.setRouteAPI(cls)
+	setRouteAPI(g.Report, cls)
 	if err != nil {
-		g.Report.setGuard(metav1.ConditionUnknown, ReasonGuardUnknown, "No decision while the Route API cannot be classified: "+err.Error())
+		setGuard(g.Report, metav1.ConditionUnknown, ReasonGuardUnknown, "No decision while the Route API cannot be classified: "+err.Error())
 		return reconcile.Result{}, err
 	}
-	g.Report.setDuplicates(DuplicateSurfaces(facts))
+	setDuplicates(g.Report, DuplicateSurfaces(facts))
 	if cls.Reason != constants.RouteAPINative {
 		if err := removeGuard(ctx, g.Client); err != nil {
 			return reconcile.Result{}, err
 		}
-		g.Report.setGuard(metav1.ConditionFalse, ReasonNotNative, "Route API is "+cls.Reason+": the Routes CRD is legitimate here, no guard.")
+		setGuard(g.Report, metav1.ConditionFalse, ReasonNotNative, "Route API is "+cls.Reason+": the Routes CRD is legitimate here, no guard.")
 		return reconcile.Result{}, nil
 	}
 	removed, err := g.removeDuplicate(ctx, cls)
 	if err != nil {
-		g.Report.setGuard(metav1.ConditionFalse, ReasonGuardFailed, err.Error())
+		setGuard(g.Report, metav1.ConditionFalse, ReasonGuardFailed, err.Error())
 		return reconcile.Result{}, err
 	}
 	if removed {
@@ -170,7 +171,7 @@ func (g *Guard) guard(ctx context.Context) error {
 		message = "Deleted a duplicate " + constants.RoutesCRDName + " CRD at " + g.lastRemoval.Format(time.RFC3339) +
 			"; Routes stay served natively. " + message
 	}
-	g.Report.setGuard(status, reason, message)
+	setGuard(g.Report, status, reason, message)
 	return err
 }
 
@@ -220,9 +221,9 @@ func (g *Guard) runOpenAPIChecks(ctx context.Context) error {
 func (g *Guard) checkOpenAPI(ctx context.Context) {
 	facts, err := ReadFacts(ctx, g.Client)
 	if err != nil {
-		g.Report.setOpenAPI(openapicheck.Result{}, err)
+		setOpenAPI(g.Report, openapicheck.Result{}, err)
 		return
 	}
 	res, err := g.Checker.Check(ctx, ServedCRDGroupVersions(facts))
-	g.Report.setOpenAPI(res, err)
+	setOpenAPI(g.Report, res, err)
 }

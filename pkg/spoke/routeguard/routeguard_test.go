@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/addonstatus"
 )
 
 func nativeAPIService() apiregistrationv1.APIService {
@@ -113,7 +114,7 @@ func testScheme(t *testing.T) *runtime.Scheme {
 
 func newGuard(t *testing.T, c client.Client, disabled bool) (*Guard, *events.FakeRecorder) {
 	rec := events.NewFakeRecorder(10)
-	return &Guard{Client: c, Recorder: rec, Report: NewReport(), recheck: make(chan struct{}, 1), admissionGuardDisabled: disabled}, rec
+	return &Guard{Client: c, Recorder: rec, Report: addonstatus.NewReport(), recheck: make(chan struct{}, 1), admissionGuardDisabled: disabled}, rec
 }
 
 func objects(apiServices []apiregistrationv1.APIService, crds []apiextensionsv1.CustomResourceDefinition) []client.Object {
@@ -260,20 +261,20 @@ func TestEnsureGuardWritesOnlyOnChange(t *testing.T) {
 }
 
 func TestReportSignalsOnlyOnChange(t *testing.T) {
-	r := NewReport()
-	r.setRouteAPI(Classification{Reason: constants.RouteAPINative, Message: "m"})
+	r := addonstatus.NewReport()
+	setRouteAPI(r, Classification{Reason: constants.RouteAPINative, Message: "m"})
 	select {
 	case <-r.Changed():
 	default:
 		t.Fatal("a new condition signals")
 	}
-	r.setRouteAPI(Classification{Reason: constants.RouteAPINative, Message: "m"})
+	setRouteAPI(r, Classification{Reason: constants.RouteAPINative, Message: "m"})
 	select {
 	case <-r.Changed():
 		t.Fatal("an unchanged condition does not signal")
 	default:
 	}
-	r.setRouteAPI(Classification{Reason: constants.RouteAPIUnknown, Message: "x"})
+	setRouteAPI(r, Classification{Reason: constants.RouteAPIUnknown, Message: "x"})
 	c, _ := r.Condition(constants.ConditionRouteAPI)
 	assert.Equal(t, metav1.ConditionUnknown, c.Status)
 }

@@ -119,3 +119,20 @@ registry port ("host:5000/repo") is not mistaken for a tag.
 repository: {{ $repository | quote }}
 tag: {{ $tag | quote }}
 {{- end }}
+
+{{/*
+The CustomResourceDefinitions the spoke agent installs from copies in its binary
+(pkg/spoke/crdinstall/crds): the only CRDs its ClusterRole lets it change and its
+admission policy lets it create or update. A test keeps this list equal to the embedded set.
+*/}}
+{{- define "gitops-addon.agentCRDNames" -}}
+- applications.argoproj.io
+- applicationsets.argoproj.io
+- appprojects.argoproj.io
+- argocdexports.argoproj.io
+- argocds.argoproj.io
+- imageupdaters.argocd-image-updater.argoproj.io
+- namespacemanagements.argoproj.io
+- notificationsconfigurations.argoproj.io
+- routes.route.openshift.io
+{{- end }}

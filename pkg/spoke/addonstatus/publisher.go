@@ -1,4 +1,4 @@
-package routeguard
+package addonstatus
 
 import (
 	"context"

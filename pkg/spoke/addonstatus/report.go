@@ -1,0 +1,76 @@
+// Package addonstatus carries what the spoke agent's features find out to the hub: each
+// feature sets conditions on a shared Report, and the Publisher writes them onto the
+// agent's own ManagedClusterAddOn whenever they change.
+package addonstatus
+
+import (
+	"slices"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Report is the agent's current view, as conditions. It is safe for concurrent use;
+// Changed is signalled when a condition changes.
+type Report struct {
+	mu         sync.Mutex
+	conditions map[string]metav1.Condition
+	changed    chan struct{}
+}
+
+// NewReport returns an empty report.
+func NewReport() *Report {
+	return &Report{conditions: map[string]metav1.Condition{}, changed: make(chan struct{}, 1)}
+}
+
+// Changed is signalled (coalesced) whenever a condition changes.
+func (r *Report) Changed() <-chan struct{} { return r.changed }
+
+// Conditions returns the current conditions ordered by type.
+func (r *Report) Conditions() []metav1.Condition {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]metav1.Condition, 0, len(r.conditions))
+	for _, c := range r.conditions {
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b metav1.Condition) int {
+		switch {
+		case a.Type < b.Type:
+			return -1
+		case a.Type > b.Type:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// Condition returns one condition.
+func (r *Report) Condition(conditionType string) (metav1.Condition, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.conditions[conditionType]
+	return c, ok
+}
+
+// Set records c, keeping its last transition time while the status stays the same, and
+// signals Changed only when something in it changed.
+func (r *Report) Set(c metav1.Condition) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old, ok := r.conditions[c.Type]
+	c.LastTransitionTime = metav1.Now()
+	if ok && old.Status == c.Status {
+		c.LastTransitionTime = old.LastTransitionTime
+	}
+	if ok && equality.Semantic.DeepEqual(old, c) {
+		return
+	}
+	r.conditions[c.Type] = c
+	select {
+	case r.changed <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,586 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	addonv1alpha1 "open-cluster-management.io/api/addon/v1alpha1"
+	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
+	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
+	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
+	workv1 "open-cluster-management.io/api/work/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
+	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/manager"
+	"github.com/gitops-addon/gitops-addon/test/harness"
+	"github.com/gitops-addon/gitops-addon/test/install"
+	"github.com/gitops-addon/gitops-addon/test/testenv"
+)
+
+// BenchmarkFleet measures the hub manager (`gitops-addon manager`, ./bin/gitops-addon)
+// at fleet scale on a real OCM hub (test/harness: etcd, kube-apiserver with an audit log,
+// kube-controller-manager, OCM's registration, placement and addon hub controllers), one
+// fresh hub per size. The manager is installed as test/install does for the e2e test:
+// the chart's objects applied, the manager a process under the chart's ServiceAccount,
+// so the audit log tells its writes apart. For each size N of FLEET_BENCH_SIZES (default
+// "100"; `make bench-fleet` runs 100,300,1000):
+//
+//   - N ManagedClusters without klusterlets: the benchmark reports them joined and
+//     available and renews their leases every 60 s, as registration agents do (not timed);
+//     a Placement selects all of them, a GitOpsCluster with the addon enabled uses it;
+//
+//   - propagation: from creating the GitOpsCluster until every cluster has its Argo CD
+//     cluster Secret, its ManagedClusterAddOn and its ManifestWorks (polled every 250 ms);
+//
+//   - the floor: the same Secrets, ManagedClusterAddOns and ManifestWorks (copies, in
+//     namespaces and under names the manager does not watch) created by a plain client,
+//     with 16 writers, and with one writer per kind as the manager's single-worker
+//     controllers write; ratio = propagation / floor;
+//
+//   - the ManifestWorks' bytes on the hub (whole objects without managedFields, and spec);
+//
+//   - the manager's API writes from the audit log: during propagation, in 60 s of steady
+//     state once it made none for 30 s, and in 60 s while every ManagedCluster's labels
+//     change every 10 s and its lease is renewed;
+//
+//   - convergence after the Placement shrinks to N/2 clusters, and after the GitOpsCluster
+//     is deleted;
+//
+//   - the manager's peak RSS and CPU time (from /proc).
+//
+//     make e2e-env build
+//     FLEET_BENCH_SIZES=100,300,1000 go test -run '^$' -bench BenchmarkFleet -benchtime 1x -timeout 120m ./test/bench/
+//
+// Progress goes to stderr as it happens; the table of results is logged at the end of
+// each size. The report is docs/benchmarks.md.
+func BenchmarkFleet(b *testing.B) {
+	sizes := os.Getenv("FLEET_BENCH_SIZES")
+	if sizes == "" {
+		sizes = "100"
+	}
+	for _, size := range strings.Split(sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(size))
+		if err != nil || n < 2 {
+			b.Fatalf("FLEET_BENCH_SIZES entry %q: want a number of clusters, at least 2", size)
+		}
+		b.Run(fmt.Sprintf("clusters=%d", n), func(b *testing.B) {
+			for range b.N {
+				runFleetBenchmark(b, n)
+			}
+		})
+	}
+}
+
+const (
+	// managerUser is the identity the manager runs as (test/install: the chart's
+	// ServiceAccount), as the e2e test reads it from the audit log.
+	managerUser       = "system:serviceaccount:" + install.Namespace + ":gitops-addon-manager"
+	gitopsClusterName = "fleet-bench"
+	placementName     = "fleet-bench"
+	// floorManagedBy replaces app.kubernetes.io/managed-by=gitops-addon on the floor's
+	// copies (same length), so the manager's caches never see them; floorAddonName names
+	// the floor's ManagedClusterAddOns and labels its ManifestWorks.
+	floorManagedBy = "bench-floor0"
+	floorAddonName = "gitops-floor"
+	// floorWriters is the floor's parallelism.
+	floorWriters = 16
+)
+
+var (
+	secretGVK = corev1.SchemeGroupVersion.WithKind("SecretList")
+	// addonGVK is the addon API's storage version: listing it needs no conversion webhook.
+	addonGVK = addonv1alpha1.SchemeGroupVersion.WithKind("ManagedClusterAddOnList")
+	workGVK  = workv1.SchemeGroupVersion.WithKind("ManifestWorkList")
+)
+
+func ownerLabels() client.MatchingLabels {
+	return client.MatchingLabels{constants.LabelManagedBy: constants.ManagedByValue,
+		constants.LabelOwnerNamespace: argoNS, constants.LabelOwnerName: gitopsClusterName}
+}
+
+func addonWorks() client.MatchingLabels {
+	return client.MatchingLabels{addonv1beta1.AddonLabelKey: constants.AddonName}
+}
+
+func runFleetBenchmark(b *testing.B, n int) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if missing := harness.MissingBinaries(testenv.BinDir()); len(missing) > 0 {
+		b.Fatalf("%v missing from %s: run `make e2e-env` to build them from source", missing, testenv.BinDir())
+	}
+	binary := filepath.Join(testenv.BinDir(), "gitops-addon")
+	if _, err := os.Stat(binary); err != nil {
+		b.Fatalf("%s missing: run `make build`", binary)
+	}
+
+	progress("clusters=%d: starting the hub", n)
+	f, err := harness.Start(ctx, harness.Options{Logf: func(format string, args ...any) { progress(format, args...) }})
+	require.NoError(b, err)
+	defer func() {
+		if b.Failed() {
+			f.DumpLogs(os.Stderr, 40)
+		}
+		if err := f.Stop(); err != nil {
+			b.Errorf("stopping the fleet: %v", err)
+		}
+	}()
+	cfg := rest.CopyConfig(f.Hub.Config)
+	cfg.QPS, cfg.Burst = 1000, 2000
+	c, err := client.New(cfg, client.Options{Scheme: harness.Scheme()})
+	require.NoError(b, err)
+
+	progress("installing the manager chart and starting the manager")
+	p, err := install.OnHub(ctx, f, binary)
+	require.NoError(b, err)
+	require.NoError(b, client.IgnoreAlreadyExists(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: argoNS}})))
+	require.NoError(b, c.Create(ctx, &clusterv1beta2.ManagedClusterSetBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: argoNS},
+		Spec:       clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: "default"},
+	}))
+	require.NoError(b, p.StartManager(ctx))
+	alive := func() {
+		if exited, err := p.Manager.Exited(); exited {
+			b.Fatalf("the manager exited (%v); the end of its log:\n%s", err, p.Manager.Tail(40))
+		}
+	}
+	waitLeader(b, ctx, c, alive)
+
+	progress("registering %d ManagedClusters", n)
+	setupStart := time.Now()
+	names := registerFleet(b, ctx, c, n)
+	defer keepLeasesFresh(ctx, c, names)()
+	require.NoError(b, c.Create(ctx, fleetPlacement()))
+	converge(b, "the Placement decides every cluster", time.Now(), 10*time.Minute, alive,
+		&target{name: "decisions", done: func() (bool, string) {
+			got := placementDecided(b, ctx, c, argoNS, placementName)
+			return got == n, fmt.Sprintf("%d decided", got)
+		}})
+	progress("fleet ready in %v", time.Since(setupStart).Round(time.Second))
+
+	// Propagation.
+	_, cpuBefore, err := procStats(p.Manager.Pid())
+	require.NoError(b, err)
+	gc := &appsv1beta1.GitOpsCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: gitopsClusterName, Namespace: argoNS},
+		Spec: appsv1beta1.GitOpsClusterSpec{
+			ArgoServer:   appsv1beta1.ArgoServerSpec{Cluster: "local-cluster", ArgoNamespace: argoNS},
+			PlacementRef: &appsv1beta1.PlacementReference{APIVersion: clusterv1beta1.GroupVersion.String(), Kind: "Placement", Name: placementName},
+			GitOpsAddon:  &appsv1beta1.GitOpsAddonSpec{Enabled: ptr(true)},
+		},
+	}
+	progress("creating the GitOpsCluster")
+	propStart := time.Now()
+	require.NoError(b, c.Create(ctx, gc))
+	secrets, addons, works := fleetTargets(b, ctx, c, n, 0)
+	propagation := converge(b, "propagation", propStart, 30*time.Minute, alive, secrets, addons, works)
+	propEnd := time.Now()
+	_, cpuAfter, err := procStats(p.Manager.Pid())
+	require.NoError(b, err)
+	worksPerCluster, _ := uniform(countByNamespace(b, ctx, c, workGVK, "", addonWorks()))
+	propWrites := writesBetween(b, f.Hub, managerUser, propStart, propEnd)
+	progress("propagation %v (secrets %v, addons %v, works %v)", propagation.Round(time.Millisecond),
+		secrets.at.Round(time.Millisecond), addons.at.Round(time.Millisecond), works.at.Round(time.Millisecond))
+
+	settle1, quiet1 := waitQuiet(b, f.Hub, managerUser, 30*time.Second, 5*time.Minute, alive)
+	trailing := writesBetween(b, f.Hub, managerUser, propEnd, time.Now())
+	progress("settled after %v (%d writes after propagation)", settle1.Round(time.Second), len(trailing))
+
+	// The works' bytes, and the floor.
+	dir := b.TempDir()
+	fs, sizes := prepareFloor(b, ctx, c, dir, names)
+	progress("floor: %d secrets, %d addons, %d works to create", len(fs.secrets), len(fs.addons), len(fs.works))
+	floor := fs.create(b, ctx, c, false)
+	fs.delete(b, ctx, c, names)
+	floorSerial := fs.create(b, ctx, c, true)
+	fs.delete(b, ctx, c, names)
+	progress("floor %v with %d writers, %v with one writer per kind", floor.Round(time.Millisecond), floorWriters, floorSerial.Round(time.Millisecond))
+
+	// Steady state, then churn.
+	settle2, quiet2 := waitQuiet(b, f.Hub, managerUser, 30*time.Second, 5*time.Minute, alive)
+	progress("steady window (settled in %v)", settle2.Round(time.Second))
+	steadyFrom := time.Now()
+	time.Sleep(60 * time.Second)
+	steady := writesBetween(b, f.Hub, managerUser, steadyFrom, steadyFrom.Add(60*time.Second))
+	progress("churn window")
+	churnFrom := time.Now()
+	stopChurn := churn(ctx, c, names, 10*time.Second)
+	time.Sleep(60 * time.Second)
+	rounds := stopChurn()
+	churnTo := time.Now()
+	churned := writesBetween(b, f.Hub, managerUser, churnFrom, churnTo)
+	alive()
+	settle3, quiet3 := waitQuiet(b, f.Hub, managerUser, 30*time.Second, 5*time.Minute, alive)
+	afterChurn := writesBetween(b, f.Hub, managerUser, churnTo, time.Now())
+	progress("churn: %d writes in the window, %d after it, settled in %v", len(churned), len(afterChurn), settle3.Round(time.Second))
+
+	// Shrink the Placement to the half=true clusters.
+	half := n / 2
+	pl := &clusterv1beta1.Placement{}
+	require.NoError(b, c.Get(ctx, types.NamespacedName{Namespace: argoNS, Name: placementName}, pl))
+	pl.Spec.Predicates[0].RequiredClusterSelector.LabelSelector.MatchLabels[halfLabel] = "true"
+	progress("shrinking the Placement to %d clusters", half)
+	shrinkStart := time.Now()
+	require.NoError(b, c.Update(ctx, pl))
+	decided := &target{name: "decisions", done: func() (bool, string) {
+		got := placementDecided(b, ctx, c, argoNS, placementName)
+		return got == half, fmt.Sprintf("%d decided", got)
+	}}
+	sSecrets, sAddons, sWorks := fleetTargets(b, ctx, c, half, worksPerCluster)
+	shrink := converge(b, "the shrunk Placement", shrinkStart, 20*time.Minute, alive, decided, sSecrets, sAddons, sWorks)
+	shrinkWrites := writesBetween(b, f.Hub, managerUser, shrinkStart, time.Now())
+	progress("shrink converged in %v", shrink.Round(time.Millisecond))
+	waitQuiet(b, f.Hub, managerUser, 10*time.Second, 2*time.Minute, alive)
+
+	// Delete the GitOpsCluster.
+	progress("deleting the GitOpsCluster")
+	delStart := time.Now()
+	require.NoError(b, c.Delete(ctx, gc))
+	gone := &target{name: "GitOpsCluster", done: func() (bool, string) {
+		err := c.Get(ctx, client.ObjectKeyFromObject(gc), &appsv1beta1.GitOpsCluster{})
+		return apierrors.IsNotFound(err), fmt.Sprintf("get: %v", err)
+	}}
+	dSecrets, dAddons, dWorks := fleetTargets(b, ctx, c, 0, worksPerCluster)
+	deletion := converge(b, "the deletion", delStart, 20*time.Minute, alive, gone, dSecrets, dAddons, dWorks)
+	delWrites := writesBetween(b, f.Hub, managerUser, delStart, time.Now())
+	progress("deletion converged in %v", deletion.Round(time.Millisecond))
+
+	alive()
+	rss, cpu, err := procStats(p.Manager.Pid())
+	require.NoError(b, err)
+
+	ratio := propagation.Seconds() / floor.Seconds()
+	ratioSerial := propagation.Seconds() / floorSerial.Seconds()
+	b.ReportMetric(propagation.Seconds(), "propagation-s")
+	b.ReportMetric(floor.Seconds(), "floor-s")
+	b.ReportMetric(ratio, "ratio")
+	b.ReportMetric(floorSerial.Seconds(), "floor-1-writer-s")
+	b.ReportMetric(ratioSerial, "ratio-vs-1-writer")
+	b.ReportMetric(float64(sizes.object)/float64(n), "work-bytes/cluster")
+	b.ReportMetric(float64(sizes.spec)/float64(n), "work-spec-bytes/cluster")
+	b.ReportMetric(float64(len(steady)), "steady-writes/60s")
+	b.ReportMetric(float64(len(churned)), "churn-writes/60s")
+	b.ReportMetric(shrink.Seconds(), "shrink-s")
+	b.ReportMetric(deletion.Seconds(), "delete-s")
+	b.ReportMetric(float64(rss)/(1<<20), "manager-peak-RSS-MiB")
+	b.ReportMetric(cpu.Seconds(), "manager-CPU-s")
+
+	var out strings.Builder
+	w := tabwriter.NewWriter(&out, 0, 0, 2, ' ', 0)
+	row := func(name, format string, args ...any) {
+		fmt.Fprintf(w, "  %s\t%s\n", name, fmt.Sprintf(format, args...))
+	}
+	row("clusters", "%d (no klusterlets; leases renewed every %d s)", n, leaseDurationSeconds)
+	row("propagation", "%v: secrets %v, addons %v, works %v (%d a cluster); manager CPU %.1f s",
+		ms(propagation), ms(secrets.at), ms(addons.at), ms(works.at), worksPerCluster, (cpuAfter - cpuBefore).Seconds())
+	row("  manager writes", "%d: %s", len(propWrites), summarizeWrites(propWrites))
+	row("  after, until quiet", "%d writes in %v%s: %s", len(trailing), settle1.Round(time.Second), notQuiet(quiet1), summarizeWrites(trailing))
+	row("floor, 16 writers", "%v (%d secrets, %d addons, %d works); ratio %.2f", ms(floor), len(fs.secrets), len(fs.addons), len(fs.works), ratio)
+	row("floor, 1 writer/kind", "%v; ratio %.2f", ms(floorSerial), ratioSerial)
+	row("ManifestWorks bytes", "%d total, %d a cluster; spec %d total, %d a cluster",
+		sizes.object, sizes.object/int64(n), sizes.spec, sizes.spec/int64(n))
+	row("steady writes / 60 s", "%d (after %v to settle%s): %s", len(steady), settle2.Round(time.Second), notQuiet(quiet2), summarizeWrites(steady))
+	for _, line := range firstWrites(steady, 5) {
+		row("", "%s", line)
+	}
+	row("churn writes / 60 s", "%d in %d rounds of label+lease on %d clusters: %s", len(churned), rounds, n, summarizeWrites(churned))
+	for _, line := range firstWrites(churned, 5) {
+		row("", "%s", line)
+	}
+	row("  after churn", "%d writes until quiet in %v%s", len(afterChurn), settle3.Round(time.Second), notQuiet(quiet3))
+	row("shrink to N/2", "%v: decisions %v, secrets %v, addons %v, works %v; %d writes: %s",
+		ms(shrink), ms(decided.at), ms(sSecrets.at), ms(sAddons.at), ms(sWorks.at), len(shrinkWrites), summarizeWrites(shrinkWrites))
+	row("delete GitOpsCluster", "%v: gone %v, secrets %v, addons %v, works %v; %d writes: %s",
+		ms(deletion), ms(gone.at), ms(dSecrets.at), ms(dAddons.at), ms(dWorks.at), len(delWrites), summarizeWrites(delWrites))
+	row("manager", "peak RSS %d MiB, CPU %.1f s over the run", rss>>20, cpu.Seconds())
+	require.NoError(b, w.Flush())
+	b.Logf("fleet benchmark, %d clusters:\n%s", n, out.String())
+}
+
+func ms(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
+
+func notQuiet(quiet bool) string {
+	if quiet {
+		return ""
+	}
+	return ", NOT quiet"
+}
+
+// waitLeader waits until the manager holds its leader election Lease: its controllers and
+// addon-framework's addon manager run from then on.
+func waitLeader(b *testing.B, ctx context.Context, c client.Client, alive func()) {
+	converge(b, "the manager's leader election", time.Now(), 3*time.Minute, alive, &target{name: "lease", done: func() (bool, string) {
+		lease := &coordinationv1.Lease{}
+		err := c.Get(ctx, types.NamespacedName{Namespace: install.Namespace, Name: manager.LeaderElectionID}, lease)
+		if err != nil {
+			return false, err.Error()
+		}
+		return lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != "", "no holder"
+	}})
+}
+
+// fleetPlacement selects every bench cluster of the default set; no tolerations, and
+// numberOfClusters unset.
+func fleetPlacement() *clusterv1beta1.Placement {
+	return &clusterv1beta1.Placement{
+		ObjectMeta: metav1.ObjectMeta{Name: placementName, Namespace: argoNS},
+		Spec: clusterv1beta1.PlacementSpec{
+			ClusterSets: []string{"default"},
+			Predicates: []clusterv1beta1.ClusterPredicate{{RequiredClusterSelector: clusterv1beta1.ClusterSelector{
+				LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{fleetLabel: fleetValue}},
+			}}},
+		},
+	}
+}
+
+// target is one condition converge waits for; at is when it first held.
+type target struct {
+	name string
+	done func() (bool, string)
+	at   time.Duration
+	ok   bool
+}
+
+// converge polls every 250 ms until every target held once, and returns the time from
+// start until the last did. A target that held is not polled again.
+func converge(b *testing.B, what string, start time.Time, timeout time.Duration, alive func(), targets ...*target) time.Duration {
+	for {
+		alive()
+		var pending []string
+		for _, t := range targets {
+			if t.ok {
+				continue
+			}
+			if ok, state := t.done(); ok {
+				t.ok, t.at = true, time.Since(start)
+			} else {
+				pending = append(pending, t.name+": "+state)
+			}
+		}
+		if len(pending) == 0 {
+			var last time.Duration
+			for _, t := range targets {
+				last = max(last, t.at)
+			}
+			return last
+		}
+		if time.Since(start) > timeout {
+			b.Fatalf("%s did not converge within %v: %s", what, timeout, strings.Join(pending, "; "))
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// fleetTargets wait for exactly want cluster Secrets and ManagedClusterAddOns of the
+// GitOpsCluster, and ManifestWorks of the addon on exactly want clusters, the same number
+// on each (worksPerCluster when known, else any).
+func fleetTargets(b *testing.B, ctx context.Context, c client.Client, want, worksPerCluster int) (secrets, addons, works *target) {
+	secrets = &target{name: "secrets", done: func() (bool, string) {
+		got := total(countByNamespace(b, ctx, c, secretGVK, "", client.InNamespace(argoNS), ownerLabels()))
+		return got == want, fmt.Sprintf("%d of %d", got, want)
+	}}
+	addons = &target{name: "addons", done: func() (bool, string) {
+		var got int
+		if want == 0 { // none left at all, whoever owns it
+			got = total(countByNamespace(b, ctx, c, addonGVK, constants.AddonName))
+		} else {
+			got = total(countByNamespace(b, ctx, c, addonGVK, "", ownerLabels()))
+		}
+		return got == want, fmt.Sprintf("%d of %d", got, want)
+	}}
+	works = &target{name: "works", done: func() (bool, string) {
+		byNS := countByNamespace(b, ctx, c, workGVK, "", addonWorks())
+		each, same := uniform(byNS)
+		state := fmt.Sprintf("%d works on %d clusters, want %d clusters", total(byNS), len(byNS), want)
+		if want == 0 {
+			return len(byNS) == 0, state
+		}
+		return len(byNS) == want && same && (worksPerCluster == 0 || each == worksPerCluster), state
+	}}
+	return secrets, addons, works
+}
+
+// floorSet is the floor's objects, one JSON file each, so that a thousand clusters' worth
+// of ManifestWorks is never held in memory.
+type floorSet struct {
+	dir                    string
+	secrets, addons, works []string
+}
+
+type workSizes struct{ object, spec int64 }
+
+func floorNamespace(cluster string) string { return "floor-" + strings.TrimPrefix(cluster, "fleet-") }
+
+// prepareFloor measures the addon's ManifestWorks and writes a copy of every Secret,
+// ManagedClusterAddOn and ManifestWork of the GitOpsCluster: Secrets under new names in
+// the Argo CD namespace, the others in a second set of namespaces (floor-NNNN, created
+// here), labelled so that neither the manager nor OCM's addon controllers act on them.
+func prepareFloor(b *testing.B, ctx context.Context, c client.Client, dir string, clusters []string) (floorSet, workSizes) {
+	fs := floorSet{dir: dir}
+	parallel(len(clusters), 16, func(i int) error {
+		return c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: floorNamespace(clusters[i])}})
+	})
+	save := func(kind string, obj any) string {
+		raw, err := json.Marshal(obj)
+		require.NoError(b, err)
+		file := filepath.Join(dir, fmt.Sprintf("%s-%05d.json", kind, len(fs.secrets)+len(fs.addons)+len(fs.works)))
+		require.NoError(b, os.WriteFile(file, raw, 0o600))
+		return file
+	}
+	relabel := func(labels map[string]string, key, value string) map[string]string {
+		out := map[string]string{}
+		for k, v := range labels {
+			out[k] = v
+		}
+		if _, ok := out[key]; ok {
+			out[key] = value
+		}
+		return out
+	}
+
+	var sizes workSizes
+	eachPage(b, ctx, c, &workv1.ManifestWorkList{}, 20, []client.ListOption{addonWorks()}, func(l client.ObjectList) {
+		for _, w := range l.(*workv1.ManifestWorkList).Items {
+			w.ManagedFields = nil
+			raw, err := json.Marshal(&w)
+			require.NoError(b, err)
+			spec, err := json.Marshal(&w.Spec)
+			require.NoError(b, err)
+			sizes.object += int64(len(raw))
+			sizes.spec += int64(len(spec))
+			fs.works = append(fs.works, save("work", &workv1.ManifestWork{
+				ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: floorNamespace(w.Namespace),
+					Labels: relabel(w.Labels, addonv1beta1.AddonLabelKey, floorAddonName), Annotations: w.Annotations},
+				Spec: w.Spec,
+			}))
+		}
+	})
+	eachPage(b, ctx, c, &corev1.SecretList{}, pageSize, []client.ListOption{client.InNamespace(argoNS), ownerLabels()}, func(l client.ObjectList) {
+		for _, s := range l.(*corev1.SecretList).Items {
+			fs.secrets = append(fs.secrets, save("secret", &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Name: "floor-" + s.Name, Namespace: s.Namespace,
+					Labels: relabel(s.Labels, constants.LabelManagedBy, floorManagedBy), Annotations: s.Annotations},
+				Type: s.Type, Data: s.Data,
+			}))
+		}
+	})
+	eachPage(b, ctx, c, &addonv1beta1.ManagedClusterAddOnList{}, pageSize, []client.ListOption{ownerLabels()}, func(l client.ObjectList) {
+		for _, a := range l.(*addonv1beta1.ManagedClusterAddOnList).Items {
+			fs.addons = append(fs.addons, save("addon", &addonv1beta1.ManagedClusterAddOn{
+				ObjectMeta: metav1.ObjectMeta{Name: floorAddonName, Namespace: floorNamespace(a.Namespace),
+					Labels: relabel(a.Labels, constants.LabelManagedBy, floorManagedBy), Annotations: a.Annotations},
+				Spec: a.Spec,
+			}))
+		}
+	})
+	return fs, sizes
+}
+
+// eachPage lists a kind a page at a time.
+func eachPage(b *testing.B, ctx context.Context, c client.Client, list client.ObjectList, limit int64, opts []client.ListOption, fn func(client.ObjectList)) {
+	opts = append(opts[:len(opts):len(opts)], client.Limit(limit))
+	base := len(opts)
+	for {
+		require.NoError(b, c.List(ctx, list, opts...))
+		fn(list)
+		if list.GetContinue() == "" {
+			return
+		}
+		opts = append(opts[:base:base], client.Continue(list.GetContinue()))
+	}
+}
+
+// create creates the floor's objects, timed: with floorWriters writers over all of them,
+// or (serial) with one writer per kind, the three kinds at once, as the manager's
+// GitOpsCluster controller and addon-framework's deploy controller each write one at a time.
+func (fs floorSet) create(b *testing.B, ctx context.Context, c client.Client, serial bool) time.Duration {
+	type kind struct {
+		files []string
+		obj   func() client.Object
+	}
+	kinds := []kind{
+		{fs.secrets, func() client.Object { return &corev1.Secret{} }},
+		{fs.addons, func() client.Object { return &addonv1beta1.ManagedClusterAddOn{} }},
+		{fs.works, func() client.Object { return &workv1.ManifestWork{} }},
+	}
+	createFile := func(k kind, i int) error {
+		raw, err := os.ReadFile(k.files[i])
+		if err != nil {
+			return err
+		}
+		obj := k.obj()
+		if err := json.Unmarshal(raw, obj); err != nil {
+			return err
+		}
+		return c.Create(ctx, obj)
+	}
+	return timeIt(func() {
+		if serial {
+			var wg sync.WaitGroup
+			for _, k := range kinds {
+				wg.Go(func() { parallel(len(k.files), 1, func(i int) error { return createFile(k, i) }) })
+			}
+			wg.Wait()
+			return
+		}
+		type item struct {
+			k kind
+			i int
+		}
+		var all []item
+		for _, k := range kinds {
+			for i := range k.files {
+				all = append(all, item{k, i})
+			}
+		}
+		parallel(len(all), floorWriters, func(j int) error { return createFile(all[j].k, all[j].i) })
+	})
+}
+
+// delete removes the floor's objects and waits until they are gone (the floor
+// namespaces stay, empty).
+func (fs floorSet) delete(b *testing.B, ctx context.Context, c client.Client, clusters []string) {
+	floorLabel := client.MatchingLabels{constants.LabelManagedBy: floorManagedBy}
+	require.NoError(b, c.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace(argoNS), floorLabel))
+	parallel(len(clusters), 16, func(i int) error {
+		ns := client.InNamespace(floorNamespace(clusters[i]))
+		if err := c.DeleteAllOf(ctx, &addonv1beta1.ManagedClusterAddOn{}, ns); err != nil {
+			return err
+		}
+		return c.DeleteAllOf(ctx, &workv1.ManifestWork{}, ns)
+	})
+	start := time.Now()
+	converge(b, "the floor's deletion", start, 5*time.Minute, func() {}, &target{name: "floor objects", done: func() (bool, string) {
+		secrets := total(countByNamespace(b, ctx, c, secretGVK, "", client.InNamespace(argoNS), floorLabel))
+		addons := total(countByNamespace(b, ctx, c, addonGVK, floorAddonName))
+		works := total(countByNamespace(b, ctx, c, workGVK, "", client.MatchingLabels{addonv1beta1.AddonLabelKey: floorAddonName}))
+		if addons > 0 && time.Since(start) > 30*time.Second {
+			// Whatever finalizer some controller put on them, the floor's copies are ours.
+			eachPage(b, ctx, c, &addonv1beta1.ManagedClusterAddOnList{}, pageSize, []client.ListOption{floorLabel}, func(l client.ObjectList) {
+				for _, a := range l.(*addonv1beta1.ManagedClusterAddOnList).Items {
+					if len(a.Finalizers) > 0 {
+						require.NoError(b, ignoreNotFound(c.Patch(ctx, &a, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))))
+					}
+				}
+			})
+		}
+		return secrets+addons+works == 0, fmt.Sprintf("%d secrets, %d addons, %d works left", secrets, addons, works)
+	}})
+}

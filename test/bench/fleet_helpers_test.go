@@ -1,0 +1,411 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
+	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gitops-addon/gitops-addon/test/harness"
+)
+
+// The fleet benchmark's clusters are ManagedClusters without klusterlets: the benchmark
+// plays their registration agents (status conditions, lease renewals).
+const (
+	// fleetLabel is on every bench ManagedCluster; the Placement selects it.
+	fleetLabel = "bench"
+	fleetValue = "fleet"
+	// halfLabel is on the first half of the clusters; the shrunk Placement requires it.
+	halfLabel = "half"
+	// churnLabel is the label the churn window rewrites on every cluster.
+	churnLabel = "bench-churn"
+	// clusterLease is the Lease a klusterlet's registration agent renews in its cluster
+	// namespace on the hub (OCM's hub lease controller reads it).
+	clusterLease = "managed-cluster-lease"
+	// leaseDurationSeconds is ManagedCluster spec.leaseDurationSeconds (OCM's default):
+	// the hub marks a cluster unknown, and taints it unreachable, after 5 times that
+	// without a renewal; a klusterlet renews every leaseDurationSeconds.
+	leaseDurationSeconds = 60
+	// pageSize bounds the objects a List returns at once.
+	pageSize = 500
+)
+
+func fleetClusterName(i int) string { return fmt.Sprintf("fleet-%04d", i) }
+
+// registerFleet creates n ManagedClusters (accepted, labelled bench=fleet, the first n/2
+// also half=true), their namespaces and leases, 16 at a time, then plays their agents
+// until every one is accepted, joined, available, untainted and in the default set.
+func registerFleet(b *testing.B, ctx context.Context, c client.Client, n int) []string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fleetClusterName(i)
+	}
+	parallel(n, 16, func(i int) error {
+		name := names[i]
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{clusterv1.ClusterNameLabelKey: name}}}
+		if err := client.IgnoreAlreadyExists(c.Create(ctx, ns)); err != nil {
+			return err
+		}
+		labels := map[string]string{fleetLabel: fleetValue}
+		if i < n/2 {
+			labels[halfLabel] = "true"
+		}
+		mc := &clusterv1.ManagedCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+			Spec:       clusterv1.ManagedClusterSpec{HubAcceptsClient: true, LeaseDurationSeconds: leaseDurationSeconds},
+		}
+		if err := c.Create(ctx, mc); err != nil {
+			return err
+		}
+		lease := &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: clusterLease, Namespace: name, Labels: map[string]string{clusterv1.ClusterNameLabelKey: name}},
+			Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr(clusterLease), RenewTime: ptr(metav1.NowMicro())},
+		}
+		return client.IgnoreAlreadyExists(c.Create(ctx, lease))
+	})
+	waitFleetReady(b, ctx, c, n)
+	return names
+}
+
+// waitFleetReady sets the conditions a registration agent reports (Joined, Available) on
+// every accepted cluster that lacks them, again if an OCM controller's status patch
+// dropped them, until all n clusters can be selected by a Placement.
+func waitFleetReady(b *testing.B, ctx context.Context, c client.Client, n int) {
+	deadline := time.Now().Add(15 * time.Minute)
+	for {
+		var ready int
+		var fix []string
+		var last string
+		forEachCluster(b, ctx, c, func(mc *clusterv1.ManagedCluster) {
+			switch {
+			case !meta.IsStatusConditionTrue(mc.Status.Conditions, clusterv1.ManagedClusterConditionHubAccepted):
+				last = mc.Name + " is not accepted yet"
+			case !meta.IsStatusConditionTrue(mc.Status.Conditions, clusterv1.ManagedClusterConditionJoined) ||
+				!meta.IsStatusConditionTrue(mc.Status.Conditions, clusterv1.ManagedClusterConditionAvailable):
+				fix = append(fix, mc.Name)
+				last = mc.Name + " is not joined and available"
+			case len(mc.Spec.Taints) > 0:
+				last = fmt.Sprintf("%s has taints %v", mc.Name, mc.Spec.Taints)
+			case mc.Labels[clusterv1beta2.ClusterSetLabel] == "":
+				last = mc.Name + " is in no ManagedClusterSet"
+			default:
+				ready++
+			}
+		})
+		if ready == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("only %d of %d ManagedClusters became selectable (last: %s)", ready, n, last)
+		}
+		parallel(len(fix), 16, func(i int) error { return markAvailable(ctx, c, fix[i]) })
+		time.Sleep(time.Second)
+	}
+}
+
+// markAvailable reports a cluster joined and available, as its registration agent would.
+func markAvailable(ctx context.Context, c client.Client, name string) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		mc := &clusterv1.ManagedCluster{}
+		if err := c.Get(ctx, types.NamespacedName{Name: name}, mc); err != nil {
+			return err
+		}
+		meta.SetStatusCondition(&mc.Status.Conditions, metav1.Condition{Type: clusterv1.ManagedClusterConditionJoined,
+			Status: metav1.ConditionTrue, Reason: "ManagedClusterJoined", Message: "Managed cluster joined"})
+		meta.SetStatusCondition(&mc.Status.Conditions, metav1.Condition{Type: clusterv1.ManagedClusterConditionAvailable,
+			Status: metav1.ConditionTrue, Reason: "ManagedClusterAvailable", Message: "Managed cluster is available"})
+		return c.Status().Update(ctx, mc)
+	})
+}
+
+// forEachCluster calls fn for every bench ManagedCluster, a page at a time.
+func forEachCluster(b *testing.B, ctx context.Context, c client.Client, fn func(*clusterv1.ManagedCluster)) {
+	opts := []client.ListOption{client.MatchingLabels{fleetLabel: fleetValue}, client.Limit(pageSize)}
+	list := &clusterv1.ManagedClusterList{}
+	for {
+		require.NoError(b, c.List(ctx, list, opts...))
+		for i := range list.Items {
+			fn(&list.Items[i])
+		}
+		if list.Continue == "" {
+			return
+		}
+		opts = append(opts[:2:2], client.Continue(list.Continue))
+	}
+}
+
+// renewLeases renews every cluster lease, 16 at a time, as each klusterlet does.
+func renewLeases(ctx context.Context, c client.Client, names []string) error {
+	var errs []error
+	var mu sync.Mutex
+	parallel(len(names), 16, func(i int) error {
+		patch := fmt.Sprintf(`{"spec":{"renewTime":%q}}`, metav1.NowMicro().UTC().Format(metav1.RFC3339Micro))
+		lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: clusterLease, Namespace: names[i]}}
+		if err := c.Patch(ctx, lease, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil && ctx.Err() == nil {
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+		}
+		return nil
+	})
+	return errors.Join(errs...)
+}
+
+// keepLeasesFresh renews the leases every leaseDurationSeconds until the returned
+// function is called.
+func keepLeasesFresh(ctx context.Context, c client.Client, names []string) func() {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ticker := time.NewTicker(leaseDurationSeconds * time.Second)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-ticker.C:
+				if err := renewLeases(ctx, c, names); err != nil {
+					progress("renewing cluster leases: %v", err)
+				}
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// churn rewrites the churn label of every cluster and renews its lease every period,
+// until the returned function is called; that function returns the rounds made.
+func churn(ctx context.Context, c client.Client, names []string, period time.Duration) func() int {
+	ctx, cancel := context.WithCancel(ctx)
+	rounds := make(chan int, 1)
+	go func() {
+		round := 0
+		defer func() { rounds <- round }()
+		for ctx.Err() == nil {
+			round++
+			start := time.Now()
+			patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%q}}}`, churnLabel, strconv.Itoa(round))
+			parallel(len(names), 16, func(i int) error {
+				mc := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: names[i]}}
+				if err := c.Patch(ctx, mc, client.RawPatch(types.MergePatchType, patch)); err != nil && ctx.Err() == nil {
+					return err
+				}
+				return nil
+			})
+			if err := renewLeases(ctx, c, names); err != nil {
+				progress("churn: renewing cluster leases: %v", err)
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(period - time.Since(start)):
+			}
+		}
+	}()
+	return func() int {
+		cancel()
+		return <-rounds
+	}
+}
+
+// placementDecided counts the clusters a Placement's decisions list.
+func placementDecided(b *testing.B, ctx context.Context, c client.Client, namespace, placement string) int {
+	list := &clusterv1beta1.PlacementDecisionList{}
+	require.NoError(b, c.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{clusterv1beta1.PlacementLabel: placement}))
+	n := 0
+	for _, pd := range list.Items {
+		n += len(pd.Status.Decisions)
+	}
+	return n
+}
+
+// countByNamespace counts the objects of a kind by namespace, reading metadata only, a
+// page at a time; name, when set, counts only objects of that name.
+func countByNamespace(b *testing.B, ctx context.Context, c client.Client, gvk schema.GroupVersionKind, name string, opts ...client.ListOption) map[string]int {
+	out := map[string]int{}
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(gvk)
+	opts = append(opts[:len(opts):len(opts)], client.Limit(pageSize))
+	base := len(opts)
+	for {
+		require.NoError(b, c.List(ctx, list, opts...))
+		for _, item := range list.Items {
+			if name == "" || item.Name == name {
+				out[item.Namespace]++
+			}
+		}
+		if list.Continue == "" {
+			return out
+		}
+		opts = append(opts[:base:base], client.Continue(list.Continue))
+	}
+}
+
+func total(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// uniform tells whether every namespace of m has the same number of objects, and which.
+func uniform(m map[string]int) (int, bool) {
+	first := -1
+	for _, v := range m {
+		if first == -1 {
+			first = v
+		} else if v != first {
+			return 0, false
+		}
+	}
+	return first, first > 0
+}
+
+// procStats reads a process's peak resident set (VmHWM) and CPU time (utime + stime).
+func procStats(pid int) (peakRSS int64, cpu time.Duration, err error) {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			peakRSS = kb << 10
+		}
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	// Fields after the command name, which is in parentheses and may hold spaces: state
+	// is field 3, utime 14 and stime 15, in clock ticks (CLK_TCK is 100 on Linux).
+	s := string(stat)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 13 {
+		return 0, 0, fmt.Errorf("/proc/%d/stat: %q", pid, s)
+	}
+	utime, _ := strconv.ParseInt(fields[11], 10, 64)
+	stime, _ := strconv.ParseInt(fields[12], 10, 64)
+	return peakRSS, time.Duration(utime+stime) * 10 * time.Millisecond, nil
+}
+
+// writesBetween are a user's writes audited in [from, to).
+func writesBetween(b *testing.B, hub *harness.Cluster, user string, from, to time.Time) []harness.AuditEvent {
+	all, err := hub.Writes(user, from)
+	require.NoError(b, err)
+	var out []harness.AuditEvent
+	for _, e := range all {
+		if e.RequestReceivedTimestamp.Before(to) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// summarizeWrites counts writes by verb and resource, most frequent first:
+// "create secrets 100, patch managedclusteraddons/status 42".
+func summarizeWrites(events []harness.AuditEvent) string {
+	if len(events) == 0 {
+		return "none"
+	}
+	counts := map[string]int{}
+	for _, e := range events {
+		key := e.Verb
+		if r := e.ObjectRef; r != nil {
+			key += " " + r.Resource
+			if r.Subresource != "" {
+				key += "/" + r.Subresource
+			}
+		}
+		counts[key]++
+	}
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if counts[keys[i]] != counts[keys[j]] {
+			return counts[keys[i]] > counts[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, counts[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// firstWrites formats up to n writes, one a line.
+func firstWrites(events []harness.AuditEvent, n int) []string {
+	var lines []string
+	for _, e := range events[:min(n, len(events))] {
+		lines = append(lines, e.String())
+	}
+	if len(events) > n {
+		lines = append(lines, fmt.Sprintf("... and %d more", len(events)-n))
+	}
+	return lines
+}
+
+// waitQuiet waits until the user made no write for quiet (at most max), and returns how
+// long it waited and whether the writes stopped.
+func waitQuiet(b *testing.B, hub *harness.Cluster, user string, quiet, max time.Duration, alive func()) (time.Duration, bool) {
+	start := time.Now()
+	last := start
+	for {
+		alive()
+		events, err := hub.Writes(user, last)
+		require.NoError(b, err)
+		for _, e := range events {
+			if e.RequestReceivedTimestamp.After(last) {
+				last = e.RequestReceivedTimestamp
+			}
+		}
+		if time.Since(last) >= quiet {
+			return time.Since(start), true
+		}
+		if time.Since(start) >= max {
+			return time.Since(start), false
+		}
+		time.Sleep(min(5*time.Second, quiet-time.Since(last)+100*time.Millisecond))
+	}
+}
+
+// ignoreNotFound ignores NotFound: the object is gone already.
+func ignoreNotFound(err error) error {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// progress reports a step on stderr at once: b.Logf shows only when the benchmark ends,
+// and a run at 1,000 clusters takes a while.
+func progress(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s fleet-bench: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
