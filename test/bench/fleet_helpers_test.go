@@ -50,16 +50,20 @@ const (
 	pageSize = 500
 )
 
-func fleetClusterName(i int) string { return fmt.Sprintf("fleet-%04d", i) }
-
-// registerFleet creates n ManagedClusters (accepted, labelled bench=fleet, the first n/2
-// also half=true), their namespaces and leases, 16 at a time, then plays their agents
-// until every one is accepted, joined, available, untainted and in the default set.
-func registerFleet(b *testing.B, ctx context.Context, c client.Client, n int) []string {
+// fleetNames are the names of n bench clusters.
+func fleetNames(n int) []string {
 	names := make([]string, n)
 	for i := range names {
-		names[i] = fleetClusterName(i)
+		names[i] = fmt.Sprintf("fleet-%04d", i)
 	}
+	return names
+}
+
+// registerFleet creates the ManagedClusters (accepted, labelled bench=fleet, the first
+// half also half=true), their namespaces and leases, 16 at a time, then plays their
+// agents until every one is accepted, joined, available, untainted and in the default set.
+func registerFleet(b *testing.B, ctx context.Context, c client.Client, names []string) {
+	n := len(names)
 	parallel(n, 16, func(i int) error {
 		name := names[i]
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{clusterv1.ClusterNameLabelKey: name}}}
@@ -84,7 +88,6 @@ func registerFleet(b *testing.B, ctx context.Context, c client.Client, n int) []
 		return client.IgnoreAlreadyExists(c.Create(ctx, lease))
 	})
 	waitFleetReady(b, ctx, c, n)
-	return names
 }
 
 // waitFleetReady sets the conditions a registration agent reports (Joined, Available) on
@@ -154,14 +157,16 @@ func forEachCluster(b *testing.B, ctx context.Context, c client.Client, fn func(
 	}
 }
 
-// renewLeases renews every cluster lease, 16 at a time, as each klusterlet does.
+// renewLeases renews every cluster lease, 16 at a time, as each klusterlet does; a lease
+// not created yet is skipped.
 func renewLeases(ctx context.Context, c client.Client, names []string) error {
 	var errs []error
 	var mu sync.Mutex
 	parallel(len(names), 16, func(i int) error {
 		patch := fmt.Sprintf(`{"spec":{"renewTime":%q}}`, metav1.NowMicro().UTC().Format(metav1.RFC3339Micro))
 		lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: clusterLease, Namespace: names[i]}}
-		if err := c.Patch(ctx, lease, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil && ctx.Err() == nil {
+		err := c.Patch(ctx, lease, client.RawPatch(types.MergePatchType, []byte(patch)))
+		if err != nil && !apierrors.IsNotFound(err) && ctx.Err() == nil {
 			mu.Lock()
 			errs = append(errs, err)
 			mu.Unlock()
@@ -358,6 +363,49 @@ func summarizeWrites(events []harness.AuditEvent) string {
 		parts[i] = fmt.Sprintf("%s %d", k, counts[k])
 	}
 	return strings.Join(parts, ", ")
+}
+
+// hubAdmin is the harness's hub administrator: OCM's hub controllers,
+// kube-controller-manager and this benchmark's client all write as it.
+const hubAdmin = "harness-admin"
+
+// timeline lists, for the manager and the hub administrator, their writes in [from, to)
+// by verb and resource: how many, and the first and last relative to from, in the order
+// they began. It shows which step of a handoff (manager, OCM) a convergence waited on.
+func timeline(b *testing.B, hub *harness.Cluster, from, to time.Time) []string {
+	type span struct {
+		key         string
+		n           int
+		first, last time.Duration
+	}
+	var spans []*span
+	for _, u := range []struct{ user, short string }{{managerUser, "manager"}, {hubAdmin, "hub admin"}} {
+		byKey := map[string]*span{}
+		for _, e := range writesBetween(b, hub, u.user, from, to) {
+			key := u.short + " " + e.Verb
+			if r := e.ObjectRef; r != nil {
+				key += " " + r.Resource
+				if r.Subresource != "" {
+					key += "/" + r.Subresource
+				}
+			}
+			at := e.RequestReceivedTimestamp.Sub(from)
+			s := byKey[key]
+			if s == nil {
+				s = &span{key: key, first: at}
+				byKey[key] = s
+				spans = append(spans, s)
+			}
+			s.n++
+			s.first, s.last = min(s.first, at), max(s.last, at)
+		}
+	}
+	sort.SliceStable(spans, func(i, j int) bool { return spans[i].first < spans[j].first })
+	lines := make([]string, len(spans))
+	for i, s := range spans {
+		lines[i] = fmt.Sprintf("%-50s %5d  %8v .. %v", s.key, s.n, ms(s.first), ms(s.last))
+	}
+	return lines
 }
 
 // firstWrites formats up to n writes, one a line.

@@ -6,6 +6,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -65,6 +66,14 @@ func TestFleet(t *testing.T) {
 	// Every Routes CRD that ever appears on the OpenShift-like spoke is recorded.
 	routesCRDSeen := watchRoutesCRD(t, ctx, spokes[openshift])
 
+	// The vanilla spoke starts in the layout of earlier releases: its Argo CD CRDs came
+	// from a ManifestWork (orphaned on removal), and an Application uses them.
+	oldCRDs, err := install.CreateOldLayoutWork(ctx, f.Hub, spokes[vanilla])
+	require.NoError(t, err)
+	preUpgradeApp := guestbookApplication("team-a", "before-upgrade")
+	require.NoError(t, spokes[vanilla].Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}}))
+	require.NoError(t, spokes[vanilla].Client.Create(ctx, preUpgradeApp))
+
 	p, err := install.OnHub(ctx, f, binary)
 	require.NoError(t, err)
 	require.NoError(t, p.StartManager(ctx))
@@ -101,29 +110,65 @@ func TestFleet(t *testing.T) {
 		}
 	})
 
-	t.Run("every spoke has the GitOps stack as the work agent applied it", func(t *testing.T) {
+	t.Run("every spoke has the GitOps stack: the work agent applied the ManifestWork, our agent the CRDs", func(t *testing.T) {
 		for _, name := range []string{vanilla, openshift} {
 			s := spokes[name]
+			// The ArgoCD CR waits for its CRD: OCM's work agent retries it with backoff.
 			require.Eventually(t, func() bool {
 				return len(install.Landed(ctx, s.Cluster)) == len(install.DeliveredObjects)
-			}, time.Minute, 500*time.Millisecond, "%s has %v", name, install.Landed(ctx, s.Cluster))
+			}, 3*time.Minute, 500*time.Millisecond, "%s has %v", name, install.Landed(ctx, s.Cluster))
 			for _, crd := range argoCRDs {
-				assert.NoError(t, s.Client.Get(ctx, client.ObjectKey{Name: crd}, &apiextensionsv1.CustomResourceDefinition{}), "%s on %s", crd, name)
+				assert.True(t, appliedByAgent(t, ctx, s, crd), "%s on %s is the agent's (server-side apply, field manager %s)", crd, name, constants.AgentFieldManager)
+			}
+			waitCondition(t, ctx, f.Hub, name, constants.ConditionArgoCDCRDsInstalled, metav1.ConditionTrue)
+		}
+	})
+
+	t.Run("upgrade from CRDs in ManifestWorks: the agent adopts them, nothing is deleted or lost", func(t *testing.T) {
+		s := spokes[vanilla]
+		require.Eventually(t, func() bool {
+			return !exists(ctx, f.Hub.Client, &workv1.ManifestWork{}, vanilla+"/"+install.OldLayoutWorkName)
+		}, 2*time.Minute, 500*time.Millisecond, "addon-framework removes the ManifestWork the new layout no longer needs")
+		for name, uid := range oldCRDs {
+			crd := &apiextensionsv1.CustomResourceDefinition{}
+			require.NoError(t, s.Client.Get(ctx, client.ObjectKey{Name: name}, crd), "CRD %s survives the upgrade", name)
+			assert.Equal(t, uid, crd.UID, "CRD %s was never deleted (same UID)", name)
+			assert.True(t, appliedByAgent(t, ctx, s, name), "the agent adopted %s", name)
+		}
+		argocds := &apiextensionsv1.CustomResourceDefinition{}
+		require.NoError(t, s.Client.Get(ctx, client.ObjectKey{Name: "argocds.argoproj.io"}, argocds))
+		assert.NotEmpty(t, argocds.Spec.Versions[len(argocds.Spec.Versions)-1].Schema.OpenAPIV3Schema.Properties["spec"].Description,
+			"the adopted CRD has its descriptions back: kubectl explain argocd.spec works")
+		assert.True(t, exists(ctx, s.Client, application("", ""), "team-a/before-upgrade"), "the Application created before the upgrade is kept")
+	})
+
+	t.Run("the ManifestWork is one per cluster, a few KiB, and carries no CRD", func(t *testing.T) {
+		for _, name := range []string{vanilla, openshift} {
+			works := &workv1.ManifestWorkList{}
+			require.NoError(t, f.Hub.Client.List(ctx, works, client.InNamespace(name), client.MatchingLabels{addonv1beta1.AddonLabelKey: constants.AddonName}))
+			require.Len(t, works.Items, 1, "ManifestWorks of %s", name)
+			w := works.Items[0]
+			w.ManagedFields, w.Status = nil, workv1.ManifestWorkStatus{}
+			raw, err := json.Marshal(w)
+			require.NoError(t, err)
+			assert.LessOrEqual(t, len(raw), 32*1024, "the ManifestWork of %s is %d bytes", name, len(raw))
+			t.Logf("ManifestWork %s/%s: %d manifests, %d bytes", name, w.Name, len(w.Spec.Workload.Manifests), len(raw))
+			for _, m := range w.Spec.Workload.Manifests {
+				assert.NotContains(t, string(m.Raw), `"kind":"CustomResourceDefinition"`, "a CRD in the ManifestWork of %s", name)
 			}
 		}
 	})
 
-	t.Run("the OpenShift-like spoke never receives the Routes CRD; the vanilla spoke does and keeps it", func(t *testing.T) {
+	t.Run("the OpenShift-like spoke never receives the Routes CRD; the vanilla spoke's agent installs it", func(t *testing.T) {
 		mca := waitRouteAPI(t, ctx, f.Hub, openshift, constants.RouteAPINative)
 		assert.NotNil(t, mca)
 		assert.True(t, routesServedNatively(ctx, spokes[openshift]), "Routes are served by the aggregated Route API")
 		require.Eventually(t, func() bool {
 			return exists(ctx, spokes[vanilla].Client, &apiextensionsv1.CustomResourceDefinition{}, constants.RoutesCRDName)
-		}, time.Minute, 500*time.Millisecond, "the vanilla spoke receives the Routes CRD")
+		}, time.Minute, 500*time.Millisecond, "the vanilla spoke's agent installs the Routes CRD")
+		assert.True(t, appliedByAgent(t, ctx, spokes[vanilla], constants.RoutesCRDName))
 		waitRouteAPI(t, ctx, f.Hub, vanilla, constants.RouteAPICRD)
 		assert.False(t, exists(ctx, spokes[openshift].Client, &apiextensionsv1.CustomResourceDefinition{}, constants.RoutesCRDName))
-		assert.Empty(t, shippedRoutesCRD(t, ctx, f.Hub, openshift), "no ManifestWork for the OpenShift-like spoke carries the Routes CRD")
-		assert.NotEmpty(t, shippedRoutesCRD(t, ctx, f.Hub, vanilla))
 	})
 
 	t.Run("pull model: the seed's ApplicationSet shape gives one ManifestWork per spoke, applied by OCM's work agent", func(t *testing.T) {
@@ -149,16 +194,7 @@ func TestFleet(t *testing.T) {
 
 	t.Run("a cluster removed from the Placement loses the workloads and keeps CRDs and Applications", func(t *testing.T) {
 		s := spokes[vanilla]
-		app := &unstructured.Unstructured{}
-		app.SetAPIVersion("argoproj.io/v1alpha1")
-		app.SetKind("Application")
-		app.SetNamespace(constants.GitOpsNamespace)
-		app.SetName("guestbook")
-		require.NoError(t, unstructured.SetNestedMap(app.Object, map[string]any{
-			"project":     "default",
-			"source":      map[string]any{"repoURL": "https://github.com/argoproj/argocd-example-apps", "path": "guestbook"},
-			"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": "guestbook"},
-		}, "spec"))
+		app := guestbookApplication(constants.GitOpsNamespace, "guestbook")
 		require.NoError(t, s.Client.Create(ctx, app))
 
 		require.NoError(t, install.SelectCluster(ctx, f.Hub, vanilla, false))
@@ -261,19 +297,44 @@ func waitRouteAPI(t *testing.T, ctx context.Context, hub *harness.Cluster, clust
 	return mca
 }
 
-// shippedRoutesCRD names the ManifestWorks of a cluster that carry the Routes CRD.
-func shippedRoutesCRD(t *testing.T, ctx context.Context, hub *harness.Cluster, cluster string) []string {
-	works := &workv1.ManifestWorkList{}
-	require.NoError(t, hub.Client.List(ctx, works, client.InNamespace(cluster)))
-	var out []string
-	for _, w := range works.Items {
-		for _, m := range w.Spec.Workload.Manifests {
-			if strings.Contains(string(m.Raw), `"name":"`+constants.RoutesCRDName+`"`) {
-				out = append(out, w.Name)
-			}
+// guestbookApplication is an Argo CD Application as a user would create it on a spoke.
+func guestbookApplication(namespace, name string) *unstructured.Unstructured {
+	app := application(namespace, name)
+	_ = unstructured.SetNestedMap(app.Object, map[string]any{
+		"project":     "default",
+		"source":      map[string]any{"repoURL": "https://github.com/argoproj/argocd-example-apps", "path": "guestbook"},
+		"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": "guestbook"},
+	}, "spec")
+	return app
+}
+
+// appliedByAgent tells whether the spoke agent's field manager applied a CRD.
+func appliedByAgent(t *testing.T, ctx context.Context, s *harness.Spoke, name string) bool {
+	t.Helper()
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := s.Client.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+		return false
+	}
+	for _, entry := range crd.ManagedFields {
+		if entry.Manager == constants.AgentFieldManager && entry.Operation == metav1.ManagedFieldsOperationApply {
+			return true
 		}
 	}
-	return out
+	return false
+}
+
+// waitCondition waits until the agent of a cluster reports a condition with a status.
+func waitCondition(t *testing.T, ctx context.Context, hub *harness.Cluster, cluster, conditionType string, status metav1.ConditionStatus) {
+	t.Helper()
+	var last *metav1.Condition
+	require.Eventually(t, func() bool {
+		mca := &addonv1beta1.ManagedClusterAddOn{}
+		if hub.Client.Get(ctx, client.ObjectKey{Namespace: cluster, Name: constants.AddonName}, mca) != nil {
+			return false
+		}
+		last = meta.FindStatusCondition(mca.Status.Conditions, conditionType)
+		return last != nil && last.Status == status
+	}, 2*time.Minute, 500*time.Millisecond, "the agent on %s reports %s=%s (last: %+v)", cluster, conditionType, status, last)
 }
 
 // assertNoDuplicates: one ManagedClusterAddOn and one Argo CD cluster secret per cluster,

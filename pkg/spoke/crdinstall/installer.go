@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -21,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/addonstatus"
@@ -79,24 +81,21 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Installer, error) {
 		s, ok := o.(*apiregistrationv1.APIService)
 		return ok && s.Spec.Group == constants.RouteGroup
 	})
+	// The first reconcile must not wait for an event (on a cluster without our CRDs and
+	// without a Route APIService none would come), and it goes through the controller's
+	// queue, so that reconciles never run concurrently and an older one never reports last.
+	atStart := source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+		q.Add(singleton)
+		return nil
+	})
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("crdinstall").
 		Watches(&apiextensionsv1.CustomResourceDefinition{}, toSingleton, builder.WithPredicates(ours)).
 		Watches(&apiregistrationv1.APIService{}, toSingleton, builder.WithPredicates(routeAPI)).
+		WatchesRawSource(atStart).
 		Complete(i)
 	if err != nil {
 		return nil, fmt.Errorf("setting up the CRD installer: %w", err)
-	}
-	// The first reconcile must not wait for an event: with every CRD already in place
-	// and no APIService of the Route group, no watch event would ever come.
-	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		_, err := i.Reconcile(ctx, singleton)
-		if err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "installing CRDs at start; retried on the next event")
-		}
-		return nil
-	})); err != nil {
-		return nil, fmt.Errorf("adding the first CRD installation: %w", err)
 	}
 	return i, nil
 }
