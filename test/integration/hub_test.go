@@ -58,9 +58,9 @@ spec:
 `
 
 const (
-	argoNS    = "openshift-gitops"
-	timeout   = 60 * time.Second
-	poll      = 200 * time.Millisecond
+	argoNS  = "openshift-gitops"
+	timeout = 60 * time.Second
+	poll    = 200 * time.Millisecond
 	// workLimit is a cluster's whole ManifestWork payload on the hub: the CRDs are the
 	// agent's to install, so what stays is a few KiB.
 	workLimit = 32 * 1024
