@@ -14,6 +14,8 @@ import (
 	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/gitops-addon/gitops-addon/pkg/memlimit"
 )
 
 // exitError carries a process exit code other than 1 (doctor's 0/1/2 contract).
@@ -45,8 +47,16 @@ func NewRootCommand() *cobra.Command {
 		Short:         "Deliver and keep healthy the GitOps stack on every cluster of an Open Cluster Management fleet",
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		PersistentPreRun: func(*cobra.Command, []string) {
+		PersistentPreRunE: func(*cobra.Command, []string) error {
 			ctrl.SetLogger(zap.New(zap.UseFlagOptions(zapOpts)))
+			limit, err := memlimit.FromEnvironment()
+			if err != nil {
+				return err
+			}
+			if limit > 0 {
+				ctrl.Log.Info("Go memory limit set from the container's", "bytes", limit, "fraction", memlimit.Fraction)
+			}
+			return nil
 		},
 	}
 	goflags := flag.NewFlagSet("zap", flag.ContinueOnError)

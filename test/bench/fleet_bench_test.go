@@ -238,8 +238,7 @@ func runFleetBenchmark(b *testing.B, n int) {
 	churnTo := time.Now()
 	churned := writesBetween(b, f.Hub, managerUser, churnFrom, churnTo)
 	alive()
-	// The manager copies ManagedCluster labels into the Secrets, so the churn leaves it
-	// work to finish before the shrink is timed.
+	// Should the churn leave the manager work, it finishes before the shrink is timed.
 	settle3, quiet3 := waitQuiet(b, f.Hub, managerUser, 30*time.Second, 20*time.Minute, alive)
 	afterChurn := writesBetween(b, f.Hub, managerUser, churnTo, time.Now())
 	progress("churn: %d writes in the window, %d after it, settled in %v", len(churned), len(afterChurn), settle3.Round(time.Second))

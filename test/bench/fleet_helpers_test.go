@@ -37,8 +37,10 @@ const (
 	fleetValue = "fleet"
 	// halfLabel is on the first half of the clusters; the shrunk Placement requires it.
 	halfLabel = "half"
-	// churnLabel is the label the churn window rewrites on every cluster.
-	churnLabel = "bench-churn"
+	// churnLabel is the label the churn window flips on every cluster: an addon-health
+	// label, the way OCM flips feature.open-cluster-management.io/addon-<name> as an
+	// addon's health changes. (A user's label change is relevant: it reaches the Secrets.)
+	churnLabel = "feature.open-cluster-management.io/addon-bench-churn"
 	// clusterLease is the Lease a klusterlet's registration agent renews in its cluster
 	// namespace on the hub (OCM's hub lease controller reads it).
 	clusterLease = "managed-cluster-lease"
@@ -202,7 +204,8 @@ func keepLeasesFresh(ctx context.Context, c client.Client, names []string) func(
 	}
 }
 
-// churn rewrites the churn label of every cluster and renews its lease every period,
+// churn flips the addon-health label of every cluster between available and unhealthy
+// and renews its lease every period,
 // until the returned function is called; that function returns the rounds made.
 func churn(ctx context.Context, c client.Client, names []string, period time.Duration) func() int {
 	ctx, cancel := context.WithCancel(ctx)
@@ -213,7 +216,8 @@ func churn(ctx context.Context, c client.Client, names []string, period time.Dur
 		for ctx.Err() == nil {
 			round++
 			start := time.Now()
-			patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%q}}}`, churnLabel, strconv.Itoa(round))
+			health := [2]string{"available", "unhealthy"}[round%2]
+			patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%q}}}`, churnLabel, health)
 			parallel(len(names), 16, func(i int) error {
 				mc := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: names[i]}}
 				if err := c.Patch(ctx, mc, client.RawPatch(types.MergePatchType, patch)); err != nil && ctx.Err() == nil {

@@ -85,6 +85,8 @@ func TestDefaults(t *testing.T) {
 	for _, a := range args {
 		assert.NotContains(t, a, "--operator-image", "no operator override by default")
 	}
+	assert.Contains(t, args, "--kube-api-qps=200", "the hub client is sized for fleet work")
+	assert.Contains(t, args, "--kube-api-burst=400")
 
 	d := objects["Deployment/gitops-addon-manager"]
 	nonRoot, _, _ := unstructured.NestedBool(d.Object, "spec", "template", "spec", "securityContext", "runAsNonRoot")
@@ -96,6 +98,16 @@ func TestDefaults(t *testing.T) {
 	assert.False(t, escalation)
 	liveness, _, _ := unstructured.NestedString(container, "livenessProbe", "httpGet", "path")
 	assert.Equal(t, "/healthz", liveness)
+	env, _, _ := unstructured.NestedSlice(container, "env")
+	var memoryLimit map[string]any
+	for _, e := range env {
+		if e.(map[string]any)["name"] == "CONTAINER_MEMORY_LIMIT" {
+			memoryLimit = e.(map[string]any)
+		}
+	}
+	require.NotNil(t, memoryLimit, "the Go memory limit follows the container's")
+	resource, _, _ := unstructured.NestedString(memoryLimit, "valueFrom", "resourceFieldRef", "resource")
+	assert.Equal(t, "limits.memory", resource)
 
 	cma := objects["ClusterManagementAddOn/gitops-addon"]
 	strategy, _, _ := unstructured.NestedString(cma.Object, "spec", "installStrategy", "type")
@@ -179,6 +191,7 @@ func TestBadValuesAreRejected(t *testing.T) {
 		"bad pull policy":            {"image.pullPolicy=Sometimes", "pullPolicy"},
 		"ADC name without namespace": {"addonDeploymentConfig.name=fleet", "addonDeploymentConfig.namespace is required"},
 		"bad log level":              {"logLevel=verbose", "logLevel"},
+		"zero burst":                 {"kubeAPI.burst=0", "burst"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

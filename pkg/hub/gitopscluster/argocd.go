@@ -3,6 +3,7 @@ package gitopscluster
 import (
 	"fmt"
 	"maps"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -55,8 +56,7 @@ func clusterServer(mc *clusterv1.ManagedCluster) string {
 // GitOps stack delivered by the addon syncs them on the spoke. The ManagedCluster's labels
 // are copied so that ApplicationSet cluster generators can select on them.
 func desiredClusterSecret(gc *appsv1beta1.GitOpsCluster, mc *clusterv1.ManagedCluster) *corev1.Secret {
-	labels := map[string]string{}
-	maps.Copy(labels, mc.Labels)
+	labels := clusterLabels(mc)
 	maps.Copy(labels, ownerLabels(gc))
 	labels[labelSecretType] = "cluster"
 	labels[labelACMCluster] = "true"
@@ -74,6 +74,24 @@ func desiredClusterSecret(gc *appsv1beta1.GitOpsCluster, mc *clusterv1.ManagedCl
 			"config": []byte(`{"tlsClientConfig":{"insecure":false}}`),
 		},
 	}
+}
+
+// volatileLabelPrefix marks the labels OCM itself flips as addons' health changes
+// (feature.open-cluster-management.io/addon-<name>: available, unhealthy, unreachable).
+// They say nothing a generator selects on, and copying them would rewrite every cluster
+// Secret of the fleet whenever an addon's health flickers.
+const volatileLabelPrefix = "feature.open-cluster-management.io/"
+
+// clusterLabels are the ManagedCluster's labels an Argo CD cluster Secret carries: all of
+// them but OCM's volatile addon-health labels.
+func clusterLabels(mc *clusterv1.ManagedCluster) map[string]string {
+	labels := make(map[string]string, len(mc.Labels)+5)
+	for k, v := range mc.Labels {
+		if !strings.HasPrefix(k, volatileLabelPrefix) {
+			labels[k] = v
+		}
+	}
+	return labels
 }
 
 // sharedLabels mark objects that several GitOpsClusters may rely on; they are removed

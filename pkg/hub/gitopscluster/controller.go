@@ -6,6 +6,7 @@ package gitopscluster
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -137,10 +138,23 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&clusterv1beta1.Placement{}, handler.EnqueueRequestsFromMapFunc(r.forPlacement)).
 		Watches(&clusterv1beta1.PlacementDecision{}, handler.EnqueueRequestsFromMapFunc(r.forPlacementDecision)).
 		Watches(&clusterv1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(r.forAll),
-			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, copiedLabelsChanged()))).
 		Watches(&addonv1beta1.ManagedClusterAddOn{}, r.allOnDelete(r.forAddon)).
 		Watches(&corev1.Secret{}, r.allOnDelete(r.forOwner)).
 		Complete(r)
+}
+
+// copiedLabelsChanged passes a ManagedCluster update only when a label the cluster Secret
+// carries changed: OCM's addon-health labels and lease renewals wake nothing.
+func copiedLabelsChanged() predicate.Funcs {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		old, okOld := e.ObjectOld.(*clusterv1.ManagedCluster)
+		updated, okNew := e.ObjectNew.(*clusterv1.ManagedCluster)
+		if !okOld || !okNew {
+			return true
+		}
+		return !maps.Equal(clusterLabels(old), clusterLabels(updated))
+	}}
 }
 
 // finalizerDeletion lets the update that marks a GitOpsCluster for deletion through, so

@@ -1,0 +1,40 @@
+// Package memlimit gives the Go runtime a soft memory limit that follows the container's:
+// with GOMEMLIMIT near the cgroup limit the garbage collector works harder before the
+// kernel would kill the process, instead of letting the heap double past it.
+package memlimit
+
+import (
+	"fmt"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
+)
+
+// EnvContainerLimit is set by the charts from the container's limits.memory (in bytes,
+// through a resourceFieldRef).
+const EnvContainerLimit = "CONTAINER_MEMORY_LIMIT"
+
+// Fraction of the container limit given to the Go runtime: the rest is for memory the
+// runtime does not count (stacks of cgo, the binary's mapped pages) and for headroom.
+const Fraction = 0.9
+
+// FromEnvironment sets the runtime's soft memory limit to Fraction of the container
+// limit, unless GOMEMLIMIT is set (the user's choice wins) or no limit is known. It
+// returns the limit it set, 0 when it set none, and an error for a malformed value.
+func FromEnvironment() (int64, error) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return 0, nil
+	}
+	raw := strings.TrimSpace(os.Getenv(EnvContainerLimit))
+	if raw == "" {
+		return 0, nil
+	}
+	limit, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || limit <= 0 {
+		return 0, fmt.Errorf("%s=%q: want the container's memory limit in bytes", EnvContainerLimit, raw)
+	}
+	soft := int64(float64(limit) * Fraction)
+	debug.SetMemoryLimit(soft)
+	return soft, nil
+}
