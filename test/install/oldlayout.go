@@ -22,51 +22,70 @@ import (
 	"github.com/gitops-addon/gitops-addon/test/harness"
 )
 
-// OldLayoutWorkName is the ManifestWork that carried the Argo CD CRDs before the agent
-// installed them: addon-framework split the addon's manifests over addon-<name>-deploy-0
-// and -1, and the large CRDs filled -1.
-const OldLayoutWorkName = "addon-" + constants.AddonName + "-deploy-1"
+// OldLayoutWorkNames are the ManifestWorks that carried the Argo CD CRDs before the
+// agent installed them: addon-framework split the addon's manifests over
+// addon-<name>-deploy-0, -1, ... to keep each under OCM's 500 KiB. On upgrade
+// addon-framework keeps the works it finds, removes the CRDs from their manifests and
+// refills them with the new layout.
+var OldLayoutWorkNames = []string{"addon-" + constants.AddonName + "-deploy-0", "addon-" + constants.AddonName + "-deploy-1"}
 
-// CreateOldLayoutWork recreates, on the hub, what a cluster's second ManifestWork was
-// before the CRDs left the ManifestWorks: the Argo CD CRDs with their descriptions trimmed,
-// labelled as ours, annotated to be orphaned, and the orphaning rules addon-framework
-// derived from that annotation. It waits until OCM's work agent applied it on the spoke
-// and returns the CRDs' UIDs there.
-func CreateOldLayoutWork(ctx context.Context, hub *harness.Cluster, spoke *harness.Spoke) (map[string]types.UID, error) {
+// oldLayoutWorkBytes is how much manifest JSON one old-layout ManifestWork holds.
+const oldLayoutWorkBytes = 450 * 1024
+
+// CreateOldLayoutWorks recreates, on the hub, what a cluster's ManifestWorks carried before
+// the CRDs left them: the Argo CD CRDs with their descriptions trimmed, labelled as ours,
+// annotated to be orphaned, and the orphaning rules addon-framework derived from that
+// annotation, split over two ManifestWorks. It waits until OCM's work agent applied them
+// on the spoke and returns the CRDs' UIDs there.
+func CreateOldLayoutWorks(ctx context.Context, hub *harness.Cluster, spoke *harness.Spoke) (map[string]types.UID, error) {
 	embedded, err := crdinstall.Load()
 	if err != nil {
 		return nil, err
 	}
-	work := &workv1.ManifestWork{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: spoke.Name, Name: OldLayoutWorkName,
-			Labels: map[string]string{addonv1beta1.AddonLabelKey: constants.AddonName},
-		},
-		Spec: workv1.ManifestWorkSpec{DeleteOption: &workv1.DeleteOption{
-			PropagationPolicy: workv1.DeletePropagationPolicyTypeSelectivelyOrphan,
-			SelectivelyOrphan: &workv1.SelectivelyOrphan{},
-		}},
+	works := make([]*workv1.ManifestWork, len(OldLayoutWorkNames))
+	for i, name := range OldLayoutWorkNames {
+		works[i] = &workv1.ManifestWork{
+			ObjectMeta: metav1.ObjectMeta{
+				Namespace: spoke.Name, Name: name,
+				Labels: map[string]string{addonv1beta1.AddonLabelKey: constants.AddonName},
+			},
+			Spec: workv1.ManifestWorkSpec{DeleteOption: &workv1.DeleteOption{
+				PropagationPolicy: workv1.DeletePropagationPolicyTypeSelectivelyOrphan,
+				SelectivelyOrphan: &workv1.SelectivelyOrphan{},
+			}},
+		}
 	}
+	sizes := make([]int, len(works))
 	for _, crd := range embedded.ArgoCD {
 		raw, err := oldLayoutCRD(crd)
 		if err != nil {
 			return nil, err
 		}
-		work.Spec.Workload.Manifests = append(work.Spec.Workload.Manifests, workv1.Manifest{RawExtension: runtime.RawExtension{Raw: raw}})
-		work.Spec.DeleteOption.SelectivelyOrphan.OrphaningRules = append(work.Spec.DeleteOption.SelectivelyOrphan.OrphaningRules,
+		i := 0
+		for i < len(works)-1 && sizes[i]+len(raw) > oldLayoutWorkBytes {
+			i++
+		}
+		sizes[i] += len(raw)
+		w := works[i]
+		w.Spec.Workload.Manifests = append(w.Spec.Workload.Manifests, workv1.Manifest{RawExtension: runtime.RawExtension{Raw: raw}})
+		w.Spec.DeleteOption.SelectivelyOrphan.OrphaningRules = append(w.Spec.DeleteOption.SelectivelyOrphan.OrphaningRules,
 			workv1.OrphaningRule{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions", Name: crd.Name()})
 	}
-	if err := hub.Client.Create(ctx, work); err != nil {
-		return nil, fmt.Errorf("creating the old-layout ManifestWork: %w", err)
+	for _, w := range works {
+		if err := hub.Client.Create(ctx, w); err != nil {
+			return nil, fmt.Errorf("creating the old-layout ManifestWork %s: %w", w.Name, err)
+		}
 	}
 	uids := map[string]types.UID{}
 	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		current := &workv1.ManifestWork{}
-		if err := hub.Client.Get(ctx, client.ObjectKeyFromObject(work), current); err != nil {
-			return false, nil
-		}
-		if !meta.IsStatusConditionTrue(current.Status.Conditions, workv1.WorkApplied) {
-			return false, nil
+		for _, w := range works {
+			current := &workv1.ManifestWork{}
+			if err := hub.Client.Get(ctx, client.ObjectKeyFromObject(w), current); err != nil {
+				return false, nil
+			}
+			if !meta.IsStatusConditionTrue(current.Status.Conditions, workv1.WorkApplied) {
+				return false, nil
+			}
 		}
 		for _, crd := range embedded.ArgoCD {
 			onSpoke := &apiextensionsv1.CustomResourceDefinition{}
@@ -78,7 +97,7 @@ func CreateOldLayoutWork(ctx context.Context, hub *harness.Cluster, spoke *harne
 		return true, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("waiting for the work agent to apply the old-layout ManifestWork on %s: %w", spoke.Name, err)
+		return nil, fmt.Errorf("waiting for the work agent to apply the old-layout ManifestWorks on %s: %w", spoke.Name, err)
 	}
 	return uids, nil
 }

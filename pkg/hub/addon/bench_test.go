@@ -8,25 +8,19 @@ import (
 	"github.com/stretchr/testify/require"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
-
-	"github.com/gitops-addon/gitops-addon/manifests"
 )
 
 // BenchmarkManifests measures what the hub spends rendering one cluster's objects, which it
 // does for every cluster whenever the cluster, its ManagedClusterAddOn or its configuration
-// changes. It reports the rendered objects and their JSON size, the bulk of what OCM
-// stores in that cluster's ManifestWorks. "framework-whole-chart" is the baseline: the
-// addon framework's Helm addon over the whole chart, decoding the CRDs on every render,
-// as New did before it decoded them once. Run with `make bench`.
+// changes. It reports the rendered objects and their JSON size, what OCM stores in that
+// cluster's ManifestWork. Run with `make bench`.
 func BenchmarkManifests(b *testing.B) {
 	cases := []struct {
-		name       string
-		cluster    *clusterv1.ManagedCluster
-		adc        fakeADCGetter
-		addon      *addonv1beta1.ManagedClusterAddOn
-		wholeChart bool
+		name    string
+		cluster *clusterv1.ManagedCluster
+		adc     fakeADCGetter
+		addon   *addonv1beta1.ManagedClusterAddOn
 	}{
-		{name: "kubernetes-framework-whole-chart", cluster: vanilla(), addon: mca("", nil, ""), wholeChart: true},
 		{name: "kubernetes", cluster: vanilla(), addon: mca("", nil, "")},
 		{name: "openshift", cluster: openshift(), addon: mca("", nil, "")},
 		{name: "kubernetes-with-deployment-config", cluster: vanilla(), addon: mca("cfg", nil, ""), adc: fakeADCGetter{
@@ -42,9 +36,6 @@ func BenchmarkManifests(b *testing.B) {
 				o.ADCGetter = bc.adc
 			}
 			a, err := New(o)
-			if bc.wholeChart {
-				a, err = buildHelmAddon(o, manifests.ChartFS)
-			}
 			require.NoError(b, err)
 			ctx := context.Background()
 			objects, err := a.Manifests(ctx, bc.cluster, bc.addon)
