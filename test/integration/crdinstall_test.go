@@ -230,22 +230,20 @@ func TestRoutesCRDOnlyWhereNoRouteAPIIsServed(t *testing.T) {
 		return err == nil
 	}
 
-	t.Run("the hub says OpenShift: never", func(t *testing.T) {
-		inst := startInstaller(t, s.env.Config, true)
+	neverInstalled := func(t *testing.T, openShift bool, why string) {
+		inst := startInstaller(t, s.env.Config, openShift)
 		cond := inst.waitCondition(t, crdinstall.ReasonInstalled)
-		assert.Contains(t, cond.Message, "OpenShift or MicroShift")
+		assert.Contains(t, cond.Message, why)
 		assert.False(t, routesCRDExists())
 		inst.stop()
+	}
+	t.Run("the hub says OpenShift: never", func(t *testing.T) {
+		neverInstalled(t, true, "OpenShift or MicroShift")
 	})
-
 	t.Run("Routes served natively: never", func(t *testing.T) {
 		s.registerNativeRouteAPI()
 		s.waitAPIServiceAvailable(true)
-		inst := startInstaller(t, s.env.Config, false)
-		cond := inst.waitCondition(t, crdinstall.ReasonInstalled)
-		assert.Contains(t, cond.Message, "served natively")
-		assert.False(t, routesCRDExists())
-		inst.stop()
+		neverInstalled(t, false, "served natively")
 	})
 
 	t.Run("no Route API: installed", func(t *testing.T) {

@@ -18,7 +18,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -72,9 +71,7 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Installer, error) {
 		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("gitops-addon-agent"),
 		Report: o.Report, CRDs: crds, OpenShift: o.OpenShift, applied: map[string]applied{},
 	}
-	toSingleton := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
-		return []reconcile.Request{singleton}
-	})
+	toSingleton := routeguard.EnqueueAlways(singleton)
 	names := crds.Names()
 	ours := predicate.NewPredicateFuncs(func(o client.Object) bool { return slices.Contains(names, o.GetName()) })
 	routeAPI := predicate.NewPredicateFuncs(func(o client.Object) bool {

@@ -15,7 +15,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -76,9 +75,7 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Guard, error) {
 		Checker: checker, Report: o.Report, recheck: make(chan struct{}, 1),
 		admissionGuardDisabled: o.DisableAdmissionGuard,
 	}
-	toSingleton := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
-		return []reconcile.Request{singleton}
-	})
+	toSingleton := EnqueueAlways(singleton)
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("routeguard").
 		WatchesRawSource(sourceFor(mgr, &apiextensionsv1.CustomResourceDefinition{}, toSingleton)).
