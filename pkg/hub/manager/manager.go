@@ -12,7 +12,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"open-cluster-management.io/addon-framework/pkg/addonmanager"
 	"open-cluster-management.io/addon-framework/pkg/utils"
 	addonv1alpha1 "open-cluster-management.io/api/addon/v1alpha1"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
@@ -92,8 +91,10 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
 		// Release the lease on shutdown so that a rolling update hands over at once.
 		LeaderElectionReleaseOnCancel: true,
-		Cache:                         cache.Options{ByObject: gitopscluster.CacheByObject()},
-		Controller:                    config.Controller{SkipNameValidation: &o.SkipControllerNameValidation},
+		// Managed fields are never read from the cache; at 1,000 clusters they are a good
+		// part of every cached ManagedCluster, ManagedClusterAddOn and Secret.
+		Cache:      cache.Options{ByObject: gitopscluster.CacheByObject(), DefaultTransform: cache.TransformStripManagedFields()},
+		Controller: config.Controller{SkipNameValidation: &o.SkipControllerNameValidation},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the controller manager: %w", err)
@@ -142,12 +143,9 @@ func addAddonManager(mgr manager.Manager, cfg *rest.Config, o Options) error {
 	if err != nil {
 		return err
 	}
-	addonManager, err := addonmanager.New(cfg)
+	addonManager, err := newAddonManager(cfg, agentAddon)
 	if err != nil {
-		return fmt.Errorf("creating the addon manager: %w", err)
-	}
-	if err := addonManager.AddAgent(agentAddon); err != nil {
-		return fmt.Errorf("registering the gitops-addon agent addon: %w", err)
+		return err
 	}
 	// A RunnableFunc needs leader election by default, so the manager starts it only
 	// once this replica leads.

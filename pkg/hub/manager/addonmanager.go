@@ -1,0 +1,164 @@
+package manager
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"open-cluster-management.io/addon-framework/pkg/addonmanager"
+	"open-cluster-management.io/addon-framework/pkg/agent"
+	"open-cluster-management.io/addon-framework/pkg/index"
+	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
+	addonclient "open-cluster-management.io/api/client/addon/clientset/versioned"
+	addoninformers "open-cluster-management.io/api/client/addon/informers/externalversions"
+	clusterclient "open-cluster-management.io/api/client/cluster/clientset/versioned"
+	clusterinformers "open-cluster-management.io/api/client/cluster/informers/externalversions"
+	workclient "open-cluster-management.io/api/client/work/clientset/versioned"
+	workinformers "open-cluster-management.io/api/client/work/informers/externalversions"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+)
+
+// informerResync is addon-framework's own resync period.
+const informerResync = 10 * time.Minute
+
+// addonManager runs addon-framework's controllers for gitops-addon over informers sized
+// for a fleet. addonmanager.New's Start caches every ManagedClusterAddOn of every addon
+// (a hub has one per addon and cluster: tens of thousands) and keeps every object's
+// managed fields; here the addon informers hold only gitops-addon's objects and no
+// cached object keeps its managed fields. Everything else is as the framework wires it.
+type addonManager struct {
+	base   *addonmanager.BaseAddonManagerImpl
+	config *rest.Config
+}
+
+func newAddonManager(cfg *rest.Config, agentAddon agent.AgentAddon) (*addonManager, error) {
+	base := addonmanager.NewBaseAddonManagerImpl(cfg)
+	if err := base.AddAgent(agentAddon); err != nil {
+		return nil, fmt.Errorf("registering the gitops-addon agent addon: %w", err)
+	}
+	return &addonManager{base: base, config: cfg}, nil
+}
+
+// addonClients are the clients addon-framework's controllers use.
+type addonClients struct {
+	kube    kubernetes.Interface
+	work    workclient.Interface
+	dynamic dynamic.Interface
+	addon   addonclient.Interface
+	cluster clusterclient.Interface
+}
+
+func newAddonClients(cfg *rest.Config) (addonClients, error) {
+	var c addonClients
+	var err error
+	if c.kube, err = kubernetes.NewForConfig(cfg); err != nil {
+		return c, err
+	}
+	if c.work, err = workclient.NewForConfig(cfg); err != nil {
+		return c, err
+	}
+	if c.dynamic, err = dynamic.NewForConfig(cfg); err != nil {
+		return c, err
+	}
+	if c.addon, err = addonclient.NewForConfig(cfg); err != nil {
+		return c, err
+	}
+	c.cluster, err = clusterclient.NewForConfig(cfg)
+	return c, err
+}
+
+// Start builds the informers, starts the framework's controllers and the informers.
+func (m *addonManager) Start(ctx context.Context) error {
+	clients, err := newAddonClients(m.config)
+	if err != nil {
+		return fmt.Errorf("creating the addon manager's clients: %w", err)
+	}
+	ourAddon := addonLabelSelector(m.base)
+	kubeInformers := kubeinformers.NewSharedInformerFactoryWithOptions(clients.kube, informerResync,
+		kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = ourAddon }))
+	workInformers := workinformers.NewSharedInformerFactoryWithOptions(clients.work, informerResync,
+		workinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = ourAddon }))
+	// Only ManagedClusterAddOns and ClusterManagementAddOns come from this factory, and
+	// the framework acts only on those named after our addon.
+	addonInformers := addoninformers.NewSharedInformerFactoryWithOptions(clients.addon, informerResync,
+		addoninformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = addonNameSelector(m.base) }))
+	clusterInformers := clusterinformers.NewSharedInformerFactory(clients.cluster, informerResync)
+	dynamicInformers := dynamicinformer.NewDynamicSharedInformerFactory(clients.dynamic, informerResync)
+
+	works := workInformers.Work().V1().ManifestWorks()
+	addons := addonInformers.Addon().V1beta1().ManagedClusterAddOns()
+	managementAddons := addonInformers.Addon().V1beta1().ClusterManagementAddOns()
+	for _, informer := range []toolscache.SharedIndexInformer{
+		works.Informer(), addons.Informer(), managementAddons.Informer(),
+		clusterInformers.Cluster().V1().ManagedClusters().Informer(),
+		kubeInformers.Certificates().V1().CertificateSigningRequests().Informer(),
+	} {
+		if err := informer.SetTransform(cache.TransformStripManagedFields()); err != nil {
+			return fmt.Errorf("slimming the addon manager's caches: %w", err)
+		}
+	}
+	if err := addIndexers(works.Informer(), addons.Informer(), managementAddons.Informer()); err != nil {
+		return err
+	}
+	if err := m.base.StartWithInformers(ctx, clients.work, works, kubeInformers, addonInformers, clusterInformers, dynamicInformers); err != nil {
+		return fmt.Errorf("starting addon-framework's controllers: %w", err)
+	}
+	kubeInformers.Start(ctx.Done())
+	workInformers.Start(ctx.Done())
+	addonInformers.Start(ctx.Done())
+	clusterInformers.Start(ctx.Done())
+	dynamicInformers.Start(ctx.Done())
+	return nil
+}
+
+// addIndexers adds the indexes addon-framework's controllers look objects up by.
+func addIndexers(works, addons, managementAddons toolscache.SharedIndexInformer) error {
+	if err := works.AddIndexers(toolscache.Indexers{
+		index.ManifestWorkByAddon:           index.IndexManifestWorkByAddon,
+		index.ManifestWorkByHostedAddon:     index.IndexManifestWorkByHostedAddon,
+		index.ManifestWorkHookByHostedAddon: index.IndexManifestWorkHookByHostedAddon,
+	}); err != nil {
+		return fmt.Errorf("indexing ManifestWorks: %w", err)
+	}
+	if err := addons.AddIndexers(toolscache.Indexers{
+		index.ManagedClusterAddonByNamespace: index.IndexManagedClusterAddonByNamespace,
+		index.AddonByConfig:                  index.IndexAddonByConfig,
+	}); err != nil {
+		return fmt.Errorf("indexing ManagedClusterAddOns: %w", err)
+	}
+	if err := managementAddons.AddIndexers(toolscache.Indexers{
+		index.ClusterManagementAddonByConfig: index.IndexClusterManagementAddonByConfig,
+	}); err != nil {
+		return fmt.Errorf("indexing ClusterManagementAddOns: %w", err)
+	}
+	return nil
+}
+
+// addonLabelSelector selects the objects labelled for one of the registered addons.
+func addonLabelSelector(base *addonmanager.BaseAddonManagerImpl) string {
+	return metav1.FormatLabelSelector(&metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+		Key: addonv1beta1.AddonLabelKey, Operator: metav1.LabelSelectorOpIn, Values: addonNames(base),
+	}}})
+}
+
+// addonNameSelector selects the objects named after the registered addon. A field
+// selector takes no set of values: the manager registers exactly one addon.
+func addonNameSelector(base *addonmanager.BaseAddonManagerImpl) string {
+	return fields.OneTermEqualSelector("metadata.name", addonNames(base)[0]).String()
+}
+
+func addonNames(base *addonmanager.BaseAddonManagerImpl) []string {
+	names := make([]string, 0, len(base.GetAddonAgents()))
+	for name := range base.GetAddonAgents() {
+		names = append(names, name)
+	}
+	return names
+}
