@@ -57,9 +57,7 @@ func TestManifestsAreRenderedAgainOnlyWhenTheirInputsChange(t *testing.T) {
 		{"a cluster claim (flavour)", func() {
 			cluster.Status.ClusterClaims = append(cluster.Status.ClusterClaims, clusterv1.ManagedClusterClaim{Name: "product.open-cluster-management.io", Value: "OpenShift"})
 		}},
-		{"an addon annotation (images)", func() {
-			addon.Annotations = map[string]string{"gitops-addon.open-cluster-management.io/argocd-image": "x"}
-		}},
+		{"an addon annotation (images)", func() { addon.Annotations = map[string]string{"gitops-addon.open-cluster-management.io/argocd-image": "x"} }},
 		{"the AddOnDeploymentConfig's spec hash", func() {
 			addon.Status.ConfigReferences = []addonv1beta1.ConfigReference{{ConfigGroupResource: addonv1beta1.ConfigGroupResource{Group: "addon.open-cluster-management.io", Resource: "addondeploymentconfigs"},
 				DesiredConfig: &addonv1beta1.ConfigSpecHash{ConfigReferent: addonv1beta1.ConfigReferent{Namespace: "c1", Name: "cfg"}, SpecHash: "abc"}}}
