@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -26,5 +27,25 @@ func CacheByObject() map[client.Object]cache.ByObject {
 		&addonv1beta1.ManagedClusterAddOn{}: {
 			Field: fields.OneTermEqualSelector("metadata.name", constants.AddonName),
 		},
+		&clusterv1.ManagedCluster{}: {Transform: slimManagedCluster},
 	}
+}
+
+// slimManagedCluster keeps of a ManagedCluster what the manager decides on: its metadata
+// (labels go into the Argo CD cluster Secret) and its API server URLs. The status (claims,
+// capacity, conditions, version) and the CA bundles are most of a joined cluster's bytes,
+// and the hub holds one per cluster.
+func slimManagedCluster(obj any) (any, error) {
+	mc, ok := obj.(*clusterv1.ManagedCluster)
+	if !ok {
+		return obj, nil
+	}
+	mc.ManagedFields = nil
+	urls := make([]clusterv1.ClientConfig, 0, len(mc.Spec.ManagedClusterClientConfigs))
+	for _, cfg := range mc.Spec.ManagedClusterClientConfigs {
+		urls = append(urls, clusterv1.ClientConfig{URL: cfg.URL})
+	}
+	mc.Spec = clusterv1.ManagedClusterSpec{ManagedClusterClientConfigs: urls}
+	mc.Status = clusterv1.ManagedClusterStatus{}
+	return mc, nil
 }
