@@ -14,6 +14,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -64,7 +65,9 @@ func applyRendered(t *testing.T, ctx context.Context, kubeClient client.Client, 
 	require.NoError(t, err)
 	crds := append(slices.Clone(embedded.ArgoCD), embedded.Routes)
 	for _, crd := range crds {
-		require.NoError(t, kubeClient.Create(ctx, crd.Object.DeepCopy(), client.FieldValidation("Strict")), "creating CRD %s", crd.Name())
+		object, err := crd.Decode()
+		require.NoError(t, err)
+		require.NoError(t, kubeClient.Create(ctx, object, client.FieldValidation("Strict")), "creating CRD %s", crd.Name())
 	}
 	for _, crd := range crds {
 		waitEstablished(t, ctx, kubeClient, crd.Name())
@@ -106,12 +109,7 @@ func waitEstablished(t *testing.T, ctx context.Context, kubeClient client.Client
 		if err := kubeClient.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
 			return false, err
 		}
-		for _, condition := range crd.Status.Conditions {
-			if condition.Type == apiextensionsv1.Established && condition.Status == apiextensionsv1.ConditionTrue {
-				return true, nil
-			}
-		}
-		return false, nil
+		return apihelpers.IsCRDConditionTrue(crd, apiextensionsv1.Established), nil
 	})
 	require.NoError(t, err, "CRD %s never became established", name)
 }

@@ -11,6 +11,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -128,10 +129,8 @@ func installCRDs(ctx context.Context, c *Cluster, crds []*apiextensionsv1.Custom
 			if err := c.Client.Get(ctx, client.ObjectKey{Name: crd.Name}, got); err != nil {
 				return false, err.Error()
 			}
-			for _, cond := range got.Status.Conditions {
-				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-					return true, ""
-				}
+			if apihelpers.IsCRDConditionTrue(got, apiextensionsv1.Established) {
+				return true, ""
 			}
 			return false, "not established"
 		})

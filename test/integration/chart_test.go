@@ -13,6 +13,7 @@ import (
 	"helm.sh/helm/v3/pkg/cli"
 	appsv1 "k8s.io/api/apps/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/types"
 	addonv1alpha1 "open-cluster-management.io/api/addon/v1alpha1"
@@ -52,11 +53,7 @@ func TestChartInstallsAndUninstallsOnARealAPIServer(t *testing.T) {
 
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	require.NoError(t, env.Client.Get(ctx, types.NamespacedName{Name: gitOpsClusterCRD}, crd))
-	established := false
-	for _, c := range crd.Status.Conditions {
-		established = established || (c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue)
-	}
-	assert.True(t, established, "the GitOpsCluster CRD is established")
+	assert.True(t, apihelpers.IsCRDConditionTrue(crd, apiextensionsv1.Established), "the GitOpsCluster CRD is established")
 
 	d := &appsv1.Deployment{}
 	require.NoError(t, env.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: "gitops-addon-manager"}, d))

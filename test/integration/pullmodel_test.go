@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -119,12 +120,7 @@ func (p *pullHub) waitCRDsEstablished(names ...string) {
 			if p.c.Get(p.ctx, client.ObjectKey{Name: name}, crd) != nil {
 				return false
 			}
-			for _, c := range crd.Status.Conditions {
-				if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-					return true
-				}
-			}
-			return false
+			return apihelpers.IsCRDConditionTrue(crd, apiextensionsv1.Established)
 		}, timeout, poll, "CRD %s established", name)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -76,12 +77,7 @@ func (s *Starter) established(ctx context.Context, name string) (bool, error) {
 		}
 		return false, fmt.Errorf("reading CRD %s: %w", name, err)
 	}
-	for _, c := range crd.Status.Conditions {
-		if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-			return true, nil
-		}
-	}
-	return false, nil
+	return apihelpers.IsCRDConditionTrue(crd, apiextensionsv1.Established), nil
 }
 
 // start adds the pull cache and both controllers to the running manager. A failure is

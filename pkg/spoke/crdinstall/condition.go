@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
@@ -36,7 +38,7 @@ func condition(argo []result, routes *result, decision routesDecision) metav1.Co
 			failed = append(failed, fmt.Sprintf("%s: %v", r.name, r.err))
 		case r.verdict.action == actionWaitDeletion:
 			waiting = append(waiting, r.name+" is "+r.verdict.why)
-		case r.current == nil || !established(r.current):
+		case r.current == nil || !apihelpers.IsCRDConditionTrue(r.current, apiextensionsv1.Established):
 			waiting = append(waiting, r.name+" is not established yet")
 		case r.verdict.action == actionLeaveForeign || r.verdict.action == actionKeepNewer:
 			others = append(others, r.name+" "+r.verdict.why)

@@ -32,7 +32,7 @@ const (
 )
 
 func desiredCRD(name, source string) *CRD {
-	return &CRD{Object: &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: name}}, Source: source}
+	return &CRD{name: name, Source: source}
 }
 
 func clusterCRD(name string, labels map[string]string, source string, generation int64) *apiextensionsv1.CustomResourceDefinition {
@@ -99,7 +99,10 @@ func TestEmbeddedCRDs(t *testing.T) {
 	require.Len(t, embedded.ArgoCD, 8)
 	assert.Equal(t, constants.RoutesCRDName, embedded.Routes.Name())
 	for _, crd := range append(slices.Clone(embedded.ArgoCD), embedded.Routes) {
-		assert.Equal(t, constants.ManagedByValue, crd.Object.Labels[constants.LabelManagedBy], crd.Name())
+		object, err := crd.Decode()
+		require.NoError(t, err)
+		assert.Equal(t, crd.Name(), object.Name)
+		assert.Equal(t, constants.ManagedByValue, object.Labels[constants.LabelManagedBy], crd.Name())
 		assert.NotEmpty(t, sourceVersion(crd.Source), crd.Name())
 		var asObject map[string]any
 		require.NoError(t, yaml.Unmarshal(crd.ApplyJSON, &asObject), crd.Name())
@@ -113,7 +116,9 @@ func TestEmbeddedCRDs(t *testing.T) {
 		}
 	}
 	require.NotNil(t, argocds)
-	spec := argocds.Object.Spec.Versions
+	object, err := argocds.Decode()
+	require.NoError(t, err)
+	spec := object.Spec.Versions
 	require.NotEmpty(t, spec)
 	var storage apiextensionsv1.CustomResourceDefinitionVersion
 	for _, v := range spec {
@@ -167,7 +172,11 @@ func simulateApply(ctx context.Context, c client.Client, embedded Embedded, obj 
 	var desired *apiextensionsv1.CustomResourceDefinition
 	for _, crd := range append(slices.Clone(embedded.ArgoCD), embedded.Routes) {
 		if crd.Name() == obj.Name {
-			desired = crd.Object.DeepCopy()
+			decoded, err := crd.Decode()
+			if err != nil {
+				return err
+			}
+			desired = decoded
 		}
 	}
 	if desired == nil {

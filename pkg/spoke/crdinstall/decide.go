@@ -2,6 +2,7 @@ package crdinstall
 
 import (
 	"fmt"
+	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -96,18 +97,8 @@ func provider(crd *apiextensionsv1.CustomResourceDefinition) string {
 
 func hasLabelPrefix(labels map[string]string, prefix string) bool {
 	for k := range labels {
-		if len(k) >= len(prefix) && k[:len(prefix)] == prefix {
+		if strings.HasPrefix(k, prefix) {
 			return true
-		}
-	}
-	return false
-}
-
-// established tells whether the apiserver serves the CRD.
-func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
-	for _, c := range crd.Status.Conditions {
-		if c.Type == apiextensionsv1.Established {
-			return c.Status == apiextensionsv1.ConditionTrue
 		}
 	}
 	return false

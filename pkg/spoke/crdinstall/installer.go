@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -49,8 +48,8 @@ type Installer struct {
 	CRDs      Embedded
 	OpenShift bool
 
-	mu sync.Mutex
-	// applied remembers, per CRD name, the UID and generation of our last apply.
+	// applied remembers, per CRD name, the UID and generation of our last apply. Only
+	// Reconcile touches it, and the queue's one key never runs twice at once.
 	applied map[string]applied
 }
 
@@ -190,7 +189,8 @@ func (i *Installer) ensure(ctx context.Context, crd *CRD) result {
 	updated, err := i.apply(ctx, crd)
 	if err != nil {
 		r.err = err
-		i.Recorder.Eventf(crd.Object, nil, corev1.EventTypeWarning, "CRDInstallFailed", "Apply", "Could not apply CustomResourceDefinition %s (%s): %v", crd.Name(), r.verdict.why, err)
+		regarding := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: crd.Name()}}
+		i.Recorder.Eventf(regarding, nil, corev1.EventTypeWarning, "CRDInstallFailed", "Apply", "Could not apply CustomResourceDefinition %s (%s): %v", crd.Name(), r.verdict.why, err)
 		return r
 	}
 	r.current = updated
@@ -223,15 +223,11 @@ func (i *Installer) apply(ctx context.Context, crd *CRD) (*apiextensionsv1.Custo
 	if err != nil {
 		return nil, err
 	}
-	i.mu.Lock()
 	i.applied[crd.Name()] = applied{uid: obj.UID, generation: obj.Generation}
-	i.mu.Unlock()
 	return obj, nil
 }
 
 func (i *Installer) lastApplied(name string) *applied {
-	i.mu.Lock()
-	defer i.mu.Unlock()
 	if a, ok := i.applied[name]; ok {
 		return &a
 	}
