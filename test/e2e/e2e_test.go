@@ -335,15 +335,7 @@ func guestbookApplication(namespace, name string) *unstructured.Unstructured {
 func appliedByAgent(t *testing.T, ctx context.Context, s *harness.Spoke, name string) bool {
 	t.Helper()
 	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := s.Client.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
-		return false
-	}
-	for _, entry := range crd.ManagedFields {
-		if entry.Manager == constants.AgentFieldManager && entry.Operation == metav1.ManagedFieldsOperationApply {
-			return true
-		}
-	}
-	return false
+	return s.Client.Get(ctx, client.ObjectKey{Name: name}, crd) == nil && install.AppliedByAgent(crd)
 }
 
 // waitCondition waits until the agent of a cluster reports a condition with a status.

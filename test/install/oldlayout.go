@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -135,4 +136,11 @@ func dropDescriptions(node any) {
 			dropDescriptions(child)
 		}
 	}
+}
+
+// AppliedByAgent tells whether the spoke agent's field manager server-side applied a CRD.
+func AppliedByAgent(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	return slices.ContainsFunc(crd.ManagedFields, func(e metav1.ManagedFieldsEntry) bool {
+		return e.Manager == constants.AgentFieldManager && e.Operation == metav1.ManagedFieldsOperationApply
+	})
 }

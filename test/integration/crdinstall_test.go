@@ -30,6 +30,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/crdinstall"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/routeguard"
 	"github.com/gitops-addon/gitops-addon/test/fakeroute"
+	"github.com/gitops-addon/gitops-addon/test/install"
 )
 
 // agentUser is the spoke agent's ServiceAccount, as its Deployment runs it.
@@ -122,12 +123,6 @@ func getCRD(ctx context.Context, c client.Client, name string) (*apiextensionsv1
 	return crd, c.Get(ctx, client.ObjectKey{Name: name}, crd)
 }
 
-func appliedByAgent(crd *apiextensionsv1.CustomResourceDefinition) bool {
-	return slices.ContainsFunc(crd.ManagedFields, func(e metav1.ManagedFieldsEntry) bool {
-		return e.Manager == constants.AgentFieldManager && e.Operation == metav1.ManagedFieldsOperationApply
-	})
-}
-
 func TestCRDInstallerOnAKubernetesCluster(t *testing.T) {
 	env := startSpoke(t)
 	ctx := context.Background()
@@ -142,7 +137,7 @@ func TestCRDInstallerOnAKubernetesCluster(t *testing.T) {
 		for _, name := range embedded.Names() {
 			crd, err := getCRD(ctx, c, name)
 			require.NoError(t, err, name)
-			assert.True(t, appliedByAgent(crd), "%s applied by %s", name, constants.AgentFieldManager)
+			assert.True(t, install.AppliedByAgent(crd), "%s applied by %s", name, constants.AgentFieldManager)
 		}
 		argocds, err := getCRD(ctx, c, "argocds.argoproj.io")
 		require.NoError(t, err)

@@ -110,10 +110,11 @@ type valuesSources struct {
 }
 
 // values computes the chart values gitops-addon decides per cluster: flavour (which the
-// agent also reads before it installs a Routes CRD), images and our customizedVariables. Precedence for images, lowest first: chart default
-// for the flavour, the manager's --operator-image, the AddOnDeploymentConfig's
-// customizedVariables, the GitOpsCluster's spec.gitopsAddon; then the ADC's registries
-// and the cluster's image-registries annotation mirror the final image.
+// agent also reads before it installs a Routes CRD), images and our customizedVariables.
+// Precedence for images, lowest first: chart default for the flavour, the manager's
+// --operator-image, the AddOnDeploymentConfig's customizedVariables, the GitOpsCluster's
+// spec.gitopsAddon; then the ADC's registries and the cluster's image-registries
+// annotation mirror the final image.
 func (s valuesSources) values(mc *clusterv1.ManagedCluster, addon *addonv1beta1.ManagedClusterAddOn) (addonfactory.Values, error) {
 	adc, err := s.desiredConfig(addon)
 	if err != nil {

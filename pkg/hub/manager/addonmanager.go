@@ -35,19 +35,20 @@ const informerResync = 10 * time.Minute
 // managed fields; here the addon informers hold only gitops-addon's objects and no
 // cached object keeps its managed fields. Everything else is as the framework wires it.
 type addonManager struct {
-	base   *addonmanager.BaseAddonManagerImpl
-	config *rest.Config
+	base    *addonmanager.BaseAddonManagerImpl
+	clients addonClients
 }
 
-func newAddonManager(cfg *rest.Config, agentAddon agent.AgentAddon) (*addonManager, error) {
+func newAddonManager(cfg *rest.Config, clients addonClients, agentAddon agent.AgentAddon) (*addonManager, error) {
 	base := addonmanager.NewBaseAddonManagerImpl(cfg)
 	if err := base.AddAgent(agentAddon); err != nil {
 		return nil, fmt.Errorf("registering the gitops-addon agent addon: %w", err)
 	}
-	return &addonManager{base: base, config: cfg}, nil
+	return &addonManager{base: base, clients: clients}, nil
 }
 
-// addonClients are the clients addon-framework's controllers use.
+// addonClients are the clients of the addon (its hub RBAC, AddOnDeploymentConfigs) and
+// of addon-framework's informers and ManifestWork writes, made once.
 type addonClients struct {
 	kube    kubernetes.Interface
 	work    workclient.Interface
@@ -77,10 +78,7 @@ func newAddonClients(cfg *rest.Config) (addonClients, error) {
 
 // Start builds the informers, starts the framework's controllers and the informers.
 func (m *addonManager) Start(ctx context.Context) error {
-	clients, err := newAddonClients(m.config)
-	if err != nil {
-		return fmt.Errorf("creating the addon manager's clients: %w", err)
-	}
+	clients := m.clients
 	ourAddon := addonLabelSelector(m.base)
 	kubeInformers := kubeinformers.NewSharedInformerFactoryWithOptions(clients.kube, informerResync,
 		kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = ourAddon }))

@@ -9,13 +9,11 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"open-cluster-management.io/addon-framework/pkg/utils"
 	addonv1alpha1 "open-cluster-management.io/api/addon/v1alpha1"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
-	addonclient "open-cluster-management.io/api/client/addon/clientset/versioned"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	workv1 "open-cluster-management.io/api/work/v1"
@@ -126,24 +124,20 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 // addAddonManager registers addon-framework's addon manager as a runnable that starts
 // only on the elected leader: two replicas must never both write ManifestWorks.
 func addAddonManager(mgr manager.Manager, cfg *rest.Config, o Options) error {
-	kubeClient, err := kubernetes.NewForConfig(cfg)
+	clients, err := newAddonClients(cfg)
 	if err != nil {
-		return fmt.Errorf("creating the kube client: %w", err)
-	}
-	addonClient, err := addonclient.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("creating the addon client: %w", err)
+		return fmt.Errorf("creating the addon manager's clients: %w", err)
 	}
 	agentAddon, err := addon.New(addon.Options{
 		AgentImage:    o.AgentImage,
 		OperatorImage: o.OperatorImage,
-		KubeClient:    kubeClient,
-		ADCGetter:     utils.NewAddOnDeploymentConfigGetter(addonClient),
+		KubeClient:    clients.kube,
+		ADCGetter:     utils.NewAddOnDeploymentConfigGetter(clients.addon),
 	})
 	if err != nil {
 		return err
 	}
-	addonManager, err := newAddonManager(cfg, agentAddon)
+	addonManager, err := newAddonManager(cfg, clients, agentAddon)
 	if err != nil {
 		return err
 	}

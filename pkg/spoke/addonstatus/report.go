@@ -4,10 +4,11 @@
 package addonstatus
 
 import (
+	"cmp"
 	"slices"
 	"sync"
 
-	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -15,13 +16,13 @@ import (
 // Changed is signalled when a condition changes.
 type Report struct {
 	mu         sync.Mutex
-	conditions map[string]metav1.Condition
+	conditions []metav1.Condition
 	changed    chan struct{}
 }
 
 // NewReport returns an empty report.
 func NewReport() *Report {
-	return &Report{conditions: map[string]metav1.Condition{}, changed: make(chan struct{}, 1)}
+	return &Report{changed: make(chan struct{}, 1)}
 }
 
 // Changed is signalled (coalesced) whenever a condition changes.
@@ -31,19 +32,8 @@ func (r *Report) Changed() <-chan struct{} { return r.changed }
 func (r *Report) Conditions() []metav1.Condition {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]metav1.Condition, 0, len(r.conditions))
-	for _, c := range r.conditions {
-		out = append(out, c)
-	}
-	slices.SortFunc(out, func(a, b metav1.Condition) int {
-		switch {
-		case a.Type < b.Type:
-			return -1
-		case a.Type > b.Type:
-			return 1
-		}
-		return 0
-	})
+	out := slices.Clone(r.conditions)
+	slices.SortFunc(out, func(a, b metav1.Condition) int { return cmp.Compare(a.Type, b.Type) })
 	return out
 }
 
@@ -51,8 +41,10 @@ func (r *Report) Conditions() []metav1.Condition {
 func (r *Report) Condition(conditionType string) (metav1.Condition, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	c, ok := r.conditions[conditionType]
-	return c, ok
+	if c := meta.FindStatusCondition(r.conditions, conditionType); c != nil {
+		return *c, true
+	}
+	return metav1.Condition{}, false
 }
 
 // Set records c, keeping its last transition time while the status stays the same, and
@@ -60,15 +52,9 @@ func (r *Report) Condition(conditionType string) (metav1.Condition, bool) {
 func (r *Report) Set(c metav1.Condition) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	old, ok := r.conditions[c.Type]
-	c.LastTransitionTime = metav1.Now()
-	if ok && old.Status == c.Status {
-		c.LastTransitionTime = old.LastTransitionTime
-	}
-	if ok && equality.Semantic.DeepEqual(old, c) {
+	if !meta.SetStatusCondition(&r.conditions, c) {
 		return
 	}
-	r.conditions[c.Type] = c
 	select {
 	case r.changed <- struct{}{}:
 	default:
