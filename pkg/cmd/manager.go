@@ -35,6 +35,9 @@ func newManagerCommand() *cobra.Command {
 			if o.PullWorkers < 1 {
 				return fmt.Errorf("--pull-workers is %d: it must be at least 1", o.PullWorkers)
 			}
+			if o.AddonWorkers < 1 {
+				return fmt.Errorf("--addon-workers is %d: it must be at least 1", o.AddonWorkers)
+			}
 			if burst < 1 && qps >= 0 {
 				return fmt.Errorf("--kube-api-burst is %d: it must be at least 1 while --kube-api-qps limits the rate", burst)
 			}
@@ -56,6 +59,7 @@ func newManagerCommand() *cobra.Command {
 	f.StringVar(&o.OperatorImage, "operator-image", "", "GitOps operator image for every cluster; empty picks the default for each cluster's flavour")
 	f.BoolVar(&o.PullModel, "pull-model", true, "deliver hub Applications labelled "+pullmodel.LabelPull+"=true to their cluster through ManifestWorks, once Argo CD's CRDs exist on the hub; false stops propagation and leaves existing ManifestWorks alone")
 	f.IntVar(&o.PullWorkers, "pull-workers", 4, "Applications the pull model propagates concurrently")
+	f.IntVar(&o.AddonWorkers, "addon-workers", manager.DefaultAddonWorkers, "clusters whose ManifestWork, agent registration and CSRs addon-framework's controllers sync concurrently")
 	f.Float32Var(&qps, "kube-api-qps", DefaultKubeAPIQPS, "requests per second to the hub's apiserver, sustained; a negative value disables client-side throttling (the apiserver's API Priority and Fairness still applies)")
 	f.IntVar(&burst, "kube-api-burst", DefaultKubeAPIBurst, "requests to the hub's apiserver allowed in a burst above --kube-api-qps")
 	return c

@@ -87,6 +87,7 @@ func TestDefaults(t *testing.T) {
 	}
 	assert.Contains(t, args, "--kube-api-qps=200", "the hub client is sized for fleet work")
 	assert.Contains(t, args, "--kube-api-burst=400")
+	assert.Contains(t, args, "--addon-workers=8", "addon-framework's per-cluster controllers sync clusters concurrently")
 
 	d := objects["Deployment/gitops-addon-manager"]
 	nonRoot, _, _ := unstructured.NestedBool(d.Object, "spec", "template", "spec", "securityContext", "runAsNonRoot")
@@ -165,6 +166,9 @@ func TestNonDefaultValues(t *testing.T) {
 			configs, _, _ := unstructured.NestedSlice(o["ClusterManagementAddOn/gitops-addon"].Object, "spec", "supportedConfigs")
 			assert.Equal(t, map[string]any{"name": "fleet", "namespace": "open-cluster-management-addon"}, configs[0].(map[string]any)["defaultConfig"])
 		}},
+		{"addon workers", []string{"addonManager.workers=32"}, func(t *testing.T, o map[string]*unstructured.Unstructured) {
+			assert.Contains(t, managerArgs(t, o), "--addon-workers=32")
+		}},
 		{"three replicas, metrics port", []string{"replicas=3", "metrics.port=9090"}, func(t *testing.T, o map[string]*unstructured.Unstructured) {
 			replicas, _, _ := unstructured.NestedInt64(o["Deployment/gitops-addon-manager"].Object, "spec", "replicas")
 			assert.Equal(t, int64(3), replicas)
@@ -192,6 +196,7 @@ func TestBadValuesAreRejected(t *testing.T) {
 		"ADC name without namespace": {"addonDeploymentConfig.name=fleet", "addonDeploymentConfig.namespace is required"},
 		"bad log level":              {"logLevel=verbose", "logLevel"},
 		"zero burst":                 {"kubeAPI.burst=0", "burst"},
+		"zero addon workers":         {"addonManager.workers=0", "workers"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -2,7 +2,9 @@ package addon
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -274,4 +276,47 @@ func TestRenderRejectsBadCustomizedVariables(t *testing.T) {
 			assert.Contains(t, err.Error(), "AddOnDeploymentConfig c1/cfg")
 		})
 	}
+}
+
+// TestManifestsRenderConcurrently: the manager's deploy controller renders with several
+// workers, each for its own cluster, through one agent addon. Renders of different
+// clusters at once must each come out as they do alone (run under -race to also see a
+// data race in the chart engine or our values).
+func TestManifestsRenderConcurrently(t *testing.T) {
+	a, err := New(Options{})
+	require.NoError(t, err)
+	addonFor := func(i int) *addonv1beta1.ManagedClusterAddOn {
+		return mca("", map[string]string{constants.AnnotationArgoCDImage: fmt.Sprintf("quay.example.com/argocd:v%d", i)}, "")
+	}
+	clusterFor := func(i int) *clusterv1.ManagedCluster {
+		return []func() *clusterv1.ManagedCluster{vanilla, openshift, unknown}[i%3]()
+	}
+	const renders = 24
+	want := make([]string, renders)
+	for i := range renders {
+		objects, err := a.Manifests(context.Background(), clusterFor(i), addonFor(i))
+		require.NoError(t, err)
+		want[i] = asJSON(t, objects)
+	}
+	got := make([]string, renders)
+	errs := make([]error, renders)
+	var wg sync.WaitGroup
+	for i := range renders {
+		wg.Go(func() {
+			objects, err := a.Manifests(context.Background(), clusterFor(i), addonFor(i))
+			got[i], errs[i] = asJSON(t, objects), err
+		})
+	}
+	wg.Wait()
+	for i := range renders {
+		require.NoError(t, errs[i])
+		assert.Equal(t, want[i], got[i], "render %d", i)
+	}
+	assert.NotEqual(t, want[0], want[3], "the renders differ between clusters, so a mix-up would show")
+}
+
+func asJSON(t *testing.T, objects []runtime.Object) string {
+	data, err := json.Marshal(objects)
+	assert.NoError(t, err)
+	return string(data)
 }

@@ -87,38 +87,53 @@ func (r *Reconciler) reconcileAddons(ctx context.Context, gc *appsv1beta1.GitOps
 	res := addonResult{enabled: gc.AddonEnabled()}
 	wanted := map[string]bool{}
 	if res.enabled {
-		for _, cluster := range clusters {
+		states, err := forEachCluster(ctx, clusters, func(ctx context.Context, cluster string) (addonState, error) {
+			return r.ensureAddon(ctx, gc, cluster)
+		})
+		if err != nil {
+			return res, err
+		}
+		for i, cluster := range clusters {
 			wanted[cluster] = true
-			if err := r.ensureAddon(ctx, gc, cluster, &res); err != nil {
-				return res, err
-			}
+			res.add(cluster, states[i])
 		}
 	}
 	return res, r.removeStaleAddons(ctx, gc, wanted)
 }
 
-func (r *Reconciler) ensureAddon(ctx context.Context, gc *appsv1beta1.GitOpsCluster, cluster string, res *addonResult) error {
-	current := &addonv1beta1.ManagedClusterAddOn{}
-	outcome, err := r.ensureOwned(ctx, gc, desiredAddon(gc, cluster), current, updateAddon)
-	if err != nil {
-		return err
-	}
-	if outcome.existing != nil {
-		current = outcome.existing.(*addonv1beta1.ManagedClusterAddOn)
-	}
-	if outcome.conflict {
-		res.problems = append(res.problems, outcome.problem)
+// addonState is what ensureAddon found on one cluster.
+type addonState struct {
+	outcome   applyOutcome
+	available bool
+}
+
+// add counts one cluster's addon into the result.
+func (res *addonResult) add(cluster string, state addonState) {
+	// A user's own ManagedClusterAddOn still delivers the stack, so it counts and is no
+	// problem; it is simply not ours to change. Another GitOpsCluster's is a conflict.
+	if state.outcome.conflict {
+		res.problems = append(res.problems, state.outcome.problem)
 		res.conflict = true
 	}
-	// An addon enabled by a user's own ManagedClusterAddOn still delivers the stack, so it
-	// counts; it is simply not ours to change.
 	res.withAddon++
-	if meta.IsStatusConditionTrue(current.Status.Conditions, addonv1beta1.ManagedClusterAddOnConditionAvailable) {
+	if state.available {
 		res.available++
 	} else {
 		res.notAvailable = append(res.notAvailable, cluster)
 	}
-	return nil
+}
+
+func (r *Reconciler) ensureAddon(ctx context.Context, gc *appsv1beta1.GitOpsCluster, cluster string) (addonState, error) {
+	current := &addonv1beta1.ManagedClusterAddOn{}
+	outcome, err := r.ensureOwned(ctx, gc, desiredAddon(gc, cluster), current, updateAddon)
+	if err != nil {
+		return addonState{}, err
+	}
+	if outcome.existing != nil {
+		current = outcome.existing.(*addonv1beta1.ManagedClusterAddOn)
+	}
+	available := meta.IsStatusConditionTrue(current.Status.Conditions, addonv1beta1.ManagedClusterAddOnConditionAvailable)
+	return addonState{outcome: outcome, available: available}, nil
 }
 
 // removeStaleAddons deletes the ManagedClusterAddOns this GitOpsCluster created for

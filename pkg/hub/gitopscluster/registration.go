@@ -21,28 +21,24 @@ import (
 // ApplicationSet placement ConfigMap and RBAC.
 func (r *Reconciler) registerClusters(ctx context.Context, gc *appsv1beta1.GitOpsCluster, clusters []string) (registrationResult, error) {
 	var res registrationResult
+	secrets, err := forEachCluster(ctx, clusters, func(ctx context.Context, cluster string) (secretState, error) {
+		return r.ensureClusterSecret(ctx, gc, cluster)
+	})
+	if err != nil {
+		return res, err
+	}
 	wanted := map[types.NamespacedName]bool{}
-	for _, name := range clusters {
-		mc := &clusterv1.ManagedCluster{}
-		if err := r.Client.Get(ctx, types.NamespacedName{Name: name}, mc); err != nil {
-			if apierrors.IsNotFound(err) {
-				res.problems = append(res.problems, fmt.Sprintf("Cluster %q is decided by the Placement but has no ManagedCluster; it is not registered.", name))
-				continue
-			}
-			return res, fmt.Errorf("reading ManagedCluster %s: %w", name, err)
+	for _, secret := range secrets {
+		if secret.name != (types.NamespacedName{}) {
+			wanted[secret.name] = true
 		}
-		desired := desiredClusterSecret(gc, mc)
-		wanted[client.ObjectKeyFromObject(desired)] = true
-		outcome, err := r.ensureOwned(ctx, gc, desired, &corev1.Secret{}, updateSecret)
-		if err != nil {
-			return res, err
+		switch {
+		case secret.problem != "":
+			res.problems = append(res.problems, secret.problem)
+			res.conflict = res.conflict || secret.conflict
+		default:
+			res.registered++
 		}
-		if outcome.problem != "" {
-			res.problems = append(res.problems, outcome.problem)
-			res.conflict = res.conflict || outcome.conflict
-			continue
-		}
-		res.registered++
 	}
 	if err := r.removeStaleSecrets(ctx, gc, wanted); err != nil {
 		return res, err
@@ -50,6 +46,31 @@ func (r *Reconciler) registerClusters(ctx context.Context, gc *appsv1beta1.GitOp
 	problems, err := r.ensureApplicationSetAccess(ctx, gc)
 	res.problems = append(res.problems, problems...)
 	return res, err
+}
+
+// secretState is what ensureClusterSecret found on one cluster: the Secret's name (empty
+// when the cluster has no ManagedCluster) and a problem when it could not be registered.
+type secretState struct {
+	name     types.NamespacedName
+	problem  string
+	conflict bool
+}
+
+// ensureClusterSecret writes one decided cluster's Argo CD cluster secret.
+func (r *Reconciler) ensureClusterSecret(ctx context.Context, gc *appsv1beta1.GitOpsCluster, cluster string) (secretState, error) {
+	mc := &clusterv1.ManagedCluster{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: cluster}, mc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return secretState{problem: fmt.Sprintf("Cluster %q is decided by the Placement but has no ManagedCluster; it is not registered.", cluster)}, nil
+		}
+		return secretState{}, fmt.Errorf("reading ManagedCluster %s: %w", cluster, err)
+	}
+	desired := desiredClusterSecret(gc, mc)
+	outcome, err := r.ensureOwned(ctx, gc, desired, &corev1.Secret{}, updateSecret)
+	if err != nil {
+		return secretState{}, err
+	}
+	return secretState{name: client.ObjectKeyFromObject(desired), problem: outcome.problem, conflict: outcome.conflict}, nil
 }
 
 // updateSecret makes an owned cluster secret exactly as desired.

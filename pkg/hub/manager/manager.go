@@ -4,6 +4,7 @@
 package manager
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -34,6 +35,9 @@ import (
 // LeaderElectionID is the Lease that elects the active manager replica.
 const LeaderElectionID = "gitops-addon-manager"
 
+// DefaultAddonWorkers is the default of Options.AddonWorkers.
+const DefaultAddonWorkers = 8
+
 // Options configures the hub manager.
 type Options struct {
 	MetricsBindAddress      string
@@ -47,6 +51,9 @@ type Options struct {
 	PullModel bool
 	// PullWorkers is how many Applications the pull model propagates concurrently.
 	PullWorkers int
+	// AddonWorkers is how many clusters addon-framework's per-cluster controllers (deploy,
+	// registration, CSR approval and signing) sync concurrently; 0 means DefaultAddonWorkers.
+	AddonWorkers int
 	// SkipControllerNameValidation lets tests run several managers in one process.
 	SkipControllerNameValidation bool
 }
@@ -137,7 +144,7 @@ func addAddonManager(mgr manager.Manager, cfg *rest.Config, o Options) error {
 	if err != nil {
 		return err
 	}
-	addonManager, err := newAddonManager(cfg, clients, agentAddon)
+	addonManager, err := newAddonManager(clients, agentAddon, cmp.Or(o.AddonWorkers, DefaultAddonWorkers))
 	if err != nil {
 		return err
 	}
