@@ -53,6 +53,7 @@ func newManagerCommand() *cobra.Command {
 	f.StringVar(&kubeconfig, "kubeconfig", "", "hub kubeconfig file; empty uses $KUBECONFIG or the in-cluster config")
 	f.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
 	f.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	f.StringVar(&o.PprofBindAddress, "pprof-bind-address", "", "address of Go's /debug/pprof profiling endpoints, for diagnosing CPU or memory use; empty disables them")
 	f.BoolVar(&o.LeaderElection, "leader-elect", true, "elect one active replica through a Lease")
 	f.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "namespace of the leader election Lease (default $POD_NAMESPACE)")
 	f.StringVar(&o.AgentImage, "agent-image", "quay.io/gitops-addon/gitops-addon:latest", "image of the spoke agent (this binary)")

@@ -159,7 +159,8 @@ func runFleetBenchmark(b *testing.B, n int) {
 		ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: argoNS},
 		Spec:       clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: "default"},
 	}))
-	require.NoError(b, p.StartManager(ctx))
+	profiler := newManagerProfiler(b)
+	require.NoError(b, p.StartManagerWith(ctx, profiler.flags()))
 	alive := func() {
 		if exited, err := p.Manager.Exited(); exited {
 			b.Fatalf("the manager exited (%v); the end of its log:\n%s", err, p.Manager.Tail(40))
@@ -196,10 +197,12 @@ func runFleetBenchmark(b *testing.B, n int) {
 	}
 	progress("creating the GitOpsCluster")
 	propStart := time.Now()
+	profiled := profiler.cpu(ctx, fmt.Sprintf("clusters-%d-propagation", n))
 	require.NoError(b, c.Create(ctx, gc))
 	secrets, addons, works := fleetTargets(b, ctx, c, n, 0)
 	propagation := converge(b, "propagation", propStart, 30*time.Minute, poll, alive, secrets, addons, works)
 	propEnd := time.Now()
+	profiled()
 	_, cpuAfter, err := procStats(p.Manager.Pid())
 	require.NoError(b, err)
 	worksPerCluster, _ := uniform(countByNamespace(b, ctx, c, workGVK, "", addonWorks()))

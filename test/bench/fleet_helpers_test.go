@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -460,4 +464,73 @@ func ignoreNotFound(err error) error {
 // and a run at 1,000 clusters takes a while.
 func progress(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "%s fleet-bench: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// managerProfiler takes CPU profiles of the manager through its /debug/pprof when
+// FLEET_BENCH_CPUPROFILE names a directory: a profile of FLEET_BENCH_PROFILE_SECONDS
+// (default 60) from the start of a phase, written as <dir>/<phase>.pprof, to read with
+// `go tool pprof -top bin/gitops-addon <file>`.
+type managerProfiler struct {
+	b       *testing.B
+	dir     string
+	seconds int
+	address string
+}
+
+func newManagerProfiler(b *testing.B) *managerProfiler {
+	p := &managerProfiler{b: b, dir: os.Getenv("FLEET_BENCH_CPUPROFILE"), seconds: 60}
+	if s := os.Getenv("FLEET_BENCH_PROFILE_SECONDS"); s != "" {
+		seconds, err := strconv.Atoi(s)
+		require.NoError(b, err, "FLEET_BENCH_PROFILE_SECONDS")
+		p.seconds = seconds
+	}
+	if p.dir != "" {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(b, err)
+		p.address = l.Addr().String()
+		require.NoError(b, l.Close())
+	}
+	return p
+}
+
+// flags are the manager's extra flags: its pprof endpoint when profiling.
+func (p *managerProfiler) flags() map[string]string {
+	if p.dir == "" {
+		return nil
+	}
+	return map[string]string{"--pprof-bind-address": p.address}
+}
+
+// cpu starts a CPU profile of the phase and returns a function that waits for it.
+func (p *managerProfiler) cpu(ctx context.Context, phase string) (wait func()) {
+	if p.dir == "" {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", p.address, p.seconds)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			p.b.Errorf("profiling %s: %v", phase, err)
+			return
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			p.b.Errorf("profiling %s: %v", phase, err)
+			return
+		}
+		defer resp.Body.Close()
+		file := filepath.Join(p.dir, phase+".pprof")
+		data, err := io.ReadAll(resp.Body)
+		if err == nil {
+			err = os.WriteFile(file, data, 0o644)
+		}
+		if err != nil {
+			p.b.Errorf("profiling %s: %v", phase, err)
+			return
+		}
+		progress("CPU profile of %s written to %s", phase, file)
+	}()
+	return func() { <-done }
 }

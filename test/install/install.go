@@ -189,6 +189,11 @@ func waitEstablished(ctx context.Context, c client.Client, name string) error {
 // StartManager runs `gitops-addon manager` with the chart Deployment's arguments, as the
 // chart's ServiceAccount (so the chart's RBAC is what it gets), on loopback ports.
 func (p *Product) StartManager(ctx context.Context) error {
+	return p.StartManagerWith(ctx, nil)
+}
+
+// StartManagerWith starts the manager with extra flags (set replaces a flag's value or adds it).
+func (p *Product) StartManagerWith(ctx context.Context, set map[string]string) error {
 	if p.Manager != nil {
 		return errors.New("the manager is already running")
 	}
@@ -204,6 +209,7 @@ func (p *Product) StartManager(ctx context.Context) error {
 		"--leader-election-namespace": Namespace,
 		"--kubeconfig":                kubeconfig,
 	})
+	args = replaceFlags(args, set)
 	proc, err := p.Fleet.StartProcess("hub-gitops-addon-manager", append([]string{p.Binary}, args...), "POD_NAMESPACE="+Namespace)
 	if err != nil {
 		return fmt.Errorf("starting the manager: %w", err)

@@ -60,7 +60,7 @@ func New(o Options) (agent.AgentAddon, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &gitopsAddon{AgentAddon: built}, nil
+	return &gitopsAddon{AgentAddon: built, memo: newRenderMemo()}, nil
 }
 
 // buildHelmAddon builds addon-framework's Helm addon over the agent chart in chartFS.
@@ -183,21 +183,25 @@ func registration(kubeClient kubernetes.Interface) *agent.RegistrationOption {
 // update strategies and a stable order of the rendered objects.
 type gitopsAddon struct {
 	agent.AgentAddon
+	memo *renderMemo
 }
 
 // Manifests returns the objects addon-framework's rendering of the chart returns, in
 // Helm's install order as the framework sorts them, and orders objects of the same kind
 // by namespace and name: the framework leaves them in Go map order, which changes from
 // one render to the next and makes `render`'s output useless for review in Git.
+// Renders whose inputs did not change since the last one are served from a memo.
 func (a *gitopsAddon) Manifests(ctx context.Context, cluster *clusterv1.ManagedCluster, addon *addonv1beta1.ManagedClusterAddOn) ([]runtime.Object, error) {
-	objects, err := a.AgentAddon.Manifests(ctx, cluster, addon)
-	if err != nil {
-		return nil, err
-	}
-	if err := sortInInstallOrder(objects); err != nil {
-		return nil, err
-	}
-	return objects, nil
+	return a.memo.render(cluster, addon, func() ([]runtime.Object, error) {
+		objects, err := a.AgentAddon.Manifests(ctx, cluster, addon)
+		if err != nil {
+			return nil, err
+		}
+		if err := sortInInstallOrder(objects); err != nil {
+			return nil, err
+		}
+		return objects, nil
+	})
 }
 
 // sortInInstallOrder sorts by Helm's install order of kinds (kinds Helm does not know last,

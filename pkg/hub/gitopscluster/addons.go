@@ -6,8 +6,11 @@ import (
 	"maps"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	addonv1alpha1 "open-cluster-management.io/api/addon/v1alpha1"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -35,8 +38,14 @@ func imageAnnotations(gc *appsv1beta1.GitOpsCluster) map[string]string {
 	return out
 }
 
-func desiredAddon(gc *appsv1beta1.GitOpsCluster, cluster string) *addonv1beta1.ManagedClusterAddOn {
-	return &addonv1beta1.ManagedClusterAddOn{
+// desiredAddon is the ManagedClusterAddOn a GitOpsCluster creates on a cluster. When the
+// ClusterManagementAddOn is known it carries the controller reference to it that OCM's
+// addon manager would add right after the create (identical, so OCM finds nothing to
+// change): addon-framework's registration and deploy controllers wait for that reference,
+// and OCM's addon manager adds it at its own pace (2 workers; at 1,000 clusters about a
+// minute behind the creates).
+func desiredAddon(gc *appsv1beta1.GitOpsCluster, cluster string, cma *metav1.OwnerReference) *addonv1beta1.ManagedClusterAddOn {
+	addon := &addonv1beta1.ManagedClusterAddOn{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        constants.AddonName,
 			Namespace:   cluster,
@@ -44,6 +53,25 @@ func desiredAddon(gc *appsv1beta1.GitOpsCluster, cluster string) *addonv1beta1.M
 			Annotations: imageAnnotations(gc),
 		},
 	}
+	if cma != nil {
+		addon.OwnerReferences = []metav1.OwnerReference{*cma}
+	}
+	return addon
+}
+
+// managementAddonRef is the controller reference of a ManagedClusterAddOn to the
+// gitops-addon ClusterManagementAddOn, as OCM's addon manager writes it; nil when the
+// ClusterManagementAddOn does not exist (OCM then adds the reference once it does).
+func (r *Reconciler) managementAddonRef(ctx context.Context) (*metav1.OwnerReference, error) {
+	cma := &addonv1beta1.ClusterManagementAddOn{}
+	err := r.Client.Get(ctx, client.ObjectKey{Name: constants.AddonName}, cma)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading ClusterManagementAddOn %s: %w", constants.AddonName, err)
+	}
+	return metav1.NewControllerRef(cma, schema.GroupVersionKind{Group: addonv1alpha1.GroupName, Version: addonv1alpha1.GroupVersion.Version, Kind: "ClusterManagementAddOn"}), nil
 }
 
 // updateAddon sets our labels and image annotations on an owned ManagedClusterAddOn and
@@ -87,8 +115,12 @@ func (r *Reconciler) reconcileAddons(ctx context.Context, gc *appsv1beta1.GitOps
 	res := addonResult{enabled: gc.AddonEnabled()}
 	wanted := map[string]bool{}
 	if res.enabled {
+		cma, err := r.managementAddonRef(ctx)
+		if err != nil {
+			return res, err
+		}
 		states, err := forEachCluster(ctx, clusters, func(ctx context.Context, cluster string) (addonState, error) {
-			return r.ensureAddon(ctx, gc, cluster)
+			return r.ensureAddon(ctx, gc, cluster, cma)
 		})
 		if err != nil {
 			return res, err
@@ -123,9 +155,9 @@ func (res *addonResult) add(cluster string, state addonState) {
 	}
 }
 
-func (r *Reconciler) ensureAddon(ctx context.Context, gc *appsv1beta1.GitOpsCluster, cluster string) (addonState, error) {
+func (r *Reconciler) ensureAddon(ctx context.Context, gc *appsv1beta1.GitOpsCluster, cluster string, cma *metav1.OwnerReference) (addonState, error) {
 	current := &addonv1beta1.ManagedClusterAddOn{}
-	outcome, err := r.ensureOwned(ctx, gc, desiredAddon(gc, cluster), current, updateAddon)
+	outcome, err := r.ensureOwned(ctx, gc, desiredAddon(gc, cluster, cma), current, updateAddon)
 	if err != nil {
 		return addonState{}, err
 	}

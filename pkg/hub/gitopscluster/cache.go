@@ -27,6 +27,9 @@ func CacheByObject() map[client.Object]cache.ByObject {
 		&addonv1beta1.ManagedClusterAddOn{}: {
 			Field: fields.OneTermEqualSelector("metadata.name", constants.AddonName),
 		},
+		&addonv1beta1.ClusterManagementAddOn{}: {
+			Field: fields.OneTermEqualSelector("metadata.name", constants.AddonName),
+		},
 		&clusterv1.ManagedCluster{}: {Transform: slimManagedCluster},
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
@@ -139,7 +140,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&clusterv1beta1.PlacementDecision{}, handler.EnqueueRequestsFromMapFunc(r.forPlacementDecision)).
 		Watches(&clusterv1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(r.forAll),
 			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, copiedLabelsChanged()))).
-		Watches(&addonv1beta1.ManagedClusterAddOn{}, r.allOnDelete(r.forAddon)).
+		Watches(&addonv1beta1.ManagedClusterAddOn{}, r.allOnDelete(r.forAddon), builder.WithPredicates(addonChangeMatters())).
 		Watches(&corev1.Secret{}, r.allOnDelete(r.forOwner)).
 		Complete(r)
 }
@@ -154,6 +155,29 @@ func copiedLabelsChanged() predicate.Funcs {
 			return true
 		}
 		return !maps.Equal(clusterLabels(old), clusterLabels(updated))
+	}}
+}
+
+// addonChangeMatters passes a ManagedClusterAddOn update only when something a
+// GitOpsCluster reads changed: its spec, labels or annotations (ours to keep as
+// desired), its deletion, or whether it is Available (counted in the status). OCM's addon
+// manager and addon-framework patch each one's status five or six times while it is
+// installed (registration, config references, manifests applied, progressing); each
+// would otherwise make every GitOpsCluster walk all its clusters again.
+func addonChangeMatters() predicate.Funcs {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		old, okOld := e.ObjectOld.(*addonv1beta1.ManagedClusterAddOn)
+		updated, okNew := e.ObjectNew.(*addonv1beta1.ManagedClusterAddOn)
+		if !okOld || !okNew {
+			return true
+		}
+		available := func(a *addonv1beta1.ManagedClusterAddOn) bool {
+			return meta.IsStatusConditionTrue(a.Status.Conditions, addonv1beta1.ManagedClusterAddOnConditionAvailable)
+		}
+		return old.Generation != updated.Generation ||
+			!maps.Equal(old.Labels, updated.Labels) || !maps.Equal(old.Annotations, updated.Annotations) ||
+			!old.DeletionTimestamp.Equal(updated.DeletionTimestamp) ||
+			available(old) != available(updated)
 	}}
 }
 

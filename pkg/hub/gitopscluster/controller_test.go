@@ -88,6 +88,35 @@ func TestReconcileCreatesSecretsAndAddons(t *testing.T) {
 	assert.True(t, meta.IsStatusConditionFalse(got.Status.Conditions, appsv1beta1.ConditionAddOnsReady), "no addon is Available yet")
 }
 
+// TestCreatedAddonsAreOwnedByTheClusterManagementAddOn: addon-framework acts on a
+// ManagedClusterAddOn only once it has the controller reference to its
+// ClusterManagementAddOn; the manager writes the very reference OCM's addon manager would,
+// so that no cluster waits for OCM to add it.
+func TestCreatedAddonsAreOwnedByTheClusterManagementAddOn(t *testing.T) {
+	t.Run("the ClusterManagementAddOn exists", func(t *testing.T) {
+		cma := &addonv1beta1.ClusterManagementAddOn{ObjectMeta: metav1.ObjectMeta{Name: constants.AddonName, UID: "cma-uid"}}
+		gc := gitOpsCluster("gc", "p", true)
+		r, c := newReconciler(t, append(placementObjects("p", "c1"), gc, cma)...)
+		reconcileOnce(t, r, gc)
+		mca := &addonv1beta1.ManagedClusterAddOn{}
+		require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "c1", Name: constants.AddonName}, mca))
+		require.Len(t, mca.OwnerReferences, 1)
+		ref := mca.OwnerReferences[0]
+		assert.Equal(t, metav1.OwnerReference{
+			APIVersion: "addon.open-cluster-management.io/v1alpha1", Kind: "ClusterManagementAddOn", Name: constants.AddonName,
+			UID: "cma-uid", Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+		}, ref, "exactly what OCM's addon-owner controller writes (utils.MergeOwnerRefs then changes nothing)")
+	})
+	t.Run("no ClusterManagementAddOn: created without, OCM adds it later", func(t *testing.T) {
+		gc := gitOpsCluster("gc", "p", true)
+		r, c := newReconciler(t, append(placementObjects("p", "c1"), gc)...)
+		reconcileOnce(t, r, gc)
+		mca := &addonv1beta1.ManagedClusterAddOn{}
+		require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "c1", Name: constants.AddonName}, mca))
+		assert.Empty(t, mca.OwnerReferences)
+	})
+}
+
 func TestReconcileNeverTouchesForeignObjects(t *testing.T) {
 	userSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "gitops", Name: ClusterSecretName("c1"), Labels: map[string]string{"team": "a"}}, Data: map[string][]byte{"server": []byte("https://mine")}}
 	userAddon := &addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: constants.AddonName, Labels: map[string]string{"team": "a"}}}

@@ -4,7 +4,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
@@ -46,6 +48,46 @@ func TestOnlyCopiedLabelChangesWakeTheController(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := copiedLabelsChanged().Update(event.UpdateEvent{ObjectOld: labelled(base), ObjectNew: labelled(tt.updated)})
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestOnlyAddonChangesAGitOpsClusterReadsWakeIt(t *testing.T) {
+	base := func() *addonv1beta1.ManagedClusterAddOn {
+		return &addonv1beta1.ManagedClusterAddOn{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: "gitops-addon", Generation: 1,
+				Labels: map[string]string{"app.kubernetes.io/managed-by": "gitops-addon"}},
+			Status: addonv1beta1.ManagedClusterAddOnStatus{Conditions: []metav1.Condition{
+				{Type: addonv1beta1.ManagedClusterAddOnRegistrationApplied, Status: metav1.ConditionTrue},
+			}},
+		}
+	}
+	condition := func(t string, s metav1.ConditionStatus) func(a *addonv1beta1.ManagedClusterAddOn) {
+		return func(a *addonv1beta1.ManagedClusterAddOn) {
+			meta.SetStatusCondition(&a.Status.Conditions, metav1.Condition{Type: t, Status: s, Reason: "R"})
+		}
+	}
+	now := metav1.Now()
+	tests := []struct {
+		name   string
+		change func(a *addonv1beta1.ManagedClusterAddOn)
+		want   bool
+	}{
+		{"OCM sets the manifests applied", condition(addonv1beta1.ManagedClusterAddOnManifestApplied, metav1.ConditionTrue), false},
+		{"OCM records the install namespace", func(a *addonv1beta1.ManagedClusterAddOn) { a.Status.Namespace = "open-cluster-management-agent-addon" }, false},
+		{"it becomes Available", condition(addonv1beta1.ManagedClusterAddOnConditionAvailable, metav1.ConditionTrue), true},
+		{"Available stays Unknown", condition(addonv1beta1.ManagedClusterAddOnConditionAvailable, metav1.ConditionUnknown), false},
+		{"someone edits its labels", func(a *addonv1beta1.ManagedClusterAddOn) { a.Labels["x"] = "y" }, true},
+		{"someone edits its annotations", func(a *addonv1beta1.ManagedClusterAddOn) { a.Annotations = map[string]string{"x": "y"} }, true},
+		{"its spec changes", func(a *addonv1beta1.ManagedClusterAddOn) { a.Generation++ }, true},
+		{"it is being deleted", func(a *addonv1beta1.ManagedClusterAddOn) { a.DeletionTimestamp = &now }, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			updated := base()
+			tt.change(updated)
+			got := addonChangeMatters().Update(event.UpdateEvent{ObjectOld: base(), ObjectNew: updated})
 			assert.Equal(t, tt.want, got)
 		})
 	}

@@ -40,8 +40,10 @@ const DefaultAddonWorkers = 8
 
 // Options configures the hub manager.
 type Options struct {
-	MetricsBindAddress      string
-	HealthProbeBindAddress  string
+	MetricsBindAddress     string
+	HealthProbeBindAddress string
+	// PprofBindAddress serves Go's /debug/pprof when set; empty or "0" disables it.
+	PprofBindAddress        string
 	LeaderElection          bool
 	LeaderElectionNamespace string
 	AgentImage              string
@@ -91,6 +93,7 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsBindAddress},
 		HealthProbeBindAddress:  o.HealthProbeBindAddress,
+		PprofBindAddress:        o.PprofBindAddress,
 		LeaderElection:          o.LeaderElection,
 		LeaderElectionID:        LeaderElectionID,
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
