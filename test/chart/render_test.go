@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -215,6 +216,9 @@ func pullRules(t *testing.T, objects map[string]*unstructured.Unstructured) []st
 	var out []string
 	for _, r := range rules {
 		m := r.(map[string]any)
+		if !slices.Contains(m["verbs"].([]any), any("get")) {
+			continue // the CRD upgrade's create and update rules are not the pull model's
+		}
 		for _, res := range m["resources"].([]any) {
 			switch res {
 			case "applications", "appprojects", "applicationsets", "multiclusterapplicationsetreports", "customresourcedefinitions":
@@ -256,4 +260,57 @@ func TestPullModelValues(t *testing.T) {
 			assert.Contains(t, objects, "CustomResourceDefinition/multiclusterapplicationsetreports.apps.open-cluster-management.io")
 		})
 	}
+}
+
+// crdWriteRules are the ClusterRole's rules that write CRDs: verbs and resourceNames.
+func crdWriteRules(t *testing.T, objects map[string]*unstructured.Unstructured) map[string][]string {
+	role := objects["ClusterRole/gitops-addon-manager"]
+	require.NotNil(t, role)
+	rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
+	out := map[string][]string{}
+	for _, r := range rules {
+		m := r.(map[string]any)
+		if !slices.Contains(m["resources"].([]any), any("customresourcedefinitions")) {
+			continue
+		}
+		var names []string
+		if rn, ok := m["resourceNames"].([]any); ok {
+			for _, n := range rn {
+				names = append(names, n.(string))
+			}
+		}
+		for _, verb := range m["verbs"].([]any) {
+			switch verb {
+			case "get", "list", "watch":
+			default:
+				out[verb.(string)] = names
+			}
+		}
+	}
+	return out
+}
+
+// TestCRDUpgradeValues: the manager upgrades the chart's CRDs by default, with update and
+// patch limited to exactly those CRDs (the names come from the chart's crds/ files) and no
+// delete; crds.upgrade=false takes the flag and the write rules away.
+func TestCRDUpgradeValues(t *testing.T) {
+	objects, err := render(t)
+	require.NoError(t, err)
+	assert.Contains(t, managerArgs(t, objects), "--upgrade-crds=true")
+	var chartCRDs []string
+	for key := range objects {
+		if name, ok := strings.CutPrefix(key, "CustomResourceDefinition/"); ok {
+			chartCRDs = append(chartCRDs, name)
+		}
+	}
+	require.Len(t, chartCRDs, 2)
+	writes := crdWriteRules(t, objects)
+	assert.Equal(t, map[string][]string{"create": nil, "update": writes["update"], "patch": writes["patch"]}, writes, "create, update, patch; never delete")
+	assert.ElementsMatch(t, chartCRDs, writes["update"], "update only the chart's CRDs")
+	assert.ElementsMatch(t, chartCRDs, writes["patch"], "patch only the chart's CRDs")
+
+	objects, err = render(t, "crds.upgrade=false")
+	require.NoError(t, err)
+	assert.Contains(t, managerArgs(t, objects), "--upgrade-crds=false")
+	assert.Empty(t, crdWriteRules(t, objects), "no CRD writes when the manager does not upgrade them")
 }

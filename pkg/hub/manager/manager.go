@@ -20,6 +20,7 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -28,6 +29,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	"github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/addon"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/crdupgrade"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/gitopscluster"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
 )
@@ -56,6 +58,9 @@ type Options struct {
 	// AddonWorkers is how many clusters addon-framework's per-cluster controllers (deploy,
 	// registration, CSR approval and signing) sync concurrently; 0 means DefaultAddonWorkers.
 	AddonWorkers int
+	// UpgradeCRDs brings the hub's CRDs to this manager's schema before it starts
+	// (pkg/hub/crdupgrade): Helm never upgrades a chart's crds/.
+	UpgradeCRDs bool
 	// SkipControllerNameValidation lets tests run several managers in one process.
 	SkipControllerNameValidation bool
 }
@@ -80,7 +85,26 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err != nil {
 		return err
 	}
+	if o.UpgradeCRDs {
+		if err := upgradeCRDs(ctx, cfg, mgr); err != nil {
+			return err
+		}
+	}
 	return mgr.Start(ctx)
+}
+
+// upgradeCRDs applies the embedded CRDs before any controller starts, so that they run on
+// this manager's schema. Every replica does it (server-side apply of the same content is
+// a no-op): a new replica of a rolling update must not wait for the leader.
+func upgradeCRDs(ctx context.Context, cfg *rest.Config, mgr manager.Manager) error {
+	c, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme()})
+	if err != nil {
+		return fmt.Errorf("creating the CRD client: %w", err)
+	}
+	if _, err := crdupgrade.Ensure(ctx, c, mgr.GetEventRecorder("gitops-addon-manager")); err != nil {
+		return fmt.Errorf("bringing the hub's CRDs to this manager's schema: %w", err)
+	}
+	return nil
 }
 
 // New builds the hub manager without starting it.

@@ -1,0 +1,32 @@
+package crdupgrade
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// revisionHashes records, for every schema revision, the Hash of the CRDs it shipped.
+// When this test fails after `make manifests` changed a CRD, bump SchemaRevision and add
+// its new hash here: that is what lets an older manager see that the hub's CRDs are newer
+// than its own and refuse to downgrade them.
+var revisionHashes = map[int]string{
+	1: "d632e748974311f5e263ac23c5e6821ca6dfe41c9ad40bf24e9a06e6539691ef",
+}
+
+func TestSchemaRevisionIsBumpedWhenACRDChanges(t *testing.T) {
+	crds, err := Load()
+	require.NoError(t, err)
+	got := Hash(crds)
+	recorded, ok := revisionHashes[SchemaRevision]
+	require.True(t, ok, "SchemaRevision %d has no recorded hash: add %d: %q to revisionHashes", SchemaRevision, SchemaRevision, got)
+	require.Equal(t, recorded, got,
+		"the embedded CRDs changed since schema revision %d was recorded: set SchemaRevision to %d and add %d: %q to revisionHashes",
+		SchemaRevision, SchemaRevision+1, SchemaRevision+1, got)
+	for rev, hash := range revisionHashes {
+		if rev != SchemaRevision {
+			require.NotEqual(t, hash, got, "revision %d had the same CRDs: SchemaRevision was bumped without a schema change", rev)
+		}
+		require.LessOrEqual(t, rev, SchemaRevision, "a recorded revision is newer than SchemaRevision")
+	}
+}
