@@ -123,9 +123,9 @@ func Hash(crds []CRD) string {
 type action int
 
 const (
-	apply   action = iota // create it, or bring it to the embedded schema
-	refuse                // ours, but applying would downgrade it or strand stored objects
-	leave                 // someone else's
+	apply  action = iota // create it, or bring it to the embedded schema
+	refuse               // ours, but applying would downgrade it or strand stored objects
+	leave                // someone else's
 )
 
 type verdict struct {
