@@ -41,7 +41,7 @@ manifests: controller-gen ## Generate the GitOpsCluster CRD into the manager cha
 
 .PHONY: lint
 lint: ## Check formatting (gofmt) and run go vet.
-	@out=$$(gofmt -l cmd pkg test manifests hack); if [[ -n "$$out" ]]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+	@out=$$(gofmt -l cmd pkg test manifests hack charts); if [[ -n "$$out" ]]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 	go vet ./...
 
 .PHONY: build

@@ -32,11 +32,15 @@ func (r *Reconciler) ensureOwned(ctx context.Context, gc *appsv1beta1.GitOpsClus
 	kind := kindOf(desired)
 	err := r.Client.Get(ctx, key, current)
 	switch {
+	case apierrors.IsNotFound(err) && r.recent.created(kind, key):
+		// Created by an earlier reconcile; the next one after the cache catches up checks it.
+		return applyOutcome{}, nil
 	case apierrors.IsNotFound(err):
 		return r.create(ctx, gc, desired, current)
 	case err != nil:
 		return applyOutcome{}, fmt.Errorf("reading %s %s: %w", kind, key, err)
 	}
+	r.recent.seen(kind, key)
 	if outcome, foreign := foreignOutcome(current, gc, kind); foreign {
 		return outcome, nil
 	}
@@ -57,6 +61,7 @@ func (r *Reconciler) create(ctx context.Context, gc *appsv1beta1.GitOpsCluster, 
 		if err != nil {
 			return applyOutcome{}, fmt.Errorf("creating %s %s: %w", kind, key, err)
 		}
+		r.recent.add(kind, key)
 		return applyOutcome{}, nil
 	}
 	if err := r.APIReader.Get(ctx, key, current); err != nil {

@@ -40,6 +40,9 @@ type Reconciler struct {
 	APIReader client.Reader
 	// Recorder emits Events on GitOpsClusters.
 	Recorder events.EventRecorder
+
+	// recent are the objects created that the cache may not show yet.
+	recent recentCreates
 }
 
 // Reconcile brings the hub objects of one GitOpsCluster to the state its spec and its

@@ -1,0 +1,63 @@
+package gitopscluster
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+)
+
+func TestRecentCreatesExpire(t *testing.T) {
+	now := time.Now()
+	r := recentCreates{now: func() time.Time { return now }}
+	key := client.ObjectKey{Namespace: "c1", Name: "gitops-addon"}
+	assert.False(t, r.created("ManagedClusterAddOn", key))
+	r.add("ManagedClusterAddOn", key)
+	assert.True(t, r.created("ManagedClusterAddOn", key))
+	assert.False(t, r.created("Secret", key), "per kind")
+	now = now.Add(recentCreateTTL + time.Second)
+	assert.False(t, r.created("ManagedClusterAddOn", key), "trusted only for a while: an object deleted meanwhile is created again")
+	r.add("ManagedClusterAddOn", key)
+	r.seen("ManagedClusterAddOn", key)
+	assert.False(t, r.created("ManagedClusterAddOn", key), "dropped once the cache has it")
+}
+
+// TestALaggingCacheDoesNotMakeCreatesRepeat: while the cache does not show the
+// ManagedClusterAddOns and Secrets created by the previous reconcile, the next reconcile
+// does not send their creates again.
+func TestALaggingCacheDoesNotMakeCreatesRepeat(t *testing.T) {
+	gc := gitOpsCluster("gc", "p", true)
+	var creates atomic.Int32
+	lagging := interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if _, ok := obj.(*addonv1beta1.ManagedClusterAddOn); ok {
+				return apierrors.NewNotFound(schema.GroupResource{Group: "addon.open-cluster-management.io", Resource: "managedclusteraddons"}, key.Name)
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if _, ok := obj.(*addonv1beta1.ManagedClusterAddOn); ok {
+				creates.Add(1)
+			}
+			return c.Create(ctx, obj, opts...)
+		},
+	}
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(append(placementObjects("p", "c1", "c2"), gc)...).
+		WithStatusSubresource(gc, &addonv1beta1.ManagedClusterAddOn{}).WithInterceptorFuncs(lagging).Build()
+	r := &Reconciler{Client: c, APIReader: c}
+	for range 3 {
+		_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(gc)})
+		require.NoError(t, err)
+	}
+	assert.Equal(t, int32(2), creates.Load(), "one create per cluster, however often the reconcile runs before the cache catches up")
+}
