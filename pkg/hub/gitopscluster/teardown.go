@@ -3,10 +3,14 @@ package gitopscluster
 import (
 	"context"
 	"fmt"
+	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -29,11 +33,11 @@ func (r *Reconciler) finalize(ctx context.Context, gc *appsv1beta1.GitOpsCluster
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if remaining > 0 {
+	if len(remaining) > 0 {
 		// The ManagedClusterAddOn watch requeues us as each one goes away.
 		log := ctrl.LoggerFrom(ctx)
-		log.Info("waiting for ManagedClusterAddOns to be removed", "remaining", remaining)
-		return ctrl.Result{}, nil
+		log.Info("waiting for ManagedClusterAddOns to be removed", "remaining", len(remaining))
+		return r.explainWait(ctx, gc, remaining)
 	}
 	if err := r.removeStaleSecrets(ctx, gc, nil); err != nil {
 		return ctrl.Result{}, err
@@ -48,21 +52,75 @@ func (r *Reconciler) finalize(ctx context.Context, gc *appsv1beta1.GitOpsCluster
 	return ctrl.Result{}, nil
 }
 
-// deleteOwnedAddons deletes every ManagedClusterAddOn of a GitOpsCluster and returns how
-// many still exist (being finalized by OCM).
-func (r *Reconciler) deleteOwnedAddons(ctx context.Context, gc *appsv1beta1.GitOpsCluster) (int, error) {
+// deleteOwnedAddons deletes every ManagedClusterAddOn of a GitOpsCluster and returns the
+// ones that still exist (being finalized by OCM).
+func (r *Reconciler) deleteOwnedAddons(ctx context.Context, gc *appsv1beta1.GitOpsCluster) ([]addonv1beta1.ManagedClusterAddOn, error) {
 	addons := &addonv1beta1.ManagedClusterAddOnList{}
 	if err := r.Client.List(ctx, addons, ownerSelector(gc)); err != nil {
-		return 0, fmt.Errorf("listing ManagedClusterAddOns of %s/%s: %w", gc.Namespace, gc.Name, err)
+		return nil, fmt.Errorf("listing ManagedClusterAddOns of %s/%s: %w", gc.Namespace, gc.Name, err)
 	}
 	for i := range addons.Items {
 		if addons.Items[i].DeletionTimestamp.IsZero() {
 			if err := r.deleteExact(ctx, &addons.Items[i]); err != nil {
-				return 0, err
+				return nil, err
 			}
 		}
 	}
-	return len(addons.Items), nil
+	return addons.Items, nil
+}
+
+// StuckAfter is how long a GitOpsCluster may wait for its ManagedClusterAddOns to go
+// before its status and an Event say what it waits for.
+const StuckAfter = 5 * time.Minute
+
+// ReasonWaitingForAddOnRemoval is the Ready condition's reason on a GitOpsCluster whose
+// deletion has waited longer than StuckAfter.
+const ReasonWaitingForAddOnRemoval = "WaitingForAddOnRemoval"
+
+// explainWait says, once a deletion has waited longer than StuckAfter, on the status and
+// in a Warning Event, which clusters' ManagedClusterAddOns it waits for and why they may
+// not go. Before that it only asks to be woken when the threshold passes: the
+// ManagedClusterAddOn watch wakes it as each one goes.
+func (r *Reconciler) explainWait(ctx context.Context, gc *appsv1beta1.GitOpsCluster, remaining []addonv1beta1.ManagedClusterAddOn) (ctrl.Result, error) {
+	waited := time.Since(gc.DeletionTimestamp.Time)
+	if waited < StuckAfter {
+		return ctrl.Result{RequeueAfter: StuckAfter - waited}, nil
+	}
+	message := fmt.Sprintf("Deleting for more than %v: waiting for OCM to remove the ManagedClusterAddOns on %s. "+
+		"Each waits for its finalizers, which OCM removes once the cluster's klusterlet has uninstalled the addon; a cluster "+
+		"that is offline keeps its own until it returns or is detached from the hub (then remove the finalizer by hand).",
+		StuckAfter, waitingAddons(remaining))
+	status := gc.Status.DeepCopy()
+	if !meta.SetStatusCondition(&status.Conditions, metav1.Condition{
+		Type: appsv1beta1.ConditionReady, Status: metav1.ConditionFalse, ObservedGeneration: gc.Generation,
+		Reason: ReasonWaitingForAddOnRemoval, Message: message,
+	}) {
+		return ctrl.Result{}, nil
+	}
+	r.event(gc, corev1.EventTypeWarning, ReasonWaitingForAddOnRemoval, "%s", message)
+	gc.Status = *status
+	if err := r.Client.Status().Update(ctx, gc); err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, fmt.Errorf("updating status of %s/%s: %w", gc.Namespace, gc.Name, err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// waitingAddons names each cluster with the finalizers its ManagedClusterAddOn waits for.
+func waitingAddons(addons []addonv1beta1.ManagedClusterAddOn) string {
+	const shown = 10
+	var parts []string
+	for i, a := range addons {
+		if i == shown {
+			parts = append(parts, fmt.Sprintf("and %d more clusters", len(addons)-shown))
+			break
+		}
+		finalizers := "no finalizer, being removed"
+		if len(a.Finalizers) > 0 {
+			finalizers = "finalizers " + strings.Join(a.Finalizers, ", ")
+		}
+		parts = append(parts, fmt.Sprintf("cluster %s (%s)", a.Namespace, finalizers))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // removeUnneededSharedObjects deletes the ApplicationSet ConfigMap and RBAC that only the

@@ -1,0 +1,302 @@
+// Package uninstall takes gitops-addon off a hub without losing anything and without
+// leaving anything stuck: `helm uninstall` alone removes the manager while every
+// GitOpsCluster still carries its finalizer (deleting one, or its namespace, then hangs
+// forever), and removing the ClusterManagementAddOn lets OCM delete every cluster's
+// ManifestWorks, which can take the GitOps operator away before the ArgoCD CR it must
+// finalize.
+//
+// What it does, in order (each step printed; nothing written on a dry run):
+//  1. stops the manager (scales its Deployment to 0) and waits until its leader Lease is
+//     released or expired, so that nothing re-adds a finalizer or reverts a ManifestWork;
+//  2. marks every gitops-addon ManifestWork to orphan its objects: the spokes keep their
+//     GitOps operator, Argo CD and applications running as they are;
+//  3. releases every GitOpsCluster (removes the manager's finalizer);
+//  4. deletes the ManagedClusterAddOns gitops-addon created and waits until OCM removed
+//     them, naming any that does not go and what it waits for;
+//  5. deletes the ClusterManagementAddOn, last.
+//
+// It keeps the CRDs, the GitOpsClusters, the hub's Argo CD Applications, the Argo CD
+// cluster Secrets and the ApplicationSet placement ConfigMap and RBAC (the hub's Argo CD
+// keeps working with the fleet), and on the spokes everything the addon installed.
+package uninstall
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
+	workv1 "open-cluster-management.io/api/work/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
+	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/gitopscluster"
+)
+
+const (
+	// ManagerName is the manager's Deployment and leader election Lease, as the chart names them.
+	ManagerName = "gitops-addon-manager"
+	// pollInterval paces the waits of a command a person runs once.
+	pollInterval = time.Second
+)
+
+// Options configures an uninstall.
+type Options struct {
+	// Namespace is the manager's release namespace.
+	Namespace string
+	// Yes performs the steps; false only prints them (the default: a dry run).
+	Yes bool
+	// Timeout bounds each wait (the manager stopping, the ManagedClusterAddOns going).
+	Timeout time.Duration
+	// Out receives the plan and the progress.
+	Out io.Writer
+}
+
+// uninstaller runs the steps with one client.
+type uninstaller struct {
+	c client.Client
+	o Options
+}
+
+// Run performs (or, without Yes, prints) the uninstall.
+func Run(ctx context.Context, c client.Client, o Options) error {
+	if o.Namespace == "" {
+		return errors.New("the manager's namespace is required (--namespace)")
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 5 * time.Minute
+	}
+	u := uninstaller{c: c, o: o}
+	if !o.Yes {
+		u.printf("Dry run: nothing is changed. Run again with --yes to do this.\n")
+	}
+	for _, step := range []func(context.Context) error{
+		u.stopManager, u.orphanWorks, u.releaseGitOpsClusters, u.removeAddons, u.removeManagementAddon,
+	} {
+		if err := step(ctx); err != nil {
+			return err
+		}
+	}
+	u.printf("Kept: the CRDs, every GitOpsCluster, the hub's Argo CD Applications, the Argo CD cluster Secrets and the ApplicationSet placement ConfigMap and RBAC; on the spokes, the GitOps operator, Argo CD and their applications, running as they are.\n")
+	return nil
+}
+
+func (u uninstaller) printf(format string, args ...any) {
+	if u.o.Out != nil {
+		fmt.Fprintf(u.o.Out, format, args...)
+	}
+}
+
+// stopManager scales the manager to 0 and waits for its leader Lease to be free.
+func (u uninstaller) stopManager(ctx context.Context) error {
+	key := types.NamespacedName{Namespace: u.o.Namespace, Name: ManagerName}
+	d := &appsv1.Deployment{}
+	switch err := u.c.Get(ctx, key, d); {
+	case apierrors.IsNotFound(err):
+		u.printf("1. The manager Deployment %s is not there: nothing to stop.\n", key)
+	case err != nil:
+		return fmt.Errorf("reading the manager Deployment %s: %w", key, err)
+	case d.Spec.Replicas != nil && *d.Spec.Replicas == 0:
+		u.printf("1. The manager Deployment %s is already scaled to 0.\n", key)
+	default:
+		u.printf("1. Scale the manager Deployment %s to 0, and wait until its leader Lease is released.\n", key)
+		if u.o.Yes {
+			patch := client.MergeFrom(d.DeepCopy())
+			d.Spec.Replicas = new(int32)
+			if err := u.c.Patch(ctx, d, patch); err != nil {
+				return fmt.Errorf("scaling the manager Deployment %s to 0: %w", key, err)
+			}
+		}
+	}
+	if !u.o.Yes {
+		return nil
+	}
+	var holder string
+	err := wait.PollUntilContextTimeout(ctx, pollInterval, u.o.Timeout, true, func(ctx context.Context) (bool, error) {
+		h, free, err := u.leaseFree(ctx, key)
+		if err != nil {
+			return false, err
+		}
+		holder = h
+		return free, nil
+	})
+	switch {
+	case err != nil && holder != "":
+		return fmt.Errorf("the manager's leader Lease %s is still held by %s after %v: a manager is still running (check its pods and that nothing scales it up again), so its finalizers and ManifestWorks cannot be released safely", key, holder, u.o.Timeout)
+	case err != nil:
+		return fmt.Errorf("waiting for the manager to stop: %w", err)
+	}
+	u.printf("   The manager is stopped.\n")
+	return nil
+}
+
+// leaseFree says whether no manager holds the leader Lease: it is missing, released
+// (LeaderElectionReleaseOnCancel empties the holder) or expired.
+func (u uninstaller) leaseFree(ctx context.Context, key types.NamespacedName) (holder string, free bool, err error) {
+	lease := &coordinationv1.Lease{}
+	switch err := u.c.Get(ctx, key, lease); {
+	case apierrors.IsNotFound(err):
+		return "", true, nil
+	case err != nil:
+		return "", false, fmt.Errorf("reading the manager's leader Lease %s: %w", key, err)
+	}
+	spec := lease.Spec
+	if spec.HolderIdentity == nil || *spec.HolderIdentity == "" {
+		return "", true, nil
+	}
+	if spec.RenewTime != nil && spec.LeaseDurationSeconds != nil &&
+		time.Since(spec.RenewTime.Time) > time.Duration(*spec.LeaseDurationSeconds)*time.Second {
+		return *spec.HolderIdentity, true, nil
+	}
+	return *spec.HolderIdentity, false, nil
+}
+
+// orphanWorks makes every gitops-addon ManifestWork leave its objects on its spoke when
+// it is deleted.
+func (u uninstaller) orphanWorks(ctx context.Context) error {
+	works := &workv1.ManifestWorkList{}
+	if err := u.c.List(ctx, works, client.MatchingLabels{addonv1beta1.AddonLabelKey: constants.AddonName}); err != nil {
+		return fmt.Errorf("listing gitops-addon ManifestWorks: %w", err)
+	}
+	var toOrphan []*workv1.ManifestWork
+	for i := range works.Items {
+		w := &works.Items[i]
+		if w.Spec.DeleteOption == nil || w.Spec.DeleteOption.PropagationPolicy != workv1.DeletePropagationPolicyTypeOrphan {
+			toOrphan = append(toOrphan, w)
+		}
+	}
+	u.printf("2. Mark %d gitops-addon ManifestWork(s) to orphan their objects, so that every spoke keeps its GitOps stack running%s.\n",
+		len(toOrphan), names(toOrphan))
+	if !u.o.Yes {
+		return nil
+	}
+	for _, w := range toOrphan {
+		patch := client.MergeFrom(w.DeepCopy())
+		w.Spec.DeleteOption = &workv1.DeleteOption{PropagationPolicy: workv1.DeletePropagationPolicyTypeOrphan}
+		if err := u.c.Patch(ctx, w, patch); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("marking ManifestWork %s/%s to orphan its objects: %w", w.Namespace, w.Name, err)
+		}
+	}
+	return nil
+}
+
+// releaseGitOpsClusters removes the manager's finalizer from every GitOpsCluster.
+func (u uninstaller) releaseGitOpsClusters(ctx context.Context) error {
+	list := &appsv1beta1.GitOpsClusterList{}
+	if err := u.c.List(ctx, list); err != nil {
+		return fmt.Errorf("listing GitOpsClusters: %w", err)
+	}
+	var held []*appsv1beta1.GitOpsCluster
+	for i := range list.Items {
+		if slices.Contains(list.Items[i].Finalizers, gitopscluster.Finalizer) {
+			held = append(held, &list.Items[i])
+		}
+	}
+	u.printf("3. Release %d GitOpsCluster(s): remove the finalizer %s (they stay; deleting one afterwards finishes at once)%s.\n",
+		len(held), gitopscluster.Finalizer, names(held))
+	if !u.o.Yes {
+		return nil
+	}
+	for _, gc := range held {
+		patch := client.MergeFromWithOptions(gc.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		gc.Finalizers = slices.DeleteFunc(gc.Finalizers, func(f string) bool { return f == gitopscluster.Finalizer })
+		if err := u.c.Patch(ctx, gc, patch); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("releasing GitOpsCluster %s/%s: %w", gc.Namespace, gc.Name, err)
+		}
+	}
+	return nil
+}
+
+// removeAddons deletes the ManagedClusterAddOns gitops-addon created and waits until
+// OCM removed them with their (now orphaning) ManifestWorks.
+func (u uninstaller) removeAddons(ctx context.Context) error {
+	ours := client.MatchingLabels{constants.LabelManagedBy: constants.ManagedByValue}
+	list := &addonv1beta1.ManagedClusterAddOnList{}
+	if err := u.c.List(ctx, list, ours); err != nil {
+		return fmt.Errorf("listing gitops-addon ManagedClusterAddOns: %w", err)
+	}
+	var addons []*addonv1beta1.ManagedClusterAddOn
+	for i := range list.Items {
+		if list.Items[i].Name == constants.AddonName {
+			addons = append(addons, &list.Items[i])
+		}
+	}
+	u.printf("4. Delete the %d ManagedClusterAddOn(s) gitops-addon created, and wait until OCM removed them%s.\n", len(addons), names(addons))
+	if !u.o.Yes {
+		return nil
+	}
+	for _, a := range addons {
+		if err := u.c.Delete(ctx, a); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting ManagedClusterAddOn %s/%s: %w", a.Namespace, a.Name, err)
+		}
+	}
+	var remaining []addonv1beta1.ManagedClusterAddOn
+	err := wait.PollUntilContextTimeout(ctx, pollInterval, u.o.Timeout, true, func(ctx context.Context) (bool, error) {
+		left := &addonv1beta1.ManagedClusterAddOnList{}
+		if err := u.c.List(ctx, left, ours); err != nil {
+			return false, err
+		}
+		remaining = slices.DeleteFunc(left.Items, func(a addonv1beta1.ManagedClusterAddOn) bool { return a.Name != constants.AddonName })
+		return len(remaining) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%d ManagedClusterAddOn(s) still there after %v: %s. Each waits for its finalizers, removed by OCM once the cluster's klusterlet has cleaned up; "+
+			"a cluster that is offline keeps its own until it returns or is detached: %w", len(remaining), u.o.Timeout, stuckAddons(remaining), err)
+	}
+	return nil
+}
+
+// removeManagementAddon deletes the ClusterManagementAddOn, last.
+func (u uninstaller) removeManagementAddon(ctx context.Context) error {
+	cma := &addonv1beta1.ClusterManagementAddOn{}
+	switch err := u.c.Get(ctx, types.NamespacedName{Name: constants.AddonName}, cma); {
+	case apierrors.IsNotFound(err):
+		u.printf("5. The ClusterManagementAddOn %s is not there.\n", constants.AddonName)
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading ClusterManagementAddOn %s: %w", constants.AddonName, err)
+	}
+	u.printf("5. Delete the ClusterManagementAddOn %s, last.\n", constants.AddonName)
+	if !u.o.Yes {
+		return nil
+	}
+	if err := u.c.Delete(ctx, cma); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting ClusterManagementAddOn %s: %w", constants.AddonName, err)
+	}
+	return nil
+}
+
+// stuckAddons names each remaining ManagedClusterAddOn with its cluster and finalizers.
+func stuckAddons(addons []addonv1beta1.ManagedClusterAddOn) string {
+	var parts []string
+	for _, a := range addons {
+		parts = append(parts, fmt.Sprintf("cluster %s (finalizers %s)", a.Namespace, strings.Join(a.Finalizers, ", ")))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// names lists objects as ": ns/name, ..." (at most 10), or nothing.
+func names[T client.Object](objects []T) string {
+	if len(objects) == 0 {
+		return ""
+	}
+	var out []string
+	for i, o := range objects {
+		if i == 10 {
+			out = append(out, fmt.Sprintf("and %d more", len(objects)-10))
+			break
+		}
+		out = append(out, client.ObjectKeyFromObject(o).String())
+	}
+	return ": " + strings.Join(out, ", ")
+}

@@ -1,0 +1,183 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
+	workv1 "open-cluster-management.io/api/work/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
+	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/gitopscluster"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/uninstall"
+	"github.com/gitops-addon/gitops-addon/test/testenv"
+)
+
+// installedHub is a hub as the chart and a running manager leave it: the manager's
+// Deployment and its held leader Lease, the ClusterManagementAddOn, a GitOpsCluster with
+// the finalizer, its cluster Secret, our ManagedClusterAddOn and ManifestWork on c1, and
+// a user's ManagedClusterAddOn on c2.
+type installedHub struct {
+	c                 client.Client
+	gc                *appsv1beta1.GitOpsCluster
+	ours, users       client.ObjectKey
+	work, secret, crd client.ObjectKey
+}
+
+func installHub(t *testing.T, ctx context.Context, c client.Client) installedHub {
+	ours := map[string]string{constants.LabelManagedBy: constants.ManagedByValue}
+	selector := map[string]string{"app": "gitops-addon-manager"}
+	objects := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: chartNamespace}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gitops"}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "c1"}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "c2"}},
+		&appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Namespace: chartNamespace, Name: uninstall.ManagerName},
+			Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: selector},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: selector},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "manager", Image: "quay.io/gitops-addon/gitops-addon:0.1.0"}}}}},
+		},
+		&coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Namespace: chartNamespace, Name: uninstall.ManagerName},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("manager-pod-1"), LeaseDurationSeconds: ptr.To[int32](3600),
+				RenewTime: &metav1.MicroTime{Time: time.Now()}},
+		},
+		&addonv1beta1.ClusterManagementAddOn{ObjectMeta: metav1.ObjectMeta{Name: constants.AddonName},
+			Spec: addonv1beta1.ClusterManagementAddOnSpec{InstallStrategy: addonv1beta1.InstallStrategy{Type: addonv1beta1.AddonInstallStrategyManual}}},
+		&addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: constants.AddonName, Labels: ours}},
+		&addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: "c2", Name: constants.AddonName}},
+		&workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: "addon-gitops-addon-deploy-0",
+			Labels: map[string]string{addonv1beta1.AddonLabelKey: constants.AddonName}}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "gitops", Name: gitopscluster.ClusterSecretName("c1"), Labels: ours}},
+	}
+	for _, obj := range objects {
+		require.NoError(t, c.Create(ctx, obj), "creating %T %s", obj, obj.GetName())
+	}
+	gc := &appsv1beta1.GitOpsCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "gitops", Name: "fleet", Finalizers: []string{gitopscluster.Finalizer}},
+		Spec: appsv1beta1.GitOpsClusterSpec{
+			ArgoServer:   appsv1beta1.ArgoServerSpec{ArgoNamespace: "gitops"},
+			PlacementRef: &appsv1beta1.PlacementReference{Kind: "Placement", Name: "all"},
+		},
+	}
+	require.NoError(t, c.Create(ctx, gc))
+	return installedHub{
+		c: c, gc: gc,
+		ours:   client.ObjectKey{Namespace: "c1", Name: constants.AddonName},
+		users:  client.ObjectKey{Namespace: "c2", Name: constants.AddonName},
+		work:   client.ObjectKey{Namespace: "c1", Name: "addon-gitops-addon-deploy-0"},
+		secret: client.ObjectKey{Namespace: "gitops", Name: gitopscluster.ClusterSecretName("c1")},
+		crd:    client.ObjectKey{Name: gitOpsClusterCRD},
+	}
+}
+
+func exists(t *testing.T, c client.Client, key client.ObjectKey, obj client.Object) bool {
+	err := c.Get(context.Background(), key, obj)
+	if apierrors.IsNotFound(err) {
+		return false
+	}
+	require.NoError(t, err)
+	return true
+}
+
+// TestUninstall runs `gitops-addon uninstall`'s steps on a real kube-apiserver: a dry run
+// changes nothing; while a manager still holds the leader Lease it stops and says so;
+// a ManagedClusterAddOn that does not go is named with its cluster and finalizers; then
+// everything is released in order, and what the README says stays is still there.
+func TestUninstall(t *testing.T) {
+	env := testenv.Start(t, testenv.WithCRDPaths(append(testenv.OCMCRDPaths(),
+		filepath.Join(testenv.RepoRoot(), "charts", "gitops-addon", "crds"))...))
+	ctx := context.Background()
+	h := installHub(t, ctx, env.Client)
+	c := env.Client
+	run := func(yes bool, timeout time.Duration) (string, error) {
+		var out bytes.Buffer
+		err := uninstall.Run(ctx, c, uninstall.Options{Namespace: chartNamespace, Yes: yes, Timeout: timeout, Out: &out})
+		t.Log(out.String())
+		return out.String(), err
+	}
+
+	out, err := run(false, time.Second)
+	require.NoError(t, err)
+	for _, step := range []string{"Dry run", "Scale the manager Deployment", "1 gitops-addon ManifestWork", "Release 1 GitOpsCluster", "Delete the 1 ManagedClusterAddOn", "Delete the ClusterManagementAddOn"} {
+		assert.Contains(t, out, step)
+	}
+	d := &appsv1.Deployment{}
+	require.True(t, exists(t, c, client.ObjectKey{Namespace: chartNamespace, Name: uninstall.ManagerName}, d))
+	assert.Equal(t, int32(1), *d.Spec.Replicas, "a dry run changes nothing")
+	assert.True(t, exists(t, c, h.ours, &addonv1beta1.ManagedClusterAddOn{}), "a dry run changes nothing")
+
+	_, err = run(true, 3*time.Second)
+	require.Error(t, err, "a manager still holds the Lease")
+	assert.Contains(t, err.Error(), "still held by manager-pod-1")
+	require.True(t, exists(t, c, client.ObjectKey{Namespace: chartNamespace, Name: uninstall.ManagerName}, d))
+	assert.Equal(t, int32(0), *d.Spec.Replicas, "the manager was told to stop")
+	assert.Contains(t, mustGitOpsCluster(t, c, h.gc).Finalizers, gitopscluster.Finalizer, "nothing released while a manager may still run")
+
+	// The manager's pod stops: LeaderElectionReleaseOnCancel empties the holder.
+	lease := &coordinationv1.Lease{}
+	require.True(t, exists(t, c, client.ObjectKey{Namespace: chartNamespace, Name: uninstall.ManagerName}, lease))
+	lease.Spec.HolderIdentity = ptr.To("")
+	require.NoError(t, c.Update(ctx, lease))
+
+	// A ManagedClusterAddOn held by a finalizer nobody removes (its cluster is offline).
+	held := &addonv1beta1.ManagedClusterAddOn{}
+	require.True(t, exists(t, c, h.ours, held))
+	held.Finalizers = []string{"example.com/offline-cluster"}
+	require.NoError(t, c.Update(ctx, held))
+	_, err = run(true, 3*time.Second)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "cluster c1 (finalizers example.com/offline-cluster)", "the stuck object is named, with what it waits for")
+	require.True(t, exists(t, c, h.ours, held))
+	held.Finalizers = nil
+	require.NoError(t, c.Update(ctx, held))
+
+	out, err = run(true, 30*time.Second)
+	require.NoError(t, err)
+	t.Run("the spokes keep their stack: the ManifestWork orphans its objects", func(t *testing.T) {
+		w := &workv1.ManifestWork{}
+		require.True(t, exists(t, c, h.work, w))
+		require.NotNil(t, w.Spec.DeleteOption)
+		assert.Equal(t, workv1.DeletePropagationPolicyTypeOrphan, w.Spec.DeleteOption.PropagationPolicy)
+	})
+	t.Run("the GitOpsCluster is released: it stays, and deleting it finishes at once", func(t *testing.T) {
+		gc := mustGitOpsCluster(t, c, h.gc)
+		assert.NotContains(t, gc.Finalizers, gitopscluster.Finalizer)
+		require.NoError(t, c.Delete(ctx, gc))
+		assert.False(t, exists(t, c, client.ObjectKeyFromObject(gc), &appsv1beta1.GitOpsCluster{}), "nothing left Terminating")
+	})
+	t.Run("our ManagedClusterAddOn and the ClusterManagementAddOn are gone; the user's stays", func(t *testing.T) {
+		assert.False(t, exists(t, c, h.ours, &addonv1beta1.ManagedClusterAddOn{}))
+		assert.True(t, exists(t, c, h.users, &addonv1beta1.ManagedClusterAddOn{}))
+		assert.False(t, exists(t, c, client.ObjectKey{Name: constants.AddonName}, &addonv1beta1.ClusterManagementAddOn{}))
+	})
+	t.Run("kept: the CRD and the Argo CD cluster Secret", func(t *testing.T) {
+		assert.True(t, exists(t, c, h.crd, &apiextensionsv1.CustomResourceDefinition{}))
+		assert.True(t, exists(t, c, h.secret, &corev1.Secret{}))
+		assert.Contains(t, out, "Kept:")
+	})
+	_, err = run(true, 5*time.Second)
+	require.NoError(t, err, "running it again is harmless")
+}
+
+func mustGitOpsCluster(t *testing.T, c client.Client, gc *appsv1beta1.GitOpsCluster) *appsv1beta1.GitOpsCluster {
+	got := &appsv1beta1.GitOpsCluster{}
+	require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: gc.Namespace, Name: gc.Name}, got))
+	return got
+}
