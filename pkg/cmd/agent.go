@@ -17,6 +17,11 @@ func newAgentCommand() *cobra.Command {
 		RunE: func(c *cobra.Command, _ []string) error {
 			return agent.Run(c.Context(), o, spokeFeatures()...)
 		},
+		// Version skew: the hub renders the agent's arguments, and a manager one release
+		// newer than this agent (an agent image pinned while the manager is upgraded, or a
+		// rollout in progress) may pass flags this agent does not know. It runs on without
+		// them rather than crash-looping until the agent is upgraded.
+		FParseErrWhitelist: cobra.FParseErrWhitelist{UnknownFlags: true}, // the chart passes every flag as --name=value
 	}
 	f := c.Flags()
 	f.StringVar(&o.HubKubeconfig, "hub-kubeconfig", "/var/run/hub/kubeconfig", "kubeconfig of the mounted gitops-addon-hub-kubeconfig secret")

@@ -1,0 +1,28 @@
+package cmd
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestAgentIgnoresFlagsOfANewerManager: a manager one release newer renders arguments
+// this agent may not know; the agent parses the rest and runs.
+func TestAgentIgnoresFlagsOfANewerManager(t *testing.T) {
+	c := newAgentCommand()
+	require.NoError(t, c.ParseFlags([]string{"--openshift=true", "--a-flag-of-a-newer-manager=x", "--cluster-name=c1"}))
+	openShift, err := c.Flags().GetBool("openshift")
+	require.NoError(t, err)
+	assert.True(t, openShift)
+	name, err := c.Flags().GetString("cluster-name")
+	require.NoError(t, err)
+	assert.Equal(t, "c1", name, "flags after the unknown one are still read")
+}
+
+// TestManagerRejectsUnknownFlags: the manager's flags come from its own chart, of its own
+// version: an unknown one is a mistake to report, not a skew to tolerate.
+func TestManagerRejectsUnknownFlags(t *testing.T) {
+	c := newManagerCommand()
+	assert.Error(t, c.ParseFlags([]string{"--no-such-flag=1"}))
+}
