@@ -30,6 +30,7 @@ import (
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/gitopscluster"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
 	"github.com/gitops-addon/gitops-addon/test/fakeroute"
 	"github.com/gitops-addon/gitops-addon/test/harness"
 	"github.com/gitops-addon/gitops-addon/test/install"
@@ -231,6 +232,98 @@ func TestFleet(t *testing.T) {
 	t.Run("the Routes CRD never existed on the OpenShift-like spoke", func(t *testing.T) {
 		assert.Empty(t, routesCRDSeen(), "Routes CRD events on the OpenShift-like spoke")
 	})
+
+	// Last: it takes the product away.
+	t.Run("helm uninstall leaves nothing stuck and keeps what the README says", func(t *testing.T) {
+		hub, spoke := f.Hub.Client, spokes[openshift].Client
+		applicationsBefore, pullWorksBefore := hubApplications(ctx, t, hub), pullWorks(ctx, t, hub)
+		out, err := p.UninstallRelease(ctx, 5*time.Minute)
+		require.NoError(t, err, "the pre-delete hook said:\n%s", out)
+		t.Logf("the pre-delete hook said:\n%s", out)
+
+		// The README's table, row by row.
+		for _, crd := range []string{"gitopsclusters.apps.open-cluster-management.io", "multiclusterapplicationsetreports.apps.open-cluster-management.io"} {
+			assert.True(t, exists(ctx, hub, &apiextensionsv1.CustomResourceDefinition{}, crd), "hub CRD %s kept", crd)
+		}
+		gitOpsClusters := &appsv1beta1.GitOpsClusterList{}
+		require.NoError(t, hub.List(ctx, gitOpsClusters))
+		require.NotEmpty(t, gitOpsClusters.Items, "GitOpsClusters kept")
+		for _, gc := range gitOpsClusters.Items {
+			assert.NotContains(t, gc.Finalizers, gitopscluster.Finalizer, "GitOpsCluster %s/%s released", gc.Namespace, gc.Name)
+		}
+		assert.True(t, exists(ctx, hub, &corev1.Secret{}, constants.GitOpsNamespace+"/"+gitopscluster.ClusterSecretName(openshift)), "Argo CD cluster Secret kept")
+		assert.True(t, exists(ctx, hub, &corev1.ConfigMap{}, constants.GitOpsNamespace+"/"+gitopscluster.PlacementConfigMapName), "acm-placement ConfigMap kept")
+		assert.True(t, exists(ctx, hub, &rbacv1.Role{}, gitOpsClusters.Items[0].Namespace+"/"+gitopscluster.PlacementReaderName), "placement Role kept")
+		assert.Equal(t, applicationsBefore, hubApplications(ctx, t, hub), "the hub's Argo CD Applications kept")
+		assert.Equal(t, pullWorksBefore, pullWorks(ctx, t, hub), "the pull-model ManifestWorks kept")
+		agents := &appsv1.DeploymentList{}
+		require.NoError(t, spoke.List(ctx, agents, client.MatchingFields{"metadata.name": constants.AgentDeployment}))
+		assert.Len(t, agents.Items, 1, "spoke: the agent kept")
+		assert.True(t, exists(ctx, spoke, &appsv1.Deployment{}, constants.GitOpsNamespace+"/"+constants.OperatorDeployment), "spoke: GitOps operator kept")
+		assert.True(t, exists(ctx, spoke, argoCD(), constants.GitOpsNamespace+"/"+constants.ArgoCDName), "spoke: ArgoCD instance kept")
+		assert.True(t, exists(ctx, spoke, &rbacv1.ClusterRole{}, constants.PlatformExtensionsClusterRole), "spoke: platform role kept")
+		for _, crd := range argoCRDs {
+			assert.True(t, exists(ctx, spoke, &apiextensionsv1.CustomResourceDefinition{}, crd), "spoke: CRD %s kept", crd)
+		}
+		addons := &addonv1beta1.ManagedClusterAddOnList{}
+		require.NoError(t, hub.List(ctx, addons, client.MatchingLabels{constants.LabelManagedBy: constants.ManagedByValue}))
+		assert.Empty(t, addons.Items, "the ManagedClusterAddOns gitops-addon created are removed")
+		assert.False(t, exists(ctx, hub, &addonv1beta1.ClusterManagementAddOn{}, constants.AddonName), "ClusterManagementAddOn removed")
+		assert.False(t, exists(ctx, hub, &appsv1.Deployment{}, install.Namespace+"/gitops-addon-manager"), "manager Deployment removed")
+		assert.False(t, exists(ctx, hub, &rbacv1.ClusterRole{}, "gitops-addon-manager"), "manager ClusterRole removed")
+
+		// The user then deletes every GitOpsCluster and the Argo CD namespace.
+		for i := range gitOpsClusters.Items {
+			require.NoError(t, client.IgnoreNotFound(hub.Delete(ctx, &gitOpsClusters.Items[i])))
+		}
+		require.NoError(t, hub.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: constants.GitOpsNamespace}}))
+		var stuck []string
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			stuck = append(terminating(ctx, t, "hub", hub), terminating(ctx, t, openshift, spoke)...)
+			stuck = append(stuck, terminating(ctx, t, vanilla, spokes[vanilla].Client)...)
+			if len(stuck) == 0 || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(time.Second)
+		}
+		assert.Empty(t, stuck, "still Terminating 60 s after the GitOpsClusters and the %s namespace were deleted", constants.GitOpsNamespace)
+	})
+}
+
+// terminating names the objects of a cluster that are being deleted (namespaces,
+// GitOpsClusters, ManagedClusterAddOns, ManifestWorks, Argo CD Applications and ArgoCDs),
+// with the finalizers they wait for.
+func terminating(ctx context.Context, t *testing.T, cluster string, c client.Client) []string {
+	lists := []client.ObjectList{
+		&corev1.NamespaceList{}, &appsv1beta1.GitOpsClusterList{}, &addonv1beta1.ManagedClusterAddOnList{}, &workv1.ManifestWorkList{},
+	}
+	for _, kind := range []string{"ApplicationList", "ArgoCDList"} {
+		version := "v1alpha1"
+		if kind == "ArgoCDList" {
+			version = "v1beta1"
+		}
+		u := &unstructured.UnstructuredList{}
+		u.SetAPIVersion("argoproj.io/" + version)
+		u.SetKind(kind)
+		lists = append(lists, u)
+	}
+	var out []string
+	for _, list := range lists {
+		if err := c.List(ctx, list); err != nil {
+			continue // a kind this cluster does not serve
+		}
+		items, err := meta.ExtractList(list)
+		require.NoError(t, err)
+		for _, item := range items {
+			obj, err := meta.Accessor(item)
+			require.NoError(t, err)
+			if obj.GetDeletionTimestamp() != nil {
+				out = append(out, fmt.Sprintf("%s: %T %s/%s (finalizers %v)", cluster, item, obj.GetNamespace(), obj.GetName(), obj.GetFinalizers()))
+			}
+		}
+	}
+	return out
 }
 
 // startAgentsWhenDelivered runs each spoke's agent once OCM has delivered its Deployment
@@ -410,4 +503,38 @@ func exists(ctx context.Context, c client.Client, obj client.Object, key string)
 		obj = u.DeepCopy()
 	}
 	return c.Get(ctx, k, obj) == nil
+}
+
+// argoCD is an empty ArgoCD custom resource, for Gets.
+func argoCD() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("argoproj.io/v1beta1")
+	u.SetKind("ArgoCD")
+	return u
+}
+
+// hubApplications names the hub's Argo CD Applications.
+func hubApplications(ctx context.Context, t *testing.T, c client.Client) []string {
+	list := &unstructured.UnstructuredList{}
+	list.SetAPIVersion("argoproj.io/v1alpha1")
+	list.SetKind("ApplicationList")
+	if err := c.List(ctx, list); err != nil {
+		return nil // no Argo CD CRDs on the hub
+	}
+	var names []string
+	for _, app := range list.Items {
+		names = append(names, app.GetNamespace()+"/"+app.GetName())
+	}
+	return names
+}
+
+// pullWorks names the pull model's ManifestWorks on the hub.
+func pullWorks(ctx context.Context, t *testing.T, c client.Client) []string {
+	works := &workv1.ManifestWorkList{}
+	require.NoError(t, c.List(ctx, works, client.MatchingLabels{pullmodel.LabelPullWork: "true"}))
+	var names []string
+	for _, w := range works.Items {
+		names = append(names, w.Namespace+"/"+w.Name)
+	}
+	return names
 }

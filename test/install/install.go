@@ -23,8 +23,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -78,35 +76,16 @@ func BuildBinary(ctx context.Context, dir string) (string, error) {
 	return out, nil
 }
 
-// OnHub renders the manager chart with the Helm SDK and applies every object but the
-// manager Deployment (run as a process by StartManager), CRDs first.
+// OnHub installs the manager chart on the hub with the Helm SDK, as `helm install` does
+// (its Deployment's pod never runs: StartManager runs the manager as a process, with the
+// Deployment's arguments).
 func OnHub(ctx context.Context, f *harness.Fleet, binary string) (*Product, error) {
-	objects, deployment, err := renderChart()
+	_, deployment, err := renderChart()
 	if err != nil {
 		return nil, err
 	}
-	c := f.Hub.Client
-	for _, obj := range objects {
-		if obj.GetKind() != "CustomResourceDefinition" {
-			continue
-		}
-		if err := apply(ctx, c, obj); err != nil {
-			return nil, err
-		}
-		if err := waitEstablished(ctx, c, obj.GetName()); err != nil {
-			return nil, err
-		}
-	}
-	if err := apply(ctx, c, namespace(Namespace)); err != nil {
+	if err := installRelease(ctx, f.Hub); err != nil {
 		return nil, err
-	}
-	for _, obj := range objects {
-		if obj.GetKind() == "CustomResourceDefinition" {
-			continue
-		}
-		if err := apply(ctx, c, obj); err != nil {
-			return nil, err
-		}
 	}
 	return &Product{Fleet: f, Binary: binary, managerArgs: deployment.Spec.Template.Spec.Containers[0].Args, agents: map[string]*harness.Process{}}, nil
 }
@@ -174,16 +153,6 @@ func apply(ctx context.Context, c client.Client, obj *unstructured.Unstructured)
 		return fmt.Errorf("applying %s %s: %w", obj.GetKind(), obj.GetName(), err)
 	}
 	return nil
-}
-
-func waitEstablished(ctx context.Context, c client.Client, name string) error {
-	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := c.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
-			return false, nil
-		}
-		return apihelpers.IsCRDConditionTrue(crd, apiextensionsv1.Established), nil
-	})
 }
 
 // StartManager runs `gitops-addon manager` with the chart Deployment's arguments, as the

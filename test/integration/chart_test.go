@@ -65,6 +65,9 @@ func TestChartInstallsAndUninstallsOnARealAPIServer(t *testing.T) {
 
 	uninstall := action.NewUninstall(cfg)
 	uninstall.Timeout = 2 * time.Minute
+	// No kubelet runs the pre-delete hook's Job here; TestUninstall runs its command with
+	// the hook's identity and RBAC.
+	uninstall.DisableHooks = true
 	_, err = uninstall.Run("gitops-addon")
 	require.NoError(t, err, "helm uninstall")
 	require.NoError(t, env.Client.Get(ctx, types.NamespacedName{Name: gitOpsClusterCRD}, &apiextensionsv1.CustomResourceDefinition{}),

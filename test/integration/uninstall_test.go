@@ -9,21 +9,29 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/release"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/gitopscluster"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/uninstall"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
 )
@@ -101,21 +109,34 @@ func exists(t *testing.T, c client.Client, key client.ObjectKey, obj client.Obje
 // a ManagedClusterAddOn that does not go is named with its cluster and finalizers; then
 // everything is released in order, and what the README says stays is still there.
 func TestUninstall(t *testing.T) {
-	env := testenv.Start(t, testenv.WithCRDPaths(append(testenv.OCMCRDPaths(),
+	env := testenv.Start(t, testenv.WithCRDPaths(append(append(testenv.OCMCRDPaths(), testenv.ArgoCDCRDPaths(t)...),
 		filepath.Join(testenv.RepoRoot(), "charts", "gitops-addon", "crds"))...))
 	ctx := context.Background()
 	h := installHub(t, ctx, env.Client)
+	pulled := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+		"metadata": map[string]any{"namespace": "gitops", "name": "guestbook",
+			"labels":     map[string]any{pullmodel.LabelPull: "true"},
+			"finalizers": []any{"resources-finalizer.argocd.argoproj.io", "example.com/users-own"}},
+		"spec": map[string]any{"project": "default", "destination": map[string]any{"server": "https://kubernetes.default.svc"},
+			"source": map[string]any{"repoURL": "https://example.com/guestbook.git", "path": "guestbook"}},
+	}}
+	require.NoError(t, env.Client.Create(ctx, pulled))
 	c := env.Client
+	// The command runs as the chart's pre-delete hook runs it: with the hook's
+	// ServiceAccount and the RBAC the chart gives it, so a missing permission fails here.
+	asHook := hookClient(t, ctx, env)
 	run := func(yes bool, timeout time.Duration) (string, error) {
 		var out bytes.Buffer
-		err := uninstall.Run(ctx, c, uninstall.Options{Namespace: chartNamespace, Yes: yes, Timeout: timeout, Out: &out})
+		err := uninstall.Run(ctx, asHook, uninstall.Options{Namespace: chartNamespace, Yes: yes, Timeout: timeout, Out: &out})
 		t.Log(out.String())
 		return out.String(), err
 	}
 
 	out, err := run(false, time.Second)
 	require.NoError(t, err)
-	for _, step := range []string{"Dry run", "Scale the manager Deployment", "1 gitops-addon ManifestWork", "Release 1 GitOpsCluster", "Delete the 1 ManagedClusterAddOn", "Delete the ClusterManagementAddOn"} {
+	for _, step := range []string{"Dry run", "Scale the manager Deployment", "1 gitops-addon ManifestWork", "Release 1 GitOpsCluster",
+		"Release 1 pull-model Application", "Delete the 1 ManagedClusterAddOn", "Delete the ClusterManagementAddOn"} {
 		assert.Contains(t, out, step)
 	}
 	d := &appsv1.Deployment{}
@@ -167,6 +188,12 @@ func TestUninstall(t *testing.T) {
 		assert.True(t, exists(t, c, h.users, &addonv1beta1.ManagedClusterAddOn{}))
 		assert.False(t, exists(t, c, client.ObjectKey{Name: constants.AddonName}, &addonv1beta1.ClusterManagementAddOn{}))
 	})
+	t.Run("the pull-model Application stays, released of Argo CD's resource finalizer only", func(t *testing.T) {
+		got := &unstructured.Unstructured{}
+		got.SetGroupVersionKind(pulled.GroupVersionKind())
+		require.True(t, exists(t, c, client.ObjectKeyFromObject(pulled), got))
+		assert.Equal(t, []string{"example.com/users-own"}, got.GetFinalizers())
+	})
 	t.Run("kept: the CRD and the Argo CD cluster Secret", func(t *testing.T) {
 		assert.True(t, exists(t, c, h.crd, &apiextensionsv1.CustomResourceDefinition{}))
 		assert.True(t, exists(t, c, h.secret, &corev1.Secret{}))
@@ -180,4 +207,40 @@ func mustGitOpsCluster(t *testing.T, c client.Client, gc *appsv1beta1.GitOpsClus
 	got := &appsv1beta1.GitOpsCluster{}
 	require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: gc.Namespace, Name: gc.Name}, got))
 	return got
+}
+
+// hookClient applies the chart's pre-delete hook ServiceAccount and RBAC, as Helm creates
+// them before the hook's Job, and returns a client with that ServiceAccount's identity.
+func hookClient(t *testing.T, ctx context.Context, env *testenv.Env) client.Client {
+	t.Helper()
+	c, err := loader.Load(filepath.Join(testenv.RepoRoot(), "charts", "gitops-addon"))
+	require.NoError(t, err)
+	install := action.NewInstall(&action.Configuration{})
+	install.DryRun, install.ClientOnly = true, true
+	install.ReleaseName, install.Namespace = "gitops-addon", chartNamespace
+	install.KubeVersion = &chartutil.KubeVersion{Version: "v1.35.4", Major: "1", Minor: "35"}
+	rel, err := install.Run(c, nil)
+	require.NoError(t, err)
+	var job bool
+	for _, hook := range rel.Hooks {
+		obj := &unstructured.Unstructured{}
+		require.NoError(t, yaml.Unmarshal([]byte(hook.Manifest), &obj.Object))
+		switch obj.GetKind() {
+		case "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
+			require.NoError(t, env.Client.Create(ctx, obj), "creating the hook's %s", obj.GetKind())
+		case "Job":
+			job = true
+			args, _, _ := unstructured.NestedSlice(obj.Object, "spec", "template", "spec", "containers")
+			require.Len(t, args, 1)
+			assert.Equal(t, []any{"uninstall", "--yes", "--namespace=" + chartNamespace, "--timeout=300s"}, args[0].(map[string]any)["args"])
+		}
+		assert.Contains(t, hook.Events, release.HookPreDelete, "%s is a pre-delete hook", obj.GetKind())
+	}
+	require.True(t, job, "the chart runs gitops-addon uninstall as a pre-delete hook Job")
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + chartNamespace + ":gitops-addon-uninstall",
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + chartNamespace, "system:authenticated"}}
+	hook, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	require.NoError(t, err)
+	return hook
 }

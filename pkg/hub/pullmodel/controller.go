@@ -31,6 +31,13 @@ var argoResourcesFinalizers = []string{
 	"resources-finalizer.argocd.argoproj.io/background",
 }
 
+// WithoutResourcesFinalizers returns finalizers without Argo CD's resource finalizers.
+func WithoutResourcesFinalizers(finalizers []string) []string {
+	return slices.DeleteFunc(slices.Clone(finalizers), func(f string) bool {
+		return slices.Contains(argoResourcesFinalizers, f)
+	})
+}
+
 // Reconciler propagates one hub Application at a time: its ManifestWork, and the status
 // the spoke reports back onto it.
 type Reconciler struct {
@@ -266,9 +273,7 @@ func (r *Reconciler) finalize(ctx context.Context, app *unstructured.Unstructure
 	if app.GetAnnotations()[AnnotationSkipReconcile] != "true" || !IsPullApplication(app) {
 		return nil
 	}
-	kept := slices.DeleteFunc(slices.Clone(app.GetFinalizers()), func(f string) bool {
-		return slices.Contains(argoResourcesFinalizers, f)
-	})
+	kept := WithoutResourcesFinalizers(app.GetFinalizers())
 	if len(kept) == len(app.GetFinalizers()) {
 		return nil
 	}

@@ -32,6 +32,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
@@ -41,6 +44,7 @@ import (
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/gitopscluster"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
 )
 
 const (
@@ -81,7 +85,7 @@ func Run(ctx context.Context, c client.Client, o Options) error {
 		u.printf("Dry run: nothing is changed. Run again with --yes to do this.\n")
 	}
 	for _, step := range []func(context.Context) error{
-		u.stopManager, u.orphanWorks, u.releaseGitOpsClusters, u.removeAddons, u.removeManagementAddon,
+		u.stopManager, u.orphanWorks, u.releaseGitOpsClusters, u.releasePulledApplications, u.removeAddons, u.removeManagementAddon,
 	} {
 		if err := step(ctx); err != nil {
 			return err
@@ -128,7 +132,19 @@ func (u uninstaller) stopManager(ctx context.Context) error {
 			return false, err
 		}
 		holder = h
-		return free, nil
+		if !free {
+			return false, nil
+		}
+		// Without leader election there is no Lease: the pods must be gone too.
+		d := &appsv1.Deployment{}
+		if err := u.c.Get(ctx, key, d); err != nil {
+			return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+		}
+		if d.Status.Replicas > 0 {
+			holder = fmt.Sprintf("%d manager pod(s)", d.Status.Replicas)
+			return false, nil
+		}
+		return true, nil
 	})
 	switch {
 	case err != nil && holder != "":
@@ -212,6 +228,42 @@ func (u uninstaller) releaseGitOpsClusters(ctx context.Context) error {
 		gc.Finalizers = slices.DeleteFunc(gc.Finalizers, func(f string) bool { return f == gitopscluster.Finalizer })
 		if err := u.c.Patch(ctx, gc, patch); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("releasing GitOpsCluster %s/%s: %w", gc.Namespace, gc.Name, err)
+		}
+	}
+	return nil
+}
+
+// releasePulledApplications removes Argo CD's resource finalizers from the hub's pull-model
+// Applications: the hub's Argo CD skips them and the manager, which released them once
+// the spoke had pruned, is going; left in place, deleting such an Application (or its
+// namespace) would hang. Their spoke copies and ManifestWorks stay.
+func (u uninstaller) releasePulledApplications(ctx context.Context) error {
+	apps := &unstructured.UnstructuredList{}
+	apps.SetGroupVersionKind(schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "ApplicationList"})
+	err := u.c.List(ctx, apps, client.MatchingLabels{pullmodel.LabelPull: "true"})
+	switch {
+	case meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
+		u.printf("   No Argo CD Applications on the hub: no pull-model Application to release.\n")
+		return nil
+	case err != nil:
+		return fmt.Errorf("listing the hub's pull-model Applications: %w", err)
+	}
+	var held []*unstructured.Unstructured
+	for i := range apps.Items {
+		if len(pullmodel.WithoutResourcesFinalizers(apps.Items[i].GetFinalizers())) != len(apps.Items[i].GetFinalizers()) {
+			held = append(held, &apps.Items[i])
+		}
+	}
+	u.printf("   Release %d pull-model Application(s) on the hub: remove Argo CD's resource finalizer, which only the manager removes (their spoke copies stay)%s.\n",
+		len(held), names(held))
+	if !u.o.Yes {
+		return nil
+	}
+	for _, app := range held {
+		patch := client.MergeFromWithOptions(app.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		app.SetFinalizers(pullmodel.WithoutResourcesFinalizers(app.GetFinalizers()))
+		if err := u.c.Patch(ctx, app, patch); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("releasing Application %s/%s: %w", app.GetNamespace(), app.GetName(), err)
 		}
 	}
 	return nil

@@ -1,0 +1,190 @@
+package install
+
+import (
+	"context"
+
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/cli"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gitops-addon/gitops-addon/test/harness"
+	"github.com/gitops-addon/gitops-addon/test/testenv"
+)
+
+const (
+	// ReleaseName is the manager chart's Helm release in the tests.
+	ReleaseName = "gitops-addon"
+	// uninstallHookJob is the chart's pre-delete hook Job and its ServiceAccount.
+	uninstallHookJob = "gitops-addon-uninstall"
+)
+
+// helmConfig is a Helm action configuration for the hub, in the release namespace.
+func helmConfig(hub *harness.Cluster, logf func(string, ...any)) (*action.Configuration, error) {
+	settings := cli.New()
+	settings.KubeConfig = hub.Kubeconfig
+	settings.SetNamespace(Namespace)
+	cfg := &action.Configuration{}
+	if err := cfg.Init(settings.RESTClientGetter(), Namespace, "secret", logf); err != nil {
+		return nil, fmt.Errorf("configuring Helm for the hub: %w", err)
+	}
+	return cfg, nil
+}
+
+// installRelease is `helm install gitops-addon charts/gitops-addon -n
+// open-cluster-management-addon --create-namespace` on the hub: CRDs, RBAC, the
+// ClusterManagementAddOn and the manager Deployment (whose pod never runs: StartManager
+// runs the manager as a process).
+func installRelease(ctx context.Context, hub *harness.Cluster) error {
+	cfg, err := helmConfig(hub, func(string, ...any) {})
+	if err != nil {
+		return err
+	}
+	chart, err := loader.Load(filepath.Join(testenv.RepoRoot(), "charts", "gitops-addon"))
+	if err != nil {
+		return fmt.Errorf("loading the manager chart: %w", err)
+	}
+	install := action.NewInstall(cfg)
+	install.ReleaseName, install.Namespace, install.CreateNamespace = ReleaseName, Namespace, true
+	install.Timeout = 2 * time.Minute
+	if _, err := install.RunWithContext(ctx, chart, map[string]any{}); err != nil {
+		return fmt.Errorf("helm install %s: %w", ReleaseName, err)
+	}
+	return nil
+}
+
+// UninstallRelease is `helm uninstall gitops-addon -n open-cluster-management-addon` on
+// the hub, with what a kubelet would do meanwhile: the chart's pre-delete hook Job runs
+// as a process with its ServiceAccount's token (`gitops-addon uninstall --yes`), the
+// manager process stops (SIGTERM, so it releases its leader Lease) once its Deployment
+// is scaled to 0, and the Job is marked complete from the process's exit, which is what
+// Helm waits for. It returns the hook's output.
+func (p *Product) UninstallRelease(ctx context.Context, timeout time.Duration) (string, error) {
+	cfg, err := helmConfig(p.Fleet.Hub, func(string, ...any) {})
+	if err != nil {
+		return "", err
+	}
+	uninstalled := make(chan error, 1)
+	go func() {
+		uninstall := action.NewUninstall(cfg)
+		uninstall.Timeout = timeout
+		_, err := uninstall.Run(ReleaseName)
+		uninstalled <- err
+	}()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	stopped := p.stopManagerWhenScaledDown(ctx)
+	hook, out, err := p.runUninstallHook(ctx)
+	if err != nil {
+		return out, err
+	}
+	if err := completeJob(ctx, p.Fleet.Hub.Client, hook); err != nil {
+		return out, err
+	}
+	if err := <-stopped; err != nil {
+		return out, err
+	}
+	if err := <-uninstalled; err != nil {
+		return out, fmt.Errorf("helm uninstall %s: %w", ReleaseName, err)
+	}
+	return out, nil
+}
+
+// stopManagerWhenScaledDown stops the manager process once its Deployment asks for no
+// replica, as the kubelet would stop the pod.
+func (p *Product) stopManagerWhenScaledDown(ctx context.Context) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			d := &appsv1.Deployment{}
+			if err := p.Fleet.Hub.Client.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: managerName}, d); err != nil {
+				return false, client.IgnoreNotFound(err)
+			}
+			return d.Spec.Replicas != nil && *d.Spec.Replicas == 0, nil
+		})
+		if err != nil {
+			done <- fmt.Errorf("the uninstall never scaled the manager Deployment to 0: %w", err)
+			return
+		}
+		if p.Manager != nil {
+			err = p.Manager.Stop()
+			p.Manager = nil
+		}
+		done <- err
+	}()
+	return done
+}
+
+// runUninstallHook waits for the hook Job, runs its container's arguments as a process
+// with the Job's ServiceAccount and returns the Job and the process's output.
+func (p *Product) runUninstallHook(ctx context.Context) (*batchv1.Job, string, error) {
+	hub := p.Fleet.Hub
+	job := &batchv1.Job{}
+	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		return hub.Client.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: uninstallHookJob}, job) == nil, nil
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("helm uninstall created no pre-delete hook Job %s/%s: %w", Namespace, uninstallHookJob, err)
+	}
+	spec := job.Spec.Template.Spec
+	kubeconfig, err := serviceAccountKubeconfig(ctx, hub, Namespace, spec.ServiceAccountName)
+	if err != nil {
+		return nil, "", err
+	}
+	args := append([]string{p.Binary}, replaceFlags(spec.Containers[0].Args, map[string]string{"--kubeconfig": kubeconfig})...)
+	proc, err := p.Fleet.StartProcess("hub-"+uninstallHookJob, args)
+	if err != nil {
+		return nil, "", fmt.Errorf("starting the uninstall hook: %w", err)
+	}
+	var exitErr error
+	err = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(context.Context) (bool, error) {
+		var exited bool
+		exited, exitErr = proc.Exited()
+		return exited, nil
+	})
+	out := proc.Tail(100)
+	switch {
+	case err != nil:
+		return nil, out, fmt.Errorf("the uninstall hook did not finish: %w", err)
+	case exitErr != nil:
+		return nil, out, fmt.Errorf("the uninstall hook failed: %w", exitErr)
+	}
+	return job, out, nil
+}
+
+// completeJob records a Job's success as the job controller does when its pod succeeded.
+func completeJob(ctx context.Context, c client.Client, job *batchv1.Job) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		current := &batchv1.Job{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(job), current); err != nil {
+			return err
+		}
+		now := metav1.Now()
+		status := &current.Status
+		if status.StartTime == nil {
+			status.StartTime = &now
+		}
+		status.CompletionTime = &now
+		status.Active, status.Succeeded, status.Ready, status.Terminating = 0, 1, new(int32), new(int32)
+		status.UncountedTerminatedPods = nil
+		for _, t := range []batchv1.JobConditionType{batchv1.JobSuccessCriteriaMet, batchv1.JobComplete} {
+			status.Conditions = append(status.Conditions, batchv1.JobCondition{
+				Type: t, Status: corev1.ConditionTrue, LastProbeTime: now, LastTransitionTime: now, Reason: "CompletedByTestKubelet",
+			})
+		}
+		if err := c.Status().Update(ctx, current); err != nil {
+			return err
+		}
+		return nil
+	})
+}
