@@ -288,6 +288,13 @@ func TestFleet(t *testing.T) {
 			time.Sleep(time.Second)
 		}
 		assert.Empty(t, stuck, "still Terminating 60 s after the GitOpsClusters and the %s namespace were deleted", constants.GitOpsNamespace)
+		// The spoke's stack is still there once OCM has removed the ManifestWork (orphaned,
+		// not garbage-collected with it).
+		works := &workv1.ManifestWorkList{}
+		require.NoError(t, hub.List(ctx, works, client.InNamespace(openshift), client.MatchingLabels{addonv1beta1.AddonLabelKey: constants.AddonName}))
+		assert.Empty(t, works.Items, "the addon's ManifestWorks are gone from the hub")
+		assert.True(t, exists(ctx, spoke, &appsv1.Deployment{}, constants.GitOpsNamespace+"/"+constants.OperatorDeployment), "spoke: GitOps operator still there")
+		assert.True(t, exists(ctx, spoke, argoCD(), constants.GitOpsNamespace+"/"+constants.ArgoCDName), "spoke: ArgoCD instance still there")
 	})
 }
 

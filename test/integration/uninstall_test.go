@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -156,6 +157,20 @@ func TestUninstall(t *testing.T) {
 	require.True(t, exists(t, c, client.ObjectKey{Namespace: chartNamespace, Name: uninstall.ManagerName}, lease))
 	lease.Spec.HolderIdentity = ptr.To("")
 	require.NoError(t, c.Update(ctx, lease))
+
+	// The cluster's work agent has not applied the orphaning yet (it is offline).
+	_, err = run(true, 3*time.Second)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "has not applied the orphaning of 1 ManifestWork(s)")
+	assert.Contains(t, err.Error(), h.work.String(), "the work that waits is named")
+	assert.True(t, exists(t, c, h.ours, &addonv1beta1.ManagedClusterAddOn{}), "nothing deleted while a spoke could lose its stack")
+	assert.Contains(t, mustGitOpsCluster(t, c, h.gc).Finalizers, gitopscluster.Finalizer, "nothing released either")
+	// The work agent applies it, as OCM's does: Applied at the work's new generation.
+	work := &workv1.ManifestWork{}
+	require.True(t, exists(t, c, h.work, work))
+	meta.SetStatusCondition(&work.Status.Conditions, metav1.Condition{Type: workv1.WorkApplied, Status: metav1.ConditionTrue,
+		Reason: "AppliedManifestWorkComplete", ObservedGeneration: work.Generation})
+	require.NoError(t, c.Status().Update(ctx, work))
 
 	// A ManagedClusterAddOn held by a finalizer nobody removes (its cluster is offline).
 	held := &addonv1beta1.ManagedClusterAddOn{}

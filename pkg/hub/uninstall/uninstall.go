@@ -191,8 +191,8 @@ func (u uninstaller) orphanWorks(ctx context.Context) error {
 			toOrphan = append(toOrphan, w)
 		}
 	}
-	u.printf("2. Mark %d gitops-addon ManifestWork(s) to orphan their objects, so that every spoke keeps its GitOps stack running%s.\n",
-		len(toOrphan), names(toOrphan))
+	u.printf("2. Mark %d gitops-addon ManifestWork(s) to orphan their objects, so that every spoke keeps its GitOps stack running%s, "+
+		"and wait until each cluster's work agent has applied that.\n", len(toOrphan), names(toOrphan))
 	if !u.o.Yes {
 		return nil
 	}
@@ -202,6 +202,35 @@ func (u uninstaller) orphanWorks(ctx context.Context) error {
 		if err := u.c.Patch(ctx, w, patch); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("marking ManifestWork %s/%s to orphan its objects: %w", w.Namespace, w.Name, err)
 		}
+	}
+	return u.waitOrphaningApplied(ctx)
+}
+
+// waitOrphaningApplied waits until the work agent of every cluster has applied its
+// ManifestWork's current spec: the agent orphans an object by dropping its owner reference
+// to the work when it applies the delete option, so a ManifestWork deleted before that
+// would still take the spoke's GitOps stack with it.
+func (u uninstaller) waitOrphaningApplied(ctx context.Context) error {
+	var pending []*workv1.ManifestWork
+	err := wait.PollUntilContextTimeout(ctx, pollInterval, u.o.Timeout, true, func(ctx context.Context) (bool, error) {
+		works := &workv1.ManifestWorkList{}
+		if err := u.c.List(ctx, works, client.MatchingLabels{addonv1beta1.AddonLabelKey: constants.AddonName}); err != nil {
+			return false, fmt.Errorf("listing gitops-addon ManifestWorks: %w", err)
+		}
+		pending = pending[:0]
+		for i := range works.Items {
+			w := &works.Items[i]
+			applied := meta.FindStatusCondition(w.Status.Conditions, workv1.WorkApplied)
+			if applied == nil || applied.ObservedGeneration < w.Generation {
+				pending = append(pending, w)
+			}
+		}
+		return len(pending) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the work agent has not applied the orphaning of %d ManifestWork(s) after %v%s: their clusters are probably offline, and deleting "+
+			"them now would remove those clusters' GitOps stack when they return. Nothing was deleted or released; the manager stays scaled to 0 (scale it "+
+			"back up to resume as before). Bring the clusters back (or detach them from the hub) and run this again", len(pending), u.o.Timeout, names(pending))
 	}
 	return nil
 }
