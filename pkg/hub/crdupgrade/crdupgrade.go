@@ -30,6 +30,7 @@ import (
 
 	"github.com/gitops-addon/gitops-addon/charts"
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/crdowner"
 )
 
 const (
@@ -171,25 +172,5 @@ func revisionOf(crd *apiextensionsv1.CustomResourceDefinition) (int, bool) {
 // manager (our label), or installed by Helm from our chart's crds/ (no installer labels at
 // all: Helm adds none to CRDs).
 func foreignProvider(crd *apiextensionsv1.CustomResourceDefinition) string {
-	labels := crd.Labels
-	switch managedBy := labels[constants.LabelManagedBy]; {
-	case managedBy == constants.ManagedByValue:
-		return ""
-	case labels["olm.managed"] == "true" || hasKeyPrefix(labels, "operators.coreos.com/"):
-		return "OLM (an operator subscription)"
-	case labels["installer.name"] != "":
-		return fmt.Sprintf("the installer %s (Red Hat ACM's MultiClusterHub)", labels["installer.name"])
-	case managedBy != "":
-		return managedBy
-	}
-	return ""
-}
-
-func hasKeyPrefix(labels map[string]string, prefix string) bool {
-	for key := range labels {
-		if strings.HasPrefix(key, prefix) {
-			return true
-		}
-	}
-	return false
+	return crdowner.Other(crd.Labels)
 }

@@ -2,13 +2,13 @@ package crdinstall
 
 import (
 	"fmt"
-	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/crdowner"
 )
 
 // action is what the installer does about one CRD.
@@ -85,21 +85,8 @@ func isNewer(installed, desired string) (bool, string) {
 
 // provider names who seems to manage a CRD that is not ours, for the report.
 func provider(crd *apiextensionsv1.CustomResourceDefinition) string {
-	labels := crd.Labels
-	switch {
-	case labels["olm.managed"] == "true" || hasLabelPrefix(labels, "operators.coreos.com/"):
-		return "OLM (an operator subscription)"
-	case labels[constants.LabelManagedBy] != "":
-		return labels[constants.LabelManagedBy]
+	if who := crdowner.Other(crd.Labels); who != "" {
+		return who
 	}
 	return "someone else (no " + constants.LabelManagedBy + ": " + constants.ManagedByValue + " label)"
-}
-
-func hasLabelPrefix(labels map[string]string, prefix string) bool {
-	for k := range labels {
-		if strings.HasPrefix(k, prefix) {
-			return true
-		}
-	}
-	return false
 }
