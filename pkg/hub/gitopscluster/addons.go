@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -130,7 +131,10 @@ func (r *Reconciler) reconcileAddons(ctx context.Context, gc *appsv1beta1.GitOps
 			res.add(cluster, states[i])
 		}
 	}
-	return res, r.removeStaleAddons(ctx, gc, wanted)
+	stuck, recheck, err := r.removeStaleAddons(ctx, gc, wanted)
+	res.problems = append(res.problems, stuck...)
+	res.recheckAfter = recheck
+	return res, err
 }
 
 // addonState is what ensureAddon found on one cluster.
@@ -169,21 +173,51 @@ func (r *Reconciler) ensureAddon(ctx context.Context, gc *appsv1beta1.GitOpsClus
 }
 
 // removeStaleAddons deletes the ManagedClusterAddOns this GitOpsCluster created for
-// clusters that are not wanted any more.
-func (r *Reconciler) removeStaleAddons(ctx context.Context, gc *appsv1beta1.GitOpsCluster, wanted map[string]bool) error {
+// clusters that are not wanted any more. It returns a problem for each one whose removal
+// has waited longer than StuckAfter (naming its cluster and finalizers), and when to look
+// again at the ones still within it.
+func (r *Reconciler) removeStaleAddons(ctx context.Context, gc *appsv1beta1.GitOpsCluster, wanted map[string]bool) (stuck []string, recheckAfter time.Duration, err error) {
 	addons := &addonv1beta1.ManagedClusterAddOnList{}
 	if err := r.Client.List(ctx, addons, ownerSelector(gc)); err != nil {
-		return fmt.Errorf("listing ManagedClusterAddOns of %s/%s: %w", gc.Namespace, gc.Name, err)
+		return nil, 0, fmt.Errorf("listing ManagedClusterAddOns of %s/%s: %w", gc.Namespace, gc.Name, err)
 	}
+	var terminating []addonv1beta1.ManagedClusterAddOn
 	for i := range addons.Items {
 		addon := &addons.Items[i]
-		if wanted[addon.Namespace] || !addon.DeletionTimestamp.IsZero() {
+		if wanted[addon.Namespace] {
+			continue
+		}
+		if !addon.DeletionTimestamp.IsZero() {
+			terminating = append(terminating, *addon)
 			continue
 		}
 		if err := r.deleteExact(ctx, addon); err != nil {
-			return err
+			return nil, 0, err
 		}
 		r.event(gc, corev1.EventTypeNormal, "AddOnRemoved", "Removed ManagedClusterAddOn %s from cluster %s", addon.Name, addon.Namespace)
 	}
-	return nil
+	stuckAddons, recheckAfter := overdue(terminating)
+	if len(stuckAddons) > 0 {
+		stuck = append(stuck, fmt.Sprintf("Removing the addon has taken more than %v on %s. OCM removes a ManagedClusterAddOn's finalizers once the cluster's klusterlet "+
+			"has uninstalled the addon; a cluster that is offline keeps its own until it returns or is detached from the hub.", StuckAfter, waitingAddons(stuckAddons)))
+	}
+	return stuck, recheckAfter, nil
+}
+
+// overdue splits terminating ManagedClusterAddOns into those deleted longer than
+// StuckAfter ago and, for the others, the time until the first of them will be.
+func overdue(terminating []addonv1beta1.ManagedClusterAddOn) ([]addonv1beta1.ManagedClusterAddOn, time.Duration) {
+	var out []addonv1beta1.ManagedClusterAddOn
+	var next time.Duration
+	for _, a := range terminating {
+		waited := time.Since(a.DeletionTimestamp.Time)
+		if waited >= StuckAfter {
+			out = append(out, a)
+			continue
+		}
+		if left := StuckAfter - waited; next == 0 || left < next {
+			next = left
+		}
+	}
+	return out, next
 }

@@ -65,7 +65,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}, r.writeStatus(ctx, gc, obs)
+	return ctrl.Result{RequeueAfter: obs.addons.recheckAfter}, r.writeStatus(ctx, gc, obs)
 }
 
 // observe does the work of one reconcile and records what it found. While the Placement

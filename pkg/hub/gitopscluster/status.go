@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -39,6 +40,8 @@ type addonResult struct {
 	notAvailable []string // clusters whose addon is not (yet) Available
 	problems     []string
 	conflict     bool
+	// recheckAfter is when a ManagedClusterAddOn being removed will have waited StuckAfter.
+	recheckAfter time.Duration
 }
 
 // observation gathers everything one reconcile learned; status is a pure function of it.

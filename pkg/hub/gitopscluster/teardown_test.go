@@ -60,3 +60,37 @@ func TestAStuckDeletionIsExplained(t *testing.T) {
 		assert.Equal(t, got.ResourceVersion, again.ResourceVersion, "no write while nothing changed")
 	})
 }
+
+// TestAStuckAddonRemovalIsExplained: a ManagedClusterAddOn removed because its cluster
+// left the Placement, still there after StuckAfter, is named on the GitOpsCluster's
+// AddOnsReady condition with its finalizers; one removed recently only schedules a look.
+func TestAStuckAddonRemovalIsExplained(t *testing.T) {
+	leaving := func(name string, since time.Duration) *addonv1beta1.ManagedClusterAddOn {
+		return &addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{
+			Namespace: name, Name: constants.AddonName, Labels: ownerLabels(gitOpsCluster("gc", "p", true)),
+			Finalizers:        []string{"cluster.open-cluster-management.io/addon-pre-delete"},
+			DeletionTimestamp: &metav1.Time{Time: time.Now().Add(-since)},
+		}}
+	}
+	t.Run("recently removed: a look is scheduled, no problem yet", func(t *testing.T) {
+		gc := gitOpsCluster("gc", "p", true)
+		r, c := newReconciler(t, append(placementObjects("p", "c1"), gc, leaving("gone", time.Minute))...)
+		res, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(gc)})
+		require.NoError(t, err)
+		assert.InDelta(t, (StuckAfter - time.Minute).Seconds(), res.RequeueAfter.Seconds(), 5)
+		got := &appsv1beta1.GitOpsCluster{}
+		require.NoError(t, c.Get(context.Background(), client.ObjectKeyFromObject(gc), got))
+		assert.NotContains(t, meta.FindStatusCondition(got.Status.Conditions, appsv1beta1.ConditionAddOnsReady).Message, "Removing the addon")
+	})
+	t.Run("removal waiting longer than the threshold: named with its finalizers", func(t *testing.T) {
+		gc := gitOpsCluster("gc", "p", true)
+		r, c := newReconciler(t, append(placementObjects("p", "c1"), gc, leaving("gone", StuckAfter+time.Minute))...)
+		reconcileOnce(t, r, gc)
+		got := &appsv1beta1.GitOpsCluster{}
+		require.NoError(t, c.Get(context.Background(), client.ObjectKeyFromObject(gc), got))
+		addons := meta.FindStatusCondition(got.Status.Conditions, appsv1beta1.ConditionAddOnsReady)
+		require.NotNil(t, addons)
+		assert.Equal(t, metav1.ConditionFalse, addons.Status)
+		assert.Contains(t, addons.Message, "cluster gone (finalizers cluster.open-cluster-management.io/addon-pre-delete)")
+	})
+}
