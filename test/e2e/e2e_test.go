@@ -271,6 +271,8 @@ func TestFleet(t *testing.T) {
 		assert.False(t, exists(ctx, hub, &addonv1beta1.ClusterManagementAddOn{}, constants.AddonName), "ClusterManagementAddOn removed")
 		assert.False(t, exists(ctx, hub, &appsv1.Deployment{}, install.Namespace+"/gitops-addon-manager"), "manager Deployment removed")
 		assert.False(t, exists(ctx, hub, &rbacv1.ClusterRole{}, "gitops-addon-manager"), "manager ClusterRole removed")
+		assert.False(t, exists(ctx, hub, &corev1.ServiceAccount{}, install.Namespace+"/gitops-addon-manager"), "manager ServiceAccount removed")
+		assert.False(t, exists(ctx, hub, &corev1.Service{}, install.Namespace+"/gitops-addon-manager-metrics"), "manager Service removed")
 
 		// The user then deletes every GitOpsCluster and the Argo CD namespace.
 		for i := range gitOpsClusters.Items {
