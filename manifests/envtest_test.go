@@ -184,6 +184,13 @@ func TestRenderedManifestsOnARealAPIServer(t *testing.T) {
 			{"controller cannot impersonate", controller, authorizationv1.ResourceAttributes{Resource: "users", Verb: "impersonate", Name: "admin"}, "", false},
 			{"controller cannot install CRDs", controller, crdAttrs("create", ""), "", false},
 			{"controller cannot touch nodes", controller, authorizationv1.ResourceAttributes{Resource: "nodes", Verb: "patch"}, "", false},
+			{"controller manages ServiceAccounts", controller, authorizationv1.ResourceAttributes{Namespace: "team-a", Resource: "serviceaccounts", Verb: "create"}, "", true},
+			{"controller cannot impersonate a ServiceAccount", controller, authorizationv1.ResourceAttributes{Namespace: "kube-system", Resource: "serviceaccounts", Verb: "impersonate", Name: "clusterrole-aggregation-controller"}, "", false},
+			{"controller cannot request ServiceAccount tokens", controller, authorizationv1.ResourceAttributes{Namespace: "kube-system", Resource: "serviceaccounts", Subresource: "token", Verb: "create", Name: "default"}, "", false},
+			{"controller cannot exec into pods", controller, authorizationv1.ResourceAttributes{Namespace: "team-a", Resource: "pods", Subresource: "exec", Verb: "create"}, "", false},
+			{"controller cannot impersonate in an extra API group", controller, authorizationv1.ResourceAttributes{Group: "cert-manager.io", Resource: "certificates", Verb: "impersonate"}, "", false},
+			{"controller cannot write webhooks", controller, authorizationv1.ResourceAttributes{Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations", Verb: "create"}, "", false},
+			{"operator cannot impersonate in argoproj.io", operator, authorizationv1.ResourceAttributes{Group: "argoproj.io", Resource: "argocds", Verb: "impersonate"}, "", false},
 		}
 		for _, check := range checks {
 			review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{

@@ -136,3 +136,9 @@ admission policy lets it create or update. A test keeps this list equal to the e
 - notificationsconfigurations.argoproj.io
 - routes.route.openshift.io
 {{- end }}
+
+{{/* The verbs of a controller that manages objects: never "*", which would also grant
+impersonate, escalate and bind where they apply. */}}
+{{- define "gitops-addon.syncVerbs" -}}
+[get, list, watch, create, update, patch, delete]
+{{- end }}
