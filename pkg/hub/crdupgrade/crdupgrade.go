@@ -110,8 +110,8 @@ func prepare(crd *apiextensionsv1.CustomResourceDefinition) (CRD, error) {
 	return CRD{Name: crd.Name, Versions: versions, Apply: apply}, nil
 }
 
-// Hash is a digest of the embedded CRDs' schemas, recorded per SchemaRevision.
-func Hash(crds []CRD) string {
+// hash is a digest of the embedded CRDs' schemas, recorded per SchemaRevision.
+func hash(crds []CRD) string {
 	h := sha256.New()
 	for _, c := range crds {
 		h.Write([]byte(c.Name))

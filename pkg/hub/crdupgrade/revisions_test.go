@@ -17,7 +17,7 @@ var revisionHashes = map[int]string{
 func TestSchemaRevisionIsBumpedWhenACRDChanges(t *testing.T) {
 	crds, err := Load()
 	require.NoError(t, err)
-	got := Hash(crds)
+	got := hash(crds)
 	recorded, ok := revisionHashes[SchemaRevision]
 	require.True(t, ok, "SchemaRevision %d has no recorded hash: add %d: %q to revisionHashes", SchemaRevision, SchemaRevision, got)
 	require.Equal(t, recorded, got,

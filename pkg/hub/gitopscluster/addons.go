@@ -199,7 +199,7 @@ func (r *Reconciler) removeStaleAddons(ctx context.Context, gc *appsv1beta1.GitO
 	stuckAddons, recheckAfter := overdue(terminating)
 	if len(stuckAddons) > 0 {
 		stuck = append(stuck, fmt.Sprintf("Removing the addon has taken more than %v on %s. OCM removes a ManagedClusterAddOn's finalizers once the cluster's klusterlet "+
-			"has uninstalled the addon; a cluster that is offline keeps its own until it returns or is detached from the hub.", StuckAfter, waitingAddons(stuckAddons)))
+			"has uninstalled the addon; a cluster that is offline keeps its own until it returns or is detached from the hub.", StuckAfter, WaitingAddOns(stuckAddons)))
 	}
 	return stuck, recheckAfter, nil
 }

@@ -89,7 +89,7 @@ func (r *Reconciler) explainWait(ctx context.Context, gc *appsv1beta1.GitOpsClus
 	message := fmt.Sprintf("Deleting for more than %v: waiting for OCM to remove the ManagedClusterAddOns on %s. "+
 		"Each waits for its finalizers, which OCM removes once the cluster's klusterlet has uninstalled the addon; a cluster "+
 		"that is offline keeps its own until it returns or is detached from the hub (then remove the finalizer by hand).",
-		StuckAfter, waitingAddons(remaining))
+		StuckAfter, WaitingAddOns(remaining))
 	status := gc.Status.DeepCopy()
 	if !meta.SetStatusCondition(&status.Conditions, metav1.Condition{
 		Type: appsv1beta1.ConditionReady, Status: metav1.ConditionFalse, ObservedGeneration: gc.Generation,
@@ -105,8 +105,9 @@ func (r *Reconciler) explainWait(ctx context.Context, gc *appsv1beta1.GitOpsClus
 	return ctrl.Result{}, nil
 }
 
-// waitingAddons names each cluster with the finalizers its ManagedClusterAddOn waits for.
-func waitingAddons(addons []addonv1beta1.ManagedClusterAddOn) string {
+// WaitingAddOns names each cluster with the finalizers its ManagedClusterAddOn waits for,
+// at most 10: the words of every message about a removal that does not finish.
+func WaitingAddOns(addons []addonv1beta1.ManagedClusterAddOn) string {
 	const shown = 10
 	var parts []string
 	for i, a := range addons {

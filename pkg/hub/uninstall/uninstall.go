@@ -332,7 +332,7 @@ func (u uninstaller) removeAddons(ctx context.Context) error {
 	})
 	if err != nil {
 		return fmt.Errorf("%d ManagedClusterAddOn(s) still there after %v: %s. Each waits for its finalizers, removed by OCM once the cluster's klusterlet has cleaned up; "+
-			"a cluster that is offline keeps its own until it returns or is detached: %w", len(remaining), u.o.Timeout, stuckAddons(remaining), err)
+			"a cluster that is offline keeps its own until it returns or is detached: %w", len(remaining), u.o.Timeout, gitopscluster.WaitingAddOns(remaining), err)
 	}
 	return nil
 }
@@ -355,15 +355,6 @@ func (u uninstaller) removeManagementAddon(ctx context.Context) error {
 		return fmt.Errorf("deleting ClusterManagementAddOn %s: %w", constants.AddonName, err)
 	}
 	return nil
-}
-
-// stuckAddons names each remaining ManagedClusterAddOn with its cluster and finalizers.
-func stuckAddons(addons []addonv1beta1.ManagedClusterAddOn) string {
-	var parts []string
-	for _, a := range addons {
-		parts = append(parts, fmt.Sprintf("cluster %s (finalizers %s)", a.Namespace, strings.Join(a.Finalizers, ", ")))
-	}
-	return strings.Join(parts, "; ")
 }
 
 // names lists objects as ": ns/name, ..." (at most 10), or nothing.
