@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	workv1 "open-cluster-management.io/api/work/v1"
@@ -307,14 +308,12 @@ func terminating(ctx context.Context, t *testing.T, cluster string, c client.Cli
 	lists := []client.ObjectList{
 		&corev1.NamespaceList{}, &appsv1beta1.GitOpsClusterList{}, &addonv1beta1.ManagedClusterAddOnList{}, &workv1.ManifestWorkList{},
 	}
-	for _, kind := range []string{"ApplicationList", "ArgoCDList"} {
-		version := "v1alpha1"
-		if kind == "ArgoCDList" {
-			version = "v1beta1"
-		}
+	for _, gvk := range []schema.GroupVersionKind{
+		{Group: "argoproj.io", Version: "v1alpha1", Kind: "ApplicationList"},
+		{Group: "argoproj.io", Version: "v1beta1", Kind: "ArgoCDList"},
+	} {
 		u := &unstructured.UnstructuredList{}
-		u.SetAPIVersion("argoproj.io/" + version)
-		u.SetKind(kind)
+		u.SetGroupVersionKind(gvk)
 		lists = append(lists, u)
 	}
 	var out []string

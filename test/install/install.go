@@ -37,6 +37,7 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/release"
 
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
 	"github.com/gitops-addon/gitops-addon/test/harness"
@@ -80,7 +81,7 @@ func BuildBinary(ctx context.Context, dir string) (string, error) {
 // (its Deployment's pod never runs: StartManager runs the manager as a process, with the
 // Deployment's arguments).
 func OnHub(ctx context.Context, f *harness.Fleet, binary string) (*Product, error) {
-	_, deployment, err := renderChart()
+	deployment, err := managerDeployment()
 	if err != nil {
 		return nil, err
 	}
@@ -90,51 +91,51 @@ func OnHub(ctx context.Context, f *harness.Fleet, binary string) (*Product, erro
 	return &Product{Fleet: f, Binary: binary, managerArgs: deployment.Spec.Template.Spec.Containers[0].Args, agents: map[string]*harness.Process{}}, nil
 }
 
-// renderChart is `helm template charts/gitops-addon -n open-cluster-management-addon`.
-func renderChart() ([]*unstructured.Unstructured, *appsv1.Deployment, error) {
+// RenderRelease is `helm template charts/gitops-addon -n open-cluster-management-addon
+// --include-crds`, as a release: its manifest and its hooks.
+func RenderRelease() (*release.Release, error) {
 	chart, err := loader.Load(filepath.Join(testenv.RepoRoot(), "charts", "gitops-addon"))
 	if err != nil {
-		return nil, nil, fmt.Errorf("loading the manager chart: %w", err)
+		return nil, fmt.Errorf("loading the manager chart: %w", err)
 	}
 	install := action.NewInstall(&action.Configuration{})
 	install.DryRun, install.ClientOnly, install.IncludeCRDs = true, true, true
-	install.ReleaseName, install.Namespace = "gitops-addon", Namespace
+	install.ReleaseName, install.Namespace = ReleaseName, Namespace
 	install.KubeVersion = &chartutil.KubeVersion{Version: "v1.35.4", Major: "1", Minor: "35"}
 	rel, err := install.Run(chart, map[string]any{})
 	if err != nil {
-		return nil, nil, fmt.Errorf("rendering the manager chart: %w", err)
+		return nil, fmt.Errorf("rendering the manager chart: %w", err)
 	}
-	var objects []*unstructured.Unstructured
-	var deployment *appsv1.Deployment
+	return rel, nil
+}
+
+// managerDeployment is the manager Deployment the chart renders.
+func managerDeployment() (*appsv1.Deployment, error) {
+	rel, err := RenderRelease()
+	if err != nil {
+		return nil, err
+	}
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(rel.Manifest)))
 	for {
 		doc, err := reader.Read()
 		if errors.Is(err, io.EOF) {
-			break
+			return nil, errors.New("the manager chart renders no Deployment " + managerName)
 		}
 		if err != nil {
-			return nil, nil, fmt.Errorf("reading the rendered chart: %w", err)
+			return nil, fmt.Errorf("reading the rendered chart: %w", err)
 		}
 		u := &unstructured.Unstructured{}
 		if err := utilyaml.Unmarshal(doc, &u.Object); err != nil {
-			return nil, nil, fmt.Errorf("decoding the rendered chart: %w", err)
-		}
-		if len(u.Object) == 0 {
-			continue
+			return nil, fmt.Errorf("decoding the rendered chart: %w", err)
 		}
 		if u.GetKind() == "Deployment" && u.GetName() == managerName {
-			deployment = &appsv1.Deployment{}
+			deployment := &appsv1.Deployment{}
 			if err := utilyaml.Unmarshal(doc, deployment); err != nil {
-				return nil, nil, fmt.Errorf("decoding the manager Deployment: %w", err)
+				return nil, fmt.Errorf("decoding the manager Deployment: %w", err)
 			}
-			continue
+			return deployment, nil
 		}
-		objects = append(objects, u)
 	}
-	if deployment == nil {
-		return nil, nil, errors.New("the manager chart renders no Deployment " + managerName)
-	}
-	return objects, deployment, nil
 }
 
 func namespace(name string) *unstructured.Unstructured {

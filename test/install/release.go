@@ -29,14 +29,15 @@ const (
 	uninstallHookJob = "gitops-addon-uninstall"
 )
 
-// helmConfig is a Helm action configuration for the hub, in the release namespace.
-func helmConfig(hub *harness.Cluster, logf func(string, ...any)) (*action.Configuration, error) {
+// HelmConfig is a Helm action configuration for a kubeconfig file and a namespace, with
+// releases stored as Secrets, as the helm CLI does.
+func HelmConfig(kubeconfig, namespace string, logf func(string, ...any)) (*action.Configuration, error) {
 	settings := cli.New()
-	settings.KubeConfig = hub.Kubeconfig
-	settings.SetNamespace(Namespace)
+	settings.KubeConfig = kubeconfig
+	settings.SetNamespace(namespace)
 	cfg := &action.Configuration{}
-	if err := cfg.Init(settings.RESTClientGetter(), Namespace, "secret", logf); err != nil {
-		return nil, fmt.Errorf("configuring Helm for the hub: %w", err)
+	if err := cfg.Init(settings.RESTClientGetter(), namespace, "secret", logf); err != nil {
+		return nil, fmt.Errorf("configuring Helm for %s: %w", kubeconfig, err)
 	}
 	return cfg, nil
 }
@@ -46,7 +47,7 @@ func helmConfig(hub *harness.Cluster, logf func(string, ...any)) (*action.Config
 // ClusterManagementAddOn and the manager Deployment (whose pod never runs: StartManager
 // runs the manager as a process).
 func installRelease(ctx context.Context, hub *harness.Cluster) error {
-	cfg, err := helmConfig(hub, func(string, ...any) {})
+	cfg, err := HelmConfig(hub.Kubeconfig, Namespace, func(string, ...any) {})
 	if err != nil {
 		return err
 	}
@@ -70,7 +71,7 @@ func installRelease(ctx context.Context, hub *harness.Cluster) error {
 // is scaled to 0, and the Job is marked complete from the process's exit, which is what
 // Helm waits for. It returns the hook's output.
 func (p *Product) UninstallRelease(ctx context.Context, timeout time.Duration) (string, error) {
-	cfg, err := helmConfig(p.Fleet.Hub, func(string, ...any) {})
+	cfg, err := HelmConfig(p.Fleet.Hub.Kubeconfig, Namespace, func(string, ...any) {})
 	if err != nil {
 		return "", err
 	}
@@ -182,9 +183,6 @@ func completeJob(ctx context.Context, c client.Client, job *batchv1.Job) error {
 				Type: t, Status: corev1.ConditionTrue, LastProbeTime: now, LastTransitionTime: now, Reason: "CompletedByTestKubelet",
 			})
 		}
-		if err := c.Status().Update(ctx, current); err != nil {
-			return err
-		}
-		return nil
+		return c.Status().Update(ctx, current)
 	})
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/cli"
 	appsv1 "k8s.io/api/apps/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
@@ -19,6 +18,7 @@ import (
 	addonv1alpha1 "open-cluster-management.io/api/addon/v1alpha1"
 
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/test/install"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
 )
 
@@ -26,11 +26,8 @@ const gitOpsClusterCRD = "gitopsclusters.apps.open-cluster-management.io"
 
 // helmConfig is a Helm action configuration for a kubeconfig and namespace.
 func helmConfig(t *testing.T, kubeconfig, namespace string) *action.Configuration {
-	settings := cli.New()
-	settings.KubeConfig = kubeconfig
-	settings.SetNamespace(namespace)
-	cfg := &action.Configuration{}
-	require.NoError(t, cfg.Init(settings.RESTClientGetter(), namespace, "secret", t.Logf))
+	cfg, err := install.HelmConfig(kubeconfig, namespace, t.Logf)
+	require.NoError(t, err)
 	return cfg
 }
 

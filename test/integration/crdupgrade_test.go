@@ -25,11 +25,12 @@ import (
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/crdupgrade"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/manager"
+	"github.com/gitops-addon/gitops-addon/test/install"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
 )
 
 const (
-	chartNamespace = "open-cluster-management-addon"
+	chartNamespace = install.Namespace
 	// managerUser is the manager's ServiceAccount as the chart creates it.
 	managerUser = "system:serviceaccount:" + chartNamespace + ":gitops-addon-manager"
 	// olderCRDFile is the GitOpsCluster CRD of an older release (see the file's header).
@@ -38,11 +39,15 @@ const (
 	chartCRDFile = "crds/apps.open-cluster-management.io_gitopsclusters.yaml"
 )
 
-// asManager is a hub config with the manager's identity.
-func asManager(cfg *rest.Config) *rest.Config {
+// chartServiceAccountGroups are the groups of a ServiceAccount of the chart's namespace.
+var chartServiceAccountGroups = []string{"system:serviceaccounts", "system:serviceaccounts:" + chartNamespace, "system:authenticated"}
+
+// asChartServiceAccount is a hub config with the identity of one of the chart's
+// ServiceAccounts (user and groups as its token would give).
+func asChartServiceAccount(cfg *rest.Config, name string) *rest.Config {
 	impersonated := rest.CopyConfig(cfg)
-	impersonated.Impersonate = rest.ImpersonationConfig{UserName: managerUser,
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + chartNamespace, "system:authenticated"}}
+	impersonated.Impersonate = rest.ImpersonationConfig{
+		UserName: "system:serviceaccount:" + chartNamespace + ":" + name, Groups: chartServiceAccountGroups}
 	return impersonated
 }
 
@@ -126,7 +131,7 @@ func TestHelmUpgradeCarriesTheCRDForward(t *testing.T) {
 
 	scheme, err := manager.NewScheme()
 	require.NoError(t, err)
-	asMgr, err := client.New(asManager(env.Config), client.Options{Scheme: scheme})
+	asMgr, err := client.New(asChartServiceAccount(env.Config, "gitops-addon-manager"), client.Options{Scheme: scheme})
 	require.NoError(t, err)
 	outcomes, err := crdupgrade.Ensure(ctx, asMgr, nil)
 	require.NoError(t, err, "the new manager's CRD upgrade, with the RBAC the chart grants it")
@@ -187,7 +192,7 @@ func TestHelmUpgradeCarriesTheCRDForward(t *testing.T) {
 		}
 		for _, tt := range tests {
 			sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-				User: managerUser, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + chartNamespace, "system:authenticated"},
+				User: managerUser, Groups: chartServiceAccountGroups,
 				ResourceAttributes: &authorizationv1.ResourceAttributes{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions", Verb: tt.verb, Name: tt.name},
 			}}
 			require.NoError(t, admin.Create(ctx, sar))

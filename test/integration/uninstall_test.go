@@ -9,9 +9,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/release"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -22,7 +19,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	workv1 "open-cluster-management.io/api/work/v1"
@@ -34,6 +30,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/hub/gitopscluster"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/uninstall"
+	"github.com/gitops-addon/gitops-addon/test/install"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
 )
 
@@ -228,13 +225,7 @@ func mustGitOpsCluster(t *testing.T, c client.Client, gc *appsv1beta1.GitOpsClus
 // them before the hook's Job, and returns a client with that ServiceAccount's identity.
 func hookClient(t *testing.T, ctx context.Context, env *testenv.Env) client.Client {
 	t.Helper()
-	c, err := loader.Load(filepath.Join(testenv.RepoRoot(), "charts", "gitops-addon"))
-	require.NoError(t, err)
-	install := action.NewInstall(&action.Configuration{})
-	install.DryRun, install.ClientOnly = true, true
-	install.ReleaseName, install.Namespace = "gitops-addon", chartNamespace
-	install.KubeVersion = &chartutil.KubeVersion{Version: "v1.35.4", Major: "1", Minor: "35"}
-	rel, err := install.Run(c, nil)
+	rel, err := install.RenderRelease()
 	require.NoError(t, err)
 	var job bool
 	for _, hook := range rel.Hooks {
@@ -252,10 +243,7 @@ func hookClient(t *testing.T, ctx context.Context, env *testenv.Env) client.Clie
 		assert.Contains(t, hook.Events, release.HookPreDelete, "%s is a pre-delete hook", obj.GetKind())
 	}
 	require.True(t, job, "the chart runs gitops-addon uninstall as a pre-delete hook Job")
-	cfg := rest.CopyConfig(env.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + chartNamespace + ":gitops-addon-uninstall",
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + chartNamespace, "system:authenticated"}}
-	hook, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	hook, err := client.New(asChartServiceAccount(env.Config, "gitops-addon-uninstall"), client.Options{Scheme: env.Scheme})
 	require.NoError(t, err)
 	return hook
 }
