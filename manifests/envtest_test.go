@@ -174,6 +174,8 @@ func TestRenderedManifestsOnARealAPIServer(t *testing.T) {
 			{"operator binds cluster roles", operator, authorizationv1.ResourceAttributes{Group: "rbac.authorization.k8s.io", Resource: "clusterroles", Verb: "bind"}, "", true},
 			{"operator manages ArgoCDs", operator, authorizationv1.ResourceAttributes{Namespace: constants.GitOpsNamespace, Group: "argoproj.io", Resource: "argocds/finalizers", Verb: "update"}, "", true},
 			{"operator cannot write CRDs", operator, crdAttrs("create", ""), "", false},
+			{"operator reads APIServices (its start-up check for Routes and Prometheus)", operator, authorizationv1.ResourceAttributes{Group: "apiregistration.k8s.io", Resource: "apiservices", Verb: "get", Name: "v1.monitoring.coreos.com"}, "", true},
+			{"operator cannot write APIServices", operator, authorizationv1.ResourceAttributes{Group: "apiregistration.k8s.io", Resource: "apiservices", Verb: "update", Name: "v1.route.openshift.io"}, "", false},
 			{"operator cannot delete namespaces", operator, authorizationv1.ResourceAttributes{Resource: "namespaces", Verb: "delete", Name: "default"}, "", false},
 
 			{"controller deploys workloads", controller, authorizationv1.ResourceAttributes{Namespace: "team-a", Group: "apps", Resource: "deployments", Verb: "create"}, "", true},

@@ -343,3 +343,6 @@ func (w testWriter) Write(b []byte) (int, error) {
 	w.t.Log(string(b))
 	return len(b), nil
 }
+
+// BinDir is the folder the fleet's programs come from.
+func (f *Fleet) BinDir() string { return f.opts.BinDir }

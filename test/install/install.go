@@ -21,17 +21,10 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"helm.sh/helm/v3/pkg/action"
@@ -167,7 +160,7 @@ func (p *Product) StartManagerWith(ctx context.Context, set map[string]string) e
 	if p.Manager != nil {
 		return errors.New("the manager is already running")
 	}
-	kubeconfig, err := serviceAccountKubeconfig(ctx, p.Fleet.Hub, Namespace, managerName)
+	kubeconfig, err := p.Fleet.Hub.ServiceAccountKubeconfig(ctx, Namespace, managerName)
 	if err != nil {
 		return err
 	}
@@ -213,7 +206,7 @@ func (p *Product) StartAgent(ctx context.Context, spoke *harness.Spoke) error {
 	if err := copySecret(ctx, spoke.Cluster, ns, constants.HubKubeconfigSecret, hubDir); err != nil {
 		return err
 	}
-	spokeKubeconfig, err := serviceAccountKubeconfig(ctx, spoke.Cluster, ns, deployment.Spec.Template.Spec.ServiceAccountName)
+	spokeKubeconfig, err := spoke.ServiceAccountKubeconfig(ctx, ns, deployment.Spec.Template.Spec.ServiceAccountName)
 	if err != nil {
 		return err
 	}
@@ -270,39 +263,6 @@ func copySecret(ctx context.Context, c *harness.Cluster, ns, name, dir string) e
 		if err := os.WriteFile(filepath.Join(dir, key), value, 0o600); err != nil {
 			return fmt.Errorf("writing %s: %w", key, err)
 		}
-	}
-	return nil
-}
-
-// serviceAccountKubeconfig writes a kubeconfig with a bound token of a ServiceAccount, so
-// that a process runs with exactly that account's RBAC.
-func serviceAccountKubeconfig(ctx context.Context, c *harness.Cluster, ns, name string) (string, error) {
-	kube, err := kubernetes.NewForConfig(c.Config)
-	if err != nil {
-		return "", err
-	}
-	var token *authenticationv1.TokenRequest
-	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		token, err = kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{
-			Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(24 * 3600))},
-		}, metav1.CreateOptions{})
-		return err == nil, nil
-	})
-	if err != nil {
-		return "", fmt.Errorf("requesting a token for ServiceAccount %s/%s on %s: %w", ns, name, c.Name, err)
-	}
-	file := filepath.Join(c.Dir, "sa-"+ns+"-"+name+".kubeconfig")
-	return file, writeTokenKubeconfig(file, c.Config, token.Status.Token)
-}
-
-func writeTokenKubeconfig(file string, cfg *rest.Config, token string) error {
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: token}
-	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
-	kc.CurrentContext = "c"
-	if err := clientcmd.WriteToFile(*kc, file); err != nil {
-		return fmt.Errorf("writing %s: %w", file, err)
 	}
 	return nil
 }

@@ -138,7 +138,7 @@ func (p *Product) runUninstallHook(ctx context.Context) (*batchv1.Job, string, e
 		return nil, "", fmt.Errorf("helm uninstall created no pre-delete hook Job %s/%s: %w", Namespace, uninstallHookJob, err)
 	}
 	spec := job.Spec.Template.Spec
-	kubeconfig, err := serviceAccountKubeconfig(ctx, hub, Namespace, spec.ServiceAccountName)
+	kubeconfig, err := hub.ServiceAccountKubeconfig(ctx, Namespace, spec.ServiceAccountName)
 	if err != nil {
 		return nil, "", err
 	}

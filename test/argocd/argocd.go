@@ -1,0 +1,388 @@
+// Package argocd runs real Argo CD on a harness fleet, built from source by
+// `make e2e-env` (hack/build-argocd.sh), with processes standing in for the pods no
+// kubelet runs:
+//
+//   - on the hub, the user's own Argo CD in openshift-gitops (StartHub): Argo CD's CRDs,
+//     its minimal configuration, redis, a repo-server, an application controller and the
+//     ApplicationSet controller, all as the hub's administrator;
+//   - on a spoke, the GitOps operator gitops-addon delivered (StartOperator), run with
+//     its Deployment's ServiceAccount, arguments and environment, so that it reconciles
+//     the delivered ArgoCD CR with exactly the RBAC the addon grants it; then the
+//     application controller and repo-server the operator made (StartSpoke), run with
+//     the commands the operator wrote into their StatefulSet and Deployment and with the
+//     application controller ServiceAccount's token, so that the argocd-platform-extensions
+//     allowlist is exactly what the controller can do;
+//   - a Git repository served as file:// (Repo).
+package argocd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/test/harness"
+)
+
+// Namespace holds the Argo CD instance on the hub and on every spoke.
+const Namespace = constants.GitOpsNamespace
+
+// Names of what the operator makes from the ArgoCD CR openshift-gitops.
+const (
+	ControllerStatefulSet    = constants.ArgoCDName + "-application-controller"
+	RepoServerDeployment     = constants.ArgoCDName + "-repo-server"
+	ControllerServiceAccount = constants.ArgoCDName + "-argocd-application-controller"
+)
+
+// Binaries are what StartHub, StartOperator and StartSpoke run from the fleet's bin
+// directory, beside redis-server and git from the system.
+var Binaries = []string{"argocd", "argocd-operator"}
+
+// MissingBinaries lists the programs absent from dir and from PATH.
+func MissingBinaries(dir string) []string {
+	var missing []string
+	for _, b := range Binaries {
+		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
+			missing = append(missing, b)
+		}
+	}
+	for _, b := range []string{"redis-server", "git"} {
+		if _, err := lookPath(b); err != nil {
+			missing = append(missing, b)
+		}
+	}
+	return missing
+}
+
+// Instance is one Argo CD's processes on one cluster.
+type Instance struct {
+	Cluster *harness.Cluster
+	// Redis, RepoServer, Controller and ApplicationSet (hub only, else nil) are its processes.
+	Redis, RepoServer, Controller, ApplicationSet *harness.Process
+	// ControllerKubeconfig is the application controller's identity.
+	ControllerKubeconfig string
+}
+
+// Stop ends the instance's processes.
+func (i *Instance) Stop() error {
+	var errs []error
+	for _, p := range []*harness.Process{i.ApplicationSet, i.Controller, i.RepoServer, i.Redis} {
+		if p != nil {
+			errs = append(errs, p.Stop())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// component starts one Argo CD component of the all-in-one binary (its role chosen by
+// ARGOCD_BINARY_NAME) with its own temporary and socket directory.
+func component(f *harness.Fleet, c *harness.Cluster, role string, args []string, env ...string) (*harness.Process, error) {
+	dir := filepath.Join(c.Dir, "argocd", role)
+	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0o700); err != nil {
+		return nil, err
+	}
+	env = append([]string{
+		"ARGOCD_BINARY_NAME=" + role,
+		"ARGOCD_GPG_ENABLED=false",
+		"ARGOCD_ASK_PASS_SOCK=" + filepath.Join(dir, "askpass.sock"),
+		"TMPDIR=" + filepath.Join(dir, "tmp"),
+		"HOME=" + dir,
+	}, env...)
+	return f.StartProcess(c.Name+"-"+role, append([]string{filepath.Join(f.BinDir(), "argocd")}, args...), env...)
+}
+
+// startRedis runs redis-server on a free loopback port, without persistence.
+func startRedis(ctx context.Context, f *harness.Fleet, c *harness.Cluster) (*harness.Process, string, error) {
+	redisServer, err := lookPath("redis-server")
+	if err != nil {
+		return nil, "", fmt.Errorf("redis-server is not installed (`make e2e-env` installs it): %w", err)
+	}
+	addr := freeAddress()
+	_, port, _ := net.SplitHostPort(addr)
+	p, err := f.StartProcess(c.Name+"-argocd-redis", []string{redisServer, "--port", port, "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", c.Dir})
+	if err != nil {
+		return nil, "", err
+	}
+	return p, addr, waitListening(ctx, p, addr)
+}
+
+// startRepoServer runs a repo-server without TLS on a free loopback port; args are the
+// operator's (spoke) or none (hub).
+func startRepoServer(ctx context.Context, f *harness.Fleet, c *harness.Cluster, args []string, redis string) (*harness.Process, string, error) {
+	addr := freeAddress()
+	_, port, _ := net.SplitHostPort(addr)
+	args = setFlags(args, map[string]string{
+		"--redis": redis, "--address": "127.0.0.1", "--port": port,
+		"--metrics-address": "127.0.0.1", "--metrics-port": freePort(),
+	})
+	p, err := component(f, c, "argocd-repo-server", append(args, "--disable-tls"))
+	if err != nil {
+		return nil, "", err
+	}
+	return p, addr, waitListening(ctx, p, addr)
+}
+
+// startController runs an application controller with a kubeconfig; the in-cluster
+// destination https://kubernetes.default.svc is that kubeconfig's cluster.
+func startController(f *harness.Fleet, c *harness.Cluster, args []string, kubeconfig, redis, repoServer string) (*harness.Process, error) {
+	args = setFlags(args, map[string]string{
+		"--kubeconfig": kubeconfig, "--namespace": Namespace, "--redis": redis, "--repo-server": repoServer,
+		"--metrics-port": freePort(),
+		// Git is polled every 15 s instead of 2 min, so a new commit shows within a test.
+		"--app-resync": "15", "--app-resync-jitter": "1",
+	})
+	return component(f, c, "argocd-application-controller", append(args, "--repo-server-plaintext"),
+		"KUBECONFIG="+kubeconfig, "ARGOCD_FAKE_IN_CLUSTER=true")
+}
+
+// Hub runs the hub's own Argo CD in openshift-gitops as the hub's administrator: Argo
+// CD's CRDs and minimal configuration (what argocd-server and the install manifests would
+// create), redis, repo-server, application controller and ApplicationSet controller.
+func StartHub(ctx context.Context, f *harness.Fleet, crdFiles []string) (*Instance, error) {
+	c := f.Hub
+	if err := applyFiles(ctx, c.Client, crdFiles); err != nil {
+		return nil, err
+	}
+	if err := ensureConfig(ctx, c.Client); err != nil {
+		return nil, err
+	}
+	if err := ensureDefaultProject(ctx, c.Client); err != nil {
+		return nil, err
+	}
+	i := &Instance{Cluster: c, ControllerKubeconfig: c.Kubeconfig}
+	var redis, repoServer string
+	var err error
+	if i.Redis, redis, err = startRedis(ctx, f, c); err != nil {
+		return i, err
+	}
+	if i.RepoServer, repoServer, err = startRepoServer(ctx, f, c, nil, redis); err != nil {
+		return i, err
+	}
+	if i.Controller, err = startController(f, c, nil, c.Kubeconfig, redis, repoServer); err != nil {
+		return i, err
+	}
+	i.ApplicationSet, err = component(f, c, "argocd-applicationset-controller", []string{
+		"--kubeconfig", c.Kubeconfig, "--namespace", Namespace, "--argocd-repo-server", repoServer, "--repo-server-plaintext",
+		"--metrics-addr", freeAddress(), "--probe-addr", freeAddress(), "--webhook-addr", freeAddress(),
+	}, "KUBECONFIG="+c.Kubeconfig)
+	return i, err
+}
+
+// ensureConfig creates what Argo CD's install manifests ship in its namespace: argocd-cm
+// (the settings informer only sees it with its part-of label), argocd-secret and
+// argocd-rbac-cm.
+func ensureConfig(ctx context.Context, c client.Client) error {
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	labels := map[string]string{"app.kubernetes.io/part-of": "argocd"}
+	for _, obj := range []client.Object{
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: "argocd-cm", Labels: labels}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: "argocd-rbac-cm", Labels: labels}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: "argocd-secret", Labels: labels},
+			StringData: map[string]string{"server.secretkey": "e2e-only-not-a-secret"}},
+	} {
+		if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating %s/%s: %w", Namespace, obj.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// ensureDefaultProject creates the AppProject "default" as argocd-server does at start
+// (no argocd-server runs here).
+func ensureDefaultProject(ctx context.Context, c client.Client) error {
+	p := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1", "kind": "AppProject",
+		"metadata": map[string]any{"name": "default", "namespace": Namespace},
+		"spec": map[string]any{
+			"sourceRepos":              []any{"*"},
+			"destinations":             []any{map[string]any{"server": "*", "namespace": "*"}},
+			"clusterResourceWhitelist": []any{map[string]any{"group": "*", "kind": "*"}},
+		},
+	}}
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		err := c.Create(ctx, p.DeepCopy())
+		return err == nil || apierrors.IsAlreadyExists(err), nil
+	})
+	if err != nil {
+		return fmt.Errorf("creating the default AppProject (is the AppProject CRD served?): %w", err)
+	}
+	return nil
+}
+
+// StartOperator runs the GitOps operator gitops-addon delivered to a spoke, once its
+// Deployment is there: as its ServiceAccount, with its arguments and environment, health
+// and metrics on loopback, without leader election (which needs the pod's namespace).
+func StartOperator(ctx context.Context, f *harness.Fleet, s *harness.Spoke) (*harness.Process, error) {
+	d := &appsv1.Deployment{}
+	if err := waitGet(ctx, s.Client, client.ObjectKey{Namespace: Namespace, Name: constants.OperatorDeployment}, d, 5*time.Minute); err != nil {
+		return nil, fmt.Errorf("waiting for the GitOps operator Deployment on %s: %w", s.Name, err)
+	}
+	kubeconfig, err := s.ServiceAccountKubeconfig(ctx, Namespace, d.Spec.Template.Spec.ServiceAccountName)
+	if err != nil {
+		return nil, err
+	}
+	container := d.Spec.Template.Spec.Containers[0]
+	args := setFlags(withoutFlag(container.Args, "--leader-elect"), map[string]string{
+		"--health-probe-bind-address": freeAddress(), "--metrics-bind-address": freeAddress(), "--kubeconfig": kubeconfig,
+	})
+	redisConfig, err := operatorRedisConfig(f.BinDir())
+	if err != nil {
+		return nil, err
+	}
+	env := []string{"REDIS_CONFIG_PATH=" + redisConfig}
+	for _, e := range container.Env {
+		if e.ValueFrom == nil {
+			env = append(env, e.Name+"="+e.Value)
+		}
+	}
+	return f.StartProcess(s.Name+"-gitops-operator", append([]string{filepath.Join(f.BinDir(), "argocd-operator")}, args...), env...)
+}
+
+// StartSpoke runs the Argo CD the operator made on a spoke, once it has made it: redis,
+// the repo-server with its Deployment's arguments, and the application controller with
+// its StatefulSet's arguments and ServiceAccount, addresses pointing at these processes
+// (the operator's Services have no endpoints without a kubelet). It creates the "default"
+// AppProject where argocd-server, which does not run here, would.
+func StartSpoke(ctx context.Context, f *harness.Fleet, s *harness.Spoke) (*Instance, error) {
+	sts := &appsv1.StatefulSet{}
+	if err := waitGet(ctx, s.Client, client.ObjectKey{Namespace: Namespace, Name: ControllerStatefulSet}, sts, 5*time.Minute); err != nil {
+		return nil, fmt.Errorf("waiting for the operator to make the application controller on %s: %w", s.Name, err)
+	}
+	repo := &appsv1.Deployment{}
+	if err := waitGet(ctx, s.Client, client.ObjectKey{Namespace: Namespace, Name: RepoServerDeployment}, repo, 2*time.Minute); err != nil {
+		return nil, fmt.Errorf("waiting for the operator to make the repo-server on %s: %w", s.Name, err)
+	}
+	if err := ensureDefaultProject(ctx, s.Client); err != nil {
+		return nil, err
+	}
+	kubeconfig, err := s.ServiceAccountKubeconfig(ctx, Namespace, sts.Spec.Template.Spec.ServiceAccountName)
+	if err != nil {
+		return nil, err
+	}
+	i := &Instance{Cluster: s.Cluster, ControllerKubeconfig: kubeconfig}
+	var redis, repoServer string
+	if i.Redis, redis, err = startRedis(ctx, f, s.Cluster); err != nil {
+		return i, err
+	}
+	if i.RepoServer, repoServer, err = startRepoServer(ctx, f, s.Cluster, componentArgs(repo.Spec.Template.Spec.Containers[0]), redis); err != nil {
+		return i, err
+	}
+	i.Controller, err = startController(f, s.Cluster, componentArgs(sts.Spec.Template.Spec.Containers[0]), kubeconfig, redis, repoServer)
+	return i, err
+}
+
+// componentArgs are the arguments after the argocd-* program in a container's command
+// and args (the operator runs some through an entrypoint script).
+func componentArgs(c corev1.Container) []string {
+	all := append(append([]string(nil), c.Command...), c.Args...)
+	for i, a := range all {
+		if strings.HasPrefix(filepath.Base(a), "argocd-") {
+			return all[i+1:]
+		}
+	}
+	return nil
+}
+
+// operatorRedisConfig is the redis configuration templates folder of the operator's
+// module, which hack/build-argocd.sh downloaded while building it.
+func operatorRedisConfig(binDir string) (string, error) {
+	matches, _ := filepath.Glob(filepath.Join(binDir, ".build", "argocd-operator-*", "go.mod"))
+	if len(matches) == 0 {
+		return "", fmt.Errorf("the operator's build module is missing from %s/.build: run `make e2e-env`", binDir)
+	}
+	version, err := os.ReadFile(filepath.Join(binDir, "argocd-operator.version"))
+	if err != nil {
+		return "", err
+	}
+	dir, err := goModDir(filepath.Dir(matches[0]), "github.com/argoproj-labs/argocd-operator@"+strings.Fields(string(version))[0])
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "build", "redis"), nil
+}
+
+// setFlags sets each flag to its value in args, replacing --flag=value and --flag value
+// forms, adding it when absent.
+func setFlags(args []string, set map[string]string) []string {
+	out := args
+	for name, value := range set {
+		out = append(withoutFlag(out, name), name+"="+value)
+	}
+	return out
+}
+
+// withoutFlag removes --flag, --flag=value and --flag value from args.
+func withoutFlag(args []string, name string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == name {
+			if i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+				i++
+			}
+			continue
+		}
+		if strings.HasPrefix(a, name+"=") {
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+func waitGet(ctx context.Context, c client.Client, key client.ObjectKey, obj client.Object, timeout time.Duration) error {
+	return wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		return c.Get(ctx, key, obj) == nil, nil
+	})
+}
+
+// waitListening waits until addr accepts connections, failing early if p exits.
+func waitListening(ctx context.Context, p *harness.Process, addr string) error {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		if exited, err := p.Exited(); exited {
+			return false, fmt.Errorf("%s exited: %v\n%s", p.Name, err, p.Tail(20))
+		}
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			return false, nil
+		}
+		_ = conn.Close()
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for %s on %s: %w", p.Name, addr, err)
+	}
+	return nil
+}
+
+// freeAddress is a free 127.0.0.1 port as host:port; freePort the port alone.
+func freeAddress() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(fmt.Sprintf("no free port on 127.0.0.1: %v", err))
+	}
+	defer func() { _ = l.Close() }()
+	return "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+}
+
+func freePort() string {
+	_, port, _ := net.SplitHostPort(freeAddress())
+	return port
+}

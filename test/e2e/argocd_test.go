@@ -1,0 +1,165 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	workv1 "open-cluster-management.io/api/work/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
+	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
+	"github.com/gitops-addon/gitops-addon/test/argocd"
+	"github.com/gitops-addon/gitops-addon/test/harness"
+	"github.com/gitops-addon/gitops-addon/test/install"
+	"github.com/gitops-addon/gitops-addon/test/testenv"
+)
+
+// argoFleet is a fleet with gitops-addon and real Argo CD on the hub and both spokes.
+type argoFleet struct {
+	f       *harness.Fleet
+	p       *install.Product
+	spokes  map[string]*harness.Spoke
+	hubArgo *argocd.Instance
+	argo    map[string]*argocd.Instance // per spoke
+	repo    *argocd.Repo
+}
+
+// startArgoFleet starts the hub and both spokes, installs gitops-addon with the seed
+// GitOpsCluster over both, and runs the hub's Argo CD, each spoke's GitOps operator and
+// the Argo CD it makes.
+func startArgoFleet(t *testing.T, ctx context.Context) *argoFleet {
+	if missing := argocd.MissingBinaries(testenv.BinDir()); len(missing) > 0 {
+		t.Fatalf("%v missing: run `make e2e-env`, which builds Argo CD and the GitOps operator and installs redis-server and git", missing)
+	}
+	a := &argoFleet{f: harness.StartForTest(t, harness.Options{}), spokes: map[string]*harness.Spoke{}, argo: map[string]*argocd.Instance{}}
+	binary, err := install.BuildBinary(ctx, t.TempDir())
+	require.NoError(t, err)
+	spokes, err := a.f.AddSpokes(ctx, vanilla, openshift)
+	require.NoError(t, err)
+	for _, s := range spokes {
+		a.spokes[s.Name] = s
+	}
+	routeServer, err := install.MakeOpenShiftLike(ctx, a.f.Hub, a.spokes[openshift])
+	require.NoError(t, err)
+	t.Cleanup(routeServer.Stop)
+
+	a.p, err = install.OnHub(ctx, a.f, binary)
+	require.NoError(t, err)
+	require.NoError(t, a.p.StartManager(ctx))
+	require.NoError(t, install.ApplySeed(ctx, a.f.Hub))
+	for _, name := range []string{vanilla, openshift} {
+		require.NoError(t, install.SelectCluster(ctx, a.f.Hub, name, true))
+	}
+	agentErrs := startAgentsWhenDelivered(ctx, a.p, a.spokes)
+
+	a.hubArgo, err = argocd.StartHub(ctx, a.f, testenv.ArgoCDCRDPaths(t))
+	require.NoError(t, err, "starting the hub's Argo CD")
+	a.repo, err = argocd.NewRepo(t.TempDir())
+	require.NoError(t, err)
+	_, err = a.repo.Commit("applications", argocd.Apps)
+	require.NoError(t, err)
+
+	require.NoError(t, <-agentErrs)
+	for _, name := range []string{vanilla, openshift} {
+		_, err := argocd.StartOperator(ctx, a.f, a.spokes[name])
+		require.NoError(t, err, "starting the GitOps operator on %s", name)
+	}
+	for _, name := range []string{vanilla, openshift} {
+		a.argo[name], err = argocd.StartSpoke(ctx, a.f, a.spokes[name])
+		require.NoError(t, err, "starting the Argo CD the operator made on %s", name)
+	}
+	return a
+}
+
+// TestArgoCD runs the seed's pull-model ApplicationSet and its failure modes with real
+// Argo CD: the hub's ApplicationSet controller generates the Applications from the
+// acm-placement ConfigMap, gitops-addon carries them to the spokes, each spoke's Argo CD
+// (made by the real GitOps operator from the delivered ArgoCD CR) syncs them with the
+// argocd-platform-extensions allowlist, and their status comes back to the hub.
+func TestArgoCD(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	a := startArgoFleet(t, ctx)
+
+	appSet := seedApplicationSet(t, a.repo.URL(), "guestbook")
+	require.NoError(t, a.f.Hub.Client.Create(ctx, appSet))
+
+	t.Run("the seed ApplicationSet syncs on both spokes and the hub shows Synced/Healthy", func(t *testing.T) {
+		for _, cluster := range []string{vanilla, openshift} {
+			name := "guestbook-" + cluster
+			require.Eventually(t, func() bool {
+				return exists(ctx, a.f.Hub.Client, application("", ""), constants.GitOpsNamespace+"/"+name)
+			}, 2*time.Minute, time.Second, "the ApplicationSet controller generates %s", name)
+			require.Eventually(t, func() bool {
+				return exists(ctx, a.f.Hub.Client, &workv1.ManifestWork{}, cluster+"/"+pullmodel.WorkName(constants.GitOpsNamespace, name))
+			}, time.Minute, time.Second, "the ManifestWork of %s", name)
+			waitAppStatus(t, ctx, a.spokes[cluster].Cluster, name, "Synced", "Healthy", 3*time.Minute)
+			assert.True(t, exists(ctx, a.spokes[cluster].Client, &corev1.ConfigMap{}, "guestbook/guestbook-ui"), "the application's ConfigMap on %s", cluster)
+		}
+		for _, cluster := range []string{vanilla, openshift} {
+			waitAppStatus(t, ctx, a.f.Hub, "guestbook-"+cluster, "Synced", "Healthy", 2*time.Minute)
+		}
+		report := &v1alpha1.MulticlusterApplicationSetReport{}
+		require.Eventually(t, func() bool {
+			return a.f.Hub.Client.Get(ctx, client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: "guestbook"}, report) == nil &&
+				report.Statuses.Summary.Healthy == "2" && report.Statuses.Summary.Synced == "2"
+		}, time.Minute, time.Second, "the report counts both spokes healthy and synced: %+v", report.Statuses.Summary)
+		assert.Equal(t, "2", report.Statuses.Summary.Clusters)
+		assert.False(t, exists(ctx, a.f.Hub.Client, &corev1.Namespace{}, "guestbook"), "nothing of the application is deployed on the hub")
+	})
+}
+
+// seedApplicationSet is the seed's ApplicationSet with its source pointed at the local
+// repository's path.
+func seedApplicationSet(t *testing.T, repoURL, path string) *unstructured.Unstructured {
+	appSet := &unstructured.Unstructured{}
+	require.NoError(t, yaml.Unmarshal(install.SeedYAML("applicationset.yaml"), &appSet.Object))
+	require.NoError(t, unstructured.SetNestedField(appSet.Object, repoURL, "spec", "template", "spec", "source", "repoURL"))
+	require.NoError(t, unstructured.SetNestedField(appSet.Object, path, "spec", "template", "spec", "source", "path"))
+	return appSet
+}
+
+// waitAppStatus waits for an Application in openshift-gitops to show a sync and health
+// status, as `kubectl get applications` does.
+func waitAppStatus(t *testing.T, ctx context.Context, c *harness.Cluster, name, sync, health string, timeout time.Duration) {
+	t.Helper()
+	var last string
+	require.Eventually(t, func() bool {
+		app := application(constants.GitOpsNamespace, name)
+		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(app), app); err != nil {
+			last = err.Error()
+			return false
+		}
+		last = appSummary(app)
+		s, _, _ := unstructured.NestedString(app.Object, "status", "sync", "status")
+		h, _, _ := unstructured.NestedString(app.Object, "status", "health", "status")
+		return s == sync && h == health
+	}, timeout, time.Second, "Application %s on %s: want %s/%s, last %s", name, c.Name, sync, health, last)
+}
+
+// appSummary is what `kubectl get application -o wide` and its conditions say.
+func appSummary(app *unstructured.Unstructured) string {
+	s, _, _ := unstructured.NestedString(app.Object, "status", "sync", "status")
+	h, _, _ := unstructured.NestedString(app.Object, "status", "health", "status")
+	op, _, _ := unstructured.NestedString(app.Object, "status", "operationState", "message")
+	conditions, _, _ := unstructured.NestedSlice(app.Object, "status", "conditions")
+	var msgs []string
+	for _, c := range conditions {
+		if m, ok := c.(map[string]any); ok {
+			msgs = append(msgs, fmt.Sprintf("%v: %v", m["type"], m["message"]))
+		}
+	}
+	return fmt.Sprintf("%s/%s operation %q conditions [%s]", s, h, op, strings.Join(msgs, "; "))
+}
+
+
