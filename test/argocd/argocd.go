@@ -129,6 +129,8 @@ func startRepoServer(ctx context.Context, f *harness.Fleet, c *harness.Cluster, 
 	args = setFlags(args, map[string]string{
 		"--redis": redis, "--address": "127.0.0.1", "--port": port,
 		"--metrics-address": "127.0.0.1", "--metrics-port": freePort(),
+		// HEAD is resolved again after 5 s instead of 3 min, so a new commit shows within a test.
+		"--revision-cache-expiration": "5s",
 	})
 	p, err := component(f, c, "argocd-repo-server", append(args, "--disable-tls"))
 	if err != nil {

@@ -117,6 +117,91 @@ func TestArgoCD(t *testing.T) {
 		assert.Equal(t, "2", report.Statuses.Summary.Clusters)
 		assert.False(t, exists(ctx, a.f.Hub.Client, &corev1.Namespace{}, "guestbook"), "nothing of the application is deployed on the hub")
 	})
+
+	t.Run("drift: an edit on the spoke is reverted by the spoke's Argo CD, and the hub does not fight", func(t *testing.T) {
+		spoke := a.spokes[vanilla].Client
+		since := time.Now()
+		cm := &corev1.ConfigMap{}
+		require.NoError(t, spoke.Get(ctx, client.ObjectKey{Namespace: "guestbook", Name: "guestbook-ui"}, cm))
+		cm.Data["color"] = "red"
+		require.NoError(t, spoke.Update(ctx, cm))
+		require.Eventually(t, func() bool {
+			return spoke.Get(ctx, client.ObjectKeyFromObject(cm), cm) == nil && cm.Data["color"] == "blue"
+		}, 2*time.Minute, time.Second, "self-heal restores the ConfigMap")
+		t.Logf("reverted %v after the edit", time.Since(since).Round(time.Second))
+		waitAppStatus(t, ctx, a.f.Hub, "guestbook-"+vanilla, "Synced", "Healthy", time.Minute)
+		writes, err := a.f.Hub.Writes(managerUser(), since)
+		require.NoError(t, err)
+		for _, w := range writes {
+			// The hub Application mirrors the spoke's status (OutOfSync, then Synced again);
+			// anything else would be the manager pushing back.
+			if w.ObjectRef != nil && (w.ObjectRef.Resource == "applications" || w.ObjectRef.Resource == "multiclusterapplicationsetreports") {
+				continue
+			}
+			t.Errorf("the manager wrote while the spoke healed: %s", w)
+		}
+	})
+
+	t.Run("a new Git commit: its revision reaches the hub Application", func(t *testing.T) {
+		files := map[string]string{"guestbook/configmap.yaml": strings.ReplaceAll(argocd.Apps["guestbook/configmap.yaml"], "color: blue", "color: green")}
+		sha, err := a.repo.Commit("guestbook turns green", files)
+		require.NoError(t, err)
+		for _, cluster := range []string{vanilla, openshift} {
+			require.Eventually(t, func() bool {
+				app := application(constants.GitOpsNamespace, "guestbook-"+cluster)
+				if a.f.Hub.Client.Get(ctx, client.ObjectKeyFromObject(app), app) != nil {
+					return false
+				}
+				rev, _, _ := unstructured.NestedString(app.Object, "status", "sync", "revision")
+				s, _, _ := unstructured.NestedString(app.Object, "status", "sync", "status")
+				return rev == sha && s == "Synced"
+			}, 3*time.Minute, time.Second, "the hub Application of %s shows revision %s", cluster, sha)
+			cm := &corev1.ConfigMap{}
+			require.NoError(t, a.spokes[cluster].Client.Get(ctx, client.ObjectKey{Namespace: "guestbook", Name: "guestbook-ui"}, cm))
+			assert.Equal(t, "green", cm.Data["color"], "the commit is deployed on %s", cluster)
+		}
+	})
+
+	t.Run("RBAC: a kind outside the allowlist fails to sync with the forbidden error on the hub; extraAPIGroups fixes it without a restart", func(t *testing.T) {
+		prio := seedApplicationSet(t, a.repo.URL(), "priority")
+		prio.SetName("priority")
+		require.NoError(t, unstructured.SetNestedField(prio.Object, "priority-{{name}}", "spec", "template", "metadata", "name"))
+		require.NoError(t, a.f.Hub.Client.Create(ctx, prio))
+		for _, cluster := range []string{vanilla, openshift} {
+			var last string
+			require.Eventually(t, func() bool {
+				app := application(constants.GitOpsNamespace, "priority-"+cluster)
+				if a.f.Hub.Client.Get(ctx, client.ObjectKeyFromObject(app), app) != nil {
+					return false
+				}
+				last = appSummary(app)
+				return strings.Contains(last, "forbidden")
+			}, 3*time.Minute, time.Second, "the forbidden error of %s reaches the hub Application; last: %s", cluster, last)
+			t.Logf("hub Application priority-%s: %s", cluster, last)
+		}
+		report := &v1alpha1.MulticlusterApplicationSetReport{}
+		require.Eventually(t, func() bool {
+			if a.f.Hub.Client.Get(ctx, client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: "priority"}, report) != nil {
+				return false
+			}
+			forbidden := 0
+			for _, c := range report.Statuses.ClusterConditions {
+				for _, cond := range c.Conditions {
+					if strings.Contains(cond.Message, "forbidden") {
+						forbidden++
+					}
+				}
+			}
+			return forbidden == 2
+		}, time.Minute, time.Second, "the report names the forbidden error on both clusters: %+v", report.Statuses)
+
+		for _, cluster := range []string{vanilla, openshift} {
+			require.NoError(t, install.SetCustomizedVariable(ctx, a.f.Hub, cluster, "extraAPIGroups", "scheduling.k8s.io"))
+		}
+		for _, cluster := range []string{vanilla, openshift} {
+			waitAppStatus(t, ctx, a.f.Hub, "priority-"+cluster, "Synced", "Healthy", 5*time.Minute)
+		}
+	})
 }
 
 // seedApplicationSet is the seed's ApplicationSet with its source pointed at the local
@@ -161,5 +246,3 @@ func appSummary(app *unstructured.Unstructured) string {
 	}
 	return fmt.Sprintf("%s/%s operation %q conditions [%s]", s, h, op, strings.Join(msgs, "; "))
 }
-
-

@@ -8,14 +8,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/util/retry"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1alpha1 "open-cluster-management.io/api/cluster/v1alpha1"
@@ -264,4 +267,49 @@ func WaitAddonAvailable(ctx context.Context, hub *harness.Cluster, cluster strin
 		return fmt.Errorf("waiting for ManagedClusterAddOn %s/%s Available: %w", cluster, constants.AddonName, err)
 	}
 	return nil
+}
+
+// ConfigName is the AddOnDeploymentConfig SetCustomizedVariable attaches to a cluster's
+// gitops-addon.
+const ConfigName = "gitops-addon-config"
+
+// SetCustomizedVariable sets one customizedVariable of the AddOnDeploymentConfig
+// ConfigName in the cluster's namespace, creating it and attaching it to the cluster's
+// ManagedClusterAddOn (spec.configs) as a user would.
+func SetCustomizedVariable(ctx context.Context, hub *harness.Cluster, cluster, name, value string) error {
+	adc := &addonv1beta1.AddOnDeploymentConfig{}
+	key := client.ObjectKey{Namespace: cluster, Name: ConfigName}
+	err := hub.Client.Get(ctx, key, adc)
+	switch {
+	case apierrors.IsNotFound(err):
+		adc = &addonv1beta1.AddOnDeploymentConfig{ObjectMeta: metav1.ObjectMeta{Namespace: cluster, Name: ConfigName}}
+		adc.Spec.CustomizedVariables = []addonv1beta1.CustomizedVariable{{Name: name, Value: value}}
+		if err := hub.Client.Create(ctx, adc); err != nil {
+			return fmt.Errorf("creating AddOnDeploymentConfig %s: %w", key, err)
+		}
+	case err != nil:
+		return err
+	default:
+		vars := slices.DeleteFunc(adc.Spec.CustomizedVariables, func(v addonv1beta1.CustomizedVariable) bool { return v.Name == name })
+		adc.Spec.CustomizedVariables = append(vars, addonv1beta1.CustomizedVariable{Name: name, Value: value})
+		if err := hub.Client.Update(ctx, adc); err != nil {
+			return fmt.Errorf("updating AddOnDeploymentConfig %s: %w", key, err)
+		}
+	}
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		mca := &addonv1beta1.ManagedClusterAddOn{}
+		if err := hub.Client.Get(ctx, client.ObjectKey{Namespace: cluster, Name: constants.AddonName}, mca); err != nil {
+			return err
+		}
+		for _, c := range mca.Spec.Configs {
+			if c.Resource == "addondeploymentconfigs" && c.Name == ConfigName && c.Namespace == cluster {
+				return nil
+			}
+		}
+		mca.Spec.Configs = append(mca.Spec.Configs, addonv1beta1.AddOnConfig{
+			ConfigGroupResource: addonv1beta1.ConfigGroupResource{Group: "addon.open-cluster-management.io", Resource: "addondeploymentconfigs"},
+			ConfigReferent:      addonv1beta1.ConfigReferent{Namespace: cluster, Name: ConfigName},
+		})
+		return hub.Client.Update(ctx, mca)
+	})
 }

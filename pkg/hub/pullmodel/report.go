@@ -144,6 +144,13 @@ func clusterCondition(w *workv1.ManifestWork) v1alpha1.ClusterCondition {
 		msg, _ := s.get(FeedbackOperationMessage)
 		c.Conditions = append(c.Conditions, v1alpha1.Condition{Type: "SyncError", Message: msg})
 	}
+	for _, sc := range s.conditions() {
+		// Argo CD's error conditions end in "Error"; its warnings are no problem of the report.
+		entry := v1alpha1.Condition{Type: sc.Type, Message: sc.Message}
+		if strings.HasSuffix(sc.Type, "Error") && !slices.Contains(c.Conditions, entry) {
+			c.Conditions = append(c.Conditions, entry)
+		}
+	}
 	return c
 }
 

@@ -81,8 +81,40 @@ func desiredHubStatus(app *unstructured.Unstructured, s spokeStatus, conditions 
 	if v, ok := s.get(FeedbackReconciledAt); ok {
 		status["reconciledAt"] = v
 	}
+	if app.GetAnnotations()[AnnotationSkipReconcile] == "true" {
+		// Nobody else writes the conditions of an Application the hub's Argo CD skips:
+		// the spoke's stand in for them.
+		conditions = append(appConditions(s.conditions()), conditions...)
+		status["conditions"] = []any{}
+	}
 	setConditions(status, conditions)
 	return status
+}
+
+// spokeCondition is one of the spoke Application's conditions.
+type spokeCondition struct{ Type, Message string }
+
+// conditions are the spoke Application's reported conditions, in its order.
+func (s spokeStatus) conditions() []spokeCondition {
+	var out []spokeCondition
+	for i := range spokeConditionsReported {
+		t, ok := s.get(FeedbackConditionType(i))
+		if !ok || t == "" {
+			break
+		}
+		msg, _ := s.get(FeedbackConditionMessage(i))
+		out = append(out, spokeCondition{Type: t, Message: msg})
+	}
+	return out
+}
+
+// appConditions are conditions as Argo CD ApplicationConditions.
+func appConditions(cs []spokeCondition) []any {
+	out := make([]any, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, map[string]any{"type": c.Type, "message": c.Message})
+	}
+	return out
 }
 
 // setOperationState copies the spoke's operation phase, start and message. Argo CD's

@@ -56,6 +56,23 @@ func TestDesiredHubStatus(t *testing.T) {
 			reported: map[string]string{FeedbackOperationPhase: "Succeeded", FeedbackOperationStartedAt: "t0"},
 			want:     map[string]any{"operationState": map[string]any{"operation": map[string]any{"sync": map[string]any{}}, "phase": "Succeeded", "startedAt": "t0"}},
 		},
+		{
+			name: "the spoke's conditions stand in for the hub's, in order",
+			reported: map[string]string{
+				FeedbackConditionType(0): "ComparisonError", FeedbackConditionMessage(0): "failed to load open api schema",
+				FeedbackConditionType(1): "SyncError", FeedbackConditionMessage(1): "priorityclasses is forbidden",
+			},
+			want: map[string]any{"conditions": []any{
+				map[string]any{"type": "ComparisonError", "message": "failed to load open api schema"},
+				map[string]any{"type": "SyncError", "message": "priorityclasses is forbidden"},
+			}},
+		},
+		{
+			name:     "conditions the spoke no longer reports leave the hub",
+			existing: map[string]any{"conditions": []any{map[string]any{"type": "ComparisonError", "message": "old"}}},
+			reported: map[string]string{FeedbackSync: "Synced"},
+			want:     map[string]any{"sync": map[string]any{"status": "Synced"}},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -119,4 +136,19 @@ func TestPullConditions(t *testing.T) {
 		setConditions(status, first)
 		assert.Len(t, status["conditions"], 2)
 	})
+}
+
+// An Application the hub's own Argo CD also reconciles (no skip-reconcile) keeps the
+// conditions that Argo CD writes: mirroring the spoke's would fight it.
+func TestSpokeConditionsOnlyReplaceThoseOfSkippedApplications(t *testing.T) {
+	app := hubApp(seedApp)
+	annotations := app.GetAnnotations()
+	delete(annotations, AnnotationSkipReconcile)
+	app.SetAnnotations(annotations)
+	hubOwn := map[string]any{"type": "ComparisonError", "message": "the hub's Argo CD says so"}
+	app.Object["status"] = map[string]any{"conditions": []any{hubOwn}}
+	w := reportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", map[string]string{
+		FeedbackConditionType(0): "SyncError", FeedbackConditionMessage(0): "from the spoke"})
+	got := desiredHubStatus(app, spokeStatusOf(w, "openshift-gitops", "guestbook-cluster1"), nil)
+	assert.Equal(t, []any{hubOwn}, got["conditions"])
 }

@@ -26,8 +26,18 @@ const (
 	FeedbackReconciledAt       = "reconciledAt"
 )
 
+// spokeConditionsReported is how many of the spoke Application's conditions
+// (ComparisonError, SyncError, InvalidSpecError, ...) come back to the hub: the JSONPath
+// feedback of a work agent without feature gates yields one scalar per path.
+const spokeConditionsReported = 2
+
+// FeedbackConditionType and FeedbackConditionMessage name the feedback values of the
+// spoke Application's i-th condition.
+func FeedbackConditionType(i int) string    { return fmt.Sprintf("condition%dType", i) }
+func FeedbackConditionMessage(i int) string { return fmt.Sprintf("condition%dMessage", i) }
+
 // feedbackPaths maps each feedback value to its JSONPath in the spoke Application.
-var feedbackPaths = []workv1.JsonPath{
+var feedbackPaths = append([]workv1.JsonPath{
 	{Name: FeedbackHealth, Path: ".status.health.status"},
 	{Name: FeedbackSync, Path: ".status.sync.status"},
 	{Name: FeedbackRevision, Path: ".status.sync.revision"},
@@ -35,6 +45,16 @@ var feedbackPaths = []workv1.JsonPath{
 	{Name: FeedbackOperationStartedAt, Path: ".status.operationState.startedAt"},
 	{Name: FeedbackOperationMessage, Path: ".status.operationState.message"},
 	{Name: FeedbackReconciledAt, Path: ".status.reconciledAt"},
+}, conditionPaths()...)
+
+func conditionPaths() []workv1.JsonPath {
+	var paths []workv1.JsonPath
+	for i := range spokeConditionsReported {
+		paths = append(paths,
+			workv1.JsonPath{Name: FeedbackConditionType(i), Path: fmt.Sprintf(".status.conditions[%d].type", i)},
+			workv1.JsonPath{Name: FeedbackConditionMessage(i), Path: fmt.Sprintf(".status.conditions[%d].message", i)})
+	}
+	return paths
 }
 
 // workPlan is everything that goes into one pulled Application's ManifestWork.
