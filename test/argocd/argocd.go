@@ -147,6 +147,8 @@ func startController(f *harness.Fleet, c *harness.Cluster, args []string, kubeco
 		"--metrics-port": freePort(),
 		// Git is polled every 15 s instead of 2 min, so a new commit shows within a test.
 		"--app-resync": "15", "--app-resync-jitter": "1",
+		// A failing comparison shows as a condition after 15 s instead of 3 min.
+		"--repo-error-grace-period-seconds": "15",
 	})
 	return component(f, c, "argocd-application-controller", append(args, "--repo-server-plaintext"),
 		"KUBECONFIG="+kubeconfig, "ARGOCD_FAKE_IN_CLUSTER=true")

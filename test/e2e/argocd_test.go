@@ -3,14 +3,21 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionshelpers "k8s.io/apiextensions-apiserver/pkg/apihelpers"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -18,6 +25,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/routeguard"
 	"github.com/gitops-addon/gitops-addon/test/argocd"
 	"github.com/gitops-addon/gitops-addon/test/harness"
 	"github.com/gitops-addon/gitops-addon/test/install"
@@ -202,6 +210,74 @@ func TestArgoCD(t *testing.T) {
 			waitAppStatus(t, ctx, a.f.Hub, "priority-"+cluster, "Synced", "Healthy", 5*time.Minute)
 		}
 	})
+
+	t.Run("Routes trap, for real: a duplicate Routes CRD breaks the spoke's Argo CD until the agent removes it", func(t *testing.T) {
+		s := a.spokes[openshift]
+		// The guard off: no admission policy (through the AddOnDeploymentConfig, rolled out
+		// to the agent), then no agent.
+		require.NoError(t, install.SetCustomizedVariable(ctx, a.f.Hub, openshift, "routeCRDAdmissionGuard", "false"))
+		require.Eventually(t, func() bool {
+			d := &appsv1.Deployment{}
+			return s.Client.Get(ctx, client.ObjectKey{Namespace: harness.AddonNamespace, Name: constants.AgentDeployment}, d) == nil &&
+				slices.Contains(d.Spec.Template.Spec.Containers[0].Args, "--disable-route-crd-admission-guard")
+		}, 2*time.Minute, time.Second, "the agent Deployment on %s turns the admission guard off", openshift)
+		require.NoError(t, a.p.RestartAgent(ctx, s))
+		require.Eventually(t, func() bool {
+			return !exists(ctx, s.Client, &admissionregistrationv1.ValidatingAdmissionPolicy{}, routeguard.GuardName)
+		}, time.Minute, time.Second, "the agent removes its admission policy")
+		require.NoError(t, a.p.Agent(openshift).Stop())
+
+		// The duplicate, an apiserver restart, and the application controller restarting
+		// (as its pod does on a node drain or an upgrade) and loading the API's schema.
+		require.NoError(t, s.Client.Create(ctx, duplicateRoutesCRD()))
+		require.Eventually(t, func() bool {
+			crd := &apiextensionsv1.CustomResourceDefinition{}
+			return s.Client.Get(ctx, client.ObjectKey{Name: constants.RoutesCRDName}, crd) == nil && apiextensionshelpers.IsCRDConditionTrue(crd, apiextensionsv1.Established)
+		}, 30*time.Second, 100*time.Millisecond, "the duplicate is established")
+		require.NoError(t, s.APIServer.Restart())
+		require.NoError(t, s.WaitReady(ctx))
+		require.NoError(t, a.argo[openshift].Controller.Restart())
+		var last string
+		require.Eventually(t, func() bool {
+			app := application(constants.GitOpsNamespace, "guestbook-"+openshift)
+			if a.f.Hub.Client.Get(ctx, client.ObjectKeyFromObject(app), app) != nil {
+				return false
+			}
+			last = appSummary(app)
+			return strings.Contains(last, "failed to load open api schema")
+		}, 3*time.Minute, time.Second, "the hub Application shows the spoke Argo CD failing on the API schema; last: %s", last)
+		t.Logf("with the duplicate: %s", last)
+
+		start := time.Now()
+		require.NoError(t, a.p.StartAgent(ctx, s))
+		require.Eventually(t, func() bool {
+			return !exists(ctx, s.Client, &apiextensionsv1.CustomResourceDefinition{}, constants.RoutesCRDName)
+		}, time.Minute, 100*time.Millisecond, "the agent removes the duplicate")
+		removed := time.Since(start)
+		waitAppStatus(t, ctx, s.Cluster, "guestbook-"+openshift, "Synced", "Healthy", 3*time.Minute)
+		synced := time.Since(start)
+		waitAppStatus(t, ctx, a.f.Hub, "guestbook-"+openshift, "Synced", "Healthy", 2*time.Minute)
+		t.Logf("from agent start: duplicate removed in %v, spoke Application Synced/Healthy in %v, on the hub in %v",
+			removed.Round(100*time.Millisecond), synced.Round(100*time.Millisecond), time.Since(start).Round(100*time.Millisecond))
+	})
+}
+
+// duplicateRoutesCRD is a routes.route.openshift.io CRD as another product's manifests
+// carry it, here on a cluster that serves Routes natively.
+func duplicateRoutesCRD() *apiextensionsv1.CustomResourceDefinition {
+	return &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: constants.RoutesCRDName},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "route.openshift.io", Scope: apiextensionsv1.NamespaceScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Kind: "Route", ListKind: "RouteList", Plural: "routes", Singular: "route"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+				Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object", XPreserveUnknownFields: ptr.To(true),
+				}},
+			}},
+		},
+	}
 }
 
 // seedApplicationSet is the seed's ApplicationSet with its source pointed at the local

@@ -291,3 +291,14 @@ func freeAddress() string {
 	defer func() { _ = l.Close() }()
 	return "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 }
+
+// RestartAgent stops a spoke's agent and starts it again with its Deployment as it is
+// now, as a rollout after a Deployment change does.
+func (p *Product) RestartAgent(ctx context.Context, spoke *harness.Spoke) error {
+	if agent := p.agents[spoke.Name]; agent != nil {
+		if err := agent.Stop(); err != nil {
+			return fmt.Errorf("stopping the agent on %s: %w", spoke.Name, err)
+		}
+	}
+	return p.StartAgent(ctx, spoke)
+}
