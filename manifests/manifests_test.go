@@ -75,6 +75,9 @@ func TestDefaultValuesRenderEveryObject(t *testing.T) {
 		{"RoleBinding", testInstallNamespace, "gitops-addon:agent"},
 		{"ValidatingAdmissionPolicy", "", "gitops-addon-agent-crds"},
 		{"ValidatingAdmissionPolicyBinding", "", "gitops-addon-agent-crds"},
+		{"Role", constants.GitOpsNamespace, "gitops-addon:agent-teardown"},
+		{"RoleBinding", constants.GitOpsNamespace, "gitops-addon:agent-teardown"},
+		{"Job", testInstallNamespace, "gitops-addon-spoke-teardown"},
 	}
 	for _, want := range expected {
 		assert.NotNil(t, findObject(objects, want.kind, want.namespace, want.name),
@@ -507,4 +510,14 @@ func assertCPURequest(t *testing.T, want string, container corev1.Container) {
 	got := container.Resources.Requests[corev1.ResourceCPU]
 	wantQuantity := resource.MustParse(want)
 	assert.Zero(t, wantQuantity.Cmp(got), "%s: cpu request %s, want %s", container.Name, got.String(), want)
+}
+
+// The teardown Job is the addon's pre-delete hook: addon-framework recognises it by this
+// annotation, keeps it out of the deploy ManifestWork and runs it before deleting that.
+func TestTheTeardownJobIsThePreDeleteHook(t *testing.T) {
+	job := mustFind(t, mustRender(t, map[string]any{}), "Job", testInstallNamespace, "gitops-addon-spoke-teardown")
+	assert.Contains(t, job.GetAnnotations(), "addon.open-cluster-management.io/addon-pre-delete")
+	args, _, _ := unstructured.NestedSlice(job.Object, "spec", "template", "spec", "containers")
+	require.Len(t, args, 1)
+	assert.Equal(t, "spoke-teardown", args[0].(map[string]any)["args"].([]any)[0])
 }

@@ -390,3 +390,30 @@ func freePort() string {
 	_, port, _ := net.SplitHostPort(freeAddress())
 	return port
 }
+
+// StopWithWorkload stops a process standing in for a pod once its workload (Deployment
+// or StatefulSet) is deleted or being deleted, as the kubelet stops a pod whose owner
+// goes: a test of teardown then sees what the cluster would.
+func StopWithWorkload(ctx context.Context, c *harness.Cluster, workload client.Object, p *harness.Process) {
+	key := client.ObjectKeyFromObject(workload)
+	go func() {
+		_ = wait.PollUntilContextCancel(ctx, 250*time.Millisecond, false, func(ctx context.Context) (bool, error) {
+			obj := workload.DeepCopyObject().(client.Object)
+			err := c.Client.Get(ctx, key, obj)
+			if apierrors.IsNotFound(err) || (err == nil && obj.GetDeletionTimestamp() != nil) {
+				_ = p.Stop()
+				return true, nil
+			}
+			return false, nil
+		})
+	}()
+}
+
+// StopWithWorkloads ties the operator and the spoke instance's processes to the
+// workloads they stand in for (see StopWithWorkload).
+func StopWithWorkloads(ctx context.Context, s *harness.Spoke, operator *harness.Process, i *Instance) {
+	StopWithWorkload(ctx, s.Cluster, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: constants.OperatorDeployment}}, operator)
+	StopWithWorkload(ctx, s.Cluster, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: ControllerStatefulSet}}, i.Controller)
+	StopWithWorkload(ctx, s.Cluster, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: RepoServerDeployment}}, i.RepoServer)
+	StopWithWorkload(ctx, s.Cluster, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: constants.ArgoCDName + "-redis"}}, i.Redis)
+}

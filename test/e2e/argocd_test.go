@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
+	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -31,6 +32,9 @@ import (
 	"github.com/gitops-addon/gitops-addon/test/install"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
 )
+
+// bare is a managed cluster without the gitops addon.
+const bare = "bare"
 
 // argoFleet is a fleet with gitops-addon and real Argo CD on the hub and both spokes.
 type argoFleet struct {
@@ -52,7 +56,8 @@ func startArgoFleet(t *testing.T, ctx context.Context) *argoFleet {
 	a := &argoFleet{f: harness.StartForTest(t, harness.Options{}), spokes: map[string]*harness.Spoke{}, argo: map[string]*argocd.Instance{}}
 	binary, err := install.BuildBinary(ctx, t.TempDir())
 	require.NoError(t, err)
-	spokes, err := a.f.AddSpokes(ctx, vanilla, openshift)
+	// bare joins the hub but never gets the gitops addon.
+	spokes, err := a.f.AddSpokes(ctx, vanilla, openshift, bare)
 	require.NoError(t, err)
 	for _, s := range spokes {
 		a.spokes[s.Name] = s
@@ -68,7 +73,7 @@ func startArgoFleet(t *testing.T, ctx context.Context) *argoFleet {
 	for _, name := range []string{vanilla, openshift} {
 		require.NoError(t, install.SelectCluster(ctx, a.f.Hub, name, true))
 	}
-	agentErrs := startAgentsWhenDelivered(ctx, a.p, a.spokes)
+	agentErrs := startAgentsWhenDelivered(ctx, a.p, map[string]*harness.Spoke{vanilla: a.spokes[vanilla], openshift: a.spokes[openshift]})
 
 	a.hubArgo, err = argocd.StartHub(ctx, a.f, testenv.ArgoCDCRDPaths(t))
 	require.NoError(t, err, "starting the hub's Argo CD")
@@ -78,13 +83,15 @@ func startArgoFleet(t *testing.T, ctx context.Context) *argoFleet {
 	require.NoError(t, err)
 
 	require.NoError(t, <-agentErrs)
+	operators := map[string]*harness.Process{}
 	for _, name := range []string{vanilla, openshift} {
-		_, err := argocd.StartOperator(ctx, a.f, a.spokes[name])
+		operators[name], err = argocd.StartOperator(ctx, a.f, a.spokes[name])
 		require.NoError(t, err, "starting the GitOps operator on %s", name)
 	}
 	for _, name := range []string{vanilla, openshift} {
 		a.argo[name], err = argocd.StartSpoke(ctx, a.f, a.spokes[name])
 		require.NoError(t, err, "starting the Argo CD the operator made on %s", name)
+		argocd.StopWithWorkloads(ctx, a.spokes[name], operators[name], a.argo[name])
 	}
 	return a
 }
@@ -176,15 +183,7 @@ func TestArgoCD(t *testing.T) {
 		require.NoError(t, unstructured.SetNestedField(prio.Object, "priority-{{name}}", "spec", "template", "metadata", "name"))
 		require.NoError(t, a.f.Hub.Client.Create(ctx, prio))
 		for _, cluster := range []string{vanilla, openshift} {
-			var last string
-			require.Eventually(t, func() bool {
-				app := application(constants.GitOpsNamespace, "priority-"+cluster)
-				if a.f.Hub.Client.Get(ctx, client.ObjectKeyFromObject(app), app) != nil {
-					return false
-				}
-				last = appSummary(app)
-				return strings.Contains(last, "forbidden")
-			}, 3*time.Minute, time.Second, "the forbidden error of %s reaches the hub Application; last: %s", cluster, last)
+			last := waitAppSays(t, ctx, a.f.Hub, "priority-"+cluster, "forbidden", 3*time.Minute)
 			t.Logf("hub Application priority-%s: %s", cluster, last)
 		}
 		report := &v1alpha1.MulticlusterApplicationSetReport{}
@@ -229,7 +228,10 @@ func TestArgoCD(t *testing.T) {
 
 		// The duplicate, an apiserver restart, and the application controller restarting
 		// (as its pod does on a node drain or an upgrade) and loading the API's schema.
-		require.NoError(t, s.Client.Create(ctx, duplicateRoutesCRD()))
+		// The apiserver's policy informer may still hold the deleted policy for a moment.
+		require.Eventually(t, func() bool {
+			return s.Client.Create(ctx, duplicateRoutesCRD()) == nil
+		}, 30*time.Second, 500*time.Millisecond, "creating the duplicate Routes CRD once no policy denies it")
 		require.Eventually(t, func() bool {
 			crd := &apiextensionsv1.CustomResourceDefinition{}
 			return s.Client.Get(ctx, client.ObjectKey{Name: constants.RoutesCRDName}, crd) == nil && apiextensionshelpers.IsCRDConditionTrue(crd, apiextensionsv1.Established)
@@ -237,15 +239,7 @@ func TestArgoCD(t *testing.T) {
 		require.NoError(t, s.APIServer.Restart())
 		require.NoError(t, s.WaitReady(ctx))
 		require.NoError(t, a.argo[openshift].Controller.Restart())
-		var last string
-		require.Eventually(t, func() bool {
-			app := application(constants.GitOpsNamespace, "guestbook-"+openshift)
-			if a.f.Hub.Client.Get(ctx, client.ObjectKeyFromObject(app), app) != nil {
-				return false
-			}
-			last = appSummary(app)
-			return strings.Contains(last, "failed to load open api schema")
-		}, 3*time.Minute, time.Second, "the hub Application shows the spoke Argo CD failing on the API schema; last: %s", last)
+		last := waitAppSays(t, ctx, a.f.Hub, "guestbook-"+openshift, "failed to load open api schema", 3*time.Minute)
 		t.Logf("with the duplicate: %s", last)
 
 		start := time.Now()
@@ -260,6 +254,115 @@ func TestArgoCD(t *testing.T) {
 		t.Logf("from agent start: duplicate removed in %v, spoke Application Synced/Healthy in %v, on the hub in %v",
 			removed.Round(100*time.Millisecond), synced.Round(100*time.Millisecond), time.Since(start).Round(100*time.Millisecond))
 	})
+
+	t.Run("addon not installed: an Application for a cluster without the gitops addon says so on the hub", func(t *testing.T) {
+		require.NoError(t, install.ApplyYAML(ctx, a.f.Hub.Client, []byte(placementByLabel("bare", "bare"))))
+		require.NoError(t, install.LabelCluster(ctx, a.f.Hub, bare, "bare", "true"))
+		// No Argo CD cluster Secret names bare (no GitOpsCluster selects it), so an
+		// ApplicationSet would generate nothing for it: the user writes the Application.
+		lonely := &unstructured.Unstructured{}
+		require.NoError(t, yaml.Unmarshal([]byte(fmt.Sprintf(`
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: lonely-%[1]s
+  namespace: openshift-gitops
+  labels: {apps.open-cluster-management.io/pull-to-ocm-managed-cluster: "true"}
+  annotations: {apps.open-cluster-management.io/ocm-managed-cluster: %[1]s, argocd.argoproj.io/skip-reconcile: "true"}
+spec:
+  project: default
+  source: {repoURL: %[2]q, path: guestbook}
+  destination: {server: "https://kubernetes.default.svc", namespace: guestbook}
+`, bare, a.repo.URL())), &lonely.Object))
+		require.NoError(t, a.f.Hub.Client.Create(ctx, lonely))
+		last := waitAppSays(t, ctx, a.f.Hub, "lonely-"+bare, "the gitops addon is not enabled on cluster "+bare, 3*time.Minute)
+		t.Logf("hub Application lonely-%s: %s", bare, last)
+	})
+
+	t.Run("a cluster removed from a Placement: its Applications go; the resources finalizer prunes, without it they stay", func(t *testing.T) {
+		s := a.spokes[vanilla]
+		require.NoError(t, install.ApplyYAML(ctx, a.f.Hub.Client, []byte(placementByLabel("app-targets", "app-target"))))
+		require.NoError(t, install.LabelCluster(ctx, a.f.Hub, vanilla, "app-target", "true"))
+		require.NoError(t, a.f.Hub.Client.Create(ctx, applicationSetOver(t, a.repo.URL(), "pruned", "app-targets", "guestbook", "pruned", true)))
+		require.NoError(t, a.f.Hub.Client.Create(ctx, applicationSetOver(t, a.repo.URL(), "kept", "app-targets", "guestbook", "kept", false)))
+		for _, name := range []string{"pruned", "kept"} {
+			waitAppStatus(t, ctx, a.f.Hub, name+"-"+vanilla, "Synced", "Healthy", 3*time.Minute)
+			require.True(t, exists(ctx, s.Client, &corev1.ConfigMap{}, name+"/guestbook-ui"), "the %s Application deployed its ConfigMap", name)
+		}
+
+		require.NoError(t, install.LabelCluster(ctx, a.f.Hub, vanilla, "app-target", ""))
+		for _, name := range []string{"pruned", "kept"} {
+			app := name + "-" + vanilla
+			require.Eventually(t, func() bool {
+				return !exists(ctx, a.f.Hub.Client, application("", ""), constants.GitOpsNamespace+"/"+app) &&
+					!exists(ctx, a.f.Hub.Client, &workv1.ManifestWork{}, vanilla+"/"+pullmodel.WorkName(constants.GitOpsNamespace, app)) &&
+					!exists(ctx, s.Client, application("", ""), constants.GitOpsNamespace+"/"+app)
+			}, 3*time.Minute, time.Second, "%s leaves the hub, its ManifestWork and the spoke", app)
+		}
+		require.Eventually(t, func() bool {
+			return !exists(ctx, s.Client, &corev1.ConfigMap{}, "pruned/guestbook-ui")
+		}, time.Minute, time.Second, "the resources finalizer pruned the ConfigMap")
+		assert.True(t, exists(ctx, s.Client, &corev1.ConfigMap{}, "kept/guestbook-ui"), "without the finalizer the ConfigMap stays")
+	})
+
+	// Last: it takes the GitOps stack off vanilla.
+	t.Run("operator-backed teardown: a cluster leaving the gitops addon finishes, keeping CRDs and Applications", func(t *testing.T) {
+		s := a.spokes[vanilla]
+		local := guestbookApplication(constants.GitOpsNamespace, "made-on-the-spoke")
+		require.NoError(t, s.Client.Create(ctx, local))
+		require.NoError(t, install.SelectCluster(ctx, a.f.Hub, vanilla, false))
+		var stuck []string
+		gone := assert.Eventually(t, func() bool {
+			works := &workv1.ManifestWorkList{}
+			if a.f.Hub.Client.List(ctx, works, client.InNamespace(vanilla), client.MatchingLabels{addonv1beta1.AddonLabelKey: constants.AddonName}) != nil {
+				return false
+			}
+			stuck = terminating(ctx, t, vanilla, s.Client)
+			return len(works.Items) == 0 && !exists(ctx, s.Client, argoCD(), constants.GitOpsNamespace+"/"+constants.ArgoCDName) && len(stuck) == 0
+		}, 3*time.Minute, time.Second, "the addon's ManifestWorks and the ArgoCD CR are gone, nothing Terminating")
+		require.True(t, gone, "still Terminating: %v", stuck)
+		assert.False(t, exists(ctx, s.Client, &appsv1.Deployment{}, constants.GitOpsNamespace+"/"+constants.OperatorDeployment), "the operator is gone")
+		for _, crd := range append(argoCRDs, constants.RoutesCRDName) {
+			assert.True(t, exists(ctx, s.Client, &apiextensionsv1.CustomResourceDefinition{}, crd), "CRD %s is kept", crd)
+		}
+		assert.True(t, exists(ctx, s.Client, local, constants.GitOpsNamespace+"/made-on-the-spoke"), "the spoke's own Application is kept")
+	})
+}
+
+// applicationSetOver is the seed's ApplicationSet renamed, over another Placement's
+// decisions, deploying path into namespace; its Applications prune their resources when
+// deleted (Argo CD's resources finalizer) or keep them.
+func applicationSetOver(t *testing.T, repoURL, name, placement, path, namespace string, pruneOnDelete bool) *unstructured.Unstructured {
+	appSet := seedApplicationSet(t, repoURL, path)
+	appSet.SetName(name)
+	generators, _, _ := unstructured.NestedSlice(appSet.Object, "spec", "generators")
+	gen := generators[0].(map[string]any)
+	_ = unstructured.SetNestedStringMap(gen, map[string]string{"cluster.open-cluster-management.io/placement": placement}, "clusterDecisionResource", "labelSelector", "matchLabels")
+	require.NoError(t, unstructured.SetNestedSlice(appSet.Object, []any{gen}, "spec", "generators"))
+	require.NoError(t, unstructured.SetNestedField(appSet.Object, name+"-{{name}}", "spec", "template", "metadata", "name"))
+	require.NoError(t, unstructured.SetNestedField(appSet.Object, namespace, "spec", "template", "spec", "destination", "namespace"))
+	if pruneOnDelete {
+		require.NoError(t, unstructured.SetNestedStringSlice(appSet.Object, []string{"resources-finalizer.argocd.argoproj.io"}, "spec", "template", "metadata", "finalizers"))
+	} else {
+		// Else the ApplicationSet controller adds the resources finalizer to each
+		// Application it deletes.
+		require.NoError(t, unstructured.SetNestedField(appSet.Object, true, "spec", "syncPolicy", "preserveResourcesOnDeletion"))
+	}
+	return appSet
+}
+
+// placementByLabel is a Placement in the Argo CD namespace selecting the clusters labelled key=true.
+func placementByLabel(name, key string) string {
+	return fmt.Sprintf(`apiVersion: cluster.open-cluster-management.io/v1beta1
+kind: Placement
+metadata: {name: %s, namespace: openshift-gitops}
+spec:
+  clusterSets: [default]
+  predicates:
+  - requiredClusterSelector:
+      labelSelector:
+        matchLabels: {%s: "true"}
+`, name, key)
 }
 
 // duplicateRoutesCRD is a routes.route.openshift.io CRD as another product's manifests
@@ -294,18 +397,42 @@ func seedApplicationSet(t *testing.T, repoURL, path string) *unstructured.Unstru
 // status, as `kubectl get applications` does.
 func waitAppStatus(t *testing.T, ctx context.Context, c *harness.Cluster, name, sync, health string, timeout time.Duration) {
 	t.Helper()
-	var last string
-	require.Eventually(t, func() bool {
-		app := application(constants.GitOpsNamespace, name)
-		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(app), app); err != nil {
-			last = err.Error()
-			return false
-		}
-		last = appSummary(app)
+	waitApp(t, ctx, c, name, timeout, func(app *unstructured.Unstructured) bool {
 		s, _, _ := unstructured.NestedString(app.Object, "status", "sync", "status")
 		h, _, _ := unstructured.NestedString(app.Object, "status", "health", "status")
 		return s == sync && h == health
-	}, timeout, time.Second, "Application %s on %s: want %s/%s, last %s", name, c.Name, sync, health, last)
+	}, "want %s/%s", sync, health)
+}
+
+// waitAppSays waits for an Application's status or conditions to contain text; it
+// returns the summary that did.
+func waitAppSays(t *testing.T, ctx context.Context, c *harness.Cluster, name, text string, timeout time.Duration) string {
+	t.Helper()
+	return waitApp(t, ctx, c, name, timeout, func(app *unstructured.Unstructured) bool {
+		return strings.Contains(appSummary(app), text)
+	}, "want it to say %q", text)
+}
+
+// waitApp polls an Application in openshift-gitops until cond holds; on timeout the test
+// fails with what the Application said last.
+func waitApp(t *testing.T, ctx context.Context, c *harness.Cluster, name string, timeout time.Duration,
+	cond func(*unstructured.Unstructured) bool, want string, args ...any) string {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		app := application(constants.GitOpsNamespace, name)
+		last := "not found"
+		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(app), app); err == nil {
+			last = appSummary(app)
+			if cond(app) {
+				return last
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Application %s on %s after %v: %s; it says: %s", name, c.Name, timeout, fmt.Sprintf(want, args...), last)
+		}
+		time.Sleep(time.Second)
+	}
 }
 
 // appSummary is what `kubectl get application -o wide` and its conditions say.

@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -56,7 +57,11 @@ type Product struct {
 	ManagerMetrics string
 
 	managerArgs []string
+	mu          sync.Mutex
 	agents      map[string]*harness.Process
+	hooks       map[string]bool // spokes whose pre-delete hook Jobs are run
+	// ctx ends with the fleet: what stands in for the kubelet runs as long.
+	ctx context.Context
 }
 
 // BuildBinary builds cmd/gitops-addon into dir; go's build cache makes a rebuild cheap.
@@ -81,7 +86,10 @@ func OnHub(ctx context.Context, f *harness.Fleet, binary string) (*Product, erro
 	if err := installRelease(ctx, f.Hub); err != nil {
 		return nil, err
 	}
-	return &Product{Fleet: f, Binary: binary, managerArgs: deployment.Spec.Template.Spec.Containers[0].Args, agents: map[string]*harness.Process{}}, nil
+	fleetCtx, cancel := context.WithCancel(context.Background())
+	f.OnStop(cancel)
+	return &Product{Fleet: f, Binary: binary, managerArgs: deployment.Spec.Template.Spec.Containers[0].Args,
+		agents: map[string]*harness.Process{}, hooks: map[string]bool{}, ctx: fleetCtx}, nil
 }
 
 // RenderRelease is `helm template charts/gitops-addon -n open-cluster-management-addon
@@ -220,12 +228,22 @@ func (p *Product) StartAgent(ctx context.Context, spoke *harness.Spoke) error {
 	if err != nil {
 		return fmt.Errorf("starting the agent on %s: %w", spoke.Name, err)
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.agents[spoke.Name] = proc
+	if !p.hooks[spoke.Name] {
+		p.hooks[spoke.Name] = true
+		go p.runPreDeleteHooks(p.ctx, spoke)
+	}
 	return nil
 }
 
 // Agent returns the agent process of a spoke, or nil.
-func (p *Product) Agent(spoke string) *harness.Process { return p.agents[spoke] }
+func (p *Product) Agent(spoke string) *harness.Process {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.agents[spoke]
+}
 
 func waitAgentDeployment(ctx context.Context, c *harness.Cluster) (*appsv1.Deployment, error) {
 	var found *appsv1.Deployment
@@ -295,7 +313,7 @@ func freeAddress() string {
 // RestartAgent stops a spoke's agent and starts it again with its Deployment as it is
 // now, as a rollout after a Deployment change does.
 func (p *Product) RestartAgent(ctx context.Context, spoke *harness.Spoke) error {
-	if agent := p.agents[spoke.Name]; agent != nil {
+	if agent := p.Agent(spoke.Name); agent != nil {
 		if err := agent.Stop(); err != nil {
 			return fmt.Errorf("stopping the agent on %s: %w", spoke.Name, err)
 		}

@@ -12,10 +12,7 @@ import (
 	"helm.sh/helm/v3/pkg/cli"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitops-addon/gitops-addon/test/harness"
@@ -89,7 +86,7 @@ func (p *Product) UninstallRelease(ctx context.Context, timeout time.Duration) (
 	if err != nil {
 		return out, err
 	}
-	if err := completeJob(ctx, p.Fleet.Hub.Client, hook); err != nil {
+	if err := finishJob(ctx, p.Fleet.Hub.Client, hook, true, ""); err != nil {
 		return out, err
 	}
 	if err := <-stopped; err != nil {
@@ -161,28 +158,4 @@ func (p *Product) runUninstallHook(ctx context.Context) (*batchv1.Job, string, e
 		return nil, out, fmt.Errorf("the uninstall hook failed: %w", exitErr)
 	}
 	return job, out, nil
-}
-
-// completeJob records a Job's success as the job controller does when its pod succeeded.
-func completeJob(ctx context.Context, c client.Client, job *batchv1.Job) error {
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		current := &batchv1.Job{}
-		if err := c.Get(ctx, client.ObjectKeyFromObject(job), current); err != nil {
-			return err
-		}
-		now := metav1.Now()
-		status := &current.Status
-		if status.StartTime == nil {
-			status.StartTime = &now
-		}
-		status.CompletionTime = &now
-		status.Active, status.Succeeded, status.Ready, status.Terminating = 0, 1, new(int32), new(int32)
-		status.UncountedTerminatedPods = nil
-		for _, t := range []batchv1.JobConditionType{batchv1.JobSuccessCriteriaMet, batchv1.JobComplete} {
-			status.Conditions = append(status.Conditions, batchv1.JobCondition{
-				Type: t, Status: corev1.ConditionTrue, LastProbeTime: now, LastTransitionTime: now, Reason: "CompletedByTestKubelet",
-			})
-		}
-		return c.Status().Update(ctx, current)
-	})
 }

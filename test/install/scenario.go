@@ -86,11 +86,11 @@ func SelectCluster(ctx context.Context, hub *harness.Cluster, name string, selec
 	if selected {
 		value = "enabled"
 	}
-	return labelManagedCluster(ctx, hub, name, SelectorLabel, value)
+	return LabelCluster(ctx, hub, name, SelectorLabel, value)
 }
 
-// labelManagedCluster sets (or, with an empty value, removes) a ManagedCluster label.
-func labelManagedCluster(ctx context.Context, hub *harness.Cluster, name, key, value string) error {
+// LabelCluster sets (or, with an empty value, removes) a ManagedCluster label.
+func LabelCluster(ctx context.Context, hub *harness.Cluster, name, key, value string) error {
 	mc := &clusterv1.ManagedCluster{}
 	if err := hub.Client.Get(ctx, client.ObjectKey{Name: name}, mc); err != nil {
 		return fmt.Errorf("reading ManagedCluster %s: %w", name, err)

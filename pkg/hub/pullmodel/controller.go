@@ -193,21 +193,31 @@ func (r *Reconciler) applyWork(ctx context.Context, app *unstructured.Unstructur
 // (and no Application CRD) there.
 func (r *Reconciler) applyFailureProblem(ctx context.Context, cluster string, w *workv1.ManifestWork, failure string) problem {
 	where := fmt.Sprintf("ManifestWork %s/%s is not applied on cluster %s (%s)", w.Namespace, w.Name, cluster, failure)
-	if !strings.Contains(failure, "no matches for kind") && !strings.Contains(failure, "the server could not find the requested resource") {
-		return problem{ReasonSpokeApplyFailed, where}
-	}
 	enabled, err := r.addonEnabled(ctx, cluster)
 	switch {
-	case err != nil:
-		return problem{ReasonSpokeApplyFailed, where + ": cluster " + cluster + " has no Argo CD Application API"}
-	case !enabled:
+	case err == nil && !enabled:
 		return problem{ReasonSpokeApplyFailed, where + ": the gitops addon is not enabled on cluster " + cluster +
 			", so it has no Argo CD; enable it (GitOpsCluster spec.gitopsAddon.enabled: true, or a ManagedClusterAddOn " +
 			"gitops-addon in namespace " + cluster + ")"}
+	case !missingApplicationAPI(failure):
+		return problem{ReasonSpokeApplyFailed, where}
+	case err != nil:
+		return problem{ReasonSpokeApplyFailed, where + ": cluster " + cluster + " has no Argo CD Application API"}
 	default:
 		return problem{ReasonSpokeApplyFailed, where + ": the gitops addon on cluster " + cluster +
 			" has not installed Argo CD yet; see `kubectl get managedclusteraddon gitops-addon -n " + cluster + "`"}
 	}
+}
+
+// missingApplicationAPI says whether the work agent's failure means the cluster does not
+// serve Argo CD's Application API (its wording differs between OCM releases).
+func missingApplicationAPI(failure string) bool {
+	for _, s := range []string{"no matches for kind", "the server could not find the requested resource", "doesn't have a resource type"} {
+		if strings.Contains(failure, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // writeHubApplication writes, in one patch and only when something changed, the

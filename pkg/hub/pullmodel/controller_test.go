@@ -86,3 +86,17 @@ func TestSymmetricDifference(t *testing.T) {
 	assert.Equal(t, []string{"a", "d"}, symmetricDifference([]string{"a", "b", "c"}, []string{"b", "c", "d"}))
 	assert.Empty(t, symmetricDifference([]string{"a"}, []string{"a"}))
 }
+
+// The work agent words a missing Application API differently across OCM releases; each
+// wording must lead to the addon hint.
+func TestMissingApplicationAPI(t *testing.T) {
+	for failure, want := range map[string]bool{
+		`AppliedManifestFailed: the server doesn't have a resource type "Application"`:          true,
+		`no matches for kind "Application" in version "argoproj.io/v1alpha1"`:                   true,
+		"the server could not find the requested resource":                                      true,
+		`applications.argoproj.io "guestbook" is forbidden: User "x" cannot create resource`:    false,
+		`admission webhook "validate.argoproj.io" denied the request: spec.project is required`: false,
+	} {
+		assert.Equal(t, want, missingApplicationAPI(failure), failure)
+	}
+}

@@ -11,8 +11,9 @@
 //  2. marks every gitops-addon ManifestWork to orphan its objects: the spokes keep their
 //     GitOps operator, Argo CD and applications running as they are;
 //  3. releases every GitOpsCluster (removes the manager's finalizer);
-//  4. deletes the ManagedClusterAddOns gitops-addon created and waits until OCM removed
-//     them, naming any that does not go and what it waits for;
+//  4. deletes the ManagedClusterAddOns gitops-addon created, releases their spoke
+//     teardown hook (the spokes keep their stack), and waits until OCM removed them,
+//     naming any that does not go and what it waits for;
 //  5. deletes the ClusterManagementAddOn, last.
 //
 // It keeps the CRDs, the GitOpsClusters, the hub's Argo CD Applications, the Argo CD
@@ -37,6 +38,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -320,6 +322,9 @@ func (u uninstaller) removeAddons(ctx context.Context) error {
 		if err := u.c.Delete(ctx, a); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting ManagedClusterAddOn %s/%s: %w", a.Namespace, a.Name, err)
 		}
+		if err := releasePreDeleteHook(ctx, u.c, a); err != nil {
+			return err
+		}
 	}
 	var remaining []addonv1beta1.ManagedClusterAddOn
 	err := wait.PollUntilContextTimeout(ctx, pollInterval, u.o.Timeout, true, func(ctx context.Context) (bool, error) {
@@ -335,6 +340,26 @@ func (u uninstaller) removeAddons(ctx context.Context) error {
 			"a cluster that is offline keeps its own until it returns or is detached: %w", len(remaining), u.o.Timeout, gitopscluster.WaitingAddOns(remaining), err)
 	}
 	return nil
+}
+
+// releasePreDeleteHook removes the finalizer with which addon-framework (in the stopped
+// manager) would run the spoke teardown hook: the spoke keeps its GitOps stack, so there
+// is nothing to tear down, and no manager runs to complete the hook.
+func releasePreDeleteHook(ctx context.Context, c client.Client, a *addonv1beta1.ManagedClusterAddOn) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		current := &addonv1beta1.ManagedClusterAddOn{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(a), current); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		if !slices.Contains(current.Finalizers, addonv1beta1.AddonPreDeleteHookFinalizer) {
+			return nil
+		}
+		current.Finalizers = slices.DeleteFunc(current.Finalizers, func(f string) bool { return f == addonv1beta1.AddonPreDeleteHookFinalizer })
+		if err := c.Update(ctx, current); err != nil {
+			return fmt.Errorf("releasing the pre-delete hook of ManagedClusterAddOn %s/%s: %w", a.Namespace, a.Name, err)
+		}
+		return nil
+	})
 }
 
 // removeManagementAddon deletes the ClusterManagementAddOn, last.

@@ -1,0 +1,47 @@
+package cmd
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/teardown"
+)
+
+func newSpokeTeardownCommand() *cobra.Command {
+	o := teardown.Options{Namespace: constants.GitOpsNamespace, Name: constants.ArgoCDName}
+	var kubeconfig string
+	c := &cobra.Command{
+		Use:   "spoke-teardown",
+		Short: "Remove the Argo CD instance gitops-addon delivered to this spoke while the GitOps operator can still finalize it",
+		Long: "spoke-teardown is the addon's pre-delete hook: OCM runs it as a Job on the spoke when the cluster's\n" +
+			"ManagedClusterAddOn is deleted, before it removes the GitOps operator. It deletes the ArgoCD instance (only\n" +
+			"gitops-addon's, by its label) and waits until the operator has finalized it. It never deletes CRDs or\n" +
+			"Applications. On timeout it exits non-zero with the finalizers still pending, and the Job retries.",
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			cfg, err := restConfig(kubeconfig)
+			if err != nil {
+				return err
+			}
+			cl, err := client.NewWithWatch(cfg, client.Options{Scheme: runtime.NewScheme()})
+			if err != nil {
+				return err
+			}
+			log := ctrl.Log.WithName("spoke-teardown")
+			o.Logf = func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }
+			return teardown.Run(c.Context(), cl, o)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&kubeconfig, "kubeconfig", "", "spoke kubeconfig file; empty uses $KUBECONFIG or the in-cluster config")
+	f.StringVar(&o.Namespace, "namespace", o.Namespace, "namespace of the ArgoCD instance")
+	f.StringVar(&o.Name, "name", o.Name, "name of the ArgoCD instance")
+	f.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "how long to wait for the GitOps operator to finalize the instance")
+	return c
+}
