@@ -10,6 +10,9 @@ LDFLAGS        := -s -w -X github.com/gitops-addon/gitops-addon/pkg/version.Vers
 KUBE_VERSION   ?= v1.35.4
 ETCD_VERSION   ?= v3.6.8
 OCM_VERSION    ?= v1.2.1
+# Argo CD and the GitOps operator of the local fleet (hack/build-argocd.sh says why these).
+ARGOCD_VERSION          ?= v3.2.11
+ARGOCD_OPERATOR_VERSION ?= v0.18.0
 TEST_TIMEOUT   ?= 40m
 # Integration tests start real kube-apiservers: run packages one at a time on small machines.
 # -count=1 below: tests that drive real processes always run; Go's test cache does not see
@@ -20,7 +23,7 @@ PULL_BENCH_SIZES ?= 100x1000,1000x5000
 # The fleet benchmark's sizes: numbers of managed clusters, comma-separated.
 FLEET_BENCH_SIZES ?= 100,300,1000
 
-export KUBE_VERSION ETCD_VERSION OCM_VERSION
+export KUBE_VERSION ETCD_VERSION OCM_VERSION ARGOCD_VERSION ARGOCD_OPERATOR_VERSION
 
 ##@ General
 
@@ -55,7 +58,7 @@ render: ## Print the objects shipped to a sample vanilla cluster (CLUSTER=name, 
 ##@ Tests
 
 .PHONY: test
-test: e2e-env controller-gen ## Run every test: unit, generated files, chart, integration (real kube-apiserver) and end-to-end (real OCM hub + 2 spokes).
+test: e2e-env controller-gen ## Run every test: unit, generated files, chart, integration (real kube-apiserver) and end-to-end (real OCM hub, spokes, Argo CD and GitOps operator).
 	go test -count=1 -timeout $(TEST_TIMEOUT) -p $(TEST_PARALLEL) ./...
 
 .PHONY: test-unit
@@ -67,7 +70,7 @@ test-integration: test-env ## Run the integration tests on a real kube-apiserver
 	go test -count=1 -timeout $(TEST_TIMEOUT) -p $(TEST_PARALLEL) ./test/integration/...
 
 .PHONY: test-e2e
-test-e2e: e2e-env ## Run the end-to-end tests: a real OCM hub and two spokes as local processes.
+test-e2e: e2e-env ## Run the end-to-end tests: a real OCM hub, spokes, Argo CD and the GitOps operator as local processes.
 	go test -count=1 -timeout $(TEST_TIMEOUT) -p $(TEST_PARALLEL) -v ./test/harness/... ./test/e2e/...
 
 .PHONY: bench
@@ -87,12 +90,12 @@ test-env: ## Build kube-apiserver v1.35.4 and etcd v3.6.8 from source into ./bin
 	hack/build-k8s.sh $(BIN) etcd kube-apiserver
 
 .PHONY: e2e-env
-e2e-env: ## Build everything a local fleet runs: test-env, kube-controller-manager v1.35.4 and OCM v1.2.1 (cached in ./bin).
+e2e-env: argocd-env ## Build everything a local fleet runs: test-env, kube-controller-manager v1.35.4, OCM v1.2.1, Argo CD and the GitOps operator (cached in ./bin).
 	hack/build-k8s.sh $(BIN) etcd kube-apiserver kube-controller-manager
 	hack/build-ocm.sh $(BIN)
 
 .PHONY: argocd-env
-argocd-env: ## Install redis-server and git (Debian) when missing; build Argo CD v3.2.11 and argocd-operator v0.18.0 from source into ./bin (cached; groundwork of the real-Argo-CD fleet, not yet used by make test).
+argocd-env: ## Install redis-server and git (Debian) when missing; build Argo CD v3.2.11 and argocd-operator v0.18.0 from source into ./bin (cached).
 	hack/ensure-debian-packages.sh redis-server=redis-server git=git
 	hack/build-argocd.sh $(BIN) argocd argocd-operator
 

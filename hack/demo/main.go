@@ -1,7 +1,10 @@
 // Command demo runs gitops-addon on a local fleet: a real OCM hub and two spokes (one
 // vanilla, one OpenShift-like) as processes on 127.0.0.1, with the seed GitOpsCluster
-// applied. It prints what landed where and keeps the fleet up until Ctrl-C, then removes
-// every process and file it started. `make demo` builds what is missing and runs it.
+// applied, real Argo CD on the hub, the real GitOps operator and the Argo CD it makes on
+// each spoke, and the seed's pull-model ApplicationSet deploying the guestbook from a
+// local Git repository. It prints what landed where and how each Application looks from
+// the hub, keeps the fleet up until Ctrl-C, then removes every process and file it
+// started. `make demo` builds what is missing and runs it.
 package main
 
 import (
@@ -17,6 +20,12 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/crdinstall"
+	"github.com/gitops-addon/gitops-addon/test/argocd"
 	"github.com/gitops-addon/gitops-addon/test/harness"
 	"github.com/gitops-addon/gitops-addon/test/install"
 )
@@ -67,8 +76,15 @@ func run(ctx context.Context, timeout time.Duration, exitWhenReady bool) (err er
 	if err := waitConverged(converge, f, p, step); err != nil {
 		return err
 	}
+	argo, err := startArgoCD(converge, f, p.Binary, step)
+	if err != nil {
+		return err
+	}
+	if err := waitApplications(converge, f, step); err != nil {
+		return err
+	}
 	printTable(ctx, f)
-	printHowToLookAround(f, p)
+	printHowToLookAround(f, p, argo)
 	step("ready in %s", time.Since(start).Round(time.Second))
 	if exitWhenReady {
 		return nil
@@ -153,35 +169,143 @@ func waitConverged(ctx context.Context, f *harness.Fleet, p *install.Product, st
 	}
 }
 
+// startArgoCD runs the hub's Argo CD and each spoke's operator and instance, then applies
+// the seed's ApplicationSet over the local repository's guestbook.
+func startArgoCD(ctx context.Context, f *harness.Fleet, agentBinary string, step func(string, ...any)) (*argocd.Fleet, error) {
+	step("starting Argo CD: on the hub the ApplicationSet and application controllers, repo-server and redis; on each spoke the GitOps operator, then the application controller and repo-server it makes from the delivered ArgoCD CR")
+	var spokeList []*harness.Spoke
+	for _, name := range spokes {
+		spokeList = append(spokeList, f.Spokes[name])
+	}
+	argo, err := argocd.Start(ctx, f, agentBinary, spokeList...)
+	if err != nil {
+		return nil, err
+	}
+	appSet, err := argo.ApplicationSet(install.SeedYAML("applicationset.yaml"), "guestbook")
+	if err != nil {
+		return nil, err
+	}
+	step("applying the seed ApplicationSet: guestbook from %s to every cluster of Placement gitops-managed, pulled by each spoke", argo.Repo.URL())
+	return argo, f.Hub.Client.Create(ctx, appSet)
+}
+
+// waitApplications shows progress until each spoke's guestbook is Synced and Healthy as
+// the hub sees it.
+func waitApplications(ctx context.Context, f *harness.Fleet, step func(string, ...any)) error {
+	last := ""
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		done := true
+		var parts []string
+		for _, name := range spokes {
+			status := hubApplicationStatus(ctx, f, name)
+			parts = append(parts, name+": "+status)
+			done = done && status == "Synced/Healthy"
+		}
+		if line := "guestbook as the hub sees it: " + strings.Join(parts, " | "); line != last {
+			step("%s", line)
+			last = line
+		}
+		if done {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the Applications did not sync: %w", ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// hubApplicationStatus is "sync/health" of the cluster's guestbook Application on the hub.
+func hubApplicationStatus(ctx context.Context, f *harness.Fleet, cluster string) string {
+	app := &unstructured.Unstructured{}
+	app.SetAPIVersion("argoproj.io/v1alpha1")
+	app.SetKind("Application")
+	if err := f.Hub.Client.Get(ctx, client.ObjectKey{Namespace: "openshift-gitops", Name: "guestbook-" + cluster}, app); err != nil {
+		return "-"
+	}
+	sync, _, _ := unstructured.NestedString(app.Object, "status", "sync", "status")
+	health, _, _ := unstructured.NestedString(app.Object, "status", "health", "status")
+	return fmt.Sprintf("%s/%s", orDash(sync), orDash(health))
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
 func printTable(ctx context.Context, f *harness.Fleet) {
 	fmt.Println()
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "CLUSTER\tFLAVOUR\tADDON\tROUTE API\tROUTES CRD\tLANDED ON THE SPOKE")
+	fmt.Fprintln(w, "CLUSTER\tFLAVOUR\tADDON\tROUTE API\tROUTES CRD\tGUESTBOOK (HUB VIEW)\tLANDED ON THE SPOKE")
 	for _, name := range spokes {
 		s := install.State(ctx, f.Hub, f.Spokes[name])
 		routesCRD := "absent"
 		if s.RoutesCRD {
 			routesCRD = "installed"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Cluster, s.Flavour, s.Addon, s.RouteAPI, routesCRD, strings.Join(s.Landed, ", "))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Cluster, s.Flavour, s.Addon, s.RouteAPI, routesCRD,
+			hubApplicationStatus(ctx, f, name), strings.Join(s.Landed, ", "))
 	}
 	_ = w.Flush()
 }
 
-func printHowToLookAround(f *harness.Fleet, p *install.Product) {
+func printHowToLookAround(f *harness.Fleet, p *install.Product, argo *argocd.Fleet) {
 	hub := f.Hub.Kubeconfig
+	vanilla, openshift := f.Spokes["vanilla"].Kubeconfig, f.Spokes["openshift"].Kubeconfig
 	fmt.Printf("\nKubeconfigs:\n  hub        %s\n", hub)
 	for _, name := range spokes {
 		fmt.Printf("  %-10s %s\n", name, f.Spokes[name].Kubeconfig)
 	}
+	fmt.Printf("Git repository (file://): %s\n", argo.Repo.URL())
 	fmt.Printf("Logs of every process: %s\n", filepath.Join(f.WorkDir, "logs"))
 	fmt.Println("\nLook around:")
-	fmt.Printf("  kubectl --kubeconfig %s get gitopsclusters -A\n", hub)
-	fmt.Printf("  kubectl --kubeconfig %s get managedclusteraddons -A\n", hub)
-	fmt.Printf("  kubectl --kubeconfig %s get manifestworks -A\n", hub)
-	fmt.Printf("  kubectl --kubeconfig %s get secrets -n openshift-gitops -l argocd.argoproj.io/secret-type=cluster\n", hub)
+	fmt.Printf("  kubectl --kubeconfig %s get gitopsclusters,applicationsets,applications -n openshift-gitops\n", hub)
+	fmt.Printf("  kubectl --kubeconfig %s get managedclusteraddons,manifestworks -A\n", hub)
+	fmt.Printf("  kubectl --kubeconfig %s get multiclusterapplicationsetreports -n openshift-gitops -o yaml\n", hub)
 	for _, name := range spokes {
-		fmt.Printf("  kubectl --kubeconfig %s get deploy,argocds -n openshift-gitops\n", f.Spokes[name].Kubeconfig)
+		fmt.Printf("  kubectl --kubeconfig %s get deploy,statefulsets,argocds,applications -n openshift-gitops\n", f.Spokes[name].Kubeconfig)
 	}
-	fmt.Printf("  %s doctor --kubeconfig %s\n", p.Binary, f.Spokes["openshift"].Kubeconfig)
+	fmt.Printf("  %s doctor --kubeconfig %s\n", p.Binary, openshift)
+	fmt.Println("\nTry this:")
+	fmt.Println("  1. Drift: change the guestbook on a spoke; its Argo CD puts it back within seconds (self-heal), the hub stays Synced:")
+	fmt.Printf("     kubectl --kubeconfig %s -n guestbook patch configmap guestbook-ui --type merge -p '{\"data\":{\"color\":\"red\"}}'\n", vanilla)
+	fmt.Printf("     kubectl --kubeconfig %s -n guestbook get configmap guestbook-ui -o jsonpath='{.data.color}'\n", vanilla)
+	fmt.Println("  2. A new commit: its revision reaches the hub's Applications (about 20 s):")
+	fmt.Printf("     cd %s && sed -i 's/color: blue/color: green/' guestbook/configmap.yaml && git commit -qam green && git push -q origin main\n", argo.Repo.WorkDir())
+	fmt.Printf("     kubectl --kubeconfig %s get applications -n openshift-gitops -o custom-columns=NAME:.metadata.name,SYNC:.status.sync.status,REVISION:.status.sync.revision\n", hub)
+	fmt.Println("  3. RBAC: an Application with a kind outside the spoke's allowlist fails with the forbidden error on the hub:")
+	fmt.Printf("     kubectl --kubeconfig %s -n openshift-gitops patch applicationset guestbook --type json -p '[{\"op\":\"replace\",\"path\":\"/spec/template/spec/source/path\",\"value\":\"priority\"}]'\n", hub)
+	fmt.Printf("     kubectl --kubeconfig %s get applications -n openshift-gitops -o jsonpath='{range .items[*]}{.metadata.name}: {.status.conditions[*].message}{\"\\n\"}{end}'\n", hub)
+	fmt.Println("  4. The Routes trap: a duplicate Routes CRD on the OpenShift-like spoke is refused by the agent's admission policy:")
+	fmt.Printf("     kubectl --kubeconfig %s apply -f %s\n", openshift, writeRoutesCRD(f))
+	fmt.Println("  5. Take a cluster out of the Placement: its Application and the GitOps stack leave it; CRDs and its own Applications stay:")
+	fmt.Printf("     kubectl --kubeconfig %s label managedcluster vanilla gitops-\n", hub)
+}
+
+// writeRoutesCRD writes the Routes CRD the agent installs on vanilla clusters to the
+// fleet's directory, for the Routes-trap exercise; "" if it cannot.
+func writeRoutesCRD(f *harness.Fleet) string {
+	embedded, err := crdinstall.Load()
+	if err != nil {
+		return ""
+	}
+	crd, err := embedded.Routes.Decode()
+	if err != nil {
+		return ""
+	}
+	crd.APIVersion, crd.Kind = "apiextensions.k8s.io/v1", "CustomResourceDefinition"
+	raw, err := yaml.Marshal(crd)
+	if err != nil {
+		return ""
+	}
+	file := filepath.Join(f.WorkDir, "routes-crd.yaml")
+	if os.WriteFile(file, raw, 0o600) != nil {
+		return ""
+	}
+	return file
 }

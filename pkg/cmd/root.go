@@ -62,6 +62,6 @@ func NewRootCommand() *cobra.Command {
 	goflags := flag.NewFlagSet("zap", flag.ContinueOnError)
 	zapOpts.BindFlags(goflags)
 	root.PersistentFlags().AddGoFlagSet(goflags)
-	root.AddCommand(newManagerCommand(), newAgentCommand(), newRenderCommand(), newDoctorCommand(), newUninstallCommand(), newSpokeTeardownCommand(), newVersionCommand())
+	root.AddCommand(newManagerCommand(), newAgentCommand(), newRenderCommand(), newDoctorCommand(), newUninstallCommand(), newSpokeTeardownCommand(), newWaitForAPIsCommand(), newVersionCommand())
 	return root
 }

@@ -231,9 +231,11 @@ func ensureDefaultProject(ctx context.Context, c client.Client) error {
 }
 
 // StartOperator runs the GitOps operator gitops-addon delivered to a spoke, once its
-// Deployment is there: as its ServiceAccount, with its arguments and environment, health
-// and metrics on loopback, without leader election (which needs the pod's namespace).
-func StartOperator(ctx context.Context, f *harness.Fleet, s *harness.Spoke) (*harness.Process, error) {
+// Deployment is there: first its init containers (gitops-addon commands, run with
+// agentBinary) to completion, then the operator, each as the Deployment's
+// ServiceAccount, with its arguments and environment, health and metrics on loopback,
+// without leader election (which needs the pod's namespace).
+func StartOperator(ctx context.Context, f *harness.Fleet, s *harness.Spoke, agentBinary string) (*harness.Process, error) {
 	d := &appsv1.Deployment{}
 	if err := waitGet(ctx, s.Client, client.ObjectKey{Namespace: Namespace, Name: constants.OperatorDeployment}, d, 5*time.Minute); err != nil {
 		return nil, fmt.Errorf("waiting for the GitOps operator Deployment on %s: %w", s.Name, err)
@@ -241,6 +243,12 @@ func StartOperator(ctx context.Context, f *harness.Fleet, s *harness.Spoke) (*ha
 	kubeconfig, err := s.ServiceAccountKubeconfig(ctx, Namespace, d.Spec.Template.Spec.ServiceAccountName)
 	if err != nil {
 		return nil, err
+	}
+	for _, init := range d.Spec.Template.Spec.InitContainers {
+		if err := runToCompletion(ctx, f, s.Name+"-gitops-operator-"+init.Name,
+			append([]string{agentBinary}, setFlags(init.Args, map[string]string{"--kubeconfig": kubeconfig})...)); err != nil {
+			return nil, err
+		}
 	}
 	container := d.Spec.Template.Spec.Containers[0]
 	args := setFlags(withoutFlag(container.Args, "--leader-elect"), map[string]string{
@@ -416,4 +424,25 @@ func StopWithWorkloads(ctx context.Context, s *harness.Spoke, operator *harness.
 	StopWithWorkload(ctx, s.Cluster, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: ControllerStatefulSet}}, i.Controller)
 	StopWithWorkload(ctx, s.Cluster, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: RepoServerDeployment}}, i.RepoServer)
 	StopWithWorkload(ctx, s.Cluster, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: constants.ArgoCDName + "-redis"}}, i.Redis)
+}
+
+// runToCompletion runs a program as an init container runs: to its end, successfully.
+func runToCompletion(ctx context.Context, f *harness.Fleet, name string, args []string) error {
+	p, err := f.StartProcess(name, args)
+	if err != nil {
+		return err
+	}
+	var exitErr error
+	err = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(context.Context) (bool, error) {
+		var exited bool
+		exited, exitErr = p.Exited()
+		return exited, nil
+	})
+	switch {
+	case err != nil:
+		return fmt.Errorf("%s did not finish: %w", name, err)
+	case exitErr != nil:
+		return fmt.Errorf("%s failed: %w\n%s", name, exitErr, p.Tail(20))
+	}
+	return nil
 }

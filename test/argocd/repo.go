@@ -83,3 +83,6 @@ func git(dir string, args ...string) (string, error) {
 	}
 	return out.String(), nil
 }
+
+// WorkDir is the checkout commits are made in (push to origin main to publish).
+func (r *Repo) WorkDir() string { return r.work }

@@ -38,22 +38,20 @@ const bare = "bare"
 
 // argoFleet is a fleet with gitops-addon and real Argo CD on the hub and both spokes.
 type argoFleet struct {
-	f       *harness.Fleet
-	p       *install.Product
-	spokes  map[string]*harness.Spoke
-	hubArgo *argocd.Instance
-	argo    map[string]*argocd.Instance // per spoke
-	repo    *argocd.Repo
+	f      *harness.Fleet
+	p      *install.Product
+	spokes map[string]*harness.Spoke
+	argo   *argocd.Fleet
 }
 
-// startArgoFleet starts the hub and both spokes, installs gitops-addon with the seed
-// GitOpsCluster over both, and runs the hub's Argo CD, each spoke's GitOps operator and
-// the Argo CD it makes.
+// startArgoFleet starts the hub and the spokes, installs gitops-addon with the seed
+// GitOpsCluster over vanilla and openshift, and runs the hub's Argo CD, each of their
+// GitOps operators and the Argo CD it makes.
 func startArgoFleet(t *testing.T, ctx context.Context) *argoFleet {
 	if missing := argocd.MissingBinaries(testenv.BinDir()); len(missing) > 0 {
 		t.Fatalf("%v missing: run `make e2e-env`, which builds Argo CD and the GitOps operator and installs redis-server and git", missing)
 	}
-	a := &argoFleet{f: harness.StartForTest(t, harness.Options{}), spokes: map[string]*harness.Spoke{}, argo: map[string]*argocd.Instance{}}
+	a := &argoFleet{f: harness.StartForTest(t, harness.Options{}), spokes: map[string]*harness.Spoke{}}
 	binary, err := install.BuildBinary(ctx, t.TempDir())
 	require.NoError(t, err)
 	// bare joins the hub but never gets the gitops addon.
@@ -73,26 +71,9 @@ func startArgoFleet(t *testing.T, ctx context.Context) *argoFleet {
 	for _, name := range []string{vanilla, openshift} {
 		require.NoError(t, install.SelectCluster(ctx, a.f.Hub, name, true))
 	}
-	agentErrs := startAgentsWhenDelivered(ctx, a.p, map[string]*harness.Spoke{vanilla: a.spokes[vanilla], openshift: a.spokes[openshift]})
-
-	a.hubArgo, err = argocd.StartHub(ctx, a.f, testenv.ArgoCDCRDPaths(t))
-	require.NoError(t, err, "starting the hub's Argo CD")
-	a.repo, err = argocd.NewRepo(t.TempDir())
+	require.NoError(t, <-startAgentsWhenDelivered(ctx, a.p, map[string]*harness.Spoke{vanilla: a.spokes[vanilla], openshift: a.spokes[openshift]}))
+	a.argo, err = argocd.Start(ctx, a.f, a.p.Binary, a.spokes[vanilla], a.spokes[openshift])
 	require.NoError(t, err)
-	_, err = a.repo.Commit("applications", argocd.Apps)
-	require.NoError(t, err)
-
-	require.NoError(t, <-agentErrs)
-	operators := map[string]*harness.Process{}
-	for _, name := range []string{vanilla, openshift} {
-		operators[name], err = argocd.StartOperator(ctx, a.f, a.spokes[name])
-		require.NoError(t, err, "starting the GitOps operator on %s", name)
-	}
-	for _, name := range []string{vanilla, openshift} {
-		a.argo[name], err = argocd.StartSpoke(ctx, a.f, a.spokes[name])
-		require.NoError(t, err, "starting the Argo CD the operator made on %s", name)
-		argocd.StopWithWorkloads(ctx, a.spokes[name], operators[name], a.argo[name])
-	}
 	return a
 }
 
@@ -106,7 +87,7 @@ func TestArgoCD(t *testing.T) {
 	t.Cleanup(cancel)
 	a := startArgoFleet(t, ctx)
 
-	appSet := seedApplicationSet(t, a.repo.URL(), "guestbook")
+	appSet := seedApplicationSet(t, a.argo, "guestbook")
 	require.NoError(t, a.f.Hub.Client.Create(ctx, appSet))
 
 	t.Run("the seed ApplicationSet syncs on both spokes and the hub shows Synced/Healthy", func(t *testing.T) {
@@ -131,6 +112,26 @@ func TestArgoCD(t *testing.T) {
 		}, time.Minute, time.Second, "the report counts both spokes healthy and synced: %+v", report.Statuses.Summary)
 		assert.Equal(t, "2", report.Statuses.Summary.Clusters)
 		assert.False(t, exists(ctx, a.f.Hub.Client, &corev1.Namespace{}, "guestbook"), "nothing of the application is deployed on the hub")
+	})
+
+	t.Run("the real GitOps operator reconciles the delivered ArgoCD CR without errors on both spokes", func(t *testing.T) {
+		for _, cluster := range []string{vanilla, openshift} {
+			var reconciled map[string]any
+			ok := assert.Eventually(t, func() bool {
+				cr := argoCD()
+				if a.spokes[cluster].Client.Get(ctx, client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: constants.ArgoCDName}, cr) != nil {
+					return false
+				}
+				conditions, _, _ := unstructured.NestedSlice(cr.Object, "status", "conditions")
+				for _, c := range conditions {
+					if m, _ := c.(map[string]any); m["type"] == "Reconciled" {
+						reconciled = m
+					}
+				}
+				return reconciled != nil && reconciled["status"] == "True"
+			}, time.Minute, time.Second)
+			require.True(t, ok, "ArgoCD %s/%s on %s: Reconciled condition %v", constants.GitOpsNamespace, constants.ArgoCDName, cluster, reconciled)
+		}
 	})
 
 	t.Run("drift: an edit on the spoke is reverted by the spoke's Argo CD, and the hub does not fight", func(t *testing.T) {
@@ -159,7 +160,7 @@ func TestArgoCD(t *testing.T) {
 
 	t.Run("a new Git commit: its revision reaches the hub Application", func(t *testing.T) {
 		files := map[string]string{"guestbook/configmap.yaml": strings.ReplaceAll(argocd.Apps["guestbook/configmap.yaml"], "color: blue", "color: green")}
-		sha, err := a.repo.Commit("guestbook turns green", files)
+		sha, err := a.argo.Repo.Commit("guestbook turns green", files)
 		require.NoError(t, err)
 		for _, cluster := range []string{vanilla, openshift} {
 			require.Eventually(t, func() bool {
@@ -178,7 +179,7 @@ func TestArgoCD(t *testing.T) {
 	})
 
 	t.Run("RBAC: a kind outside the allowlist fails to sync with the forbidden error on the hub; extraAPIGroups fixes it without a restart", func(t *testing.T) {
-		prio := seedApplicationSet(t, a.repo.URL(), "priority")
+		prio := seedApplicationSet(t, a.argo, "priority")
 		prio.SetName("priority")
 		require.NoError(t, unstructured.SetNestedField(prio.Object, "priority-{{name}}", "spec", "template", "metadata", "name"))
 		require.NoError(t, a.f.Hub.Client.Create(ctx, prio))
@@ -238,7 +239,7 @@ func TestArgoCD(t *testing.T) {
 		}, 30*time.Second, 100*time.Millisecond, "the duplicate is established")
 		require.NoError(t, s.APIServer.Restart())
 		require.NoError(t, s.WaitReady(ctx))
-		require.NoError(t, a.argo[openshift].Controller.Restart())
+		require.NoError(t, a.argo.Spokes[openshift].Controller.Restart())
 		last := waitAppSays(t, ctx, a.f.Hub, "guestbook-"+openshift, "failed to load open api schema", 3*time.Minute)
 		t.Logf("with the duplicate: %s", last)
 
@@ -273,7 +274,7 @@ spec:
   project: default
   source: {repoURL: %[2]q, path: guestbook}
   destination: {server: "https://kubernetes.default.svc", namespace: guestbook}
-`, bare, a.repo.URL())), &lonely.Object))
+`, bare, a.argo.Repo.URL())), &lonely.Object))
 		require.NoError(t, a.f.Hub.Client.Create(ctx, lonely))
 		last := waitAppSays(t, ctx, a.f.Hub, "lonely-"+bare, "the gitops addon is not enabled on cluster "+bare, 3*time.Minute)
 		t.Logf("hub Application lonely-%s: %s", bare, last)
@@ -283,8 +284,8 @@ spec:
 		s := a.spokes[vanilla]
 		require.NoError(t, install.ApplyYAML(ctx, a.f.Hub.Client, []byte(placementByLabel("app-targets", "app-target"))))
 		require.NoError(t, install.LabelCluster(ctx, a.f.Hub, vanilla, "app-target", "true"))
-		require.NoError(t, a.f.Hub.Client.Create(ctx, applicationSetOver(t, a.repo.URL(), "pruned", "app-targets", "guestbook", "pruned", true)))
-		require.NoError(t, a.f.Hub.Client.Create(ctx, applicationSetOver(t, a.repo.URL(), "kept", "app-targets", "guestbook", "kept", false)))
+		require.NoError(t, a.f.Hub.Client.Create(ctx, applicationSetOver(t, a.argo, "pruned", "app-targets", "guestbook", "pruned", true)))
+		require.NoError(t, a.f.Hub.Client.Create(ctx, applicationSetOver(t, a.argo, "kept", "app-targets", "guestbook", "kept", false)))
 		for _, name := range []string{"pruned", "kept"} {
 			waitAppStatus(t, ctx, a.f.Hub, name+"-"+vanilla, "Synced", "Healthy", 3*time.Minute)
 			require.True(t, exists(ctx, s.Client, &corev1.ConfigMap{}, name+"/guestbook-ui"), "the %s Application deployed its ConfigMap", name)
@@ -332,8 +333,8 @@ spec:
 // applicationSetOver is the seed's ApplicationSet renamed, over another Placement's
 // decisions, deploying path into namespace; its Applications prune their resources when
 // deleted (Argo CD's resources finalizer) or keep them.
-func applicationSetOver(t *testing.T, repoURL, name, placement, path, namespace string, pruneOnDelete bool) *unstructured.Unstructured {
-	appSet := seedApplicationSet(t, repoURL, path)
+func applicationSetOver(t *testing.T, a *argocd.Fleet, name, placement, path, namespace string, pruneOnDelete bool) *unstructured.Unstructured {
+	appSet := seedApplicationSet(t, a, path)
 	appSet.SetName(name)
 	generators, _, _ := unstructured.NestedSlice(appSet.Object, "spec", "generators")
 	gen := generators[0].(map[string]any)
@@ -385,11 +386,9 @@ func duplicateRoutesCRD() *apiextensionsv1.CustomResourceDefinition {
 
 // seedApplicationSet is the seed's ApplicationSet with its source pointed at the local
 // repository's path.
-func seedApplicationSet(t *testing.T, repoURL, path string) *unstructured.Unstructured {
-	appSet := &unstructured.Unstructured{}
-	require.NoError(t, yaml.Unmarshal(install.SeedYAML("applicationset.yaml"), &appSet.Object))
-	require.NoError(t, unstructured.SetNestedField(appSet.Object, repoURL, "spec", "template", "spec", "source", "repoURL"))
-	require.NoError(t, unstructured.SetNestedField(appSet.Object, path, "spec", "template", "spec", "source", "path"))
+func seedApplicationSet(t *testing.T, a *argocd.Fleet, path string) *unstructured.Unstructured {
+	appSet, err := a.ApplicationSet(install.SeedYAML("applicationset.yaml"), path)
+	require.NoError(t, err)
 	return appSet
 }
 

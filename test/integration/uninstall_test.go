@@ -169,15 +169,18 @@ func TestUninstall(t *testing.T) {
 		Reason: "AppliedManifestWorkComplete", ObservedGeneration: work.Generation})
 	require.NoError(t, c.Status().Update(ctx, work))
 
-	// A ManagedClusterAddOn held by a finalizer nobody removes (its cluster is offline).
+	// A ManagedClusterAddOn held by a finalizer nobody removes (its cluster is offline),
+	// and by addon-framework's pre-delete hook, which no manager runs any more.
 	held := &addonv1beta1.ManagedClusterAddOn{}
 	require.True(t, exists(t, c, h.ours, held))
-	held.Finalizers = []string{"example.com/offline-cluster"}
+	held.Finalizers = []string{"example.com/offline-cluster", addonv1beta1.AddonPreDeleteHookFinalizer}
 	require.NoError(t, c.Update(ctx, held))
 	_, err = run(true, 3*time.Second)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "cluster c1 (finalizers example.com/offline-cluster)", "the stuck object is named, with what it waits for")
 	require.True(t, exists(t, c, h.ours, held))
+	assert.Equal(t, []string{"example.com/offline-cluster"}, held.Finalizers,
+		"the spoke teardown hook is released (the spoke keeps its stack); the cluster's own finalizer is not touched")
 	held.Finalizers = nil
 	require.NoError(t, c.Update(ctx, held))
 
