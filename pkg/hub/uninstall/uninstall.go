@@ -354,8 +354,9 @@ func releasePreDeleteHook(ctx context.Context, c client.Client, a *addonv1beta1.
 		if !slices.Contains(current.Finalizers, addonv1beta1.AddonPreDeleteHookFinalizer) {
 			return nil
 		}
+		patch := client.MergeFromWithOptions(current.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		current.Finalizers = slices.DeleteFunc(current.Finalizers, func(f string) bool { return f == addonv1beta1.AddonPreDeleteHookFinalizer })
-		if err := c.Update(ctx, current); err != nil {
+		if err := c.Patch(ctx, current, patch); err != nil {
 			return fmt.Errorf("releasing the pre-delete hook of ManagedClusterAddOn %s/%s: %w", a.Namespace, a.Name, err)
 		}
 		return nil
