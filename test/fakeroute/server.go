@@ -143,6 +143,7 @@ func (s *Server) handler() http.Handler {
 	mux.HandleFunc("GET /apis/route.openshift.io/v1/namespaces/{ns}/routes", func(w http.ResponseWriter, r *http.Request) { s.list(r.PathValue("ns"))(w, r) })
 	mux.HandleFunc("POST /apis/route.openshift.io/v1/namespaces/{ns}/routes", s.create)
 	mux.HandleFunc("GET /apis/route.openshift.io/v1/namespaces/{ns}/routes/{name}", s.get)
+	mux.HandleFunc("PUT /apis/route.openshift.io/v1/namespaces/{ns}/routes/{name}", s.update)
 	mux.HandleFunc("DELETE /apis/route.openshift.io/v1/namespaces/{ns}/routes/{name}", s.delete)
 	return mux
 }
@@ -194,18 +195,83 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, 200, obj)
 }
 
+// create stores the posted Route as it is, with the fields the server owns set (the
+// GitOps operator reads back what it wrote).
 func (s *Server) create(w http.ResponseWriter, r *http.Request) {
-	var in struct {
-		Metadata struct {
-			Name string `json:"name"`
-		} `json:"metadata"`
-	}
-	if err := json.NewDecoder(r.Body).Decode(&in); err != nil || in.Metadata.Name == "" {
-		writeJSON(w, 400, status(400, "BadRequest", "a Route needs metadata.name"))
+	obj, ok := decodeRoute(w, r)
+	if !ok {
 		return
 	}
-	s.AddRoute(r.PathValue("ns"), in.Metadata.Name)
-	s.get(w, r.WithContext(r.Context()))
+	key := r.PathValue("ns") + "/" + name(obj)
+	s.mu.Lock()
+	if _, exists := s.routes[key]; exists {
+		s.mu.Unlock()
+		writeJSON(w, 409, status(409, "AlreadyExists", fmt.Sprintf("routes.route.openshift.io %q already exists", name(obj))))
+		return
+	}
+	s.routes[key] = serverFields(obj, route(r.PathValue("ns"), name(obj)), 1)
+	out := s.routes[key]
+	s.mu.Unlock()
+	writeJSON(w, 201, out)
+}
+
+// update replaces a stored Route (PUT), as an update of every field but the server's.
+func (s *Server) update(w http.ResponseWriter, r *http.Request) {
+	obj, ok := decodeRoute(w, r)
+	if !ok {
+		return
+	}
+	key := r.PathValue("ns") + "/" + r.PathValue("name")
+	s.mu.Lock()
+	current, exists := s.routes[key]
+	if !exists {
+		s.mu.Unlock()
+		writeJSON(w, 404, status(404, "NotFound", fmt.Sprintf("routes.route.openshift.io %q not found", r.PathValue("name"))))
+		return
+	}
+	version := 1
+	if meta, _ := current["metadata"].(map[string]any); meta != nil {
+		fmt.Sscan(fmt.Sprint(meta["resourceVersion"]), &version)
+	}
+	s.routes[key] = serverFields(obj, current, version+1)
+	out := s.routes[key]
+	s.mu.Unlock()
+	writeJSON(w, 200, out)
+}
+
+func decodeRoute(w http.ResponseWriter, r *http.Request) (map[string]any, bool) {
+	var obj map[string]any
+	if err := json.NewDecoder(r.Body).Decode(&obj); err != nil || name(obj) == "" {
+		writeJSON(w, 400, status(400, "BadRequest", "a Route needs metadata.name"))
+		return nil, false
+	}
+	return obj, true
+}
+
+func name(obj map[string]any) string {
+	meta, _ := obj["metadata"].(map[string]any)
+	n, _ := meta["name"].(string)
+	return n
+}
+
+// serverFields sets on obj what the server owns: apiVersion and kind, namespace, uid,
+// resourceVersion and the served-by annotation, taken from base.
+func serverFields(obj, base map[string]any, version int) map[string]any {
+	baseMeta, _ := base["metadata"].(map[string]any)
+	meta, _ := obj["metadata"].(map[string]any)
+	annotations, _ := meta["annotations"].(map[string]any)
+	if annotations == nil {
+		annotations = map[string]any{}
+	}
+	annotations[ServedByAnnotation] = "aggregated"
+	meta["annotations"] = annotations
+	meta["namespace"], meta["uid"] = baseMeta["namespace"], baseMeta["uid"]
+	meta["resourceVersion"] = fmt.Sprint(version)
+	obj["apiVersion"], obj["kind"] = "route.openshift.io/v1", "Route"
+	if _, ok := obj["spec"]; !ok {
+		obj["spec"] = base["spec"]
+	}
+	return obj
 }
 
 func (s *Server) delete(w http.ResponseWriter, r *http.Request) {
