@@ -28,6 +28,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/routeguard"
 	"github.com/gitops-addon/gitops-addon/test/argocd"
+	"github.com/gitops-addon/gitops-addon/test/fakeroute"
 	"github.com/gitops-addon/gitops-addon/test/harness"
 	"github.com/gitops-addon/gitops-addon/test/install"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
@@ -42,6 +43,8 @@ type argoFleet struct {
 	p      *install.Product
 	spokes map[string]*harness.Spoke
 	argo   *argocd.Fleet
+	// routes serves route.openshift.io/v1 on the OpenShift-like spoke.
+	routes *fakeroute.Server
 }
 
 // startArgoFleet starts the hub and the spokes, installs gitops-addon with the seed
@@ -60,9 +63,9 @@ func startArgoFleet(t *testing.T, ctx context.Context) *argoFleet {
 	for _, s := range spokes {
 		a.spokes[s.Name] = s
 	}
-	routeServer, err := install.MakeOpenShiftLike(ctx, a.f.Hub, a.spokes[openshift])
+	a.routes, err = install.MakeOpenShiftLike(ctx, a.f.Hub, a.spokes[openshift])
 	require.NoError(t, err)
-	t.Cleanup(routeServer.Stop)
+	t.Cleanup(a.routes.Stop)
 
 	a.p, err = install.OnHub(ctx, a.f, binary)
 	require.NoError(t, err)
@@ -237,8 +240,13 @@ func TestArgoCD(t *testing.T) {
 			crd := &apiextensionsv1.CustomResourceDefinition{}
 			return s.Client.Get(ctx, client.ObjectKey{Name: constants.RoutesCRDName}, crd) == nil && apiextensionshelpers.IsCRDConditionTrue(crd, apiextensionsv1.Established)
 		}, 30*time.Second, 100*time.Millisecond, "the duplicate is established")
+		downloads := a.routes.AggregatorV2Downloads()
 		require.NoError(t, s.APIServer.Restart())
 		require.NoError(t, s.WaitReady(ctx))
+		// Until the restarted apiserver has merged the aggregated Route API's spec, its
+		// /openapi/v2 has no duplicate path yet and still answers.
+		require.Eventually(t, func() bool { return a.routes.AggregatorV2Downloads() > downloads }, time.Minute, 100*time.Millisecond,
+			"the restarted apiserver fetches the Route API's /openapi/v2")
 		require.NoError(t, a.argo.Spokes[openshift].Controller.Restart())
 		last := waitAppSays(t, ctx, a.f.Hub, "guestbook-"+openshift, "failed to load open api schema", 3*time.Minute)
 		t.Logf("with the duplicate: %s", last)
