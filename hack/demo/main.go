@@ -141,10 +141,7 @@ func setUp(ctx context.Context, f *harness.Fleet, step func(string, ...any)) (*i
 
 // waitConverged shows progress until every addon is Available and the stack has landed.
 func waitConverged(ctx context.Context, f *harness.Fleet, p *install.Product, step func(string, ...any)) error {
-	last := ""
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for {
+	return showProgress(ctx, step, "the fleet did not converge", func() (string, bool) {
 		done := true
 		var parts []string
 		for _, name := range spokes {
@@ -154,7 +151,19 @@ func waitConverged(ctx context.Context, f *harness.Fleet, p *install.Product, st
 				done = false
 			}
 		}
-		if line := strings.Join(parts, " | "); line != last {
+		return strings.Join(parts, " | "), done
+	})
+}
+
+// showProgress prints what poll says each time it changes, once a second, until poll
+// says done or ctx ends (failing with what).
+func showProgress(ctx context.Context, step func(string, ...any), what string, poll func() (line string, done bool)) error {
+	last := ""
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		line, done := poll()
+		if line != last {
 			step("%s", line)
 			last = line
 		}
@@ -163,7 +172,7 @@ func waitConverged(ctx context.Context, f *harness.Fleet, p *install.Product, st
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("the fleet did not converge: %w", ctx.Err())
+			return fmt.Errorf("%s: %w", what, ctx.Err())
 		case <-tick.C:
 		}
 	}
@@ -192,10 +201,7 @@ func startArgoCD(ctx context.Context, f *harness.Fleet, agentBinary string, step
 // waitApplications shows progress until each spoke's guestbook is Synced and Healthy as
 // the hub sees it.
 func waitApplications(ctx context.Context, f *harness.Fleet, step func(string, ...any)) error {
-	last := ""
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for {
+	return showProgress(ctx, step, "the Applications did not sync", func() (string, bool) {
 		done := true
 		var parts []string
 		for _, name := range spokes {
@@ -203,19 +209,8 @@ func waitApplications(ctx context.Context, f *harness.Fleet, step func(string, .
 			parts = append(parts, name+": "+status)
 			done = done && status == "Synced/Healthy"
 		}
-		if line := "guestbook as the hub sees it: " + strings.Join(parts, " | "); line != last {
-			step("%s", line)
-			last = line
-		}
-		if done {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("the Applications did not sync: %w", ctx.Err())
-		case <-tick.C:
-		}
-	}
+		return "guestbook as the hub sees it: " + strings.Join(parts, " | "), done
+	})
 }
 
 // hubApplicationStatus is "sync/health" of the cluster's guestbook Application on the hub.

@@ -22,7 +22,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -111,7 +110,7 @@ func startRedis(ctx context.Context, f *harness.Fleet, c *harness.Cluster) (*har
 	if err != nil {
 		return nil, "", fmt.Errorf("redis-server is not installed (`make e2e-env` installs it): %w", err)
 	}
-	addr := freeAddress()
+	addr := harness.FreeAddress()
 	_, port, _ := net.SplitHostPort(addr)
 	p, err := f.StartProcess(c.Name+"-argocd-redis", []string{redisServer, "--port", port, "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--dir", c.Dir})
@@ -124,7 +123,7 @@ func startRedis(ctx context.Context, f *harness.Fleet, c *harness.Cluster) (*har
 // startRepoServer runs a repo-server without TLS on a free loopback port; args are the
 // operator's (spoke) or none (hub).
 func startRepoServer(ctx context.Context, f *harness.Fleet, c *harness.Cluster, args []string, redis string) (*harness.Process, string, error) {
-	addr := freeAddress()
+	addr := harness.FreeAddress()
 	_, port, _ := net.SplitHostPort(addr)
 	args = setFlags(args, map[string]string{
 		"--redis": redis, "--address": "127.0.0.1", "--port": port,
@@ -182,7 +181,7 @@ func StartHub(ctx context.Context, f *harness.Fleet, crdFiles []string) (*Instan
 	}
 	i.ApplicationSet, err = component(f, c, "argocd-applicationset-controller", []string{
 		"--kubeconfig", c.Kubeconfig, "--namespace", Namespace, "--argocd-repo-server", repoServer, "--repo-server-plaintext",
-		"--metrics-addr", freeAddress(), "--probe-addr", freeAddress(), "--webhook-addr", freeAddress(),
+		"--metrics-addr", harness.FreeAddress(), "--probe-addr", harness.FreeAddress(), "--webhook-addr", harness.FreeAddress(),
 	}, "KUBECONFIG="+c.Kubeconfig)
 	return i, err
 }
@@ -252,7 +251,7 @@ func StartOperator(ctx context.Context, f *harness.Fleet, s *harness.Spoke, agen
 	}
 	container := d.Spec.Template.Spec.Containers[0]
 	args := setFlags(withoutFlag(container.Args, "--leader-elect"), map[string]string{
-		"--health-probe-bind-address": freeAddress(), "--metrics-bind-address": freeAddress(), "--kubeconfig": kubeconfig,
+		"--health-probe-bind-address": harness.FreeAddress(), "--metrics-bind-address": harness.FreeAddress(), "--kubeconfig": kubeconfig,
 	})
 	redisConfig, err := operatorRedisConfig(f.BinDir())
 	if err != nil {
@@ -384,18 +383,9 @@ func waitListening(ctx context.Context, p *harness.Process, addr string) error {
 	return nil
 }
 
-// freeAddress is a free 127.0.0.1 port as host:port; freePort the port alone.
-func freeAddress() string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(fmt.Sprintf("no free port on 127.0.0.1: %v", err))
-	}
-	defer func() { _ = l.Close() }()
-	return "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-}
-
+// freePort is a free 127.0.0.1 port, alone.
 func freePort() string {
-	_, port, _ := net.SplitHostPort(freeAddress())
+	_, port, _ := net.SplitHostPort(harness.FreeAddress())
 	return port
 }
 
@@ -432,17 +422,8 @@ func runToCompletion(ctx context.Context, f *harness.Fleet, name string, args []
 	if err != nil {
 		return err
 	}
-	var exitErr error
-	err = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(context.Context) (bool, error) {
-		var exited bool
-		exited, exitErr = p.Exited()
-		return exited, nil
-	})
-	switch {
-	case err != nil:
-		return fmt.Errorf("%s did not finish: %w", name, err)
-	case exitErr != nil:
-		return fmt.Errorf("%s failed: %w\n%s", name, exitErr, p.Tail(20))
+	if err := p.Wait(ctx); err != nil {
+		return fmt.Errorf("%s failed: %w\n%s", name, err, p.Tail(20))
 	}
 	return nil
 }

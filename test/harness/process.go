@@ -2,6 +2,7 @@ package harness
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -171,6 +172,24 @@ func (p *Process) Exited() (bool, error) {
 		return true, p.err
 	default:
 		return false, nil
+	}
+}
+
+// Wait waits until the latest start has ended and returns its error (nil for exit status
+// 0), or ctx's error first.
+func (p *Process) Wait(ctx context.Context) error {
+	p.mu.Lock()
+	done := p.done
+	p.mu.Unlock()
+	if done == nil {
+		return fmt.Errorf("%s was never started", p.Name)
+	}
+	select {
+	case <-done:
+		_, err := p.Exited()
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

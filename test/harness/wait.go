@@ -136,3 +136,13 @@ func freePorts(n int) ([]int, error) {
 }
 
 func loopback(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
+
+// FreeAddress is a free 127.0.0.1 port as host:port for a process of the fleet, never
+// handed out twice by this harness; it panics when the machine has none.
+func FreeAddress() string {
+	port, err := freePort()
+	if err != nil {
+		panic(err)
+	}
+	return loopback(port)
+}

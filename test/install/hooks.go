@@ -59,12 +59,7 @@ func (p *Product) runJob(ctx context.Context, spoke *harness.Spoke, job *batchv1
 		if exitErr != nil {
 			break
 		}
-		_ = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(context.Context) (bool, error) {
-			var exited bool
-			exited, exitErr = proc.Exited()
-			return exited, nil
-		})
-		if exitErr == nil {
+		if exitErr = proc.Wait(ctx); exitErr == nil {
 			break
 		}
 	}

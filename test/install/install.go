@@ -12,11 +12,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -172,7 +170,7 @@ func (p *Product) StartManagerWith(ctx context.Context, set map[string]string) e
 	if err != nil {
 		return err
 	}
-	metrics, probes := freeAddress(), freeAddress()
+	metrics, probes := harness.FreeAddress(), harness.FreeAddress()
 	p.ManagerMetrics = metrics
 	args := replaceFlags(p.managerArgs, map[string]string{
 		"--metrics-bind-address":      metrics,
@@ -221,8 +219,8 @@ func (p *Product) StartAgent(ctx context.Context, spoke *harness.Spoke) error {
 	args := replaceFlags(deployment.Spec.Template.Spec.Containers[0].Args, map[string]string{
 		"--hub-kubeconfig":            filepath.Join(hubDir, "kubeconfig"),
 		"--kubeconfig":                spokeKubeconfig,
-		"--metrics-bind-address":      freeAddress(),
-		"--health-probe-bind-address": freeAddress(),
+		"--metrics-bind-address":      harness.FreeAddress(),
+		"--health-probe-bind-address": harness.FreeAddress(),
 	})
 	proc, err := p.Fleet.StartProcess(spoke.Name+"-gitops-addon-agent", append([]string{p.Binary}, args...), "POD_NAMESPACE="+ns)
 	if err != nil {
@@ -298,16 +296,6 @@ func replaceFlags(args []string, set map[string]string) []string {
 		out = append(out, name+"="+value)
 	}
 	return out
-}
-
-// freeAddress returns a free 127.0.0.1 port as host:port.
-func freeAddress() string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(fmt.Sprintf("no free port on 127.0.0.1: %v", err))
-	}
-	defer func() { _ = l.Close() }()
-	return "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 }
 
 // RestartAgent stops a spoke's agent and starts it again with its Deployment as it is

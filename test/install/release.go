@@ -144,18 +144,10 @@ func (p *Product) runUninstallHook(ctx context.Context) (*batchv1.Job, string, e
 	if err != nil {
 		return nil, "", fmt.Errorf("starting the uninstall hook: %w", err)
 	}
-	var exitErr error
-	err = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(context.Context) (bool, error) {
-		var exited bool
-		exited, exitErr = proc.Exited()
-		return exited, nil
-	})
+	err = proc.Wait(ctx)
 	out := proc.Tail(100)
-	switch {
-	case err != nil:
-		return nil, out, fmt.Errorf("the uninstall hook did not finish: %w", err)
-	case exitErr != nil:
-		return nil, out, fmt.Errorf("the uninstall hook failed: %w", exitErr)
+	if err != nil {
+		return nil, out, fmt.Errorf("the uninstall hook failed: %w", err)
 	}
 	return job, out, nil
 }
