@@ -295,6 +295,7 @@ func secretNames(t *testing.T, h *hub) []string {
 // steady state, a shrinking Placement, conflicts and deletion.
 func TestHubAddonManager(t *testing.T) {
 	h := startHub(t)
+	hooksCompleted := completeHookWorks(h.ctx, h.c)
 	h.namespace(argoNS)
 	h.managedCluster("vanilla", map[string]string{"product.open-cluster-management.io": "EKS"})
 	h.managedCluster("ocp", map[string]string{"product.open-cluster-management.io": "OpenShift", "version.openshift.io": "4.20.1"})
@@ -398,6 +399,7 @@ func TestHubAddonManager(t *testing.T) {
 			err := h.c.Get(h.ctx, types.NamespacedName{Namespace: "unknown", Name: constants.AddonName}, &addonv1beta1.ManagedClusterAddOn{})
 			return apierrors.IsNotFound(err)
 		}, timeout, poll, "the ManagedClusterAddOn of the removed cluster is deleted")
+		assert.Contains(t, hooksCompleted(), "unknown", "its removal waited for the spoke teardown hook")
 		gc := h.gitOpsCluster(argoNS, "gitops-managed")
 		require.Eventually(t, func() bool {
 			gc = h.gitOpsCluster(argoNS, "gitops-managed")

@@ -1,0 +1,71 @@
+package integration
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	workv1 "open-cluster-management.io/api/work/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// preDeleteWorkName is the ManifestWork addon-framework applies with the addon's
+// pre-delete hook (the spoke teardown Job) when a ManagedClusterAddOn is deleted.
+const preDeleteWorkName = "addon-gitops-addon-pre-delete"
+
+// completeHookWorks stands in for the spokes' work agents until ctx ends: each pre-delete
+// hook ManifestWork is reported applied, with its Job complete (the well-known status
+// feedback addon-framework waits for), as a spoke whose teardown Job succeeded would.
+// It returns the clusters whose hook it completed so far.
+func completeHookWorks(ctx context.Context, c client.Client) func() []string {
+	done := map[string]bool{}
+	results := make(chan []string, 1)
+	results <- nil
+	go func() {
+		_ = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			works := &workv1.ManifestWorkList{}
+			if err := c.List(ctx, works, client.MatchingFields{"metadata.name": preDeleteWorkName}); err != nil {
+				return false, nil
+			}
+			for i := range works.Items {
+				w := &works.Items[i]
+				if done[w.Namespace] || reportJobsComplete(ctx, c, w) != nil {
+					continue
+				}
+				done[w.Namespace] = true
+				clusters := <-results
+				results <- append(clusters, w.Namespace)
+			}
+			return false, nil
+		})
+	}()
+	return func() []string {
+		clusters := <-results
+		results <- clusters
+		return clusters
+	}
+}
+
+func reportJobsComplete(ctx context.Context, c client.Client, w *workv1.ManifestWork) error {
+	now := metav1.Now()
+	for _, t := range []string{workv1.WorkApplied, workv1.WorkAvailable} {
+		meta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: "ByTest",
+			ObservedGeneration: w.Generation, LastTransitionTime: now})
+	}
+	w.Status.ResourceStatus.Manifests = nil
+	for i, cfg := range w.Spec.ManifestConfigs {
+		id := cfg.ResourceIdentifier
+		w.Status.ResourceStatus.Manifests = append(w.Status.ResourceStatus.Manifests, workv1.ManifestCondition{
+			ResourceMeta: workv1.ManifestResourceMeta{Ordinal: int32(i), Group: id.Group, Version: "v1", Kind: "Job",
+				Resource: id.Resource, Name: id.Name, Namespace: id.Namespace},
+			StatusFeedbacks: workv1.StatusFeedbackResult{Values: []workv1.FeedbackValue{
+				{Name: "JobComplete", Value: workv1.FieldValue{Type: workv1.String, String: ptr.To("True")}},
+			}},
+			Conditions: []metav1.Condition{{Type: workv1.ManifestApplied, Status: metav1.ConditionTrue, Reason: "ByTest", LastTransitionTime: now}},
+		})
+	}
+	return c.Status().Update(ctx, w)
+}
