@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -35,6 +36,8 @@ import (
 
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
 	"github.com/gitops-addon/gitops-addon/test/harness"
+	"github.com/gitops-addon/gitops-addon/test/install"
+	"github.com/gitops-addon/gitops-addon/test/testenv"
 )
 
 // Namespace holds the Argo CD instance on the hub and on every spoke.
@@ -60,7 +63,7 @@ func MissingBinaries(dir string) []string {
 		}
 	}
 	for _, b := range []string{"redis-server", "git"} {
-		if _, err := lookPath(b); err != nil {
+		if _, err := exec.LookPath(b); err != nil {
 			missing = append(missing, b)
 		}
 	}
@@ -106,7 +109,7 @@ func component(f *harness.Fleet, c *harness.Cluster, role string, args []string,
 
 // startRedis runs redis-server on a free loopback port, without persistence.
 func startRedis(ctx context.Context, f *harness.Fleet, c *harness.Cluster) (*harness.Process, string, error) {
-	redisServer, err := lookPath("redis-server")
+	redisServer, err := exec.LookPath("redis-server")
 	if err != nil {
 		return nil, "", fmt.Errorf("redis-server is not installed (`make e2e-env` installs it): %w", err)
 	}
@@ -158,8 +161,15 @@ func startController(f *harness.Fleet, c *harness.Cluster, args []string, kubeco
 // create), redis, repo-server, application controller and ApplicationSet controller.
 func StartHub(ctx context.Context, f *harness.Fleet, crdFiles []string) (*Instance, error) {
 	c := f.Hub
-	if err := applyFiles(ctx, c.Client, crdFiles); err != nil {
-		return nil, err
+	for _, file := range crdFiles {
+		doc, err := os.ReadFile(file)
+		if err != nil {
+			return nil, err
+		}
+		// Server-side: Argo CD's Application CRD is too large for a client-side apply.
+		if err := install.ApplyYAML(ctx, c.Client, doc); err != nil {
+			return nil, fmt.Errorf("applying %s: %w", file, err)
+		}
 	}
 	if err := ensureConfig(ctx, c.Client); err != nil {
 		return nil, err
@@ -311,18 +321,14 @@ func componentArgs(c corev1.Container) []string {
 	return nil
 }
 
-// operatorRedisConfig is the redis configuration templates folder of the operator's
-// module, which hack/build-argocd.sh downloaded while building it.
+// operatorRedisConfig is the redis configuration templates folder of the module of the
+// operator hack/build-argocd.sh built (its version in argocd-operator.version).
 func operatorRedisConfig(binDir string) (string, error) {
-	matches, _ := filepath.Glob(filepath.Join(binDir, ".build", "argocd-operator-*", "go.mod"))
-	if len(matches) == 0 {
-		return "", fmt.Errorf("the operator's build module is missing from %s/.build: run `make e2e-env`", binDir)
-	}
 	version, err := os.ReadFile(filepath.Join(binDir, "argocd-operator.version"))
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("reading the version of the built operator (run `make e2e-env`): %w", err)
 	}
-	dir, err := goModDir(filepath.Dir(matches[0]), "github.com/argoproj-labs/argocd-operator@"+strings.Fields(string(version))[0])
+	dir, err := testenv.ModuleDir("github.com/argoproj-labs/argocd-operator@" + strings.Fields(string(version))[0])
 	if err != nil {
 		return "", err
 	}

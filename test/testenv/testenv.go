@@ -318,19 +318,24 @@ var (
 // module proxy into the module cache on first use.
 func ArgoCDCRDDir() (string, error) {
 	argoCDDirOnce.Do(func() {
-		out, err := goCommand("mod", "download", "-json", ArgoCDModule+"@"+ArgoCDVersion)
-		if err != nil {
-			argoCDDirErr = fmt.Errorf("downloading %s@%s: %w: %s", ArgoCDModule, ArgoCDVersion, err, out)
-			return
-		}
-		var info struct{ Dir, Error string }
-		if err := json.Unmarshal(out, &info); err != nil || info.Error != "" {
-			argoCDDirErr = fmt.Errorf("downloading %s@%s: %v %s", ArgoCDModule, ArgoCDVersion, err, info.Error)
-			return
-		}
-		argoCDDir = filepath.Join(info.Dir, "manifests", "crds")
+		dir, err := ModuleDir(ArgoCDModule + "@" + ArgoCDVersion)
+		argoCDDir, argoCDDirErr = filepath.Join(dir, "manifests", "crds"), err
 	})
 	return argoCDDir, argoCDDirErr
+}
+
+// ModuleDir is the module cache folder of module@version, downloaded through the Go module
+// proxy when missing.
+func ModuleDir(moduleAtVersion string) (string, error) {
+	out, err := goCommand("mod", "download", "-json", moduleAtVersion)
+	if err != nil {
+		return "", fmt.Errorf("downloading %s: %w: %s", moduleAtVersion, err, out)
+	}
+	var info struct{ Dir, Error string }
+	if err := json.Unmarshal(out, &info); err != nil || info.Error != "" || info.Dir == "" {
+		return "", fmt.Errorf("downloading %s: %v %s", moduleAtVersion, err, info.Error)
+	}
+	return info.Dir, nil
 }
 
 // argoCDCRDFiles are the CRDs of manifests/crds (beside them: a kustomization.yaml).
