@@ -21,8 +21,9 @@ func newSpokeTeardownCommand() *cobra.Command {
 		Short: "Remove the Argo CD instance gitops-addon delivered to this spoke while the GitOps operator can still finalize it",
 		Long: "spoke-teardown is the addon's pre-delete hook: OCM runs it as a Job on the spoke when the cluster's\n" +
 			"ManagedClusterAddOn is deleted, before it removes the GitOps operator. It deletes the ArgoCD instance (only\n" +
-			"gitops-addon's, by its label) and waits until the operator has finalized it. It never deletes CRDs or\n" +
-			"Applications. On timeout it exits non-zero with the finalizers still pending, and the Job retries.",
+			"gitops-addon's, by its label) and waits until the operator has finalized it; before that it waits (at most\n" +
+			"--drain-timeout) for the Applications being deleted in the namespace, which only this Argo CD can prune.\n" +
+			"It never deletes CRDs or Applications. On timeout it exits non-zero with the finalizers still pending, and the Job retries.",
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			cfg, err := restConfig(kubeconfig)
@@ -43,5 +44,6 @@ func newSpokeTeardownCommand() *cobra.Command {
 	f.StringVar(&o.Namespace, "namespace", o.Namespace, "namespace of the ArgoCD instance")
 	f.StringVar(&o.Name, "name", o.Name, "name of the ArgoCD instance")
 	f.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "how long to wait for the GitOps operator to finalize the instance")
+	f.DurationVar(&o.DrainTimeout, "drain-timeout", 2*time.Minute, "how long the instance waits first for the Applications being deleted in its namespace (pruned by it); 0 does not wait")
 	return c
 }

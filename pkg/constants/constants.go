@@ -40,6 +40,10 @@ const (
 	// RouteGroup and RouteVersion identify the OpenShift Route API.
 	RouteGroup   = "route.openshift.io"
 	RouteVersion = "v1"
+
+	// PlacementConfigMapName is the ConfigMap an ApplicationSet clusterDecisionResource
+	// generator names in configMapRef to read PlacementDecisions, as in Red Hat ACM.
+	PlacementConfigMapName = "acm-placement"
 )
 
 // RouteGroupVersion is the Route API as openshift/api defines it; openshift/api is also

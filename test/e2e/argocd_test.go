@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionshelpers "k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
@@ -24,6 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
+	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/routeguard"
@@ -316,26 +318,51 @@ spec:
 
 	// Last: it takes the GitOps stack off vanilla.
 	t.Run("operator-backed teardown: a cluster leaving the gitops addon finishes, keeping CRDs and Applications", func(t *testing.T) {
+		// The cluster leaves the Placement that both the GitOpsCluster and the seed
+		// ApplicationSet use: the addon must outlive the seed Application, whose resources
+		// finalizer only the spoke's Argo CD can honour.
 		s := a.spokes[vanilla]
+		seedApp := "guestbook-" + vanilla
+		require.True(t, exists(ctx, s.Client, &corev1.ConfigMap{}, "guestbook/guestbook-ui"), "the seed Application deployed its ConfigMap")
 		local := guestbookApplication(constants.GitOpsNamespace, "made-on-the-spoke")
 		require.NoError(t, s.Client.Create(ctx, local))
 		require.NoError(t, install.SelectCluster(ctx, a.f.Hub, vanilla, false))
 		var stuck []string
+		held := false
 		gone := assert.Eventually(t, func() bool {
+			held = held || addonsConditionReason(ctx, a.f.Hub, "gitops-managed") == appsv1beta1.ReasonWaitingForApplications
 			works := &workv1.ManifestWorkList{}
-			if a.f.Hub.Client.List(ctx, works, client.InNamespace(vanilla), client.MatchingLabels{addonv1beta1.AddonLabelKey: constants.AddonName}) != nil {
+			if a.f.Hub.Client.List(ctx, works, client.InNamespace(vanilla)) != nil {
 				return false
 			}
-			stuck = terminating(ctx, t, vanilla, s.Client)
-			return len(works.Items) == 0 && !exists(ctx, s.Client, argoCD(), constants.GitOpsNamespace+"/"+constants.ArgoCDName) && len(stuck) == 0
-		}, 3*time.Minute, time.Second, "the addon's ManifestWorks and the ArgoCD CR are gone, nothing Terminating")
+			stuck = append(terminating(ctx, t, vanilla, s.Client), terminating(ctx, t, "hub", a.f.Hub.Client)...)
+			return len(works.Items) == 0 && len(stuck) == 0 &&
+				!exists(ctx, a.f.Hub.Client, &addonv1beta1.ManagedClusterAddOn{}, vanilla+"/"+constants.AddonName) &&
+				!exists(ctx, a.f.Hub.Client, application("", ""), constants.GitOpsNamespace+"/"+seedApp) &&
+				!exists(ctx, s.Client, argoCD(), constants.GitOpsNamespace+"/"+constants.ArgoCDName)
+		}, 4*time.Minute, time.Second, "the ManagedClusterAddOn, every ManifestWork, the seed Application and the ArgoCD CR are gone, nothing Terminating")
 		require.True(t, gone, "still Terminating: %v", stuck)
+		assert.True(t, held, "the GitOpsCluster held the addon's removal for the departing seed Application (AddOnsReady reason %s)", appsv1beta1.ReasonWaitingForApplications)
+		assert.False(t, exists(ctx, s.Client, application("", ""), constants.GitOpsNamespace+"/"+seedApp), "the seed Application left the spoke")
+		assert.False(t, exists(ctx, s.Client, &corev1.ConfigMap{}, "guestbook/guestbook-ui"), "the spoke's Argo CD pruned it before it went")
 		assert.False(t, exists(ctx, s.Client, &appsv1.Deployment{}, constants.GitOpsNamespace+"/"+constants.OperatorDeployment), "the operator is gone")
 		for _, crd := range append(argoCRDs, constants.RoutesCRDName) {
 			assert.True(t, exists(ctx, s.Client, &apiextensionsv1.CustomResourceDefinition{}, crd), "CRD %s is kept", crd)
 		}
 		assert.True(t, exists(ctx, s.Client, local, constants.GitOpsNamespace+"/made-on-the-spoke"), "the spoke's own Application is kept")
 	})
+}
+
+// addonsConditionReason is the reason of a seed GitOpsCluster's AddOnsReady condition.
+func addonsConditionReason(ctx context.Context, hub *harness.Cluster, name string) string {
+	gc := &appsv1beta1.GitOpsCluster{}
+	if hub.Client.Get(ctx, client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: name}, gc) != nil {
+		return ""
+	}
+	if c := meta.FindStatusCondition(gc.Status.Conditions, appsv1beta1.ConditionAddOnsReady); c != nil {
+		return c.Reason
+	}
+	return ""
 }
 
 // applicationSetOver is the seed's ApplicationSet renamed, over another Placement's

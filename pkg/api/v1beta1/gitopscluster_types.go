@@ -22,21 +22,24 @@ const (
 
 // Condition reasons of a GitOpsCluster.
 const (
-	ReasonResolved            = "Resolved"
-	ReasonPlacementNotFound   = "PlacementNotFound"
-	ReasonPlacementNamespace  = "PlacementInOtherNamespace"
-	ReasonRegistered          = "Registered"
-	ReasonRegistrationFailed  = "RegistrationFailed"
-	ReasonOwnedByOther        = "OwnedByAnotherGitOpsCluster"
-	ReasonNotOwned            = "ExistingObjectNotOwned"
-	ReasonAddOnsAvailable     = "AddOnsAvailable"
-	ReasonAddOnsProgressing   = "AddOnsProgressing"
-	ReasonAddOnDisabled       = "AddOnDisabled"
-	ReasonAddOnFailed         = "AddOnFailed"
-	ReasonReady               = "Ready"
-	ReasonNotReady            = "NotReady"
-	ReasonPlacementUnresolved = "PlacementUnresolved"
-	ReasonWaitingForPlacement = "WaitingForPlacement"
+	ReasonResolved           = "Resolved"
+	ReasonPlacementNotFound  = "PlacementNotFound"
+	ReasonPlacementNamespace = "PlacementInOtherNamespace"
+	ReasonRegistered         = "Registered"
+	ReasonRegistrationFailed = "RegistrationFailed"
+	ReasonOwnedByOther       = "OwnedByAnotherGitOpsCluster"
+	ReasonNotOwned           = "ExistingObjectNotOwned"
+	ReasonAddOnsAvailable    = "AddOnsAvailable"
+	ReasonAddOnsProgressing  = "AddOnsProgressing"
+	ReasonAddOnDisabled      = "AddOnDisabled"
+	// ReasonWaitingForApplications: a cluster left the Placement, and its addon stays
+	// until the Applications leaving it with it are pruned by its Argo CD.
+	ReasonWaitingForApplications = "WaitingForApplications"
+	ReasonAddOnFailed            = "AddOnFailed"
+	ReasonReady                  = "Ready"
+	ReasonNotReady               = "NotReady"
+	ReasonPlacementUnresolved    = "PlacementUnresolved"
+	ReasonWaitingForPlacement    = "WaitingForPlacement"
 )
 
 // GitOpsCluster registers the managed clusters chosen by a Placement with an Argo CD

@@ -75,9 +75,13 @@ func buildHelmAddon(o Options, chartFS embed.FS) (agent.AgentAddon, error) {
 				addonfactory.ToAddOnResourceRequirementsValues),
 			addonfactory.GetAgentImageValues(o.ADCGetter, "global.imageOverrides.gitopsAddonAgent", o.AgentImage))
 	} else {
-		getValues = append(getValues, staticValues(addonfactory.Values{
-			"global": map[string]any{"imageOverrides": map[string]any{"gitopsAddonAgent": o.AgentImage}},
-		}))
+		// Without AddOnDeploymentConfigs the cluster's image-registries annotation still
+		// mirrors the agent image, as it does every other image.
+		getValues = append(getValues, func(mc *clusterv1.ManagedCluster, _ *addonv1beta1.ManagedClusterAddOn) (addonfactory.Values, error) {
+			return addonfactory.Values{
+				"global": map[string]any{"imageOverrides": map[string]any{"gitopsAddonAgent": mirrorFunc(mc, nil)(o.AgentImage)}},
+			}, nil
+		})
 	}
 	if len(o.ExtraValues) > 0 {
 		getValues = append(getValues, staticValues(o.ExtraValues))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -185,6 +186,76 @@ func TestImagePrecedence(t *testing.T) {
 			ag := find[*appsv1.Deployment](objects, constants.AgentDeployment)
 			require.NotNil(t, ag)
 			assert.Equal(t, tc.wantAgent, ag.Spec.Template.Spec.Containers[0].Image)
+		})
+	}
+}
+
+// TestRegistriesMirrorEveryShippedImage: on a disconnected cluster every image the addon
+// ships must come from the mirror, the defaults the operator would pick included; without
+// a mirror the Argo CD and redis images stay the operator's choice (they follow its
+// version).
+func TestRegistriesMirrorEveryShippedImage(t *testing.T) {
+	defaults, err := chartDefaults()
+	require.NoError(t, err)
+	mirrors := []addonv1beta1.ImageMirror{
+		{Source: "quay.io", Mirror: "mirror.example.com/quay"},
+		{Source: "public.ecr.aws/docker/library", Mirror: "mirror.example.com/library"},
+	}
+	viaADC := fakeADCGetter{"c1/cfg": {ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: "cfg"}, Spec: addonv1beta1.AddOnDeploymentConfigSpec{Registries: mirrors}}}
+	noRegistries := fakeADCGetter{"c1/cfg": {ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: "cfg"}}}
+	annotated := vanilla()
+	raw, err := json.Marshal(map[string]any{"registries": mirrors})
+	require.NoError(t, err)
+	annotated.Annotations = map[string]string{clusterv1.ClusterImageRegistriesAnnotationKey: string(raw)}
+
+	cases := []struct {
+		name      string
+		opts      Options
+		cluster   *clusterv1.ManagedCluster
+		addon     *addonv1beta1.ManagedClusterAddOn
+		mirrored  bool
+		wantArgo  string
+		wantRedis string
+	}{
+		{name: "AddOnDeploymentConfig registries", opts: Options{AgentImage: "quay.io/gitops-addon/gitops-addon:v1", ADCGetter: viaADC},
+			cluster: vanilla(), addon: mca("cfg", nil, ""), mirrored: true,
+			wantArgo:  strings.Replace(defaults.ArgoCD.DefaultImage, "quay.io", "mirror.example.com/quay", 1),
+			wantRedis: strings.Replace(defaults.ArgoCD.DefaultRedisImage, "public.ecr.aws/docker/library", "mirror.example.com/library", 1)},
+		{name: "the cluster's image-registries annotation", opts: Options{AgentImage: "quay.io/gitops-addon/gitops-addon:v1"},
+			cluster: annotated, addon: mca("", nil, ""), mirrored: true,
+			wantArgo:  strings.Replace(defaults.ArgoCD.DefaultImage, "quay.io", "mirror.example.com/quay", 1),
+			wantRedis: strings.Replace(defaults.ArgoCD.DefaultRedisImage, "public.ecr.aws/docker/library", "mirror.example.com/library", 1)},
+		{name: "the cluster's annotation, with an AddOnDeploymentConfig that names no registries", opts: Options{AgentImage: "quay.io/gitops-addon/gitops-addon:v1", ADCGetter: noRegistries},
+			cluster: annotated, addon: mca("cfg", nil, ""), mirrored: true,
+			wantArgo:  strings.Replace(defaults.ArgoCD.DefaultImage, "quay.io", "mirror.example.com/quay", 1),
+			wantRedis: strings.Replace(defaults.ArgoCD.DefaultRedisImage, "public.ecr.aws/docker/library", "mirror.example.com/library", 1)},
+		{name: "no mirror: the operator's own defaults", opts: Options{AgentImage: "quay.io/gitops-addon/gitops-addon:v1"},
+			cluster: vanilla(), addon: mca("", nil, "")},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			objects := render(t, tc.opts, tc.cluster, tc.addon)
+			for _, name := range []string{constants.OperatorDeployment, constants.AgentDeployment} {
+				d := find[*appsv1.Deployment](objects, name)
+				require.NotNil(t, d, name)
+				for _, c := range append(d.Spec.Template.Spec.InitContainers, d.Spec.Template.Spec.Containers...) {
+					assert.Equal(t, tc.mirrored, strings.HasPrefix(c.Image, "mirror.example.com/quay/"), "%s container %s: %s", name, c.Name, c.Image)
+				}
+			}
+			cr := find[*unstructured.Unstructured](objects, constants.ArgoCDName)
+			require.NotNil(t, cr, "ArgoCD CR rendered")
+			image, _, _ := unstructured.NestedString(cr.Object, "spec", "image")
+			version, _, _ := unstructured.NestedString(cr.Object, "spec", "version")
+			redisImage, _, _ := unstructured.NestedString(cr.Object, "spec", "redis", "image")
+			redisVersion, _, _ := unstructured.NestedString(cr.Object, "spec", "redis", "version")
+			joined := func(image, version string) string {
+				if image == "" {
+					return ""
+				}
+				return image + "@" + version
+			}
+			assert.Equal(t, tc.wantArgo, joined(image, version), "Argo CD image")
+			assert.Equal(t, tc.wantRedis, joined(redisImage, redisVersion), "redis image")
 		})
 	}
 }

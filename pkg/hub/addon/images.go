@@ -13,28 +13,33 @@ import (
 	"github.com/gitops-addon/gitops-addon/manifests"
 )
 
-// chartDefaults are the default operator images of the embedded agent chart. They are
-// read from its values.yaml, the single place they are written, because image mirrors
-// must apply to the final image the hub chooses.
-var chartDefaults = sync.OnceValues(func() (operatorImages, error) {
+// chartDefaults are the default images of the embedded agent chart. They are read from
+// its values.yaml, the single place they are written, because image mirrors must apply
+// to the final image the hub chooses, defaults included.
+var chartDefaults = sync.OnceValues(func() (defaultImages, error) {
 	raw, err := fs.ReadFile(manifests.ChartFS, manifests.AgentChartDir+"/values.yaml")
 	if err != nil {
-		return operatorImages{}, fmt.Errorf("reading the agent chart's values.yaml: %w", err)
+		return defaultImages{}, fmt.Errorf("reading the agent chart's values.yaml: %w", err)
 	}
-	var v struct {
-		GitOpsOperator struct {
-			Images operatorImages `json:"images"`
-		} `json:"gitopsOperator"`
-	}
+	var v defaultImages
 	if err := yaml.Unmarshal(raw, &v); err != nil {
-		return operatorImages{}, fmt.Errorf("parsing the agent chart's values.yaml: %w", err)
+		return defaultImages{}, fmt.Errorf("parsing the agent chart's values.yaml: %w", err)
 	}
-	return v.GitOpsOperator.Images, nil
+	return v, nil
 })
 
-type operatorImages struct {
-	OpenShift  string `json:"openshift"`
-	Kubernetes string `json:"kubernetes"`
+// defaultImages is the part of the agent chart's values.yaml that names default images.
+type defaultImages struct {
+	GitOpsOperator struct {
+		Images struct {
+			OpenShift  string `json:"openshift"`
+			Kubernetes string `json:"kubernetes"`
+		} `json:"images"`
+	} `json:"gitopsOperator"`
+	ArgoCD struct {
+		DefaultImage      string `json:"defaultImage"`
+		DefaultRedisImage string `json:"defaultRedisImage"`
+	} `json:"argoCD"`
 }
 
 // defaultOperatorImage is the chart's default operator image for a cluster flavour.
@@ -46,9 +51,22 @@ func defaultOperatorImage(f flavour) string {
 		return ""
 	}
 	if f.openShift {
-		return images.OpenShift
+		return images.GitOpsOperator.Images.OpenShift
 	}
-	return images.Kubernetes
+	return images.GitOpsOperator.Images.Kubernetes
+}
+
+// mirroredDefault is the image to set when none was chosen: empty (the operator runs
+// its own default, which follows the operator's version) unless an image mirror rewrites
+// that default, which must then be set, mirrored, for the cluster to pull it at all.
+func mirroredDefault(defaultImage string, mirror func(string) string) string {
+	if defaultImage == "" {
+		return ""
+	}
+	if mirrored := mirror(defaultImage); mirrored != defaultImage {
+		return mirrored
+	}
+	return ""
 }
 
 // clusterAnnotationRegistries reads the image mirrors a ManagedCluster's

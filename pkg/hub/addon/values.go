@@ -202,12 +202,21 @@ func buildValues(f flavour, k knobs, mirror func(string) string) addonfactory.Va
 	for _, g := range k.extraAPIGroups {
 		groups = append(groups, g)
 	}
+	argoCDImage, redisImage := mirror(k.argoCDImage), mirror(k.redisImage)
+	if defaults, err := chartDefaults(); err == nil {
+		if argoCDImage == "" {
+			argoCDImage = mirroredDefault(defaults.ArgoCD.DefaultImage, mirror)
+		}
+		if redisImage == "" {
+			redisImage = mirroredDefault(defaults.ArgoCD.DefaultRedisImage, mirror)
+		}
+	}
 	values := addonfactory.Values{
 		"openshift":          f.openShift,
 		"platformExtensions": map[string]any{"extraAPIGroups": groups},
 		"argoCD": map[string]any{
-			"image":      mirror(k.argoCDImage),
-			"redisImage": mirror(k.redisImage),
+			"image":      argoCDImage,
+			"redisImage": redisImage,
 		},
 	}
 	agent := map[string]any{}

@@ -131,9 +131,10 @@ func (r *Reconciler) reconcileAddons(ctx context.Context, gc *appsv1beta1.GitOps
 			res.add(cluster, states[i])
 		}
 	}
-	stuck, recheck, err := r.removeStaleAddons(ctx, gc, wanted)
-	res.problems = append(res.problems, stuck...)
-	res.recheckAfter = recheck
+	removal, err := r.removeStaleAddons(ctx, gc, wanted)
+	res.problems = append(res.problems, removal.stuck...)
+	res.draining = removal.draining
+	res.recheckAfter = removal.recheckAfter
 	return res, err
 }
 
@@ -172,36 +173,60 @@ func (r *Reconciler) ensureAddon(ctx context.Context, gc *appsv1beta1.GitOpsClus
 	return addonState{outcome: outcome, available: available}, nil
 }
 
+// removalResult is what removing the unwanted ManagedClusterAddOns found.
+type removalResult struct {
+	// stuck is a problem for each removal that has waited longer than StuckAfter.
+	stuck []string
+	// draining is, for each removal held for departing Applications, what it waits for.
+	draining []string
+	// recheckAfter is when to look again at the removals under way.
+	recheckAfter time.Duration
+}
+
 // removeStaleAddons deletes the ManagedClusterAddOns this GitOpsCluster created for
-// clusters that are not wanted any more. It returns a problem for each one whose removal
-// has waited longer than StuckAfter (naming its cluster and finalizers), and when to look
-// again at the ones still within it.
-func (r *Reconciler) removeStaleAddons(ctx context.Context, gc *appsv1beta1.GitOpsCluster, wanted map[string]bool) (stuck []string, recheckAfter time.Duration, err error) {
+// clusters that are not wanted any more, each once the Applications leaving its cluster
+// are gone (see holdRemoval). It reports each removal that has waited longer than
+// StuckAfter (naming its cluster and finalizers), and when to look again.
+func (r *Reconciler) removeStaleAddons(ctx context.Context, gc *appsv1beta1.GitOpsCluster, wanted map[string]bool) (removalResult, error) {
+	var res removalResult
 	addons := &addonv1beta1.ManagedClusterAddOnList{}
 	if err := r.Client.List(ctx, addons, ownerSelector(gc)); err != nil {
-		return nil, 0, fmt.Errorf("listing ManagedClusterAddOns of %s/%s: %w", gc.Namespace, gc.Name, err)
+		return res, fmt.Errorf("listing ManagedClusterAddOns of %s/%s: %w", gc.Namespace, gc.Name, err)
 	}
 	var terminating []addonv1beta1.ManagedClusterAddOn
 	for i := range addons.Items {
 		addon := &addons.Items[i]
 		if wanted[addon.Namespace] {
+			r.drains.forget(string(gc.UID) + "/" + addon.Namespace) // back before its removal
 			continue
 		}
 		if !addon.DeletionTimestamp.IsZero() {
 			terminating = append(terminating, *addon)
 			continue
 		}
+		message, hold, err := r.holdRemoval(ctx, gc, addon.Namespace)
+		if err != nil {
+			return res, err
+		}
+		if hold {
+			res.draining = append(res.draining, message)
+			continue
+		}
 		if err := r.deleteExact(ctx, addon); err != nil {
-			return nil, 0, err
+			return res, err
 		}
 		r.event(gc, corev1.EventTypeNormal, "AddOnRemoved", "Removed ManagedClusterAddOn %s from cluster %s", addon.Name, addon.Namespace)
 	}
 	stuckAddons, recheckAfter := overdue(terminating)
 	if len(stuckAddons) > 0 {
-		stuck = append(stuck, fmt.Sprintf("Removing the addon has taken more than %v on %s. OCM removes a ManagedClusterAddOn's finalizers once the cluster's klusterlet "+
+		res.stuck = append(res.stuck, fmt.Sprintf("Removing the addon has taken more than %v on %s. OCM removes a ManagedClusterAddOn's finalizers once the cluster's klusterlet "+
 			"has uninstalled the addon; a cluster that is offline keeps its own until it returns or is detached from the hub.", StuckAfter, WaitingAddOns(stuckAddons)))
 	}
-	return stuck, recheckAfter, nil
+	res.recheckAfter = recheckAfter
+	if len(res.draining) > 0 && (res.recheckAfter == 0 || drainRecheck < res.recheckAfter) {
+		res.recheckAfter = drainRecheck
+	}
+	return res, nil
 }
 
 // overdue splits terminating ManagedClusterAddOns into those deleted longer than

@@ -23,7 +23,7 @@ const (
 
 	// PlacementConfigMapName is the ConfigMap an ApplicationSet clusterDecisionResource
 	// generator names in configMapRef to read PlacementDecisions.
-	PlacementConfigMapName = "acm-placement"
+	PlacementConfigMapName = constants.PlacementConfigMapName
 	// PlacementReaderName names the Role and RoleBinding that let the ApplicationSet
 	// controller read PlacementDecisions.
 	PlacementReaderName = "gitops-addon-applicationset-placement"

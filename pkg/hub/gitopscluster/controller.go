@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -41,8 +42,16 @@ type Reconciler struct {
 	// Recorder emits Events on GitOpsClusters.
 	Recorder events.EventRecorder
 
+	// Departures finds the Applications leaving a cluster, whose Argo CD must outlive
+	// them; nil when the pull model is off.
+	Departures Departures
+	// DrainTimeout bounds how long an addon's removal waits for them (0: DefaultDrainTimeout).
+	DrainTimeout time.Duration
+
 	// recent are the objects created that the cache may not show yet.
 	recent recentCreates
+	// drains are the addon removals held for departing Applications.
+	drains drains
 }
 
 // Reconcile brings the hub objects of one GitOpsCluster to the state its spec and its

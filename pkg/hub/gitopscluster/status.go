@@ -40,6 +40,8 @@ type addonResult struct {
 	notAvailable []string // clusters whose addon is not (yet) Available
 	problems     []string
 	conflict     bool
+	// draining says, per cluster whose removal is held, which Applications it waits for.
+	draining []string
 	// recheckAfter is when a ManagedClusterAddOn being removed will have waited StuckAfter.
 	recheckAfter time.Duration
 }
@@ -137,6 +139,9 @@ func addonsCondition(obs observation) metav1.Condition {
 			c.Reason = appsv1beta1.ReasonOwnedByOther
 		}
 		c.Message = joinProblems(a.problems)
+	case len(a.draining) > 0:
+		c.Status, c.Reason = metav1.ConditionFalse, appsv1beta1.ReasonWaitingForApplications
+		c.Message = joinProblems(a.draining)
 	case len(a.notAvailable) > 0:
 		c.Status, c.Reason = metav1.ConditionFalse, appsv1beta1.ReasonAddOnsProgressing
 		c.Message = fmt.Sprintf("%d of %d addon(s) Available; waiting for: %s.", a.available, a.withAddon, listNames(a.notAvailable))

@@ -131,17 +131,19 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the controller manager: %w", err)
 	}
-	if err := (&gitopscluster.Reconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Recorder:  mgr.GetEventRecorder("gitops-addon-manager"),
-	}).SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("setting up the GitOpsCluster controller: %w", err)
-	}
+	var departures *pullmodel.Departures
 	if o.PullModel {
-		if err := pullmodel.SetupStarter(mgr, o.PullWorkers, o.SkipControllerNameValidation); err != nil {
+		if departures, err = pullmodel.SetupStarter(mgr, o.PullWorkers, o.SkipControllerNameValidation); err != nil {
 			return nil, fmt.Errorf("setting up the pull model: %w", err)
 		}
+	}
+	if err := (&gitopscluster.Reconciler{
+		Client:     mgr.GetClient(),
+		APIReader:  mgr.GetAPIReader(),
+		Recorder:   mgr.GetEventRecorder("gitops-addon-manager"),
+		Departures: departuresOrNil(departures),
+	}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the GitOpsCluster controller: %w", err)
 	}
 	if err := addAddonManager(mgr, cfg, o); err != nil {
 		return nil, err
@@ -153,6 +155,14 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 		return nil, fmt.Errorf("adding the readiness check: %w", err)
 	}
 	return mgr, nil
+}
+
+// departuresOrNil keeps a nil *Departures from becoming a non-nil interface.
+func departuresOrNil(d *pullmodel.Departures) gitopscluster.Departures {
+	if d == nil {
+		return nil
+	}
+	return d
 }
 
 // addAddonManager registers addon-framework's addon manager as a runnable that starts

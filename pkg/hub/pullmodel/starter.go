@@ -30,18 +30,22 @@ type Starter struct {
 	once      sync.Once
 	started   bool
 	startErr  error
+	// departures gets the pull cache once it exists.
+	departures *Departures
 }
 
 // SetupStarter registers the Starter. It watches CRD metadata only, filtered to Argo
-// CD's two CRDs.
-func SetupStarter(mgr manager.Manager, workers int, skipNameValidation bool) error {
+// CD's two CRDs. The Departures it returns finds the pull Applications leaving a cluster
+// once the pull model runs.
+func SetupStarter(mgr manager.Manager, workers int, skipNameValidation bool) (*Departures, error) {
 	if err := RegisterDecisionIndex(context.Background(), mgr.GetFieldIndexer()); err != nil {
-		return fmt.Errorf("indexing PlacementDecisions by cluster: %w", err)
+		return nil, fmt.Errorf("indexing PlacementDecisions by cluster: %w", err)
 	}
-	s := &Starter{mgr: mgr, workers: workers, skipNames: skipNameValidation}
+	s := &Starter{mgr: mgr, workers: workers, skipNames: skipNameValidation,
+		departures: NewDepartures(mgr.GetClient(), mgr.GetAPIReader())}
 	crd := &metav1.PartialObjectMetadata{}
 	crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
-	return ctrl.NewControllerManagedBy(mgr).
+	return s.departures, ctrl.NewControllerManagedBy(mgr).
 		Named("pullmodel-starter").
 		WithOptions(controller.Options{SkipNameValidation: &skipNameValidation}).
 		For(crd, builder.OnlyMetadata, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
@@ -101,7 +105,9 @@ func (s *Starter) start() error {
 		report := &ReportReconciler{Client: s.mgr.GetClient(), Cache: c}
 		if err := report.SetupWithManager(s.mgr, s.skipNames); err != nil {
 			s.startErr = fmt.Errorf("setting up the ApplicationSet report controller: %w", err)
+			return
 		}
+		s.departures.SetCache(c)
 	})
 	return s.startErr
 }

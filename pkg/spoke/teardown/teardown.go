@@ -4,12 +4,15 @@
 // for before it deletes the addon's ManifestWork. Deleting the ArgoCD CR together with
 // the GitOps operator (one ManifestWork) lets the operator's Pod stop before it has
 // cleared the CR's finalizer, leaving the CR and the ManifestWork Terminating for good;
-// here the CR goes first, while the operator still runs.
+// here the CR goes first, while the operator still runs. And the Argo CD itself goes only
+// once the Applications being deleted in its namespace are gone: only it can prune their
+// resources and release resources-finalizer.argocd.argoproj.io.
 package teardown
 
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,7 +20,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
@@ -26,10 +28,16 @@ import (
 // ArgoCDGVK is the kind of the Argo CD instance the addon delivers.
 var ArgoCDGVK = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1beta1", Kind: "ArgoCD"}
 
+// ApplicationGVK is the kind whose deletions the instance must outlive.
+var ApplicationGVK = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application"}
+
 // Options says which instance to remove and how long to wait for its finalizers.
 type Options struct {
 	Namespace, Name string
 	Timeout         time.Duration
+	// DrainTimeout bounds the wait for Applications being deleted in Namespace; past it
+	// the instance goes anyway and the log names the ones left.
+	DrainTimeout time.Duration
 	// Logf reports each step.
 	Logf func(format string, args ...any)
 }
@@ -57,6 +65,9 @@ func Run(ctx context.Context, c client.WithWatch, o Options) error {
 		return nil
 	}
 	if instance.GetDeletionTimestamp() == nil {
+		if err := drainApplications(ctx, c, o); err != nil {
+			return err
+		}
 		uid := instance.GetUID()
 		if err := c.Delete(ctx, instance, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting ArgoCD %s/%s: %w", o.Namespace, o.Name, err)
@@ -66,46 +77,97 @@ func Run(ctx context.Context, c client.WithWatch, o Options) error {
 	return waitGone(ctx, c, o)
 }
 
-// waitGone waits until the instance is deleted: a list tells where it stands, a watch
-// from that version tells when it goes; a watch that ends early starts over with a list.
+// waitGone waits until the instance is deleted.
 func waitGone(ctx context.Context, c client.WithWatch, o Options) error {
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	var finalizers []string
-	for {
-		list := argoCDList()
-		if err := c.List(ctx, list, client.InNamespace(o.Namespace), client.MatchingFields{"metadata.name": o.Name}); err != nil {
-			return stillThere(o, finalizers, err)
+	last, err := waitFor(ctx, c, argoCDList, []client.ListOption{client.InNamespace(o.Namespace), client.MatchingFields{"metadata.name": o.Name}},
+		func(l *unstructured.UnstructuredList) bool { return len(l.Items) == 0 })
+	if err != nil {
+		var finalizers []string
+		if last != nil && len(last.Items) > 0 {
+			finalizers = last.Items[0].GetFinalizers()
 		}
-		if len(list.Items) == 0 {
-			o.Logf("ArgoCD %s/%s is gone", o.Namespace, o.Name)
-			return nil
-		}
-		finalizers = list.Items[0].GetFinalizers()
-		w, err := c.Watch(ctx, argoCDList(), client.InNamespace(o.Namespace), client.MatchingFields{"metadata.name": o.Name},
-			&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.GetResourceVersion()}})
-		if err != nil {
-			return stillThere(o, finalizers, err)
-		}
-		gone := false
-		for ev := range w.ResultChan() {
-			if ev.Type == watch.Deleted {
-				gone = true
-				break
-			}
-			if u, ok := ev.Object.(*unstructured.Unstructured); ok {
-				finalizers = u.GetFinalizers()
-			}
-		}
-		w.Stop()
-		if gone {
-			o.Logf("ArgoCD %s/%s is gone", o.Namespace, o.Name)
-			return nil
-		}
-		if ctx.Err() != nil {
-			return stillThere(o, finalizers, ctx.Err())
+		return stillThere(o, finalizers, err)
+	}
+	o.Logf("ArgoCD %s/%s is gone", o.Namespace, o.Name)
+	return nil
+}
+
+// drainApplications waits, at most DrainTimeout, until no Application in the namespace is
+// being deleted. A cluster that leaves a Placement loses its addon and the Applications
+// an ApplicationSet generated for it at about the same time; their pruning needs this
+// Argo CD. Timing out is no failure: the hub has waited for them already (the
+// GitOpsCluster's WaitingForApplications), and the instance must go.
+func drainApplications(ctx context.Context, c client.WithWatch, o Options) error {
+	if o.DrainTimeout <= 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.DrainTimeout)
+	defer cancel()
+	last, err := waitFor(ctx, c, applicationList, []client.ListOption{client.InNamespace(o.Namespace)},
+		func(l *unstructured.UnstructuredList) bool { return len(deleting(l)) == 0 })
+	switch {
+	case err == nil:
+		return nil
+	case meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
+		return nil // no Application API: nothing to prune
+	case ctx.Err() == nil:
+		return fmt.Errorf("reading the Applications in %s: %w", o.Namespace, err)
+	}
+	o.Logf("Applications %v in %s are still being deleted after %v; removing Argo CD anyway: remove "+
+		"resources-finalizer.argocd.argoproj.io from them to let them go (their resources stay)", deleting(last), o.Namespace, o.DrainTimeout)
+	return nil
+}
+
+func deleting(l *unstructured.UnstructuredList) []string {
+	var names []string
+	if l == nil {
+		return nil
+	}
+	for _, item := range l.Items {
+		if item.GetDeletionTimestamp() != nil {
+			names = append(names, item.GetName())
 		}
 	}
+	return names
+}
+
+// waitFor lists until done is true: a list tells where things stand, a watch from its
+// version tells when something changed, and the next list looks again. It returns the
+// last list it read.
+func waitFor(ctx context.Context, c client.WithWatch, newList func() *unstructured.UnstructuredList, opts []client.ListOption,
+	done func(*unstructured.UnstructuredList) bool) (*unstructured.UnstructuredList, error) {
+	var last *unstructured.UnstructuredList
+	for {
+		list := newList()
+		if err := c.List(ctx, list, opts...); err != nil {
+			return last, err
+		}
+		last = list
+		if done(list) {
+			return list, nil
+		}
+		watchOpts := append(slices.Clone(opts), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.GetResourceVersion()}})
+		w, err := c.Watch(ctx, newList(), watchOpts...)
+		if err != nil {
+			return last, err
+		}
+		select {
+		case <-w.ResultChan():
+		case <-ctx.Done():
+		}
+		w.Stop()
+		if ctx.Err() != nil {
+			return last, ctx.Err()
+		}
+	}
+}
+
+func applicationList() *unstructured.UnstructuredList {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(ApplicationGVK.GroupVersion().WithKind(ApplicationGVK.Kind + "List"))
+	return list
 }
 
 func argoCDList() *unstructured.UnstructuredList {
