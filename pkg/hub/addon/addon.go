@@ -52,6 +52,8 @@ type Options struct {
 	ADCGetter utils.AddOnDeploymentConfigGetter
 	// ExtraValues are applied last, above everything (render's -f and --set).
 	ExtraValues addonfactory.Values
+	// Warn reports what a cluster's render ignored (EventWarner); nil drops it.
+	Warn Warner
 }
 
 // New builds the gitops-addon agent addon.
@@ -65,7 +67,7 @@ func New(o Options) (agent.AgentAddon, error) {
 
 // buildHelmAddon builds addon-framework's Helm addon over the agent chart in chartFS.
 func buildHelmAddon(o Options, chartFS embed.FS) (agent.AgentAddon, error) {
-	sources := valuesSources{adcGetter: o.ADCGetter, operatorImage: o.OperatorImage}
+	sources := valuesSources{adcGetter: o.ADCGetter, operatorImage: o.OperatorImage, warn: o.Warn}
 	getValues := []addonfactory.GetValuesFunc{sources.values}
 	if o.ADCGetter != nil {
 		getValues = append(getValues,

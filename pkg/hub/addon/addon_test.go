@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
@@ -330,7 +331,6 @@ func TestArgoCDAppliedServerSide(t *testing.T) {
 
 func TestRenderRejectsBadCustomizedVariables(t *testing.T) {
 	cases := map[string]addonv1beta1.CustomizedVariable{
-		"unknown name":       {Name: "extraApiGroups", Value: "cert-manager.io"},
 		"invalid API group":  {Name: VarExtraAPIGroups, Value: "Cert_Manager"},
 		"invalid log level":  {Name: VarAgentLogLevel, Value: "verbose"},
 		"guard not a bool":   {Name: VarRouteCRDAdmissionGuard, Value: "off"},
@@ -347,6 +347,45 @@ func TestRenderRejectsBadCustomizedVariables(t *testing.T) {
 			assert.Contains(t, err.Error(), "AddOnDeploymentConfig c1/cfg")
 		})
 	}
+}
+
+// TestUnknownCustomizedVariablesAreIgnoredWithAWarning: a name gitops-addon does not know
+// (a typo, a variable of another addon sharing the ADC, one of a newer release) leaves the
+// stack rendered with everything else applied, and says so once per change.
+func TestUnknownCustomizedVariablesAreIgnoredWithAWarning(t *testing.T) {
+	adcs := fakeADCGetter{"c1/cfg": {ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: "cfg"},
+		Spec: addonv1beta1.AddOnDeploymentConfigSpec{CustomizedVariables: []addonv1beta1.CustomizedVariable{
+			{Name: "extraApiGroups", Value: "cert-manager.io"},
+			{Name: VarAgentLogLevel, Value: "debug"},
+		}}}}
+	var warnings []string
+	warn := func(_ *addonv1beta1.ManagedClusterAddOn, message string) { warnings = append(warnings, message) }
+	objects := render(t, Options{AgentImage: "a:1", ADCGetter: adcs, Warn: warn}, vanilla(), mca("cfg", nil, ""))
+
+	ag := find[*appsv1.Deployment](objects, constants.AgentDeployment)
+	require.NotNil(t, ag, "the stack is rendered")
+	assert.Contains(t, ag.Spec.Template.Spec.Containers[0].Args, "--zap-log-level=debug", "the known variable still applies")
+	require.Len(t, warnings, 1)
+	assert.Contains(t, warnings[0], "AddOnDeploymentConfig c1/cfg: ignored customizedVariables extraApiGroups")
+	assert.Contains(t, warnings[0], VarExtraAPIGroups, "names what it understands")
+
+	t.Run("an Event only when the message changes", func(t *testing.T) {
+		recorder := events.NewFakeRecorder(10)
+		w := EventWarner(recorder)
+		a := mca("cfg", nil, "")
+		for _, message := range []string{"ignored x", "ignored x", "", "ignored x", "ignored y"} {
+			w(a, message)
+		}
+		close(recorder.Events)
+		var got []string
+		for e := range recorder.Events {
+			got = append(got, e)
+		}
+		assert.Equal(t, []string{
+			"Warning AddOnDeploymentConfigIgnored ignored x", "Warning AddOnDeploymentConfigIgnored ignored x",
+			"Warning AddOnDeploymentConfigIgnored ignored y",
+		}, got, "repeats are not recorded; after it was fixed, a new occurrence is")
+	})
 }
 
 // TestManifestsRenderConcurrently: the manager's deploy controller renders with several

@@ -15,7 +15,9 @@ import (
 )
 
 // Names of the AddOnDeploymentConfig customizedVariables gitops-addon understands. Any
-// other name is rejected, so that a typo never silently does nothing.
+// other name is ignored with a Warning Event on the ManagedClusterAddOn, so that a typo
+// never silently does nothing, and an ADC shared with another addon (or written for a
+// newer gitops-addon) does not stop the stack from being delivered.
 const (
 	VarExtraAPIGroups      = "extraAPIGroups"
 	VarGitOpsOperatorImage = "gitOpsOperatorImage"
@@ -46,16 +48,17 @@ type knobs struct {
 }
 
 // parseCustomizedVariables reads our customizedVariables, with an error naming the bad
-// variable and what it accepts.
-func parseCustomizedVariables(vars []addonv1beta1.CustomizedVariable) (knobs, error) {
+// value and what it accepts; it returns the names it does not know.
+func parseCustomizedVariables(vars []addonv1beta1.CustomizedVariable) (knobs, []string, error) {
 	var k knobs
+	var unknown []string
 	for _, v := range vars {
 		value := strings.TrimSpace(v.Value)
 		switch v.Name {
 		case VarExtraAPIGroups:
 			groups, err := parseAPIGroups(value)
 			if err != nil {
-				return k, err
+				return k, nil, err
 			}
 			k.extraAPIGroups = groups
 		case VarGitOpsOperatorImage:
@@ -66,22 +69,23 @@ func parseCustomizedVariables(vars []addonv1beta1.CustomizedVariable) (knobs, er
 			k.redisImage = value
 		case VarAgentLogLevel:
 			if !logLevels[value] {
-				return k, fmt.Errorf("customizedVariable %s=%q: want one of debug, info, error", VarAgentLogLevel, value)
+				return k, nil, fmt.Errorf("customizedVariable %s=%q: want one of debug, info, error", VarAgentLogLevel, value)
 			}
 			k.agentLogLevel = value
 		case VarRouteCRDAdmissionGuard:
 			if value != "true" && value != "false" {
-				return k, fmt.Errorf("customizedVariable %s=%q: want true or false", VarRouteCRDAdmissionGuard, value)
+				return k, nil, fmt.Errorf("customizedVariable %s=%q: want true or false", VarRouteCRDAdmissionGuard, value)
 			}
 			k.routeCRDAdmissionGuard = value
 		default:
-			return k, fmt.Errorf("unknown customizedVariable %q: gitops-addon understands %s", v.Name, strings.Join(knownVariables, ", "))
+			unknown = append(unknown, v.Name)
+			continue
 		}
 		if strings.ContainsAny(value, " \t\n") && v.Name != VarExtraAPIGroups {
-			return k, fmt.Errorf("customizedVariable %s=%q must not contain white space", v.Name, value)
+			return k, nil, fmt.Errorf("customizedVariable %s=%q must not contain white space", v.Name, value)
 		}
 	}
-	return k, nil
+	return k, unknown, nil
 }
 
 // parseAPIGroups reads a comma-separated list of API group names.
@@ -107,6 +111,7 @@ func parseAPIGroups(value string) ([]string, error) {
 type valuesSources struct {
 	adcGetter     utils.AddOnDeploymentConfigGetter
 	operatorImage string // manager-wide override (--operator-image)
+	warn          Warner // nil: warnings are dropped (render)
 }
 
 // values computes the chart values gitops-addon decides per cluster: flavour (which the
@@ -123,15 +128,30 @@ func (s valuesSources) values(mc *clusterv1.ManagedCluster, addon *addonv1beta1.
 	k := knobs{operatorImage: s.operatorImage}
 	var registries []addonv1beta1.ImageMirror
 	if adc != nil {
-		fromADC, err := parseCustomizedVariables(adc.Spec.CustomizedVariables)
+		fromADC, unknown, err := parseCustomizedVariables(adc.Spec.CustomizedVariables)
 		if err != nil {
 			return nil, fmt.Errorf("AddOnDeploymentConfig %s/%s: %w", adc.Namespace, adc.Name, err)
 		}
+		s.warnIgnored(addon, adc, unknown)
 		k = overlay(k, fromADC)
 		registries = adc.Spec.Registries
 	}
 	k = overlay(k, fromAnnotations(addon))
 	return buildValues(clusterFlavour(mc), k, mirrorFunc(mc, registries)), nil
+}
+
+// warnIgnored names the customizedVariables of the AddOnDeploymentConfig that were
+// ignored, and what gitops-addon understands (empty: nothing was ignored).
+func (s valuesSources) warnIgnored(addon *addonv1beta1.ManagedClusterAddOn, adc *addonv1beta1.AddOnDeploymentConfig, unknown []string) {
+	if s.warn == nil || addon == nil {
+		return
+	}
+	message := ""
+	if len(unknown) > 0 {
+		message = fmt.Sprintf("AddOnDeploymentConfig %s/%s: ignored customizedVariables %s, which gitops-addon does not know; it understands %s (names are case-sensitive)",
+			adc.Namespace, adc.Name, strings.Join(unknown, ", "), strings.Join(knownVariables, ", "))
+	}
+	s.warn(addon, message)
 }
 
 func (s valuesSources) desiredConfig(addon *addonv1beta1.ManagedClusterAddOn) (*addonv1beta1.AddOnDeploymentConfig, error) {

@@ -22,7 +22,9 @@ import (
 // departing answers Leaving from a map of cluster -> Applications.
 type departing map[string][]string
 
-func (d departing) Leaving(_ context.Context, cluster string) ([]string, error) { return d[cluster], nil }
+func (d departing) Leaving(_ context.Context, cluster string) ([]string, error) {
+	return d[cluster], nil
+}
 
 // TestAddonRemovalWaitsForDepartingApplications: a cluster that leaves the Placement keeps
 // its addon (and so its Argo CD) while Applications leaving it with it still need pruning,

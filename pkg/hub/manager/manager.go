@@ -177,6 +177,7 @@ func addAddonManager(mgr manager.Manager, cfg *rest.Config, o Options) error {
 		OperatorImage: o.OperatorImage,
 		KubeClient:    clients.kube,
 		ADCGetter:     utils.NewAddOnDeploymentConfigGetter(clients.addon),
+		Warn:          addon.EventWarner(mgr.GetEventRecorder("gitops-addon-manager")),
 	})
 	if err != nil {
 		return err
