@@ -278,9 +278,10 @@ func printHowToLookAround(f *harness.Fleet, p *install.Product, argo *argocd.Fle
 	fmt.Printf("     kubectl --kubeconfig %s get applications -n openshift-gitops -o jsonpath='{range .items[*]}{.metadata.name}: {.status.conditions[*].message}{\"\\n\"}{end}'\n", hub)
 	fmt.Println("  4. The Routes trap: a duplicate Routes CRD on the OpenShift-like spoke is refused by the agent's admission policy:")
 	fmt.Printf("     kubectl --kubeconfig %s apply -f %s\n", openshift, writeRoutesCRD(f))
-	fmt.Println("  5. Take a cluster out of the Placement: its Application and the GitOps stack leave it; CRDs and its own Applications stay")
-	fmt.Println("     (known gap: the guestbook Application can stay Terminating on the spoke if its Argo CD goes first; see the README):")
+	fmt.Println("  5. Take a cluster out of the Placement: its Argo CD stays until it has pruned the guestbook Application, then the")
+	fmt.Println("     GitOps stack leaves it; CRDs and its own Applications stay. Watch AddOnsReady say WaitingForApplications:")
 	fmt.Printf("     kubectl --kubeconfig %s label managedcluster vanilla gitops-\n", hub)
+	fmt.Printf("     kubectl --kubeconfig %s -n openshift-gitops get gitopscluster gitops-managed -o jsonpath='{.status.conditions[?(@.type==\"AddOnsReady\")].message}{\"\\n\"}'\n", hub)
 }
 
 // writeRoutesCRD writes the Routes CRD the agent installs on vanilla clusters to the
