@@ -62,6 +62,10 @@ const (
 	// of objects in other namespaces is recorded in labels and enforced by a finalizer.
 	LabelOwnerNamespace = "gitops-addon.open-cluster-management.io/gitopscluster-namespace"
 	LabelOwnerName      = "gitops-addon.open-cluster-management.io/gitopscluster-name"
+	// AnnotationOwner ("<namespace>/<name>") names the GitOpsCluster in full on the
+	// objects it created when its name is longer than a label value and LabelOwnerName
+	// holds it hashed.
+	AnnotationOwner = "gitops-addon.open-cluster-management.io/gitopscluster"
 
 	// LabelClusterName names the managed cluster an Argo CD cluster secret stands for.
 	LabelClusterName = "apps.open-cluster-management.io/cluster-name"

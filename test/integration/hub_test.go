@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -241,6 +242,20 @@ func (h *hub) waitCondition(namespace, name, condType string, status metav1.Cond
 	return got
 }
 
+// hasWarningEvent tells whether a Warning Event with reason was recorded on a GitOpsCluster.
+func hasWarningEvent(h *hub, namespace, name, reason string) bool {
+	list := &eventsv1.EventList{}
+	if h.c.List(h.ctx, list, client.InNamespace(namespace)) != nil {
+		return false
+	}
+	for _, e := range list.Items {
+		if e.Regarding.Name == name && e.Reason == reason && e.Type == corev1.EventTypeWarning {
+			return true
+		}
+	}
+	return false
+}
+
 // manifestWorks returns the gitops-addon ManifestWorks of a cluster once they carry the
 // agent Deployment (addon-framework writes the split works one after the other).
 func (h *hub) manifestWorks(cluster string) []workv1.ManifestWork {
@@ -454,6 +469,60 @@ spec:
 		s := &corev1.Secret{}
 		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: "team-a-argocd", Name: "team-a-1-cluster-secret"}, s))
 		assert.Equal(t, "team-a-1", string(s.Data["name"]))
+	})
+
+	t.Run("a failed step is on the status with the API error and its fix, then retried", func(t *testing.T) {
+		h.managedCluster("team-b-1", map[string]string{"product.open-cluster-management.io": "AKS"})
+		h.placement("team-b", "team-b", "team-b-1")
+		h.applyYAML(`
+apiVersion: apps.open-cluster-management.io/v1beta1
+kind: GitOpsCluster
+metadata: {name: missing-argo-namespace, namespace: team-b}
+spec:
+  argoServer: {argoNamespace: team-b-argocd}
+  placementRef: {kind: Placement, name: team-b}
+`)
+		c := h.waitCondition("team-b", "missing-argo-namespace", appsv1beta1.ConditionClustersRegistered, metav1.ConditionFalse, appsv1beta1.ReasonReconcileError)
+		assert.Contains(t, c.Message, `namespaces "team-b-argocd" not found`, "the API error")
+		assert.Contains(t, c.Message, "Fix: create that namespace, or set spec.argoServer.argoNamespace")
+		h.waitCondition("team-b", "missing-argo-namespace", appsv1beta1.ConditionAddOnsReady, metav1.ConditionUnknown, appsv1beta1.ReasonReconcileError)
+		require.Eventually(t, func() bool {
+			return hasWarningEvent(h, "team-b", "missing-argo-namespace", appsv1beta1.ReasonReconcileError)
+		}, timeout, poll, "a Warning Event on the GitOpsCluster")
+
+		h.namespace("team-b-argocd")
+		h.waitCondition("team-b", "missing-argo-namespace", appsv1beta1.ConditionClustersRegistered, metav1.ConditionTrue, appsv1beta1.ReasonRegistered)
+	})
+
+	t.Run("a GitOpsCluster name too long for a label value works: hashed in labels, in full in an annotation", func(t *testing.T) {
+		long := strings.Repeat("a-very-long-gitopscluster-name-", 8) + "end" // 251 characters
+		h.managedCluster("team-c-1", map[string]string{"product.open-cluster-management.io": "AKS"})
+		h.placement("team-c", "team-c", "team-c-1")
+		h.namespace("team-c-argocd")
+		h.applyYAML(fmt.Sprintf(`
+apiVersion: apps.open-cluster-management.io/v1beta1
+kind: GitOpsCluster
+metadata: {name: %s, namespace: team-c}
+spec:
+  argoServer: {argoNamespace: team-c-argocd}
+  placementRef: {kind: Placement, name: team-c}
+  gitopsAddon: {enabled: true}
+`, long))
+		h.waitCondition("team-c", long, appsv1beta1.ConditionClustersRegistered, metav1.ConditionTrue, appsv1beta1.ReasonRegistered)
+		secret := &corev1.Secret{}
+		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: "team-c-argocd", Name: "team-c-1-cluster-secret"}, secret))
+		mca := h.waitAddon("team-c-1")
+		for _, obj := range []client.Object{secret, mca} {
+			label := obj.GetLabels()[constants.LabelOwnerName]
+			assert.LessOrEqual(t, len(label), 63, "%T: a valid label value", obj)
+			assert.True(t, strings.HasPrefix(long, strings.TrimRight(label[:40], "-")), "%T: readable prefix %q", obj, label)
+			assert.Equal(t, "team-c/"+long, obj.GetAnnotations()[constants.AnnotationOwner], "%T: the full name", obj)
+		}
+		// The owner mapping works both ways: the addon removed when the cluster leaves.
+		h.decide("team-c", "team-c", "team-b-1") // a PlacementDecision needs one decision
+		require.Eventually(t, func() bool {
+			return apierrors.IsNotFound(h.c.Get(h.ctx, types.NamespacedName{Namespace: "team-c-1", Name: constants.AddonName}, &addonv1beta1.ManagedClusterAddOn{}))
+		}, timeout, poll, "its ManagedClusterAddOn is removed when the cluster leaves the Placement")
 	})
 
 	t.Run("invalid GitOpsClusters are rejected by the apiserver", func(t *testing.T) {

@@ -40,6 +40,9 @@ const (
 	ReasonNotReady               = "NotReady"
 	ReasonPlacementUnresolved    = "PlacementUnresolved"
 	ReasonWaitingForPlacement    = "WaitingForPlacement"
+	// ReasonReconcileError: a step failed on an API error; the message has the error and
+	// the fix, and the controller retries with backoff.
+	ReasonReconcileError = "ReconcileError"
 )
 
 // GitOpsCluster registers the managed clusters chosen by a Placement with an Argo CD

@@ -46,12 +46,14 @@ func imageAnnotations(gc *appsv1beta1.GitOpsCluster) map[string]string {
 // and OCM's addon manager adds it at its own pace (2 workers; at 1,000 clusters about a
 // minute behind the creates).
 func desiredAddon(gc *appsv1beta1.GitOpsCluster, cluster string, cma *metav1.OwnerReference) *addonv1beta1.ManagedClusterAddOn {
+	annotations := imageAnnotations(gc)
+	maps.Copy(annotations, ownerAnnotations(gc))
 	addon := &addonv1beta1.ManagedClusterAddOn{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        constants.AddonName,
 			Namespace:   cluster,
 			Labels:      ownerLabels(gc),
-			Annotations: imageAnnotations(gc),
+			Annotations: annotations,
 		},
 	}
 	if cma != nil {
@@ -103,6 +105,9 @@ func updateAddon(current, desired client.Object) bool {
 		} else {
 			delete(annotations, key)
 		}
+	}
+	if owner, ok := want[constants.AnnotationOwner]; ok && annotations[constants.AnnotationOwner] != owner {
+		annotations[constants.AnnotationOwner], changed = owner, true
 	}
 	current.SetLabels(labels)
 	current.SetAnnotations(annotations)

@@ -63,9 +63,10 @@ func desiredClusterSecret(gc *appsv1beta1.GitOpsCluster, mc *clusterv1.ManagedCl
 	labels[constants.LabelClusterName] = mc.Name
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      ClusterSecretName(mc.Name),
-			Namespace: gc.Spec.ArgoServer.ArgoNamespace,
-			Labels:    labels,
+			Name:        ClusterSecretName(mc.Name),
+			Namespace:   gc.Spec.ArgoServer.ArgoNamespace,
+			Labels:      labels,
+			Annotations: ownerAnnotations(gc),
 		},
 		Type: corev1.SecretTypeOpaque,
 		Data: map[string][]byte{

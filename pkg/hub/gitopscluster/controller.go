@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
+	"github.com/gitops-addon/gitops-addon/pkg/constants"
 )
 
 // ControllerName names the controller in logs, metrics and events.
@@ -71,26 +73,39 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	obs, err := r.observe(ctx, gc)
-	if err != nil {
-		return ctrl.Result{}, err
+	if err != nil && apierrors.IsConflict(err) {
+		return ctrl.Result{}, err // a stale read: retried at once with backoff, nothing to tell
 	}
-	return ctrl.Result{RequeueAfter: obs.addons.recheckAfter}, r.writeStatus(ctx, gc, obs)
+	if statusErr := r.writeStatus(ctx, gc, obs); err == nil {
+		err = statusErr
+	}
+	if err != nil {
+		return ctrl.Result{}, err // retried with backoff; the status and an Event say why
+	}
+	return ctrl.Result{RequeueAfter: obs.addons.recheckAfter}, nil
 }
 
-// observe does the work of one reconcile and records what it found. While the Placement
-// cannot be resolved nothing is created or removed: a typo in placementRef must not
-// unregister a fleet.
+// observe does the work of one reconcile and records what it found, including the step
+// that failed, if one did. While the Placement cannot be resolved nothing is created or
+// removed: a typo in placementRef must not unregister a fleet.
 func (r *Reconciler) observe(ctx context.Context, gc *appsv1beta1.GitOpsCluster) (observation, error) {
 	obs := observation{unsupported: unsupportedFields(gc)}
 	obs.addons.enabled = gc.AddonEnabled()
 	var err error
-	if obs.placement, err = r.resolvePlacement(ctx, gc); err != nil || !obs.placement.resolved {
+	if obs.placement, err = r.resolvePlacement(ctx, gc); err != nil {
+		obs.failed = &stepFailure{condition: appsv1beta1.ConditionPlacementResolved, err: err}
 		return obs, err
+	}
+	if !obs.placement.resolved {
+		return obs, nil
 	}
 	if obs.registration, err = r.registerClusters(ctx, gc, obs.placement.clusters); err != nil {
+		obs.failed = &stepFailure{condition: appsv1beta1.ConditionClustersRegistered, err: err}
 		return obs, err
 	}
-	obs.addons, err = r.reconcileAddons(ctx, gc, obs.placement.clusters)
+	if obs.addons, err = r.reconcileAddons(ctx, gc, obs.placement.clusters); err != nil {
+		obs.failed = &stepFailure{condition: appsv1beta1.ConditionAddOnsReady, err: err}
+	}
 	return obs, err
 }
 
@@ -257,7 +272,12 @@ func (r *Reconciler) forOwner(_ context.Context, obj client.Object) []reconcile.
 	if !ok {
 		return nil
 	}
-	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.Namespace, Name: o.Name}}}
+	name := o.Name
+	// A name too long for a label is hashed there, and written in full beside it.
+	if ns, full, found := strings.Cut(obj.GetAnnotations()[constants.AnnotationOwner], "/"); found && ns == o.Namespace && ownerNameLabel(full) == o.Name {
+		name = full
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.Namespace, Name: name}}}
 }
 
 func (r *Reconciler) forAll(ctx context.Context, _ client.Object) []reconcile.Request {

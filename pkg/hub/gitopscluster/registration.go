@@ -73,14 +73,36 @@ func (r *Reconciler) ensureClusterSecret(ctx context.Context, gc *appsv1beta1.Gi
 	return secretState{name: client.ObjectKeyFromObject(desired), problem: outcome.problem, conflict: outcome.conflict}, nil
 }
 
-// updateSecret makes an owned cluster secret exactly as desired.
+// updateSecret makes an owned cluster secret's labels and data exactly as desired, and
+// adds the owner annotation a long-named GitOpsCluster needs.
 func updateSecret(current, desired client.Object) bool {
 	cur, want := current.(*corev1.Secret), desired.(*corev1.Secret)
+	annotated := addAnnotations(cur, want.Annotations)
 	if maps.Equal(cur.Labels, want.Labels) && equality.Semantic.DeepEqual(cur.Data, want.Data) {
-		return false
+		return annotated
 	}
 	cur.Labels, cur.Data = want.Labels, want.Data
 	return true
+}
+
+// addAnnotations sets each of want on obj and tells whether anything changed; other
+// annotations stay.
+func addAnnotations(obj client.Object, want map[string]string) bool {
+	if len(want) == 0 {
+		return false
+	}
+	annotations := maps.Clone(obj.GetAnnotations())
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	changed := false
+	for k, v := range want {
+		if annotations[k] != v {
+			annotations[k], changed = v, true
+		}
+	}
+	obj.SetAnnotations(annotations)
+	return changed
 }
 
 // removeStaleSecrets deletes the cluster secrets this GitOpsCluster wrote that are no

@@ -1,12 +1,14 @@
 package gitopscluster
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -52,6 +54,71 @@ type observation struct {
 	registration registrationResult
 	addons       addonResult
 	unsupported  []string
+	// failed is the step that could not be done, if one could not; the steps after it
+	// were not attempted.
+	failed *stepFailure
+}
+
+// stepFailure is an error from the API (or our own) that stopped a reconcile at the step
+// whose condition it reports on.
+type stepFailure struct {
+	condition string
+	err       error
+}
+
+// conditionOrder is the order in which a reconcile does its steps.
+var conditionOrder = []string{appsv1beta1.ConditionPlacementResolved, appsv1beta1.ConditionClustersRegistered, appsv1beta1.ConditionAddOnsReady}
+
+// applyFailure turns the condition of the failed step False with the error and its fix,
+// and the conditions of the steps not attempted Unknown.
+func applyFailure(conds []metav1.Condition, f *stepFailure) {
+	if f == nil {
+		return
+	}
+	after := false
+	for _, t := range conditionOrder {
+		for i := range conds {
+			if conds[i].Type != t {
+				continue
+			}
+			switch {
+			case t == f.condition:
+				conds[i].Status, conds[i].Reason, conds[i].Message = metav1.ConditionFalse, appsv1beta1.ReasonReconcileError, failureMessage(f.err)
+				after = true
+			case after:
+				conds[i].Status, conds[i].Reason = metav1.ConditionUnknown, appsv1beta1.ReasonReconcileError
+				conds[i].Message = "Not evaluated: an earlier step failed (see " + f.condition + ")."
+			}
+		}
+	}
+}
+
+// failureMessage says what failed, as the apiserver put it, and what fixes it. It
+// retries with backoff either way.
+func failureMessage(err error) string {
+	var fix string
+	switch {
+	case apierrors.IsForbidden(err):
+		fix = "the manager's ServiceAccount lacks this permission: restore the chart's ClusterRole (helm upgrade) or grant the verb named above."
+	case isNamespaceNotFound(err):
+		fix = "create that namespace, or set spec.argoServer.argoNamespace to the namespace of your Argo CD."
+	case apierrors.IsInvalid(err):
+		fix = "the apiserver refused the object gitops-addon wrote (an admission policy or webhook may reject it); the message names the field."
+	case apierrors.IsTooManyRequests(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsServiceUnavailable(err):
+		fix = "the apiserver is overloaded or unavailable; nothing to change."
+	default:
+		fix = "see the error above."
+	}
+	return fmt.Sprintf("%v. Fix: %s Retrying with backoff.", err, fix)
+}
+
+func isNamespaceNotFound(err error) bool {
+	var status apierrors.APIStatus
+	if !apierrors.IsNotFound(err) || !errors.As(err, &status) {
+		return false
+	}
+	d := status.Status().Details
+	return d != nil && d.Kind == "namespaces"
 }
 
 // computeStatus derives the whole status of a GitOpsCluster from one observation. It keeps
@@ -68,6 +135,7 @@ func computeStatus(gc *appsv1beta1.GitOpsCluster, obs observation, now metav1.Ti
 		registrationCondition(obs),
 		addonsCondition(obs),
 	}
+	applyFailure(conds, obs.failed)
 	conds = append(conds, readyCondition(conds))
 	for _, c := range conds {
 		c.ObservedGeneration = gc.Generation
