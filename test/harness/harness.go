@@ -301,17 +301,23 @@ func (f *Fleet) DumpLogs(w io.Writer, tailLines int) {
 	}
 }
 
+// requireBinaries fails the test, naming what to run, when a fleet binary is missing.
+func requireBinaries(t testing.TB, binDir string) {
+	if missing := MissingBinaries(binDir); len(missing) > 0 {
+		t.Fatalf("%v missing from %s: run `make e2e-env` (make test does) to build them from source", missing, binDir)
+	}
+}
+
 // StartForTest starts a fleet with the given spokes joined, stopped when the test ends;
 // if the test failed, the tail of every log goes to the test output first and WorkDir is
-// kept. It skips the test when the binaries are not built. Logf defaults to t.Logf.
+// kept. It fails the test when the binaries are not built: a fleet test that skips would
+// pass without having run. Logf defaults to t.Logf.
 func StartForTest(t *testing.T, o Options, spokes ...string) *Fleet {
 	t.Helper()
 	if o.BinDir == "" {
 		o.BinDir = testenv.BinDir()
 	}
-	if missing := MissingBinaries(o.BinDir); len(missing) > 0 {
-		t.Skipf("%v missing from %s: run `make e2e-env` to build them from source", missing, o.BinDir)
-	}
+	requireBinaries(t, o.BinDir)
 	if o.Logf == nil {
 		o.Logf = t.Logf
 	}

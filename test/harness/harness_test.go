@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -202,4 +203,21 @@ func TestProcessRestarts(t *testing.T) {
 	b, err := os.ReadFile(log)
 	require.NoError(t, err)
 	assert.Equal(t, 3, strings.Count(string(b), "=== harness:"), "one header per start:\n%s", b)
+}
+
+// fatalRecorder is a testing.TB whose Fatalf records instead of stopping the test.
+type fatalRecorder struct {
+	testing.TB
+	fatal string
+}
+
+func (f *fatalRecorder) Fatalf(format string, args ...any) { f.fatal = fmt.Sprintf(format, args...) }
+
+// TestMissingBinariesFailTheTest: a fleet test without its binaries fails, naming the
+// make target; a skip would let make test pass without the fleet having run.
+func TestMissingBinariesFailTheTest(t *testing.T) {
+	rec := &fatalRecorder{TB: t}
+	requireBinaries(rec, t.TempDir())
+	assert.Contains(t, rec.fatal, "missing from")
+	assert.Contains(t, rec.fatal, "make e2e-env")
 }
