@@ -27,6 +27,7 @@ import (
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/yaml"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
@@ -72,6 +73,8 @@ type hub struct {
 	t   *testing.T
 	ctx context.Context
 	c   client.Client
+	// writes counts the manager's write requests, when startHub started it.
+	writes *writeCounter
 }
 
 func startHub(t *testing.T) *hub {
@@ -79,10 +82,13 @@ func startHub(t *testing.T) *hub {
 		filepath.Join(testenv.RepoRoot(), "charts", "gitops-addon", "crds"))...))
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	runManager(t, ctx, env.Config, manager.Options{
+	writes := &writeCounter{}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.WrapTransport = writes.wrap
+	runManager(t, ctx, cfg, manager.Options{
 		MetricsBindAddress: "0", HealthProbeBindAddress: "0", AgentImage: "quay.io/gitops-addon/gitops-addon:test",
 	})
-	h := &hub{t: t, ctx: ctx, c: env.Client}
+	h := &hub{t: t, ctx: ctx, c: env.Client, writes: writes}
 	h.create(&addonv1beta1.ClusterManagementAddOn{
 		ObjectMeta: metav1.ObjectMeta{Name: constants.AddonName},
 		Spec:       addonv1beta1.ClusterManagementAddOnSpec{InstallStrategy: addonv1beta1.InstallStrategy{Type: addonv1beta1.AddonInstallStrategyManual}},
@@ -242,6 +248,34 @@ func (h *hub) waitCondition(namespace, name, condType string, status metav1.Cond
 	return got
 }
 
+// touch changes an object with change and updates it.
+func (h *hub) touch(obj client.Object, change func()) {
+	h.t.Helper()
+	change()
+	require.NoError(h.t, h.c.Update(h.ctx, obj), "touching %T %s", obj, obj.GetName())
+}
+
+// reconcileTotal is controller-runtime's count of a controller's reconciles in this
+// process, whatever their result.
+func reconcileTotal(t *testing.T, controller string) float64 {
+	families, err := ctrlmetrics.Registry.Gather()
+	require.NoError(t, err)
+	total := 0.0
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_reconcile_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == controller {
+					total += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return total
+}
+
 // hasWarningEvent tells whether a Warning Event with reason was recorded on a GitOpsCluster.
 func hasWarningEvent(h *hub, namespace, name, reason string) bool {
 	list := &eventsv1.EventList{}
@@ -399,10 +433,31 @@ func TestHubAddonManager(t *testing.T) {
 		assert.Equal(t, "successful", gc.Status.Phase)
 	})
 
-	t.Run("makes no writes in steady state", func(t *testing.T) {
-		before := h.resourceVersions()
-		time.Sleep(30 * time.Second)
-		assert.Equal(t, before, h.resourceVersions())
+	t.Run("makes no writes in steady state, also while reconciles are triggered and unrelated objects churn", func(t *testing.T) {
+		time.Sleep(3 * time.Second) // let the earlier subtests' writes settle
+		expected := h.resourceVersions()
+		writesBefore := h.writes.count()
+		reconcilesBefore := reconcileTotal(t, gitopscluster.ControllerName)
+		for i := 0; i < 6; i++ {
+			// Each wakes the GitOpsCluster: an annotation on it, another tool's annotation on
+			// its cluster Secret; and OCM's addon-health label flips on a ManagedCluster.
+			gc := h.gitOpsCluster(argoNS, "gitops-managed")
+			h.touch(gc, func() { metav1.SetMetaDataAnnotation(&gc.ObjectMeta, "example.com/touched", fmt.Sprint(i)) })
+			expected[fmt.Sprintf("%T %s/%s", gc, gc.Namespace, gc.Name)] = gc.ResourceVersion
+			secret := &corev1.Secret{}
+			require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: "vanilla-cluster-secret"}, secret))
+			h.touch(secret, func() { metav1.SetMetaDataAnnotation(&secret.ObjectMeta, "other-tool.example.com/seen", fmt.Sprint(i)) })
+			expected[fmt.Sprintf("%T %s/%s", secret, secret.Namespace, secret.Name)] = secret.ResourceVersion
+			mc := &clusterv1.ManagedCluster{}
+			require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Name: "ocp"}, mc))
+			h.touch(mc, func() {
+				metav1.SetMetaDataLabel(&mc.ObjectMeta, "feature.open-cluster-management.io/addon-other", []string{"available", "unhealthy"}[i%2])
+			})
+			time.Sleep(5 * time.Second)
+		}
+		assert.Empty(t, h.writes.since(writesBefore), "the manager's write requests")
+		assert.Equal(t, expected, h.resourceVersions(), "objects the manager wrote")
+		assert.GreaterOrEqual(t, reconcileTotal(t, gitopscluster.ControllerName)-reconcilesBefore, 6.0, "the triggers did reconcile")
 	})
 
 	t.Run("a cluster leaving the Placement loses its secret and addon", func(t *testing.T) {
