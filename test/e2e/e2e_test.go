@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -182,10 +183,22 @@ func TestFleet(t *testing.T) {
 		pullModelRoundTrip(t, ctx, f.Hub, spokes)
 	})
 
-	t.Run("the manager makes no API writes while nothing changes", func(t *testing.T) {
+	t.Run("the manager makes no API writes while nothing changes, also while reconciles are triggered", func(t *testing.T) {
 		window := 30 * time.Second
 		since := time.Now()
-		time.Sleep(window)
+		for i := 0; i < 6; i++ {
+			// Wake the GitOpsCluster (an annotation) and flip OCM's addon-health label on a
+			// ManagedCluster, as OCM does when an addon's health changes.
+			gc := &appsv1beta1.GitOpsCluster{}
+			require.NoError(t, f.Hub.Client.Get(ctx, client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: "gitops-managed"}, gc))
+			metav1.SetMetaDataAnnotation(&gc.ObjectMeta, "example.com/touched", fmt.Sprint(i))
+			require.NoError(t, f.Hub.Client.Update(ctx, gc))
+			mc := &clusterv1.ManagedCluster{}
+			require.NoError(t, f.Hub.Client.Get(ctx, client.ObjectKey{Name: vanilla}, mc))
+			metav1.SetMetaDataLabel(&mc.ObjectMeta, "feature.open-cluster-management.io/addon-other", []string{"available", "unhealthy"}[i%2])
+			require.NoError(t, f.Hub.Client.Update(ctx, mc))
+			time.Sleep(window / 6)
+		}
 		writes, err := f.Hub.Writes(managerUser(), since)
 		require.NoError(t, err)
 		assert.Empty(t, writes, "writes by the manager in a %v steady state", window)
