@@ -145,10 +145,9 @@ func TestPlatformExtensionsDefaultsAreLeastPrivilege(t *testing.T) {
 		assert.NotContains(t, rule.APIGroups, "apiextensions.k8s.io")
 		assert.NotContains(t, rule.APIGroups, "*", "no wildcard API group by default")
 		assert.NotContains(t, rule.Resources, "*", "no wildcard resource by default")
-		for _, forbidden := range []string{"escalate", "bind", "impersonate"} {
-			assert.NotContains(t, rule.Verbs, forbidden)
-		}
 	}
+	// What the rules allow is asked of a real authorizer (SubjectAccessReview), not read
+	// from verb strings: see TestRenderedManifestsOnARealAPIServer's RBAC rows.
 
 	binding := mustFind(t, objects, "ClusterRoleBinding", "", constants.PlatformExtensionsClusterRole)
 	subjects, _, _ := unstructured.NestedSlice(binding.Object, "subjects")

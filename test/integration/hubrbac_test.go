@@ -1,0 +1,191 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"open-cluster-management.io/addon-framework/pkg/agent"
+	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/addon"
+	"github.com/gitops-addon/gitops-addon/test/testenv"
+)
+
+// TestHubRBACIsLeastPrivilege installs the manager chart's RBAC and grants a spoke agent
+// its hub permissions through the product's own registration code, then asks the real
+// apiserver's authorizer what each hub identity may and may not do, and tries the
+// escalations a SubjectAccessReview cannot show (a RoleBinding to cluster-admin).
+func TestHubRBACIsLeastPrivilege(t *testing.T) {
+	env := testenv.Start(t, testenv.WithCRDPaths(testenv.OCMCRDPaths()...))
+	ctx := context.Background()
+	const namespace = "open-cluster-management-addon"
+	chart, err := loader.Load(filepath.Join(testenv.RepoRoot(), "charts", "gitops-addon"))
+	require.NoError(t, err)
+	install := action.NewInstall(helmConfig(t, env.KubeconfigFile(t), namespace))
+	install.ReleaseName, install.Namespace, install.CreateNamespace = "gitops-addon", namespace, true
+	install.Timeout = 2 * time.Minute
+	_, err = install.RunWithContext(ctx, chart, map[string]any{})
+	require.NoError(t, err, "helm install")
+
+	const cluster = "cluster1"
+	for _, ns := range []string{cluster, "cluster2", "openshift-gitops"} {
+		require.NoError(t, env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	}
+	agentUser, agentGroups := grantAgentHubPermissions(t, ctx, env.Client, env.Config, cluster)
+	manager := fmt.Sprintf("system:serviceaccount:%s:gitops-addon-manager", namespace)
+	managerGroups := []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"}
+
+	res := func(ns, group, resource, verb, name string) authorizationv1.ResourceAttributes {
+		return authorizationv1.ResourceAttributes{Namespace: ns, Group: group, Resource: resource, Verb: verb, Name: name}
+	}
+	sub := func(a authorizationv1.ResourceAttributes, subresource string) authorizationv1.ResourceAttributes {
+		a.Subresource = subresource
+		return a
+	}
+	checks := []struct {
+		name    string
+		attrs   authorizationv1.ResourceAttributes
+		allowed bool
+	}{
+		// The manager: what its controllers need.
+		{"manager writes Argo CD cluster Secrets", res("openshift-gitops", "", "secrets", "create", ""), true},
+		{"manager creates ManagedClusterAddOns", res(cluster, "addon.open-cluster-management.io", "managedclusteraddons", "create", ""), true},
+		{"manager writes ManifestWorks", res(cluster, "work.open-cluster-management.io", "manifestworks", "patch", ""), true},
+		{"manager writes GitOpsCluster status", sub(res("openshift-gitops", "apps.open-cluster-management.io", "gitopsclusters", "update", ""), "status"), true},
+		{"manager grants the agent its hub Role", res(cluster, "rbac.authorization.k8s.io", "roles", "create", ""), true},
+		{"manager approves agent client certificates", res("", "certificates.k8s.io", "signers", "approve", "kubernetes.io/kube-apiserver-client"), true},
+		{"manager upgrades its own CRD", res("", "apiextensions.k8s.io", "customresourcedefinitions", "patch", "gitopsclusters.apps.open-cluster-management.io"), true},
+		// The manager: must not.
+		{"manager cannot impersonate users", res("", "", "users", "impersonate", "admin"), false},
+		{"manager cannot impersonate ServiceAccounts", res("kube-system", "", "serviceaccounts", "impersonate", "default"), false},
+		{"manager cannot escalate ClusterRoles", res("", "rbac.authorization.k8s.io", "clusterroles", "escalate", ""), false},
+		{"manager cannot escalate Roles", res(cluster, "rbac.authorization.k8s.io", "roles", "escalate", ""), false},
+		{"manager cannot bind ClusterRoles", res("", "rbac.authorization.k8s.io", "clusterroles", "bind", "cluster-admin"), false},
+		{"manager cannot create ClusterRoleBindings", res("", "rbac.authorization.k8s.io", "clusterrolebindings", "create", ""), false},
+		{"manager cannot request ServiceAccount tokens", sub(res("kube-system", "", "serviceaccounts", "create", "default"), "token"), false},
+		{"manager cannot exec into pods", sub(res("kube-system", "", "pods", "create", ""), "exec"), false},
+		{"manager cannot create pods", res("kube-system", "", "pods", "create", ""), false},
+		{"manager cannot delete CRDs", res("", "apiextensions.k8s.io", "customresourcedefinitions", "delete", "gitopsclusters.apps.open-cluster-management.io"), false},
+		{"manager cannot change others' CRDs", res("", "apiextensions.k8s.io", "customresourcedefinitions", "update", "applications.argoproj.io"), false},
+		{"manager cannot write webhooks", res("", "admissionregistration.k8s.io", "validatingwebhookconfigurations", "create", ""), false},
+		{"manager cannot write admission policies", res("", "admissionregistration.k8s.io", "validatingadmissionpolicies", "create", ""), false},
+		{"manager cannot patch nodes", res("", "", "nodes", "patch", "node-1"), false},
+		{"manager cannot approve kubelet serving certificates", res("", "certificates.k8s.io", "signers", "approve", "kubernetes.io/kubelet-serving"), false},
+		{"manager cannot delete namespaces", res("", "", "namespaces", "delete", cluster), false},
+		{"manager cannot delete ManagedClusters", res("", "cluster.open-cluster-management.io", "managedclusters", "delete", cluster), false},
+		{"manager cannot write Deployments", res("kube-system", "apps", "deployments", "patch", ""), false},
+	}
+	agentChecks := []struct {
+		name    string
+		attrs   authorizationv1.ResourceAttributes
+		allowed bool
+	}{
+		{"agent reports its addon's status", sub(res(cluster, "addon.open-cluster-management.io", "managedclusteraddons", "patch", constants.AddonName), "status"), true},
+		{"agent keeps its lease", res(cluster, "coordination.k8s.io", "leases", "update", constants.AddonName), true},
+		{"agent cannot change its addon's spec", res(cluster, "addon.open-cluster-management.io", "managedclusteraddons", "patch", constants.AddonName), false},
+		{"agent cannot touch another addon", sub(res(cluster, "addon.open-cluster-management.io", "managedclusteraddons", "patch", "other-addon"), "status"), false},
+		{"agent cannot read Secrets of its cluster namespace", res(cluster, "", "secrets", "get", ""), false},
+		{"agent cannot read ManifestWorks", res(cluster, "work.open-cluster-management.io", "manifestworks", "list", ""), false},
+		{"agent cannot reach another cluster's namespace", sub(res("cluster2", "addon.open-cluster-management.io", "managedclusteraddons", "patch", constants.AddonName), "status"), false},
+		{"agent cannot read Argo CD cluster Secrets", res("openshift-gitops", "", "secrets", "list", ""), false},
+		{"agent cannot write RBAC", res(cluster, "rbac.authorization.k8s.io", "rolebindings", "create", ""), false},
+		{"agent cannot impersonate", res("", "", "users", "impersonate", "admin"), false},
+		{"agent cannot read ManagedClusters", res("", "cluster.open-cluster-management.io", "managedclusters", "list", ""), false},
+		{"agent cannot read GitOpsClusters", res("openshift-gitops", "apps.open-cluster-management.io", "gitopsclusters", "list", ""), false},
+	}
+	for _, c := range checks {
+		t.Run(c.name, func(t *testing.T) {
+			allowed, reason := accessReview(t, ctx, env.Client, manager, managerGroups, c.attrs)
+			assert.Equal(t, c.allowed, allowed, reason)
+		})
+	}
+	for _, c := range agentChecks {
+		t.Run(c.name, func(t *testing.T) {
+			allowed, reason := accessReview(t, ctx, env.Client, agentUser, agentGroups, c.attrs)
+			assert.Equal(t, c.allowed, allowed, reason)
+		})
+	}
+
+	// Creating Roles and RoleBindings is what the manager must do; RBAC's escalation check
+	// keeps that from granting anything the manager does not hold itself.
+	asManager := impersonatingUser(t, env.Config, manager, managerGroups)
+	t.Run("manager cannot bind cluster-admin through a RoleBinding it may create", func(t *testing.T) {
+		err := asManager.Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: cluster, Name: "escalate"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: agentUser}},
+		})
+		require.Error(t, err)
+		assert.True(t, apierrors.IsForbidden(err), "%v", err)
+	})
+	t.Run("manager cannot write a Role granting pods/exec", func(t *testing.T) {
+		err := asManager.Create(ctx, &rbacv1.Role{
+			ObjectMeta: metav1.ObjectMeta{Namespace: cluster, Name: "escalate"},
+			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods/exec"}, Verbs: []string{"create"}}},
+		})
+		require.Error(t, err)
+		assert.True(t, apierrors.IsForbidden(err), "%v", err)
+	})
+}
+
+// grantAgentHubPermissions runs the addon's registration PermissionConfig, as
+// addon-framework does for a cluster, and returns the agent's hub user and groups.
+func grantAgentHubPermissions(t *testing.T, ctx context.Context, c client.Client, cfg *rest.Config, cluster string) (string, []string) {
+	t.Helper()
+	kube, err := kubernetes.NewForConfig(cfg)
+	require.NoError(t, err)
+	a, err := addon.New(addon.Options{AgentImage: "quay.io/gitops-addon/gitops-addon:test", KubeClient: kube})
+	require.NoError(t, err)
+	reg := a.GetAgentAddonOptions().Registration
+	require.NotNil(t, reg)
+	mc := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: cluster}}
+	mca := &addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: cluster, Name: constants.AddonName}}
+	require.NoError(t, c.Create(ctx, mca), "the Role and RoleBinding are owned by the ManagedClusterAddOn")
+	configs, err := reg.Configurations(ctx, mc, mca)
+	require.NoError(t, err)
+	require.Len(t, configs, 1)
+	// addon-framework's registration controller records the subject before permissions
+	// are granted to it.
+	mca.Status.Registrations = []addonv1beta1.RegistrationConfig{configs[0].RegistrationAPI()}
+	require.NoError(t, c.Status().Update(ctx, mca))
+	require.NoError(t, reg.PermissionConfig(ctx, mc, mca))
+	subject, ok := configs[0].(*agent.KubeClientRegistration)
+	require.True(t, ok, "a kube-apiserver client registration: %T", configs[0])
+	return subject.User, append(subject.Groups, "system:authenticated")
+}
+
+func accessReview(t *testing.T, ctx context.Context, c client.Client, user string, groups []string, attrs authorizationv1.ResourceAttributes) (bool, string) {
+	t.Helper()
+	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: user, Groups: groups, ResourceAttributes: &attrs,
+	}}
+	require.NoError(t, c.Create(ctx, review))
+	return review.Status.Allowed, fmt.Sprintf("%+v: %s", attrs, review.Status.Reason)
+}
+
+// impersonatingUser returns a client acting as user with groups.
+func impersonatingUser(t *testing.T, config *rest.Config, user string, groups []string) client.Client {
+	t.Helper()
+	impersonated := rest.CopyConfig(config)
+	impersonated.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups}
+	c, err := client.New(impersonated, client.Options{})
+	require.NoError(t, err)
+	return c
+}
