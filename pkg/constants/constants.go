@@ -66,6 +66,13 @@ const (
 	// objects it created when its name is longer than a label value and LabelOwnerName
 	// holds it hashed.
 	AnnotationOwner = "gitops-addon.open-cluster-management.io/gitopscluster"
+	// AnnotationAdopt "true" on a GitOpsCluster makes it take over existing objects of the
+	// names it wants that no GitOpsCluster of gitops-addon owns (Red Hat ACM's, when
+	// migrating), instead of reporting them.
+	AnnotationAdopt = "gitops-addon.open-cluster-management.io/adopt"
+	// AnnotationWrittenLabels lists, comma-separated, the label keys gitops-addon wrote on
+	// an Argo CD cluster Secret; the others are another tool's and stay.
+	AnnotationWrittenLabels = "gitops-addon.open-cluster-management.io/written-labels"
 
 	// LabelClusterName names the managed cluster an Argo CD cluster secret stands for.
 	LabelClusterName = "apps.open-cluster-management.io/cluster-name"

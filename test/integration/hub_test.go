@@ -75,11 +75,15 @@ type hub struct {
 	c   client.Client
 	// writes counts the manager's write requests, when startHub started it.
 	writes *writeCounter
+	// env is the apiserver, when startHub started it.
+	env *testenv.Env
 }
 
 func startHub(t *testing.T) *hub {
 	env := testenv.Start(t, testenv.WithCRDPaths(append(testenv.OCMCRDPaths(),
-		filepath.Join(testenv.RepoRoot(), "charts", "gitops-addon", "crds"))...))
+		filepath.Join(testenv.RepoRoot(), "charts", "gitops-addon", "crds"))...),
+		// A restart waits up to this for requests in flight; 60 s by default.
+		testenv.WithAPIServerArg("request-timeout", "10s"))
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	writes := &writeCounter{}
@@ -88,7 +92,7 @@ func startHub(t *testing.T) *hub {
 	runManager(t, ctx, cfg, manager.Options{
 		MetricsBindAddress: "0", HealthProbeBindAddress: "0", AgentImage: "quay.io/gitops-addon/gitops-addon:test",
 	})
-	h := &hub{t: t, ctx: ctx, c: env.Client, writes: writes}
+	h := &hub{t: t, ctx: ctx, c: env.Client, writes: writes, env: env}
 	h.create(&addonv1beta1.ClusterManagementAddOn{
 		ObjectMeta: metav1.ObjectMeta{Name: constants.AddonName},
 		Spec:       addonv1beta1.ClusterManagementAddOnSpec{InstallStrategy: addonv1beta1.InstallStrategy{Type: addonv1beta1.AddonInstallStrategyManual}},
@@ -278,12 +282,21 @@ func reconcileTotal(t *testing.T, controller string) float64 {
 
 // hasWarningEvent tells whether a Warning Event with reason was recorded on a GitOpsCluster.
 func hasWarningEvent(h *hub, namespace, name, reason string) bool {
+	return hasEventOfType(h, namespace, name, reason, corev1.EventTypeWarning)
+}
+
+// hasEvent tells whether a Normal Event with reason was recorded on a GitOpsCluster.
+func hasEvent(h *hub, namespace, name, reason string) bool {
+	return hasEventOfType(h, namespace, name, reason, corev1.EventTypeNormal)
+}
+
+func hasEventOfType(h *hub, namespace, name, reason, eventType string) bool {
 	list := &eventsv1.EventList{}
 	if h.c.List(h.ctx, list, client.InNamespace(namespace)) != nil {
 		return false
 	}
 	for _, e := range list.Items {
-		if e.Regarding.Name == name && e.Reason == reason && e.Type == corev1.EventTypeWarning {
+		if e.Regarding.Name == name && e.Reason == reason && e.Type == eventType {
 			return true
 		}
 	}
@@ -526,6 +539,20 @@ spec:
 		assert.Equal(t, "team-a-1", string(s.Data["name"]))
 	})
 
+	t.Run("the hub's apiserver restarts: the manager reconnects and acts on the next change", func(t *testing.T) {
+		require.NoError(t, h.env.RestartAPIServer())
+		h.managedCluster("after-restart", map[string]string{"product.open-cluster-management.io": "AKS"})
+		h.decide(argoNS, "gitops-managed", "ocp", "vanilla", "after-restart")
+		require.Eventually(t, func() bool {
+			return h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: "after-restart-cluster-secret"}, &corev1.Secret{}) == nil
+		}, timeout, poll, "the cluster decided after the restart is registered")
+		h.waitAddon("after-restart")
+		h.decide(argoNS, "gitops-managed", "ocp", "vanilla")
+		require.Eventually(t, func() bool {
+			return apierrors.IsNotFound(h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: "after-restart-cluster-secret"}, &corev1.Secret{}))
+		}, timeout, poll, "and unregistered when it leaves again")
+	})
+
 	t.Run("a failed step is on the status with the API error and its fix, then retried", func(t *testing.T) {
 		h.managedCluster("team-b-1", map[string]string{"product.open-cluster-management.io": "AKS"})
 		h.placement("team-b", "team-b", "team-b-1")
@@ -578,6 +605,65 @@ spec:
 		require.Eventually(t, func() bool {
 			return apierrors.IsNotFound(h.c.Get(h.ctx, types.NamespacedName{Namespace: "team-c-1", Name: constants.AddonName}, &addonv1beta1.ManagedClusterAddOn{}))
 		}, timeout, poll, "its ManagedClusterAddOn is removed when the cluster leaves the Placement")
+	})
+
+	t.Run("objects Red Hat ACM created: reported without a create loop, then adopted with the annotation, other tools' labels kept", func(t *testing.T) {
+		h.managedCluster("acm-1", map[string]string{"product.open-cluster-management.io": "AKS"})
+		h.placement("acm", "acm", "acm-1")
+		h.namespace("acm-argocd")
+		acmSecret := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "acm-argocd", Name: "acm-1-cluster-secret", Labels: map[string]string{
+				"argocd.argoproj.io/secret-type": "cluster", "apps.open-cluster-management.io/acm-cluster": "true", "backup.example.com/include": "true",
+			}},
+			Data: map[string][]byte{"name": []byte("acm-1"), "server": []byte("https://acm-1.example.com:6443")},
+		}
+		h.create(acmSecret)
+		h.create(&addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: "acm-1", Name: constants.AddonName}})
+		writesBefore := h.writes.count()
+		h.applyYAML(`
+apiVersion: apps.open-cluster-management.io/v1beta1
+kind: GitOpsCluster
+metadata: {name: migrating, namespace: acm}
+spec:
+  argoServer: {argoNamespace: acm-argocd}
+  placementRef: {kind: Placement, name: acm}
+  gitopsAddon: {enabled: true}
+`)
+		c := h.waitCondition("acm", "migrating", appsv1beta1.ConditionClustersRegistered, metav1.ConditionFalse, appsv1beta1.ReasonRegistrationFailed)
+		assert.Contains(t, c.Message, "Secret acm-argocd/acm-1-cluster-secret already exists and was not created by gitops-addon")
+		assert.Contains(t, c.Message, constants.AnnotationAdopt+"=true")
+		for i := 0; i < 3; i++ { // wake it: each reconcile must not try the create again
+			gc := h.gitOpsCluster("acm", "migrating")
+			h.touch(gc, func() { metav1.SetMetaDataAnnotation(&gc.ObjectMeta, "example.com/touched", fmt.Sprint(i)) })
+			time.Sleep(time.Second)
+		}
+		creates := map[string]int{}
+		for _, w := range h.writes.since(writesBefore) {
+			for _, path := range []string{"/namespaces/acm-argocd/secrets", "/namespaces/acm-1/managedclusteraddons"} {
+				if w == "POST "+path || strings.HasSuffix(w, path) && strings.HasPrefix(w, "POST ") {
+					creates[path]++
+				}
+			}
+		}
+		// The ManagedClusterAddOns' cache holds every gitops-addon one (by name), so ACM's is
+		// seen and never created; Secrets are cached by our label only.
+		assert.Equal(t, map[string]int{"/namespaces/acm-argocd/secrets": 1}, creates,
+			"one refused create of the Secret, then it is read, not created again")
+
+		gc := h.gitOpsCluster("acm", "migrating")
+		h.touch(gc, func() { metav1.SetMetaDataAnnotation(&gc.ObjectMeta, constants.AnnotationAdopt, "true") })
+		h.waitCondition("acm", "migrating", appsv1beta1.ConditionClustersRegistered, metav1.ConditionTrue, appsv1beta1.ReasonRegistered)
+		secret := &corev1.Secret{}
+		require.NoError(t, h.c.Get(h.ctx, client.ObjectKeyFromObject(acmSecret), secret))
+		assert.Equal(t, "migrating", secret.Labels[constants.LabelOwnerName], "adopted")
+		assert.Equal(t, "true", secret.Labels["backup.example.com/include"], "another tool's label stays")
+		assert.Equal(t, "test", secret.Labels["env"], "the ManagedCluster's labels are copied")
+		mca := h.waitAddon("acm-1")
+		require.Eventually(t, func() bool {
+			require.NoError(t, h.c.Get(h.ctx, client.ObjectKeyFromObject(mca), mca))
+			return mca.Labels[constants.LabelOwnerName] == "migrating"
+		}, timeout, poll, "the ManagedClusterAddOn is adopted too")
+		assert.True(t, hasEvent(h, "acm", "migrating", "Adopted"), "an Event says what was adopted")
 	})
 
 	t.Run("invalid GitOpsClusters are rejected by the apiserver", func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
@@ -105,6 +106,9 @@ func Start(t testing.TB, opts ...Option) *Env {
 		BinaryAssetsDirectory: BinDir(),
 		CRDs:                  crds,
 		ErrorIfCRDPathMissing: true,
+		// With many clients watching (a manager and addon-framework), kube-apiserver's
+		// graceful shutdown in RestartAPIServer takes longer than envtest's 20 s default.
+		ControlPlaneStopTimeout: 2 * time.Minute,
 	}
 	apiServer := env.ControlPlane.GetAPIServer()
 	// A directory of our own keeps the serving certificate and service-account keys

@@ -3,12 +3,15 @@ package gitopscluster
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
+	"github.com/gitops-addon/gitops-addon/pkg/constants"
 )
 
 // applyOutcome says what ensureOwned found about an object.
@@ -35,25 +38,37 @@ func (r *Reconciler) ensureOwned(ctx context.Context, gc *appsv1beta1.GitOpsClus
 	case apierrors.IsNotFound(err) && r.recent.created(kind, key):
 		// Created by an earlier reconcile; the next one after the cache catches up checks it.
 		return applyOutcome{}, nil
+	case apierrors.IsNotFound(err) && r.foreign.known(kind, key):
+		// Known to be held by someone else (invisible to our label-filtered cache): look
+		// it up instead of sending a create that fails.
+		return r.readForeign(ctx, gc, desired, current, update)
 	case apierrors.IsNotFound(err):
-		return r.create(ctx, gc, desired, current)
+		return r.create(ctx, gc, desired, current, update)
 	case err != nil:
 		return applyOutcome{}, fmt.Errorf("reading %s %s: %w", kind, key, err)
 	}
 	r.recent.seen(kind, key)
 	if outcome, foreign := foreignOutcome(current, gc, kind); foreign {
+		if !outcome.conflict && adopts(gc) {
+			return r.adopt(ctx, gc, desired, current, update)
+		}
 		return outcome, nil
 	}
-	if !update(current, desired) {
-		return applyOutcome{}, nil
-	}
-	if err := r.Client.Update(ctx, current); err != nil {
-		return applyOutcome{}, fmt.Errorf("updating %s %s: %w", kind, key, err)
-	}
-	return applyOutcome{}, nil
+	return applyOutcome{}, r.updateIfChanged(ctx, current, desired, update)
 }
 
-func (r *Reconciler) create(ctx context.Context, gc *appsv1beta1.GitOpsCluster, desired, current client.Object) (applyOutcome, error) {
+func (r *Reconciler) updateIfChanged(ctx context.Context, current, desired client.Object, update func(current, desired client.Object) bool) error {
+	if !update(current, desired) {
+		return nil
+	}
+	if err := r.Client.Update(ctx, current); err != nil {
+		return fmt.Errorf("updating %s %s: %w", kindOf(desired), client.ObjectKeyFromObject(desired), err)
+	}
+	return nil
+}
+
+func (r *Reconciler) create(ctx context.Context, gc *appsv1beta1.GitOpsCluster, desired, current client.Object,
+	update func(current, desired client.Object) bool) (applyOutcome, error) {
 	key := client.ObjectKeyFromObject(desired)
 	kind := kindOf(desired)
 	err := r.Client.Create(ctx, desired)
@@ -64,11 +79,61 @@ func (r *Reconciler) create(ctx context.Context, gc *appsv1beta1.GitOpsCluster, 
 		r.recent.add(kind, key)
 		return applyOutcome{}, nil
 	}
+	return r.readForeign(ctx, gc, desired, current, update)
+}
+
+// readForeign reads, uncached, an object of the wanted name that our cache cannot see,
+// remembers it as foreign, and adopts it when the GitOpsCluster asks for adoption.
+func (r *Reconciler) readForeign(ctx context.Context, gc *appsv1beta1.GitOpsCluster, desired, current client.Object,
+	update func(current, desired client.Object) bool) (applyOutcome, error) {
+	key := client.ObjectKeyFromObject(desired)
+	kind := kindOf(desired)
 	if err := r.APIReader.Get(ctx, key, current); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.foreign.forget(kind, key) // gone: the next reconcile creates ours
+			return r.create(ctx, gc, desired, desired.DeepCopyObject().(client.Object), update)
+		}
 		return applyOutcome{}, fmt.Errorf("reading existing %s %s: %w", kind, key, err)
 	}
-	outcome, _ := foreignOutcome(current, gc, kind)
+	outcome, foreign := foreignOutcome(current, gc, kind)
+	if !foreign {
+		r.foreign.forget(kind, key)
+		return applyOutcome{}, r.updateIfChanged(ctx, current, desired, update)
+	}
+	if !outcome.conflict && adopts(gc) {
+		return r.adopt(ctx, gc, desired, current, update)
+	}
+	r.foreign.add(kind, key)
 	return outcome, nil
+}
+
+// adopts tells whether a GitOpsCluster takes over objects of the names it wants that
+// nobody's GitOpsCluster owns (AnnotationAdopt "true"): Red Hat ACM's cluster Secrets,
+// ManagedClusterAddOns and placement ConfigMap, when migrating from ACM.
+func adopts(gc *appsv1beta1.GitOpsCluster) bool {
+	return gc.Annotations[constants.AnnotationAdopt] == "true"
+}
+
+// adopt puts our owner labels on an object nobody's GitOpsCluster owns and brings it to
+// the desired state; from then on it is ours (updated, and removed with its cluster).
+func (r *Reconciler) adopt(ctx context.Context, gc *appsv1beta1.GitOpsCluster, desired, current client.Object,
+	update func(current, desired client.Object) bool) (applyOutcome, error) {
+	key := client.ObjectKeyFromObject(desired)
+	kind := kindOf(desired)
+	labels := maps.Clone(current.GetLabels())
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	maps.Copy(labels, desired.GetLabels())
+	current.SetLabels(labels)
+	update(current, desired)
+	if err := r.Client.Update(ctx, current); err != nil {
+		return applyOutcome{}, fmt.Errorf("adopting %s %s: %w", kind, key, err)
+	}
+	r.foreign.forget(kind, key)
+	r.recent.add(kind, key) // the cache sees it only now
+	r.event(gc, corev1.EventTypeNormal, "Adopted", "Adopted %s %s (it was not created by gitops-addon; %s is \"true\")", kind, key, constants.AnnotationAdopt)
+	return applyOutcome{}, nil
 }
 
 // foreignOutcome describes an object that is not ours; foreign is false when it is ours.
@@ -86,8 +151,8 @@ func foreignOutcome(current client.Object, gc *appsv1beta1.GitOpsCluster, kind s
 	default:
 		return applyOutcome{
 			existing: current,
-			problem: fmt.Sprintf("%s %s already exists and was not created by gitops-addon; it is left unchanged. Fix: delete it to let GitOpsCluster %s/%s manage it, or remove the cluster from the Placement.",
-				kind, key, gc.Namespace, gc.Name),
+			problem: fmt.Sprintf("%s %s already exists and was not created by gitops-addon; it is left unchanged. Fix: annotate GitOpsCluster %s/%s with %s=true to adopt it (as when migrating from Red Hat ACM), delete it, or remove the cluster from the Placement.",
+				kind, key, gc.Namespace, gc.Name, constants.AnnotationAdopt),
 		}, true
 	}
 }

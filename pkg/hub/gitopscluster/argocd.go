@@ -3,6 +3,7 @@ package gitopscluster
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -66,7 +67,7 @@ func desiredClusterSecret(gc *appsv1beta1.GitOpsCluster, mc *clusterv1.ManagedCl
 			Name:        ClusterSecretName(mc.Name),
 			Namespace:   gc.Spec.ArgoServer.ArgoNamespace,
 			Labels:      labels,
-			Annotations: ownerAnnotations(gc),
+			Annotations: secretAnnotations(gc, labels),
 		},
 		Type: corev1.SecretTypeOpaque,
 		Data: map[string][]byte{
@@ -75,6 +76,15 @@ func desiredClusterSecret(gc *appsv1beta1.GitOpsCluster, mc *clusterv1.ManagedCl
 			"config": []byte(`{"tlsClientConfig":{"insecure":false}}`),
 		},
 	}
+}
+
+// secretAnnotations record which labels of a cluster Secret are ours (so that labels
+// other tools put on it stay, and a label removed from the ManagedCluster is removed
+// from the Secret), and the owner in full when its name is hashed in the labels.
+func secretAnnotations(gc *appsv1beta1.GitOpsCluster, labels map[string]string) map[string]string {
+	annotations := map[string]string{constants.AnnotationWrittenLabels: strings.Join(slices.Sorted(maps.Keys(labels)), ",")}
+	maps.Copy(annotations, ownerAnnotations(gc))
+	return annotations
 }
 
 // volatileLabelPrefix marks the labels OCM itself flips as addons' health changes

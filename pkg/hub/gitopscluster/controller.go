@@ -52,6 +52,8 @@ type Reconciler struct {
 
 	// recent are the objects created that the cache may not show yet.
 	recent recentCreates
+	// foreign are the wanted names held by objects that are not ours.
+	foreign foreignObjects
 	// drains are the addon removals held for departing Applications.
 	drains drains
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
@@ -11,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
+	"github.com/gitops-addon/gitops-addon/pkg/constants"
 )
 
 func labelled(labels map[string]string) *clusterv1.ManagedCluster {
@@ -89,6 +91,56 @@ func TestOnlyAddonChangesAGitOpsClusterReadsWakeIt(t *testing.T) {
 			tt.change(updated)
 			got := addonChangeMatters().Update(event.UpdateEvent{ObjectOld: base(), ObjectNew: updated})
 			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+// TestClusterSecretUpdatesKeepOtherToolsLabels: labels another tool puts on a cluster
+// Secret stay; a label removed from the ManagedCluster leaves the Secret; a steady state
+// changes nothing.
+func TestClusterSecretUpdatesKeepOtherToolsLabels(t *testing.T) {
+	gc := &appsv1beta1.GitOpsCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "openshift-gitops", Name: "gc"}}
+	gc.Spec.ArgoServer.ArgoNamespace = "openshift-gitops"
+	written := desiredClusterSecret(gc, labelled(map[string]string{"env": "prod", "team": "a"}))
+
+	tests := []struct {
+		name        string
+		current     func() *corev1.Secret
+		cluster     map[string]string
+		wantChanged bool
+		want        map[string]string // labels that must be there ("" = must be absent)
+	}{
+		{"steady state", func() *corev1.Secret { return written.DeepCopy() }, map[string]string{"env": "prod", "team": "a"}, false,
+			map[string]string{"env": "prod", "team": "a"}},
+		{"another tool's label stays", func() *corev1.Secret {
+			s := written.DeepCopy()
+			s.Labels["backup.example.com/include"] = "true"
+			return s
+		}, map[string]string{"env": "prod", "team": "a"}, false, map[string]string{"backup.example.com/include": "true"}},
+		{"a label removed from the ManagedCluster leaves, another tool's stays", func() *corev1.Secret {
+			s := written.DeepCopy()
+			s.Labels["backup.example.com/include"] = "true"
+			return s
+		}, map[string]string{"env": "prod"}, true, map[string]string{"team": "", "backup.example.com/include": "true", "env": "prod"}},
+		{"a Secret written before the annotation keeps every label", func() *corev1.Secret {
+			s := written.DeepCopy()
+			delete(s.Annotations, constants.AnnotationWrittenLabels)
+			s.Labels["backup.example.com/include"] = "true"
+			return s
+		}, map[string]string{"env": "prod"}, true, map[string]string{"team": "a", "backup.example.com/include": "true"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			current := tt.current()
+			changed := updateSecret(current, desiredClusterSecret(gc, labelled(tt.cluster)))
+			assert.Equal(t, tt.wantChanged, changed)
+			for k, v := range tt.want {
+				if v == "" {
+					assert.NotContains(t, current.Labels, k)
+					continue
+				}
+				assert.Equal(t, v, current.Labels[k], k)
+			}
 		})
 	}
 }

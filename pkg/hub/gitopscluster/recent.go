@@ -60,3 +60,32 @@ func (r *recentCreates) clock() time.Time {
 	}
 	return time.Now()
 }
+
+// foreignObjects remembers the names we want that someone else's object holds. Our cache
+// is filtered on our label and cannot see them; without this every reconcile would send
+// a create the apiserver refuses and then read the object uncached.
+type foreignObjects struct {
+	mu  sync.Mutex
+	set map[string]bool
+}
+
+func (f *foreignObjects) add(kind string, key client.ObjectKey) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.set == nil {
+		f.set = map[string]bool{}
+	}
+	f.set[recentKey(kind, key)] = true
+}
+
+func (f *foreignObjects) known(kind string, key client.ObjectKey) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.set[recentKey(kind, key)]
+}
+
+func (f *foreignObjects) forget(kind string, key client.ObjectKey) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.set, recentKey(kind, key))
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
+	"github.com/gitops-addon/gitops-addon/pkg/constants"
 )
 
 // registerClusters writes an Argo CD cluster secret for every decided cluster, removes
@@ -73,16 +75,27 @@ func (r *Reconciler) ensureClusterSecret(ctx context.Context, gc *appsv1beta1.Gi
 	return secretState{name: client.ObjectKeyFromObject(desired), problem: outcome.problem, conflict: outcome.conflict}, nil
 }
 
-// updateSecret makes an owned cluster secret's labels and data exactly as desired, and
-// adds the owner annotation a long-named GitOpsCluster needs.
+// updateSecret brings an owned cluster Secret's data and our labels to the desired
+// state: the labels it wrote before and no longer wants go, labels other tools added
+// stay. A Secret written before the written-labels annotation existed keeps every label
+// it has (which of them were ours is unknown; nothing is removed that may be another's).
 func updateSecret(current, desired client.Object) bool {
 	cur, want := current.(*corev1.Secret), desired.(*corev1.Secret)
-	annotated := addAnnotations(cur, want.Annotations)
-	if maps.Equal(cur.Labels, want.Labels) && equality.Semantic.DeepEqual(cur.Data, want.Data) {
-		return annotated
+	labels := maps.Clone(cur.Labels)
+	if labels == nil {
+		labels = map[string]string{}
 	}
-	cur.Labels, cur.Data = want.Labels, want.Data
-	return true
+	if written, ok := cur.Annotations[constants.AnnotationWrittenLabels]; ok {
+		for _, k := range strings.Split(written, ",") {
+			if _, wanted := want.Labels[k]; !wanted {
+				delete(labels, k)
+			}
+		}
+	}
+	maps.Copy(labels, want.Labels)
+	changed := !maps.Equal(labels, cur.Labels) || !equality.Semantic.DeepEqual(cur.Data, want.Data)
+	cur.Labels, cur.Data = labels, want.Data
+	return addAnnotations(cur, want.Annotations) || changed
 }
 
 // addAnnotations sets each of want on obj and tells whether anything changed; other
@@ -140,7 +153,7 @@ func (r *Reconciler) ensureApplicationSetAccess(ctx context.Context, gc *appsv1b
 	}
 	var problems []string
 	for _, s := range shared {
-		problem, err := r.ensureShared(ctx, s.desired, s.current, s.update)
+		problem, err := r.ensureShared(ctx, gc, s.desired, s.current, s.update)
 		if err != nil {
 			return problems, err
 		}
@@ -152,35 +165,50 @@ func (r *Reconciler) ensureApplicationSetAccess(ctx context.Context, gc *appsv1b
 }
 
 // ensureShared creates or updates a shared object. One created by someone else is never
-// changed: it is fine when it already says what we need, a problem otherwise.
-func (r *Reconciler) ensureShared(ctx context.Context, desired, current client.Object, update func(current, desired client.Object) bool) (string, error) {
+// changed, unless the GitOpsCluster adopts (AnnotationAdopt): it is fine when it already
+// says what we need, a problem otherwise.
+func (r *Reconciler) ensureShared(ctx context.Context, gc *appsv1beta1.GitOpsCluster, desired, current client.Object, update func(current, desired client.Object) bool) (string, error) {
 	key := client.ObjectKeyFromObject(desired)
 	kind := kindOf(desired)
 	err := r.Client.Get(ctx, key, current)
 	switch {
 	case apierrors.IsNotFound(err):
-		createErr := r.Client.Create(ctx, desired.DeepCopyObject().(client.Object))
-		if createErr == nil {
-			return "", nil
-		}
-		if !apierrors.IsAlreadyExists(createErr) {
-			return "", fmt.Errorf("creating %s %s: %w", kind, key, createErr)
-		}
-		if err := r.APIReader.Get(ctx, key, current); err != nil {
-			return "", fmt.Errorf("reading existing %s %s: %w", kind, key, err)
-		}
-		if update(current, desired) {
-			return fmt.Sprintf("%s %s exists, was not created by gitops-addon and differs from what ApplicationSets need; it is left unchanged. Fix: delete it and gitops-addon recreates it.", kind, key), nil
-		}
-		return "", nil
+		return r.ensureSharedNotInCache(ctx, gc, desired, current, update)
 	case err != nil:
 		return "", fmt.Errorf("reading %s %s: %w", kind, key, err)
 	}
-	if !update(current, desired) {
-		return "", nil
+	return "", r.updateIfChanged(ctx, current, desired, update)
+}
+
+// ensureSharedNotInCache creates a shared object, or finds the foreign one that holds its
+// name (remembered, so that later reconciles read it instead of failing a create).
+func (r *Reconciler) ensureSharedNotInCache(ctx context.Context, gc *appsv1beta1.GitOpsCluster, desired, current client.Object, update func(current, desired client.Object) bool) (string, error) {
+	key := client.ObjectKeyFromObject(desired)
+	kind := kindOf(desired)
+	if !r.foreign.known(kind, key) {
+		createErr := r.Client.Create(ctx, desired.DeepCopyObject().(client.Object))
+		switch {
+		case createErr == nil:
+			return "", nil
+		case !apierrors.IsAlreadyExists(createErr):
+			return "", fmt.Errorf("creating %s %s: %w", kind, key, createErr)
+		}
 	}
-	if err := r.Client.Update(ctx, current); err != nil {
-		return "", fmt.Errorf("updating %s %s: %w", kind, key, err)
+	if err := r.APIReader.Get(ctx, key, current); err != nil {
+		if apierrors.IsNotFound(err) && r.foreign.known(kind, key) {
+			r.foreign.forget(kind, key) // gone: ours now
+			return r.ensureSharedNotInCache(ctx, gc, desired, current, update)
+		}
+		return "", fmt.Errorf("reading existing %s %s: %w", kind, key, err)
+	}
+	if adopts(gc) {
+		_, err := r.adopt(ctx, gc, desired, current, update)
+		return "", err
+	}
+	r.foreign.add(kind, key)
+	if update(current, desired) {
+		return fmt.Sprintf("%s %s exists, was not created by gitops-addon and differs from what ApplicationSets need; it is left unchanged. Fix: annotate GitOpsCluster %s/%s with %s=true to adopt it, or delete it and gitops-addon recreates it.",
+			kind, key, gc.Namespace, gc.Name, constants.AnnotationAdopt), nil
 	}
 	return "", nil
 }
