@@ -682,6 +682,9 @@ spec:
 	})
 
 	t.Run("deleting a GitOpsCluster removes what it created and nothing else", func(t *testing.T) {
+		contestedAddon, contestedSecret := &addonv1beta1.ManagedClusterAddOn{}, &corev1.Secret{}
+		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: "vanilla", Name: constants.AddonName}, contestedAddon))
+		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: "vanilla-cluster-secret"}, contestedSecret))
 		require.NoError(t, h.c.Delete(h.ctx, h.gitOpsCluster(argoNS, "gitops-managed")))
 		if !assert.Eventually(t, func() bool {
 			err := h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: "gitops-managed"}, &appsv1beta1.GitOpsCluster{})
@@ -701,6 +704,12 @@ spec:
 				h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: "vanilla-cluster-secret"}, s) == nil &&
 				s.Labels[constants.LabelOwnerName] == "overlap"
 		}, timeout, poll, "the overlapping GitOpsCluster takes vanilla over")
+		mca, secret := &addonv1beta1.ManagedClusterAddOn{}, &corev1.Secret{}
+		require.NoError(t, h.c.Get(h.ctx, client.ObjectKeyFromObject(contestedAddon), mca))
+		require.NoError(t, h.c.Get(h.ctx, client.ObjectKeyFromObject(contestedSecret), secret))
+		assert.Equal(t, contestedAddon.UID, mca.UID, "handed over, not deleted and created again: the spoke keeps its stack")
+		assert.True(t, mca.DeletionTimestamp.IsZero(), "never deleted")
+		assert.Equal(t, contestedSecret.UID, secret.UID, "the cluster Secret is handed over too")
 		assert.Equal(t, []string{"vanilla-cluster-secret"}, secretNames(t, h), "the deleted GitOpsCluster's other secrets are removed")
 		require.NoError(t, h.c.Get(h.ctx, client.ObjectKeyFromObject(userSecret), &corev1.Secret{}), "the user's secret survives")
 		// "overlap" still uses the Argo CD namespace and the namespace: shared objects stay.

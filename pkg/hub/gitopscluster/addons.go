@@ -209,6 +209,16 @@ func (r *Reconciler) removeStaleAddons(ctx context.Context, gc *appsv1beta1.GitO
 			terminating = append(terminating, *addon)
 			continue
 		}
+		next, err := r.nextClaimant(ctx, gc, addon.Namespace, wantsAddon)
+		if err != nil {
+			return res, err
+		}
+		if next != nil {
+			if err := r.handOver(ctx, gc, next, addon); err != nil {
+				return res, err
+			}
+			continue
+		}
 		message, hold, err := r.holdRemoval(ctx, gc, addon.Namespace)
 		if err != nil {
 			return res, err

@@ -119,7 +119,8 @@ func addAnnotations(obj client.Object, want map[string]string) bool {
 }
 
 // removeStaleSecrets deletes the cluster secrets this GitOpsCluster wrote that are no
-// longer wanted, in any namespace (argoNamespace may have changed).
+// longer wanted, in any namespace (argoNamespace may have changed), or hands each over
+// to another GitOpsCluster that registers the same cluster in the same namespace.
 func (r *Reconciler) removeStaleSecrets(ctx context.Context, gc *appsv1beta1.GitOpsCluster, wanted map[types.NamespacedName]bool) error {
 	secrets := &corev1.SecretList{}
 	if err := r.Client.List(ctx, secrets, ownerSelector(gc)); err != nil {
@@ -129,6 +130,18 @@ func (r *Reconciler) removeStaleSecrets(ctx context.Context, gc *appsv1beta1.Git
 		s := &secrets.Items[i]
 		if wanted[client.ObjectKeyFromObject(s)] {
 			continue
+		}
+		if cluster := s.Labels[constants.LabelClusterName]; cluster != "" {
+			next, err := r.nextClaimant(ctx, gc, cluster, wantsSecretIn(s.Namespace))
+			if err != nil {
+				return err
+			}
+			if next != nil {
+				if err := r.handOver(ctx, gc, next, s); err != nil {
+					return err
+				}
+				continue
+			}
 		}
 		if err := r.deleteExact(ctx, s); err != nil {
 			return err

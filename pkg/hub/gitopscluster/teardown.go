@@ -52,21 +52,37 @@ func (r *Reconciler) finalize(ctx context.Context, gc *appsv1beta1.GitOpsCluster
 	return ctrl.Result{}, nil
 }
 
-// deleteOwnedAddons deletes every ManagedClusterAddOn of a GitOpsCluster and returns the
-// ones that still exist (being finalized by OCM).
+// deleteOwnedAddons deletes every ManagedClusterAddOn of a GitOpsCluster, or hands it
+// over to another GitOpsCluster that selects its cluster too, and returns the ones being
+// deleted (finalized by OCM).
 func (r *Reconciler) deleteOwnedAddons(ctx context.Context, gc *appsv1beta1.GitOpsCluster) ([]addonv1beta1.ManagedClusterAddOn, error) {
 	addons := &addonv1beta1.ManagedClusterAddOnList{}
 	if err := r.Client.List(ctx, addons, ownerSelector(gc)); err != nil {
 		return nil, fmt.Errorf("listing ManagedClusterAddOns of %s/%s: %w", gc.Namespace, gc.Name, err)
 	}
+	var remaining []addonv1beta1.ManagedClusterAddOn
 	for i := range addons.Items {
-		if addons.Items[i].DeletionTimestamp.IsZero() {
-			if err := r.deleteExact(ctx, &addons.Items[i]); err != nil {
+		addon := &addons.Items[i]
+		if !addon.DeletionTimestamp.IsZero() {
+			remaining = append(remaining, *addon)
+			continue
+		}
+		next, err := r.nextClaimant(ctx, gc, addon.Namespace, wantsAddon)
+		if err != nil {
+			return nil, err
+		}
+		if next != nil {
+			if err := r.handOver(ctx, gc, next, addon); err != nil {
 				return nil, err
 			}
+			continue
 		}
+		if err := r.deleteExact(ctx, addon); err != nil {
+			return nil, err
+		}
+		remaining = append(remaining, *addon)
 	}
-	return addons.Items, nil
+	return remaining, nil
 }
 
 // StuckAfter is how long a GitOpsCluster may wait for its ManagedClusterAddOns to go
