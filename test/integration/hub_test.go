@@ -576,6 +576,32 @@ spec:
 		h.waitCondition("team-b", "missing-argo-namespace", appsv1beta1.ConditionClustersRegistered, metav1.ConditionTrue, appsv1beta1.ReasonRegistered)
 	})
 
+	t.Run("argoNamespace changed: the Secret and the shared objects move, nothing is left in the old namespace", func(t *testing.T) {
+		h.namespace("team-b-argocd-2")
+		gc := h.gitOpsCluster("team-b", "missing-argo-namespace")
+		h.touch(gc, func() { gc.Spec.ArgoServer.ArgoNamespace = "team-b-argocd-2" })
+		h.waitCondition("team-b", "missing-argo-namespace", appsv1beta1.ConditionClustersRegistered, metav1.ConditionTrue, appsv1beta1.ReasonRegistered)
+		gone := func(obj client.Object, namespace, name string) func() bool {
+			return func() bool {
+				return apierrors.IsNotFound(h.c.Get(h.ctx, types.NamespacedName{Namespace: namespace, Name: name}, obj))
+			}
+		}
+		for _, c := range []struct {
+			obj             client.Object
+			namespace, name string
+		}{
+			{&corev1.Secret{}, "team-b-argocd", "team-b-1-cluster-secret"},
+			{&corev1.ConfigMap{}, "team-b-argocd", gitopscluster.PlacementConfigMapName},
+			{&rbacv1.RoleBinding{}, "team-b", gitopscluster.PlacementReaderName + "-team-b-argocd"},
+		} {
+			require.Eventually(t, gone(c.obj, c.namespace, c.name), timeout, poll, "%T %s/%s removed", c.obj, c.namespace, c.name)
+		}
+		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: "team-b-argocd-2", Name: "team-b-1-cluster-secret"}, &corev1.Secret{}))
+		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: "team-b-argocd-2", Name: gitopscluster.PlacementConfigMapName}, &corev1.ConfigMap{}))
+		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: "team-b", Name: gitopscluster.PlacementReaderName + "-team-b-argocd-2"}, &rbacv1.RoleBinding{}))
+		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: "team-b", Name: gitopscluster.PlacementReaderName}, &rbacv1.Role{}), "the Role is still needed")
+	})
+
 	t.Run("a GitOpsCluster name too long for a label value works: hashed in labels, in full in an annotation", func(t *testing.T) {
 		long := strings.Repeat("a-very-long-gitopscluster-name-", 8) + "end" // 251 characters
 		h.managedCluster("team-c-1", map[string]string{"product.open-cluster-management.io": "AKS"})

@@ -47,7 +47,11 @@ func (r *Reconciler) registerClusters(ctx context.Context, gc *appsv1beta1.GitOp
 	}
 	problems, err := r.ensureApplicationSetAccess(ctx, gc)
 	res.problems = append(res.problems, problems...)
-	return res, err
+	if err != nil {
+		return res, err
+	}
+	// After a change of argoNamespace, the old namespace's objects may be needed by nobody.
+	return res, r.removeUnneededSharedObjects(ctx, gc)
 }
 
 // secretState is what ensureClusterSecret found on one cluster: the Secret's name (empty

@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -140,45 +139,66 @@ func WaitingAddOns(addons []addonv1beta1.ManagedClusterAddOn) string {
 	return strings.Join(parts, "; ")
 }
 
-// removeUnneededSharedObjects deletes the ApplicationSet ConfigMap and RBAC that only the
-// deleted GitOpsCluster needed. Objects without our label are invisible to the cached
-// client and therefore never deleted.
+// removeUnneededSharedObjects deletes the ApplicationSet ConfigMaps and RBAC we created
+// that no live GitOpsCluster needs any more: those of a deleted GitOpsCluster, and those
+// left in the old namespace when a GitOpsCluster's argoNamespace changed. Objects
+// without our label are invisible to the cached client and therefore never deleted.
 func (r *Reconciler) removeUnneededSharedObjects(ctx context.Context, gc *appsv1beta1.GitOpsCluster) error {
-	others, err := r.otherLiveGitOpsClusters(ctx, gc)
+	live, err := r.otherLiveGitOpsClusters(ctx, gc)
 	if err != nil {
 		return err
 	}
-	argoNS := gc.Spec.ArgoServer.ArgoNamespace
-	sameArgo, sameNamespace, sameBoth := false, false, false
-	for _, o := range others {
-		sameArgo = sameArgo || o.Spec.ArgoServer.ArgoNamespace == argoNS
-		sameNamespace = sameNamespace || o.Namespace == gc.Namespace
-		sameBoth = sameBoth || (o.Namespace == gc.Namespace && o.Spec.ArgoServer.ArgoNamespace == argoNS)
+	if gc.DeletionTimestamp.IsZero() {
+		live = append(live, *gc)
 	}
-	candidates := []struct {
-		obj    client.Object
-		key    types.NamespacedName
-		needed bool
-	}{
-		{&corev1.ConfigMap{}, types.NamespacedName{Namespace: argoNS, Name: PlacementConfigMapName}, sameArgo},
-		{&rbacv1.RoleBinding{}, types.NamespacedName{Namespace: gc.Namespace, Name: placementReaderBindingName(argoNS)}, sameBoth},
-		{&rbacv1.Role{}, types.NamespacedName{Namespace: gc.Namespace, Name: PlacementReaderName}, sameNamespace},
+	needed := map[string]bool{}
+	for _, o := range live {
+		argoNS := o.Spec.ArgoServer.ArgoNamespace
+		needed[sharedKey(&corev1.ConfigMap{}, argoNS, PlacementConfigMapName)] = true
+		needed[sharedKey(&rbacv1.RoleBinding{}, o.Namespace, placementReaderBindingName(argoNS))] = true
+		needed[sharedKey(&rbacv1.Role{}, o.Namespace, PlacementReaderName)] = true
 	}
-	for _, c := range candidates {
-		if c.needed {
-			continue
+	for _, list := range []client.ObjectList{&corev1.ConfigMapList{}, &rbacv1.RoleBindingList{}, &rbacv1.RoleList{}} {
+		if err := r.Client.List(ctx, list, client.MatchingLabels(sharedLabels())); err != nil {
+			return fmt.Errorf("listing shared objects: %w", err)
 		}
-		if err := r.Client.Get(ctx, c.key, c.obj); err != nil {
-			if apierrors.IsNotFound(err) {
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			return fmt.Errorf("reading shared objects: %w", err)
+		}
+		for _, item := range items {
+			obj, ok := item.(client.Object)
+			if !ok || !isSharedPlacementObject(obj) || needed[sharedKey(obj, obj.GetNamespace(), obj.GetName())] {
 				continue
 			}
-			return fmt.Errorf("reading %s %s: %w", kindOf(c.obj), c.key, err)
-		}
-		if err := r.deleteExact(ctx, c.obj); err != nil {
-			return err
+			if _, owned := recordedOwner(obj); owned {
+				continue // a GitOpsCluster's own object, not a shared one
+			}
+			if err := r.deleteExact(ctx, obj); err != nil {
+				return err
+			}
+			r.event(gc, corev1.EventTypeNormal, "SharedObjectRemoved", "Removed %s %s/%s, which no GitOpsCluster needs any more",
+				kindOf(obj), obj.GetNamespace(), obj.GetName())
 		}
 	}
 	return nil
+}
+
+func sharedKey(obj client.Object, namespace, name string) string {
+	return kindOf(obj) + "/" + namespace + "/" + name
+}
+
+// isSharedPlacementObject tells the ApplicationSet placement objects by their names.
+func isSharedPlacementObject(obj client.Object) bool {
+	switch obj.(type) {
+	case *corev1.ConfigMap:
+		return obj.GetName() == PlacementConfigMapName
+	case *rbacv1.Role:
+		return obj.GetName() == PlacementReaderName
+	case *rbacv1.RoleBinding:
+		return strings.HasPrefix(obj.GetName(), PlacementReaderName+"-")
+	}
+	return false
 }
 
 func (r *Reconciler) otherLiveGitOpsClusters(ctx context.Context, gc *appsv1beta1.GitOpsCluster) ([]appsv1beta1.GitOpsCluster, error) {
