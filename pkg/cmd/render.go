@@ -8,16 +8,21 @@ import (
 
 func newRenderCommand() *cobra.Command {
 	var o render.Options
+	var explainRBAC bool
 	c := &cobra.Command{
-		Use:   "render --cluster NAME [--openshift] [-f values.yaml] [--set key=value]",
+		Use:   "render --cluster NAME [--openshift] [-f values.yaml] [--set key=value] [--explain-rbac]",
 		Short: "Print, without any cluster, the objects the hub would ship to a managed cluster",
 		Long: "render runs the addon's own rendering for one cluster and prints the objects as YAML, for review in Git.\n" +
-			"Without --openshift the cluster is taken as a Kubernetes cluster known to have no Route API.",
+			"Without --openshift the cluster is taken as a Kubernetes cluster known to have no Route API.\n" +
+			"With --explain-rbac it says instead, in words, what the spoke's Argo CD may manage and what it may not.",
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			objects, err := render.Objects(c.Context(), o)
 			if err != nil {
 				return err
+			}
+			if explainRBAC {
+				return render.ExplainRBAC(c.OutOrStdout(), objects)
 			}
 			return render.Print(c.OutOrStdout(), objects)
 		},
@@ -29,6 +34,7 @@ func newRenderCommand() *cobra.Command {
 	f.StringArrayVar(&o.Values, "set", nil, "chart value key=value, as helm --set")
 	f.StringVar(&o.AgentImage, "agent-image", "quay.io/gitops-addon/gitops-addon:latest", "spoke agent image, as the manager's --agent-image")
 	f.StringVar(&o.OperatorImage, "operator-image", "", "GitOps operator image, as the manager's --operator-image")
+	f.BoolVar(&explainRBAC, "explain-rbac", false, "explain in words what the spoke's Argo CD may manage, instead of printing the objects")
 	_ = c.MarkFlagRequired("cluster")
 	return c
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -153,4 +154,34 @@ func TestPrintIsAReadableStream(t *testing.T) {
 		assert.Equal(t, obj.GetObjectKind().GroupVersionKind().Kind, printed[i].GetKind(), "object %d", i)
 		assert.Equal(t, want.GetName(), printed[i].GetName(), "object %d", i)
 	}
+}
+
+// TestExplainRBACSaysWhatTheSpokeArgoCDMayDo: the words follow the rendered rules, by
+// default and with an extra API group.
+func TestExplainRBACSaysWhatTheSpokeArgoCDMayDo(t *testing.T) {
+	explain := func(t *testing.T, set ...string) string {
+		objects, err := Objects(context.Background(), Options{Cluster: "c1", AgentImage: "a:1", Values: set})
+		require.NoError(t, err)
+		var out strings.Builder
+		require.NoError(t, ExplainRBAC(&out, objects))
+		return out.String()
+	}
+	t.Run("default", func(t *testing.T) {
+		out := explain(t)
+		assert.Contains(t, out, "  - apps: deployments, statefulsets, daemonsets, replicasets (get, list, watch, create, update, patch, delete")
+		assert.Contains(t, out, "It may not:\n")
+		assert.NotContains(t, out, "It MAY")
+		for _, s := range sensitive {
+			assert.Contains(t, out, "  - "+s.words, "denied by default")
+		}
+	})
+	t.Run("the RBAC group listed in extraAPIGroups", func(t *testing.T) {
+		out := explain(t, "platformExtensions.extraAPIGroups={rbac.authorization.k8s.io}")
+		assert.Contains(t, out, "  - rbac.authorization.k8s.io: every resource of the group")
+		assert.Contains(t, out, "It MAY (granted through extraAPIGroups):\n  - write RBAC")
+		assert.Contains(t, out, "  - escalate or bind roles")
+		may, mayNot, _ := strings.Cut(out, "It may not:")
+		assert.Contains(t, may, "write RBAC")
+		assert.Contains(t, mayNot, "impersonate a ServiceAccount", "never impersonate")
+	})
 }
