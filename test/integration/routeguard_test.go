@@ -399,13 +399,21 @@ func TestRouteGuardOnARealAggregatedRouteAPI(t *testing.T) {
 	t.Run("an unavailable openshift-apiserver is still Native", func(t *testing.T) {
 		s.fake.Stop()
 		s.waitAPIServiceAvailable(false)
-		time.Sleep(2 * time.Second)
-		c, ok := s.report.Condition(constants.ConditionRouteAPI)
-		require.True(t, ok)
-		assert.Equal(t, constants.RouteAPINative, c.Reason)
+		// The agent's report says it saw the outage, and that it is still Native.
+		var c metav1.Condition
+		require.Eventually(t, func() bool {
+			var ok bool
+			c, ok = s.report.Condition(constants.ConditionRouteAPI)
+			return ok && strings.Contains(c.Message, "not Available at the moment")
+		}, 30*time.Second, 100*time.Millisecond, "the agent reports the unavailable APIService")
+		assert.Equal(t, constants.RouteAPINative, c.Reason, c.Message)
 		assert.True(t, s.guardExists(), "the guard stays")
 		require.NoError(t, s.fake.Restart())
 		s.waitAPIServiceAvailable(true)
+		require.Eventually(t, func() bool {
+			c, ok := s.report.Condition(constants.ConditionRouteAPI)
+			return ok && c.Reason == constants.RouteAPINative && !strings.Contains(c.Message, "not Available")
+		}, 30*time.Second, 100*time.Millisecond, "and that it is back")
 	})
 
 	t.Run("doctor: healthy", func(t *testing.T) {

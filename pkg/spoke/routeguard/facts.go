@@ -70,6 +70,10 @@ func Classify(f Facts, readErr error) Classification {
 		c.Reason = constants.RouteAPINative
 		c.Message = fmt.Sprintf("route.openshift.io/v1 is served by APIService %s (service %s/%s).",
 			c.NativeAPIService.Name, c.NativeAPIService.Spec.Service.Namespace, c.NativeAPIService.Spec.Service.Name)
+		if unavailable := unavailableBecause(c.NativeAPIService); unavailable != "" {
+			// Still native: the guard stays, and Routes come back with the service.
+			c.Message += " It is not Available at the moment (" + unavailable + "); a Routes CRD must still never be installed."
+		}
 	case c.RoutesCRD != nil:
 		c.Reason = constants.RouteAPICRD
 		c.Message = "route.openshift.io/v1 is served by the CustomResourceDefinition " + constants.RoutesCRDName + "."
@@ -78,6 +82,20 @@ func Classify(f Facts, readErr error) Classification {
 		c.Message = "The cluster serves no route.openshift.io/v1 API."
 	}
 	return c
+}
+
+// unavailableBecause is the reason and message of an APIService that is not Available,
+// "" when it is.
+func unavailableBecause(s *apiregistrationv1.APIService) string {
+	for _, c := range s.Status.Conditions {
+		if c.Type == apiregistrationv1.Available {
+			if c.Status == apiregistrationv1.ConditionTrue {
+				return ""
+			}
+			return strings.TrimSpace(c.Reason + ": " + c.Message)
+		}
+	}
+	return "no Available condition yet"
 }
 
 func serviceBackedAPIService(apiServices []apiregistrationv1.APIService, group, version string) *apiregistrationv1.APIService {
