@@ -209,12 +209,8 @@ func (r *Reconciler) removeStaleAddons(ctx context.Context, gc *appsv1beta1.GitO
 			terminating = append(terminating, *addon)
 			continue
 		}
-		next, err := r.nextClaimant(ctx, gc, addon.Namespace, wantsAddon)
-		if err != nil {
-			return res, err
-		}
-		if next != nil {
-			if err := r.handOver(ctx, gc, next, addon); err != nil {
+		if handed, err := r.handOverIfClaimed(ctx, gc, addon, addon.Namespace, wantsAddon); err != nil || handed {
+			if err != nil {
 				return res, err
 			}
 			continue

@@ -43,6 +43,17 @@ func (r *Reconciler) nextClaimant(ctx context.Context, gc *appsv1beta1.GitOpsClu
 	return nil, nil
 }
 
+// handOverIfClaimed hands obj, which gc lets go, to the next GitOpsCluster that wants
+// cluster, if there is one, and tells whether it did.
+func (r *Reconciler) handOverIfClaimed(ctx context.Context, gc *appsv1beta1.GitOpsCluster, obj client.Object, cluster string,
+	want func(*appsv1beta1.GitOpsCluster) bool) (bool, error) {
+	next, err := r.nextClaimant(ctx, gc, cluster, want)
+	if err != nil || next == nil {
+		return false, err
+	}
+	return true, r.handOver(ctx, gc, next, obj)
+}
+
 // handOver makes next the owner of obj: its owner labels and annotation change, nothing
 // else; next's own reconcile, which the change wakes, brings the rest to what it wants.
 func (r *Reconciler) handOver(ctx context.Context, gc, next *appsv1beta1.GitOpsCluster, obj client.Object) error {

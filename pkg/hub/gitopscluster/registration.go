@@ -136,14 +136,11 @@ func (r *Reconciler) removeStaleSecrets(ctx context.Context, gc *appsv1beta1.Git
 			continue
 		}
 		if cluster := s.Labels[constants.LabelClusterName]; cluster != "" {
-			next, err := r.nextClaimant(ctx, gc, cluster, wantsSecretIn(s.Namespace))
+			handed, err := r.handOverIfClaimed(ctx, gc, s, cluster, wantsSecretIn(s.Namespace))
 			if err != nil {
 				return err
 			}
-			if next != nil {
-				if err := r.handOver(ctx, gc, next, s); err != nil {
-					return err
-				}
+			if handed {
 				continue
 			}
 		}

@@ -66,12 +66,8 @@ func (r *Reconciler) deleteOwnedAddons(ctx context.Context, gc *appsv1beta1.GitO
 			remaining = append(remaining, *addon)
 			continue
 		}
-		next, err := r.nextClaimant(ctx, gc, addon.Namespace, wantsAddon)
-		if err != nil {
-			return nil, err
-		}
-		if next != nil {
-			if err := r.handOver(ctx, gc, next, addon); err != nil {
+		if handed, err := r.handOverIfClaimed(ctx, gc, addon, addon.Namespace, wantsAddon); err != nil || handed {
+			if err != nil {
 				return nil, err
 			}
 			continue
