@@ -280,6 +280,13 @@ func reconcileTotal(t *testing.T, controller string) float64 {
 	return total
 }
 
+// agentGitOpsCluster is a GitOpsCluster document with spec.gitopsAddon.argoCDAgent set to
+// agent (inline YAML); its Placement does not exist, so it changes nothing.
+func agentGitOpsCluster(name, agent string) string {
+	return fmt.Sprintf(`{apiVersion: apps.open-cluster-management.io/v1beta1, kind: GitOpsCluster, metadata: {name: %s, namespace: openshift-gitops}, `+
+		`spec: {argoServer: {argoNamespace: openshift-gitops}, placementRef: {kind: Placement, name: no-such-placement}, gitopsAddon: {argoCDAgent: %s}}}`, name, agent)
+}
+
 // hasWarningEvent tells whether a Warning Event with reason was recorded on a GitOpsCluster.
 func hasWarningEvent(h *hub, namespace, name, reason string) bool {
 	return hasEventOfType(h, namespace, name, reason, corev1.EventTypeWarning)
@@ -697,6 +704,11 @@ spec:
 			"placementRef.kind must be Placement": `{apiVersion: apps.open-cluster-management.io/v1beta1, kind: GitOpsCluster, metadata: {name: bad-kind, namespace: openshift-gitops}, spec: {argoServer: {argoNamespace: openshift-gitops}, placementRef: {kind: Deployment, name: x}}}`,
 			"argoNamespace":                       `{apiVersion: apps.open-cluster-management.io/v1beta1, kind: GitOpsCluster, metadata: {name: bad-ns, namespace: openshift-gitops}, spec: {argoServer: {argoNamespace: Bad_NS}, placementRef: {kind: Placement, name: x}}}`,
 			"placementRef.apiVersion":             `{apiVersion: apps.open-cluster-management.io/v1beta1, kind: GitOpsCluster, metadata: {name: bad-api, namespace: openshift-gitops}, spec: {argoServer: {argoNamespace: openshift-gitops}, placementRef: {apiVersion: apps/v1, kind: Placement, name: x}}}`,
+			"argoCDAgent.mode is managed or autonomous": agentGitOpsCluster("bad-mode", `{enabled: true, mode: pull}`),
+			"argoCDAgent.serverPort 0":                  agentGitOpsCluster("bad-port-0", `{enabled: true, serverPort: "0"}`),
+			"argoCDAgent.serverPort 65536":              agentGitOpsCluster("bad-port-big", `{enabled: true, serverPort: "65536"}`),
+			"argoCDAgent.serverPort https":              agentGitOpsCluster("bad-port-name", `{enabled: true, serverPort: https}`),
+			"argoCDAgent.serverAddress with a scheme":   agentGitOpsCluster("bad-address", `{enabled: true, serverAddress: "https://principal.example.com"}`),
 		} {
 			u := &unstructured.Unstructured{}
 			require.NoError(t, yaml.Unmarshal([]byte(doc), &u.Object))
@@ -704,6 +716,23 @@ spec:
 			require.Error(t, err, name)
 			assert.True(t, apierrors.IsInvalid(err), "%s: %v", name, err)
 			assert.Contains(t, err.Error(), strings.Fields(name)[0], name)
+		}
+	})
+
+	t.Run("ACM's argoCDAgent field is accepted as ACM writes it, defaults applied", func(t *testing.T) {
+		for name, agent := range map[string]string{
+			"agent-dns":  `{enabled: true, mode: autonomous, serverAddress: principal.example.com, serverPort: "443"}`,
+			"agent-ip":   `{enabled: true, mode: managed, serverAddress: 10.0.0.1, serverPort: "8443"}`,
+			"agent-ipv6": `{enabled: true, serverAddress: "fd00::1"}`,
+		} {
+			u := &unstructured.Unstructured{}
+			require.NoError(t, yaml.Unmarshal([]byte(agentGitOpsCluster(name, agent)), &u.Object))
+			require.NoError(t, h.c.Create(h.ctx, u), name)
+			gc := h.gitOpsCluster(argoNS, name)
+			require.NotNil(t, gc.Spec.GitOpsAddon.ArgoCDAgent)
+			require.NotNil(t, gc.Spec.GitOpsAddon.ArgoCDAgent.PropagateHubCA, "defaulted")
+			assert.True(t, *gc.Spec.GitOpsAddon.ArgoCDAgent.PropagateHubCA, "propagateHubCA defaults to true, as in ACM")
+			require.NoError(t, h.c.Delete(h.ctx, gc))
 		}
 	})
 

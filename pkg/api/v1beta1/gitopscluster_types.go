@@ -171,7 +171,8 @@ type GitOpsAddonSpec struct {
 	// GitOpsOperatorNamespace, GitOpsNamespace, ReconcileScope, Uninstall,
 	// OverrideExistingConfigs, ArgoCDAgent and OLMSubscription are accepted for
 	// compatibility with Red Hat Advanced Cluster Management. gitops-addon does not act on
-	// them yet and says so in the GitOpsCluster's status message when one is set.
+	// them yet and says so in the GitOpsCluster's status message when one is set;
+	// ArgoCDAgent is validated as ACM's typed field is, and more strictly.
 	// +optional
 	GitOpsOperatorNamespace string `json:"gitOpsOperatorNamespace,omitempty"`
 	// +optional
@@ -183,15 +184,64 @@ type GitOpsAddonSpec struct {
 	// +optional
 	OverrideExistingConfigs *bool `json:"overrideExistingConfigs,omitempty"`
 	// +optional
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:Schemaless
-	// +kubebuilder:validation:Type=object
-	ArgoCDAgent *runtime.RawExtension `json:"argoCDAgent,omitempty"`
+	ArgoCDAgent *ArgoCDAgentSpec `json:"argoCDAgent,omitempty"`
 	// +optional
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:validation:Type=object
 	OLMSubscription *runtime.RawExtension `json:"olmSubscription,omitempty"`
+}
+
+// ArgoCDAgent modes: managed (the spec comes from the hub, status goes back) and
+// autonomous (the spec comes from the spoke's own Git, status goes to the hub).
+const (
+	ArgoCDAgentModeManaged    = "managed"
+	ArgoCDAgentModeAutonomous = "autonomous"
+)
+
+// ArgoCDAgentSpec configures Argo CD Agent mode: a principal in the hub's Argo CD and an
+// agent on each chosen cluster that connects to it over mTLS. Wire-compatible with Red
+// Hat ACM's v1beta1 field of the same name; mode and serverPort are validated by the
+// apiserver here, where ACM checks them only when it reconciles.
+type ArgoCDAgentSpec struct {
+	// Enabled turns agent mode on for the chosen clusters.
+	// +optional
+	// +kubebuilder:default=false
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// PropagateHubCA sends the CA of the principal's certificates (never its key) to the
+	// chosen clusters, so that their agents trust the principal.
+	// +optional
+	// +kubebuilder:default=true
+	PropagateHubCA *bool `json:"propagateHubCA,omitempty"`
+
+	// Image overrides the agent's container image.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^[^\s]+$`
+	Image string `json:"image,omitempty"`
+
+	// ServerAddress is the principal's address (a DNS name or an IP address) as the
+	// agents reach it; empty: discovered from the principal's Service or Route.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self == '' || self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$') || isIP(self)",message="serverAddress must be a DNS name (lower case) or an IP address, without scheme or port"
+	ServerAddress string `json:"serverAddress,omitempty"`
+
+	// ServerPort is the principal's port as a string, as in ACM (1 to 65535); empty: 443.
+	// +optional
+	// +kubebuilder:validation:MaxLength=5
+	// +kubebuilder:validation:XValidation:rule="self == '' || (self.matches('^[0-9]+$') && int(self) >= 1 && int(self) <= 65535)",message="serverPort must be a port number from 1 to 65535"
+	ServerPort string `json:"serverPort,omitempty"`
+
+	// Mode is managed (the default when empty) or autonomous.
+	// +optional
+	// +kubebuilder:validation:Enum="";managed;autonomous
+	Mode string `json:"mode,omitempty"`
+
+	// Uninstall removes only the agent component (accepted for ACM compatibility).
+	// +optional
+	Uninstall *bool `json:"uninstall,omitempty"`
 }
 
 // GitOpsClusterStatus is the observed state of a GitOpsCluster.

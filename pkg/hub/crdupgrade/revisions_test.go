@@ -12,6 +12,7 @@ import (
 // than its own and refuse to downgrade them.
 var revisionHashes = map[int]string{
 	1: "d632e748974311f5e263ac23c5e6821ca6dfe41c9ad40bf24e9a06e6539691ef",
+	2: "7e3b61aaf2cbb9ecb0d650e1d1b5b3e735b1004abddfbe10a8c3112a401aba09", // spec.gitopsAddon.argoCDAgent typed and validated
 }
 
 func TestSchemaRevisionIsBumpedWhenACRDChanges(t *testing.T) {
