@@ -14,6 +14,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -135,6 +136,37 @@ func TestHubRBACIsLeastPrivilege(t *testing.T) {
 		require.Error(t, err)
 		assert.True(t, apierrors.IsForbidden(err), "%v", err)
 	})
+	t.Run("manager cannot create a CRD that is not its own (the chart's admission policy)", func(t *testing.T) {
+		widgets := &apiextensionsv1.CustomResourceDefinition{
+			ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com"},
+			Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+				Group: "example.com", Scope: apiextensionsv1.NamespaceScoped,
+				Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Singular: "widget", Kind: "Widget", ListKind: "WidgetList"},
+				Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+					Name: "v1", Served: true, Storage: true,
+					Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object"}},
+				}},
+			},
+		}
+		// RBAC allows the create (it cannot name what is created); the policy denies it
+		// once the apiserver has loaded it.
+		var createErr error
+		require.Eventually(t, func() bool {
+			createErr = asManager.Create(ctx, widgets.DeepCopy())
+			if createErr == nil {
+				require.NoError(t, env.Client.Delete(ctx, widgets.DeepCopy()))
+			}
+			return createErr != nil
+		}, 30*time.Second, 200*time.Millisecond, "the manager created an unrelated CRD")
+		assert.Contains(t, createErr.Error(), "the gitops-addon manager may create or change only its own CRDs")
+		assert.Contains(t, createErr.Error(), "gitopsclusters.apps.open-cluster-management.io")
+
+		own := &apiextensionsv1.CustomResourceDefinition{}
+		require.NoError(t, asManager.Get(ctx, client.ObjectKey{Name: "gitopsclusters.apps.open-cluster-management.io"}, own))
+		metav1.SetMetaDataAnnotation(&own.ObjectMeta, "example.com/touched", "yes")
+		require.NoError(t, asManager.Update(ctx, own), "its own CRDs stay writable")
+	})
+
 	t.Run("manager cannot write a Role granting pods/exec", func(t *testing.T) {
 		err := asManager.Create(ctx, &rbacv1.Role{
 			ObjectMeta: metav1.ObjectMeta{Namespace: cluster, Name: "escalate"},
