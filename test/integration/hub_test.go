@@ -2,9 +2,12 @@ package integration
 
 import (
 	"context"
+	"crypto/x509"
+	"encoding/pem"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -285,6 +288,16 @@ func reconcileTotal(t *testing.T, controller string) float64 {
 func agentGitOpsCluster(name, agent string) string {
 	return fmt.Sprintf(`{apiVersion: apps.open-cluster-management.io/v1beta1, kind: GitOpsCluster, metadata: {name: %s, namespace: openshift-gitops}, `+
 		`spec: {argoServer: {argoNamespace: openshift-gitops}, placementRef: {kind: Placement, name: no-such-placement}, gitopsAddon: {argoCDAgent: %s}}}`, name, agent)
+}
+
+// parseCert reads the certificate of a TLS Secret.
+func parseCert(t *testing.T, s *corev1.Secret) *x509.Certificate {
+	t.Helper()
+	block, _ := pem.Decode(s.Data["tls.crt"])
+	require.NotNil(t, block, "%s/%s has a PEM certificate", s.Namespace, s.Name)
+	cert, err := x509.ParseCertificate(block.Bytes)
+	require.NoError(t, err)
+	return cert
 }
 
 // hasWarningEvent tells whether a Warning Event with reason was recorded on a GitOpsCluster.
@@ -717,6 +730,55 @@ spec:
 			assert.True(t, apierrors.IsInvalid(err), "%s: %v", name, err)
 			assert.Contains(t, err.Error(), strings.Fields(name)[0], name)
 		}
+	})
+
+	t.Run("Argo CD Agent mode: the principal's CA, certificates and JWT key are issued once, with their expiry on the status", func(t *testing.T) {
+		h.placement("agent", "agent", "team-b-1")
+		h.namespace("agent-argocd")
+		h.applyYAML(`
+apiVersion: apps.open-cluster-management.io/v1beta1
+kind: GitOpsCluster
+metadata: {name: agent-mode, namespace: agent}
+spec:
+  argoServer: {argoNamespace: agent-argocd}
+  placementRef: {kind: Placement, name: agent}
+  gitopsAddon: {argoCDAgent: {enabled: true, serverAddress: principal.example.com}}
+`)
+		c := h.waitCondition("agent", "agent-mode", appsv1beta1.ConditionArgoCDAgentTrust, metav1.ConditionTrue, appsv1beta1.ReasonCertificatesCurrent)
+		assert.Contains(t, c.Message, "CA argocd-agent-ca (issued by gitops-addon) expires")
+		assert.Contains(t, c.Message, "principal.example.com")
+		secret := func(name string) *corev1.Secret {
+			s := &corev1.Secret{}
+			require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: "agent-argocd", Name: name}, s), name)
+			return s
+		}
+		ca, principal := parseCert(t, secret("argocd-agent-ca")), parseCert(t, secret("argocd-agent-principal-tls"))
+		roots := x509.NewCertPool()
+		roots.AddCert(ca)
+		_, err := principal.Verify(x509.VerifyOptions{Roots: roots, DNSName: "principal.example.com"})
+		require.NoError(t, err, "the principal's certificate verifies against argocd-agent-ca")
+		assert.NotEmpty(t, secret("argocd-agent-jwt").Data["jwt.key"])
+		assert.NotEmpty(t, secret("argocd-agent-resource-proxy-tls").Data["tls.crt"])
+		assert.True(t, hasEvent(h, "agent", "agent-mode", "AgentCertificateIssued"))
+
+		versions := map[string]string{}
+		for _, name := range []string{"argocd-agent-ca", "argocd-agent-principal-tls", "argocd-agent-resource-proxy-tls", "argocd-agent-jwt"} {
+			versions[name] = secret(name).ResourceVersion
+		}
+		gc := h.gitOpsCluster("agent", "agent-mode")
+		h.touch(gc, func() { metav1.SetMetaDataAnnotation(&gc.ObjectMeta, "example.com/touched", "1") })
+		time.Sleep(2 * time.Second)
+		for name, rv := range versions {
+			assert.Equal(t, rv, secret(name).ResourceVersion, "%s is not issued again on a reconcile", name)
+		}
+
+		gc = h.gitOpsCluster("agent", "agent-mode")
+		h.touch(gc, func() { gc.Spec.GitOpsAddon.ArgoCDAgent.ServerAddress = "principal.example.org" })
+		require.Eventually(t, func() bool {
+			return slices.Contains(parseCert(t, secret("argocd-agent-principal-tls")).DNSNames, "principal.example.org")
+		}, timeout, poll, "a new serverAddress issues the principal's certificate again")
+		assert.Equal(t, versions["argocd-agent-ca"], secret("argocd-agent-ca").ResourceVersion, "the CA stays")
+		assert.Equal(t, versions["argocd-agent-jwt"], secret("argocd-agent-jwt").ResourceVersion, "the JWT key stays")
 	})
 
 	t.Run("ACM's argoCDAgent field is accepted as ACM writes it, defaults applied", func(t *testing.T) {

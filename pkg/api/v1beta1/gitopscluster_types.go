@@ -16,6 +16,10 @@ const (
 	// ConditionAddOnsReady: with the addon enabled, every decided cluster has a
 	// ManagedClusterAddOn and each one is Available.
 	ConditionAddOnsReady = "AddOnsReady"
+	// ConditionArgoCDAgentTrust (only with spec.gitopsAddon.argoCDAgent.enabled): the
+	// principal's CA, serving certificates and JWT key are in argoNamespace, with their
+	// expiry dates.
+	ConditionArgoCDAgentTrust = "ArgoCDAgentTrust"
 	// ConditionReady: all of the above are true.
 	ConditionReady = "Ready"
 )
@@ -43,6 +47,8 @@ const (
 	// ReasonReconcileError: a step failed on an API error; the message has the error and
 	// the fix, and the controller retries with backoff.
 	ReasonReconcileError = "ReconcileError"
+	// ReasonCertificatesCurrent: the Argo CD Agent trust Secrets are present and not due.
+	ReasonCertificatesCurrent = "CertificatesCurrent"
 )
 
 // GitOpsCluster registers the managed clusters chosen by a Placement with an Argo CD

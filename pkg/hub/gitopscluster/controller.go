@@ -29,6 +29,7 @@ import (
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/agenttrust"
 )
 
 // ControllerName names the controller in logs, metrics and events.
@@ -49,6 +50,8 @@ type Reconciler struct {
 	Departures Departures
 	// DrainTimeout bounds how long an addon's removal waits for them (0: DefaultDrainTimeout).
 	DrainTimeout time.Duration
+	// Trust keeps the Argo CD Agent certificates of GitOpsClusters in agent mode; nil: off.
+	Trust *agenttrust.Keeper
 
 	// recent are the objects created that the cache may not show yet.
 	recent recentCreates
@@ -84,7 +87,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err // retried with backoff; the status and an Event say why
 	}
-	return ctrl.Result{RequeueAfter: obs.addons.recheckAfter}, nil
+	return ctrl.Result{RequeueAfter: earliest(obs.addons.recheckAfter, obs.agent.untilRenewal(time.Now()))}, nil
+}
+
+// earliest is the shortest of the non-zero durations, 0 when there is none.
+func earliest(durations ...time.Duration) time.Duration {
+	var out time.Duration
+	for _, d := range durations {
+		if d > 0 && (out == 0 || d < out) {
+			out = d
+		}
+	}
+	return out
 }
 
 // observe does the work of one reconcile and records what it found, including the step
@@ -107,6 +121,10 @@ func (r *Reconciler) observe(ctx context.Context, gc *appsv1beta1.GitOpsCluster)
 	}
 	if obs.addons, err = r.reconcileAddons(ctx, gc, obs.placement.clusters); err != nil {
 		obs.failed = &stepFailure{condition: appsv1beta1.ConditionAddOnsReady, err: err}
+		return obs, err
+	}
+	if obs.agent, err = r.ensureAgentTrust(ctx, gc); err != nil {
+		obs.failed = &stepFailure{condition: appsv1beta1.ConditionArgoCDAgentTrust, err: err}
 	}
 	return obs, err
 }

@@ -54,6 +54,7 @@ type observation struct {
 	registration registrationResult
 	addons       addonResult
 	unsupported  []string
+	agent        agentResult
 	// failed is the step that could not be done, if one could not; the steps after it
 	// were not attempted.
 	failed *stepFailure
@@ -67,7 +68,8 @@ type stepFailure struct {
 }
 
 // conditionOrder is the order in which a reconcile does its steps.
-var conditionOrder = []string{appsv1beta1.ConditionPlacementResolved, appsv1beta1.ConditionClustersRegistered, appsv1beta1.ConditionAddOnsReady}
+var conditionOrder = []string{appsv1beta1.ConditionPlacementResolved, appsv1beta1.ConditionClustersRegistered, appsv1beta1.ConditionAddOnsReady,
+	appsv1beta1.ConditionArgoCDAgentTrust}
 
 // applyFailure turns the condition of the failed step False with the error and its fix,
 // and the conditions of the steps not attempted Unknown.
@@ -134,6 +136,11 @@ func computeStatus(gc *appsv1beta1.GitOpsCluster, obs observation, now metav1.Ti
 		placementCondition(obs.placement),
 		registrationCondition(obs),
 		addonsCondition(obs),
+	}
+	if obs.agent.enabled {
+		conds = append(conds, agentCondition(obs))
+	} else {
+		meta.RemoveStatusCondition(&st.Conditions, appsv1beta1.ConditionArgoCDAgentTrust)
 	}
 	applyFailure(conds, obs.failed)
 	conds = append(conds, readyCondition(conds))
@@ -220,6 +227,14 @@ func addonsCondition(obs observation) metav1.Condition {
 	return c
 }
 
+func agentCondition(obs observation) metav1.Condition {
+	if !obs.placement.resolved || obs.agent.state.CA.Secret == "" {
+		return metav1.Condition{Type: appsv1beta1.ConditionArgoCDAgentTrust, Status: metav1.ConditionUnknown, Reason: appsv1beta1.ReasonPlacementUnresolved,
+			Message: "Not evaluated yet: the Placement must resolve first."}
+	}
+	return agentTrustCondition(obs.agent)
+}
+
 func readyCondition(conds []metav1.Condition) metav1.Condition {
 	var notReady []string
 	for _, c := range conds {
@@ -270,8 +285,8 @@ func unsupportedFields(gc *appsv1beta1.GitOpsCluster) []string {
 		"spec.gitopsAddon.reconcileScope":          a.ReconcileScope != "",
 		"spec.gitopsAddon.uninstall":               a.Uninstall != nil && *a.Uninstall,
 		"spec.gitopsAddon.overrideExistingConfigs": a.OverrideExistingConfigs != nil && *a.OverrideExistingConfigs,
-		"spec.gitopsAddon.argoCDAgent":             a.ArgoCDAgent != nil,
-		"spec.gitopsAddon.olmSubscription":         a.OLMSubscription != nil,
+		"spec.gitopsAddon.argoCDAgent (only the hub's certificates are kept so far; no agent is deployed)": a.ArgoCDAgent != nil,
+		"spec.gitopsAddon.olmSubscription": a.OLMSubscription != nil,
 	}
 	for name, isSet := range set {
 		if isSet {

@@ -29,6 +29,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	"github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/addon"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/agenttrust"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/crdupgrade"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/gitopscluster"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
@@ -142,6 +143,7 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 		APIReader:  mgr.GetAPIReader(),
 		Recorder:   mgr.GetEventRecorder("gitops-addon-manager"),
 		Departures: departuresOrNil(departures),
+		Trust:      &agenttrust.Keeper{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()},
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the GitOpsCluster controller: %w", err)
 	}

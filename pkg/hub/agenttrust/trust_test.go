@@ -1,0 +1,121 @@
+package agenttrust
+
+import (
+	"context"
+	"crypto/x509"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+)
+
+const ns = "openshift-gitops"
+
+func newKeeper(t *testing.T, now *time.Time, objs ...client.Object) (*Keeper, client.Client) {
+	s := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(s))
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).Build()
+	return &Keeper{Client: c, APIReader: c, Now: func() time.Time { return *now }}, c
+}
+
+func certOf(t *testing.T, c client.Client, name string) *x509.Certificate {
+	t.Helper()
+	s := &corev1.Secret{}
+	require.NoError(t, c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, s))
+	pair, err := parsePair(s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey])
+	require.NoError(t, err)
+	return pair.cert
+}
+
+func TestEnsureIssuesOnceAndRenewsOnlyWhenDue(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)
+	k, c := newKeeper(t, &now)
+	req := Request{Namespace: ns, PrincipalNames: []string{"principal.example.com", "10.0.0.1"}}
+
+	st, err := k.Ensure(ctx, req)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{CASecret: "missing", PrincipalSecret: "missing", ResourceProxySecret: "missing", JWTSecret: "missing"}, st.Issued)
+	assert.False(t, st.UserCA)
+	ca := certOf(t, c, CASecret)
+	principal := certOf(t, c, PrincipalSecret)
+	roots := x509.NewCertPool()
+	roots.AddCert(ca)
+	_, err = principal.Verify(x509.VerifyOptions{Roots: roots, DNSName: "principal.example.com", CurrentTime: now})
+	require.NoError(t, err, "the principal's certificate verifies against argocd-agent-ca")
+	assert.Equal(t, "10.0.0.1", principal.IPAddresses[0].String())
+	_, err = certOf(t, c, ResourceProxySecret).Verify(x509.VerifyOptions{Roots: roots, DNSName: "argocd-agent-resource-proxy." + ns + ".svc", CurrentTime: now})
+	require.NoError(t, err)
+	assert.Equal(t, now.Add(ServingLifetime).Truncate(time.Second), st.Principal.NotAfter.Truncate(time.Second))
+	assert.Equal(t, principal.NotBefore.Add(time.Duration(float64(principal.NotAfter.Sub(principal.NotBefore))*renewAt)), st.RenewAt)
+
+	t.Run("nothing is written again while nothing is due", func(t *testing.T) {
+		now = now.Add(30 * 24 * time.Hour)
+		st, err := k.Ensure(ctx, req)
+		require.NoError(t, err)
+		assert.Empty(t, st.Issued)
+		assert.Equal(t, principal.SerialNumber, certOf(t, c, PrincipalSecret).SerialNumber)
+	})
+	t.Run("a new server address: only the principal's certificate is issued again", func(t *testing.T) {
+		req.PrincipalNames = []string{"principal.example.org"}
+		st, err := k.Ensure(ctx, req)
+		require.NoError(t, err)
+		assert.Equal(t, []string{PrincipalSecret}, keys(st.Issued))
+		assert.Contains(t, st.Issued[PrincipalSecret], "names")
+		assert.Equal(t, []string{"principal.example.org"}, certOf(t, c, PrincipalSecret).DNSNames)
+	})
+	t.Run("past 80 % of their lifetime both serving certificates are renewed, the CA is not", func(t *testing.T) {
+		now = now.Add(300 * 24 * time.Hour)
+		st, err := k.Ensure(ctx, req)
+		require.NoError(t, err)
+		assert.ElementsMatch(t, []string{PrincipalSecret, ResourceProxySecret}, keys(st.Issued))
+		assert.Contains(t, st.Issued[ResourceProxySecret], "80%")
+		assert.Equal(t, ca.SerialNumber, certOf(t, c, CASecret).SerialNumber)
+	})
+}
+
+func TestAUsersCAIsUsedAsIs(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)
+	userCA, err := newCA("corporate CA", now, 5*365*24*time.Hour)
+	require.NoError(t, err)
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: CASecret},
+		Type:       corev1.SecretTypeTLS,
+		Data:       map[string][]byte{corev1.TLSCertKey: userCA.certPEM, corev1.TLSPrivateKeyKey: userCA.keyPEM},
+	}
+	k, c := newKeeper(t, &now, secret)
+	st, err := k.Ensure(ctx, Request{Namespace: ns, PrincipalNames: []string{"principal.example.com"}})
+	require.NoError(t, err)
+	assert.True(t, st.UserCA)
+	assert.NotContains(t, st.Issued, CASecret)
+	require.NoError(t, certOf(t, c, PrincipalSecret).CheckSignatureFrom(userCA.cert), "signed by the user's CA")
+	got := &corev1.Secret{}
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(secret), got))
+	assert.Empty(t, got.Labels, "the user's CA Secret is not touched")
+
+	t.Run("without its key it cannot sign: a clear error", func(t *testing.T) {
+		noKey := secret.DeepCopy()
+		noKey.ResourceVersion = ""
+		delete(noKey.Data, corev1.TLSPrivateKeyKey)
+		k, _ := newKeeper(t, &now, noKey)
+		_, err := k.Ensure(ctx, Request{Namespace: ns})
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "must hold a CA certificate and its key")
+	})
+}
+
+func keys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}

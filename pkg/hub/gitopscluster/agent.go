@@ -1,0 +1,86 @@
+package gitopscluster
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/agenttrust"
+)
+
+// agentResult is what keeping the Argo CD Agent trust found.
+type agentResult struct {
+	enabled bool
+	state   agenttrust.State
+}
+
+// agentEnabled tells whether a GitOpsCluster asks for Argo CD Agent mode.
+func agentEnabled(gc *appsv1beta1.GitOpsCluster) bool {
+	a := gc.Spec.GitOpsAddon
+	return a != nil && a.ArgoCDAgent != nil && a.ArgoCDAgent.Enabled != nil && *a.ArgoCDAgent.Enabled
+}
+
+// principalNames are the names the principal's certificate holds: its Service in the Argo
+// CD namespace and, when set, the serverAddress agents reach it at.
+func principalNames(gc *appsv1beta1.GitOpsCluster) []string {
+	ns := gc.Spec.ArgoServer.ArgoNamespace
+	names := []string{"argocd-agent-principal", "argocd-agent-principal." + ns + ".svc"}
+	if address := gc.Spec.GitOpsAddon.ArgoCDAgent.ServerAddress; address != "" {
+		names = append(names, address)
+	}
+	return names
+}
+
+// ensureAgentTrust keeps the principal's trust Secrets in argoNamespace and records an
+// Event for each one it issued.
+func (r *Reconciler) ensureAgentTrust(ctx context.Context, gc *appsv1beta1.GitOpsCluster) (agentResult, error) {
+	res := agentResult{enabled: agentEnabled(gc)}
+	if !res.enabled || r.Trust == nil {
+		return res, nil
+	}
+	st, err := r.Trust.Ensure(ctx, agenttrust.Request{Namespace: gc.Spec.ArgoServer.ArgoNamespace, PrincipalNames: principalNames(gc)})
+	if err != nil {
+		return res, fmt.Errorf("keeping the Argo CD Agent certificates: %w", err)
+	}
+	names := make([]string, 0, len(st.Issued))
+	for name := range st.Issued {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		r.event(gc, corev1.EventTypeNormal, "AgentCertificateIssued", "Issued Secret %s/%s (%s)", gc.Spec.ArgoServer.ArgoNamespace, name, st.Issued[name])
+	}
+	res.state = st
+	return res, nil
+}
+
+// agentTrustCondition says where the trust Secrets stand, with their expiry dates.
+func agentTrustCondition(a agentResult) metav1.Condition {
+	st := a.state
+	owner := "issued by gitops-addon"
+	if st.UserCA {
+		owner = "yours, used as is"
+	}
+	day := func(t time.Time) string { return t.UTC().Format("2006-01-02") }
+	return metav1.Condition{
+		Type: appsv1beta1.ConditionArgoCDAgentTrust, Status: metav1.ConditionTrue, Reason: appsv1beta1.ReasonCertificatesCurrent,
+		Message: fmt.Sprintf("CA %s (%s) expires %s; principal certificate %s for %s expires %s; resource proxy certificate %s expires %s; "+
+			"renewed from %s on; JWT signing key in %s.",
+			st.CA.Secret, owner, day(st.CA.NotAfter), st.Principal.Secret, strings.Join(st.Principal.Names, ", "), day(st.Principal.NotAfter),
+			st.ResourceProxy.Secret, day(st.ResourceProxy.NotAfter), day(st.RenewAt), agenttrust.JWTSecret),
+	}
+}
+
+// untilRenewal is how long until the next certificate is due, for the requeue.
+func (a agentResult) untilRenewal(now time.Time) time.Duration {
+	if !a.enabled || a.state.RenewAt.IsZero() {
+		return 0
+	}
+	return max(a.state.RenewAt.Sub(now), time.Minute)
+}
