@@ -762,7 +762,7 @@ spec:
 		assert.True(t, hasEvent(h, "agent", "agent-mode", "AgentCertificateIssued"))
 
 		versions := map[string]string{}
-		for _, name := range []string{"argocd-agent-ca", "argocd-agent-principal-tls", "argocd-agent-resource-proxy-tls", "argocd-agent-jwt"} {
+		for _, name := range []string{"argocd-agent-ca", "argocd-agent-principal-tls", "argocd-agent-resource-proxy-tls", "argocd-agent-jwt", "team-b-1-cluster-secret"} {
 			versions[name] = secret(name).ResourceVersion
 		}
 		gc := h.gitOpsCluster("agent", "agent-mode")
@@ -771,6 +771,24 @@ spec:
 		for name, rv := range versions {
 			assert.Equal(t, rv, secret(name).ResourceVersion, "%s is not issued again on a reconcile", name)
 		}
+
+		// The cluster is registered in Argo CD Agent's format.
+		clusterSecret := secret("team-b-1-cluster-secret")
+		assert.Equal(t, "team-b-1", clusterSecret.Labels["argocd-agent.argoproj-labs.io/agent-name"])
+		assert.Equal(t, "true", clusterSecret.Annotations["argocd.argoproj.io/skip-reconcile"])
+		assert.Equal(t, "https://argocd-agent-resource-proxy.agent-argocd.svc:9090?agentName=team-b-1", string(clusterSecret.Data["server"]))
+		var config struct {
+			TLSClientConfig struct{ CertData, KeyData, CAData []byte } `json:"tlsClientConfig"`
+		}
+		require.NoError(t, json.Unmarshal(clusterSecret.Data["config"], &config))
+		block, _ := pem.Decode(config.TLSClientConfig.CertData)
+		require.NotNil(t, block)
+		client, err := x509.ParseCertificate(block.Bytes)
+		require.NoError(t, err)
+		assert.Equal(t, "team-b-1", client.Subject.CommonName, "the client certificate is the agent's")
+		_, err = client.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+		require.NoError(t, err, "signed by argocd-agent-ca")
+		versions["team-b-1-cluster-secret"] = clusterSecret.ResourceVersion
 
 		gc = h.gitOpsCluster("agent", "agent-mode")
 		h.touch(gc, func() { gc.Spec.GitOpsAddon.ArgoCDAgent.ServerAddress = "principal.example.org" })

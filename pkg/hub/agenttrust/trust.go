@@ -65,6 +65,9 @@ type State struct {
 	Issued map[string]string
 	// RenewAt is the earliest time a serving certificate reaches renewAt of its lifetime.
 	RenewAt time.Time
+
+	// ca signs the agents' client certificates (ClientConfigFor).
+	ca *keyPair
 }
 
 // ResourceProxyNames are the names of the principal's resource proxy Service in ns.
@@ -81,7 +84,7 @@ func (k *Keeper) Ensure(ctx context.Context, req Request) (State, error) {
 	if err != nil {
 		return st, err
 	}
-	st.UserCA = user
+	st.UserCA, st.ca = user, ca
 	st.CA = Certificate{Secret: CASecret, NotAfter: ca.cert.NotAfter}
 	for _, s := range []struct {
 		name, commonName string

@@ -3,6 +3,7 @@ package agenttrust
 import (
 	"context"
 	"crypto/x509"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -118,4 +119,37 @@ func keys(m map[string]string) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// TestClientConfigIsKeptUntilDue: the resource proxy client certificate of an agent is
+// signed by the CA for the agent's name and kept until 80 % of its lifetime.
+func TestClientConfigIsKeptUntilDue(t *testing.T) {
+	now := time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)
+	k, _ := newKeeper(t, &now)
+	st, err := k.Ensure(context.Background(), Request{Namespace: ns})
+	require.NoError(t, err)
+
+	config, issued, err := st.ClientConfigFor("cluster1", nil, now)
+	require.NoError(t, err)
+	assert.True(t, issued)
+	var parsed ClientConfig
+	require.NoError(t, json.Unmarshal(config, &parsed))
+	pair, err := parsePair(parsed.TLSClientConfig.CertData, parsed.TLSClientConfig.KeyData)
+	require.NoError(t, err)
+	assert.Equal(t, "cluster1", pair.cert.Subject.CommonName)
+	roots := x509.NewCertPool()
+	require.True(t, roots.AppendCertsFromPEM(parsed.TLSClientConfig.CAData))
+	_, err = pair.cert.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, CurrentTime: now})
+	require.NoError(t, err)
+
+	again, issued, err := st.ClientConfigFor("cluster1", config, now.Add(200*24*time.Hour))
+	require.NoError(t, err)
+	assert.False(t, issued, "kept while not due")
+	assert.Equal(t, config, again)
+	_, issued, err = st.ClientConfigFor("cluster2", config, now)
+	require.NoError(t, err)
+	assert.True(t, issued, "another agent's certificate is not reused")
+	_, issued, err = st.ClientConfigFor("cluster1", config, now.Add(300*24*time.Hour))
+	require.NoError(t, err)
+	assert.True(t, issued, "renewed past 80 % of its lifetime")
 }

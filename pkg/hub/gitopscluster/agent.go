@@ -8,9 +8,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
+	"github.com/gitops-addon/gitops-addon/pkg/constants"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/agenttrust"
 )
 
@@ -83,4 +86,36 @@ func (a agentResult) untilRenewal(now time.Time) time.Duration {
 		return 0
 	}
 	return max(a.state.RenewAt.Sub(now), time.Minute)
+}
+
+// Argo CD Agent's markers on a cluster Secret.
+const (
+	// labelAgentName maps the cluster Secret to the agent of that name on the principal.
+	labelAgentName = "argocd-agent.argoproj-labs.io/agent-name"
+	// annotationSkipReconcile makes the hub's application controller (Argo CD 3.4+) leave
+	// the cluster's Applications to its agent.
+	annotationSkipReconcile = "argocd.argoproj.io/skip-reconcile"
+)
+
+// toAgentFormat turns a cluster Secret into Argo CD Agent's format: the server is the
+// principal's resource proxy for this agent, reached with a client certificate for the
+// agent's name signed by argocd-agent-ca, kept until it is due.
+func (r *Reconciler) toAgentFormat(ctx context.Context, desired *corev1.Secret, cluster string, agent agentResult) error {
+	current := &corev1.Secret{}
+	var currentConfig []byte
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(desired), current); err == nil {
+		currentConfig = current.Data["config"]
+	} else if !apierrors.IsNotFound(err) {
+		return fmt.Errorf("reading Secret %s: %w", client.ObjectKeyFromObject(desired), err)
+	}
+	config, _, err := agent.state.ClientConfigFor(cluster, currentConfig, time.Now())
+	if err != nil {
+		return fmt.Errorf("issuing the resource proxy client certificate of %s: %w", cluster, err)
+	}
+	desired.Labels[labelAgentName] = cluster
+	desired.Annotations[constants.AnnotationWrittenLabels] = writtenLabels(desired.Labels)
+	desired.Annotations[annotationSkipReconcile] = "true"
+	desired.Data["server"] = []byte(agenttrust.ResourceProxyURL(desired.Namespace, cluster))
+	desired.Data["config"] = config
+	return nil
 }

@@ -82,9 +82,14 @@ func desiredClusterSecret(gc *appsv1beta1.GitOpsCluster, mc *clusterv1.ManagedCl
 // other tools put on it stay, and a label removed from the ManagedCluster is removed
 // from the Secret), and the owner in full when its name is hashed in the labels.
 func secretAnnotations(gc *appsv1beta1.GitOpsCluster, labels map[string]string) map[string]string {
-	annotations := map[string]string{constants.AnnotationWrittenLabels: strings.Join(slices.Sorted(maps.Keys(labels)), ",")}
+	annotations := map[string]string{constants.AnnotationWrittenLabels: writtenLabels(labels)}
 	maps.Copy(annotations, ownerAnnotations(gc))
 	return annotations
+}
+
+// writtenLabels is the AnnotationWrittenLabels value for the labels we write.
+func writtenLabels(labels map[string]string) string {
+	return strings.Join(slices.Sorted(maps.Keys(labels)), ",")
 }
 
 // volatileLabelPrefix marks the labels OCM itself flips as addons' health changes

@@ -115,16 +115,17 @@ func (r *Reconciler) observe(ctx context.Context, gc *appsv1beta1.GitOpsCluster)
 	if !obs.placement.resolved {
 		return obs, nil
 	}
-	if obs.registration, err = r.registerClusters(ctx, gc, obs.placement.clusters); err != nil {
+	// Agent mode's cluster Secrets carry client certificates signed by its CA: trust first.
+	if obs.agent, err = r.ensureAgentTrust(ctx, gc); err != nil {
+		obs.failed = &stepFailure{condition: appsv1beta1.ConditionArgoCDAgentTrust, err: err}
+		return obs, err
+	}
+	if obs.registration, err = r.registerClusters(ctx, gc, obs.placement.clusters, obs.agent); err != nil {
 		obs.failed = &stepFailure{condition: appsv1beta1.ConditionClustersRegistered, err: err}
 		return obs, err
 	}
 	if obs.addons, err = r.reconcileAddons(ctx, gc, obs.placement.clusters); err != nil {
 		obs.failed = &stepFailure{condition: appsv1beta1.ConditionAddOnsReady, err: err}
-		return obs, err
-	}
-	if obs.agent, err = r.ensureAgentTrust(ctx, gc); err != nil {
-		obs.failed = &stepFailure{condition: appsv1beta1.ConditionArgoCDAgentTrust, err: err}
 	}
 	return obs, err
 }

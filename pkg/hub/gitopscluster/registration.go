@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,10 +22,10 @@ import (
 // registerClusters writes an Argo CD cluster secret for every decided cluster, removes
 // the ones this GitOpsCluster wrote for clusters no longer decided, and ensures the
 // ApplicationSet placement ConfigMap and RBAC.
-func (r *Reconciler) registerClusters(ctx context.Context, gc *appsv1beta1.GitOpsCluster, clusters []string) (registrationResult, error) {
+func (r *Reconciler) registerClusters(ctx context.Context, gc *appsv1beta1.GitOpsCluster, clusters []string, agent agentResult) (registrationResult, error) {
 	var res registrationResult
 	secrets, err := forEachCluster(ctx, clusters, func(ctx context.Context, cluster string) (secretState, error) {
-		return r.ensureClusterSecret(ctx, gc, cluster)
+		return r.ensureClusterSecret(ctx, gc, cluster, agent)
 	})
 	if err != nil {
 		return res, err
@@ -63,7 +64,7 @@ type secretState struct {
 }
 
 // ensureClusterSecret writes one decided cluster's Argo CD cluster secret.
-func (r *Reconciler) ensureClusterSecret(ctx context.Context, gc *appsv1beta1.GitOpsCluster, cluster string) (secretState, error) {
+func (r *Reconciler) ensureClusterSecret(ctx context.Context, gc *appsv1beta1.GitOpsCluster, cluster string, agent agentResult) (secretState, error) {
 	mc := &clusterv1.ManagedCluster{}
 	if err := r.Client.Get(ctx, types.NamespacedName{Name: cluster}, mc); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -72,6 +73,11 @@ func (r *Reconciler) ensureClusterSecret(ctx context.Context, gc *appsv1beta1.Gi
 		return secretState{}, fmt.Errorf("reading ManagedCluster %s: %w", cluster, err)
 	}
 	desired := desiredClusterSecret(gc, mc)
+	if agent.enabled && r.Trust != nil {
+		if err := r.toAgentFormat(ctx, desired, cluster, agent); err != nil {
+			return secretState{}, err
+		}
+	}
 	outcome, err := r.ensureOwned(ctx, gc, desired, &corev1.Secret{}, updateSecret)
 	if err != nil {
 		return secretState{}, err
@@ -98,8 +104,21 @@ func updateSecret(current, desired client.Object) bool {
 	}
 	maps.Copy(labels, want.Labels)
 	changed := !maps.Equal(labels, cur.Labels) || !equality.Semantic.DeepEqual(cur.Data, want.Data)
+	if _, agent := want.Annotations[annotationSkipReconcile]; !agent && wasAgentFormat(cur) {
+		// Agent mode turned off: the hub's Argo CD reconciles the cluster's Applications again.
+		if _, has := cur.Annotations[annotationSkipReconcile]; has {
+			delete(cur.Annotations, annotationSkipReconcile)
+			changed = true
+		}
+	}
 	cur.Labels, cur.Data = labels, want.Data
 	return addAnnotations(cur, want.Annotations) || changed
+}
+
+// wasAgentFormat tells whether gitops-addon wrote a cluster Secret in Argo CD Agent's
+// format (it wrote the agent-name label).
+func wasAgentFormat(s *corev1.Secret) bool {
+	return slices.Contains(strings.Split(s.Annotations[constants.AnnotationWrittenLabels], ","), labelAgentName)
 }
 
 // addAnnotations sets each of want on obj and tells whether anything changed; other

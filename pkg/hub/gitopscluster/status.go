@@ -68,8 +68,8 @@ type stepFailure struct {
 }
 
 // conditionOrder is the order in which a reconcile does its steps.
-var conditionOrder = []string{appsv1beta1.ConditionPlacementResolved, appsv1beta1.ConditionClustersRegistered, appsv1beta1.ConditionAddOnsReady,
-	appsv1beta1.ConditionArgoCDAgentTrust}
+var conditionOrder = []string{appsv1beta1.ConditionPlacementResolved, appsv1beta1.ConditionArgoCDAgentTrust,
+	appsv1beta1.ConditionClustersRegistered, appsv1beta1.ConditionAddOnsReady}
 
 // applyFailure turns the condition of the failed step False with the error and its fix,
 // and the conditions of the steps not attempted Unknown.
