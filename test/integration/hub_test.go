@@ -3,8 +3,8 @@ package integration
 import (
 	"context"
 	"crypto/x509"
-	"encoding/pem"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -714,9 +714,9 @@ spec:
 
 	t.Run("invalid GitOpsClusters are rejected by the apiserver", func(t *testing.T) {
 		for name, doc := range map[string]string{
-			"placementRef.kind must be Placement": `{apiVersion: apps.open-cluster-management.io/v1beta1, kind: GitOpsCluster, metadata: {name: bad-kind, namespace: openshift-gitops}, spec: {argoServer: {argoNamespace: openshift-gitops}, placementRef: {kind: Deployment, name: x}}}`,
-			"argoNamespace":                       `{apiVersion: apps.open-cluster-management.io/v1beta1, kind: GitOpsCluster, metadata: {name: bad-ns, namespace: openshift-gitops}, spec: {argoServer: {argoNamespace: Bad_NS}, placementRef: {kind: Placement, name: x}}}`,
-			"placementRef.apiVersion":             `{apiVersion: apps.open-cluster-management.io/v1beta1, kind: GitOpsCluster, metadata: {name: bad-api, namespace: openshift-gitops}, spec: {argoServer: {argoNamespace: openshift-gitops}, placementRef: {apiVersion: apps/v1, kind: Placement, name: x}}}`,
+			"placementRef.kind must be Placement":       `{apiVersion: apps.open-cluster-management.io/v1beta1, kind: GitOpsCluster, metadata: {name: bad-kind, namespace: openshift-gitops}, spec: {argoServer: {argoNamespace: openshift-gitops}, placementRef: {kind: Deployment, name: x}}}`,
+			"argoNamespace":                             `{apiVersion: apps.open-cluster-management.io/v1beta1, kind: GitOpsCluster, metadata: {name: bad-ns, namespace: openshift-gitops}, spec: {argoServer: {argoNamespace: Bad_NS}, placementRef: {kind: Placement, name: x}}}`,
+			"placementRef.apiVersion":                   `{apiVersion: apps.open-cluster-management.io/v1beta1, kind: GitOpsCluster, metadata: {name: bad-api, namespace: openshift-gitops}, spec: {argoServer: {argoNamespace: openshift-gitops}, placementRef: {apiVersion: apps/v1, kind: Placement, name: x}}}`,
 			"argoCDAgent.mode is managed or autonomous": agentGitOpsCluster("bad-mode", `{enabled: true, mode: pull}`),
 			"argoCDAgent.serverPort 0":                  agentGitOpsCluster("bad-port-0", `{enabled: true, serverPort: "0"}`),
 			"argoCDAgent.serverPort 65536":              agentGitOpsCluster("bad-port-big", `{enabled: true, serverPort: "65536"}`),
