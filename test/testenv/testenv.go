@@ -120,6 +120,9 @@ func Start(t testing.TB, opts ...Option) *Env {
 	}
 	cfg, err := env.Start()
 	if err != nil {
+		// envtest leaves etcd and kube-apiserver running when it fails after starting them
+		// (an invalid CRD, for one): stop them, so that no process outlives the test.
+		_ = env.Stop()
 		t.Fatalf("starting kube-apiserver and etcd: %v", err)
 	}
 	t.Cleanup(func() {
