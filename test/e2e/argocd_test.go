@@ -141,6 +141,13 @@ func TestArgoCD(t *testing.T) {
 
 	t.Run("drift: an edit on the spoke is reverted by the spoke's Argo CD, and the hub does not fight", func(t *testing.T) {
 		spoke := a.spokes[vanilla].Client
+		// Start from a steady hub: the GitOpsCluster's own status settles as the addons
+		// become Available, which has nothing to do with the drift.
+		require.Eventually(t, func() bool {
+			gc := &appsv1beta1.GitOpsCluster{}
+			return a.f.Hub.Client.Get(ctx, client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: "gitops-managed"}, gc) == nil &&
+				meta.IsStatusConditionTrue(gc.Status.Conditions, appsv1beta1.ConditionReady)
+		}, 3*time.Minute, time.Second, "the seed GitOpsCluster is Ready")
 		since := time.Now()
 		cm := &corev1.ConfigMap{}
 		require.NoError(t, spoke.Get(ctx, client.ObjectKey{Namespace: "guestbook", Name: "guestbook-ui"}, cm))
