@@ -33,6 +33,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/test/harness"
 	"github.com/gitops-addon/gitops-addon/test/install"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
+	"github.com/gitops-addon/gitops-addon/test/workstandin"
 )
 
 // BenchmarkFleet measures the hub manager (`gitops-addon manager`, ./bin/gitops-addon)
@@ -167,6 +168,9 @@ func runFleetBenchmark(b *testing.B, n int) {
 		}
 	}
 	waitLeader(b, ctx, c, alive)
+	// No klusterlet runs here: stand in for the work agents on the addon's pre-delete
+	// hook, which every ManagedClusterAddOn's removal waits for.
+	workstandin.CompleteHookWorks(ctx, c)
 
 	progress("registering %d ManagedClusters", n)
 	setupStart := time.Now()

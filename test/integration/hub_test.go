@@ -38,6 +38,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/hub/gitopscluster"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/manager"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
+	"github.com/gitops-addon/gitops-addon/test/workstandin"
 )
 
 // seedGitOpsCluster is the GitOpsCluster of the issue, applied unchanged.
@@ -377,7 +378,7 @@ func secretNames(t *testing.T, h *hub) []string {
 // steady state, a shrinking Placement, conflicts and deletion.
 func TestHubAddonManager(t *testing.T) {
 	h := startHub(t)
-	hooksCompleted := completeHookWorks(h.ctx, h.c)
+	hooksCompleted := workstandin.CompleteHookWorks(h.ctx, h.c)
 	h.namespace(argoNS)
 	h.managedCluster("vanilla", map[string]string{"product.open-cluster-management.io": "EKS"})
 	h.managedCluster("ocp", map[string]string{"product.open-cluster-management.io": "OpenShift", "version.openshift.io": "4.20.1"})

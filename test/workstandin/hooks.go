@@ -1,4 +1,8 @@
-package integration
+// Package workstandin stands in for OCM's work agents on hubs that have no klusterlets
+// (integration tests, the fleet benchmark): it completes the addon's pre-delete hook
+// ManifestWorks, as a spoke whose teardown Job succeeded would, so that a
+// ManagedClusterAddOn's removal can finish.
+package workstandin
 
 import (
 	"context"
@@ -16,11 +20,11 @@ import (
 // pre-delete hook (the spoke teardown Job) when a ManagedClusterAddOn is deleted.
 const preDeleteWorkName = "addon-gitops-addon-pre-delete"
 
-// completeHookWorks stands in for the spokes' work agents until ctx ends: each pre-delete
+// CompleteHookWorks stands in for the spokes' work agents until ctx ends: each pre-delete
 // hook ManifestWork is reported applied, with its Job complete (the well-known status
 // feedback addon-framework waits for), as a spoke whose teardown Job succeeded would.
 // It returns the clusters whose hook it completed so far.
-func completeHookWorks(ctx context.Context, c client.Client) func() []string {
+func CompleteHookWorks(ctx context.Context, c client.Client) func() []string {
 	done := map[string]bool{}
 	results := make(chan []string, 1)
 	results <- nil
