@@ -61,6 +61,7 @@ func newManagerCommand() *cobra.Command {
 	f.BoolVar(&o.PullModel, "pull-model", true, "deliver hub Applications labelled "+pullmodel.LabelPull+"=true to their cluster through ManifestWorks, once Argo CD's CRDs exist on the hub; false stops propagation and leaves existing ManifestWorks alone")
 	f.IntVar(&o.PullWorkers, "pull-workers", 4, "Applications the pull model propagates concurrently")
 	f.BoolVar(&o.UpgradeCRDs, "upgrade-crds", true, "at start, bring the GitOpsCluster and MulticlusterApplicationSetReport CRDs to this manager's schema by server-side apply (never deletes or downgrades a CRD, never touches one another installer owns); false leaves them to the installer")
+	f.StringSliceVar(&o.ArgoNamespaces, "argo-namespaces", nil, "the only namespaces a GitOpsCluster may name in spec.argoServer.argoNamespace, comma-separated: the manager reads and writes Secrets and ConfigMaps there only (the chart's argoNamespaces grant exactly these); empty allows any namespace, which needs Secrets and ConfigMaps granted cluster-wide")
 	f.IntVar(&o.AddonWorkers, "addon-workers", manager.DefaultAddonWorkers, "clusters whose ManifestWork, agent registration and CSRs addon-framework's controllers sync concurrently")
 	f.Float32Var(&qps, "kube-api-qps", DefaultKubeAPIQPS, "requests per second to the hub's apiserver, sustained; a negative value disables client-side throttling (the apiserver's API Priority and Fairness still applies)")
 	f.IntVar(&burst, "kube-api-burst", DefaultKubeAPIBurst, "requests to the hub's apiserver allowed in a burst above --kube-api-qps")

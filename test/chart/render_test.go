@@ -25,6 +25,20 @@ import (
 // render runs `helm template` through the SDK and returns the objects by "Kind/name".
 func render(t *testing.T, set ...string) (map[string]*unstructured.Unstructured, error) {
 	t.Helper()
+	all, err := renderAll(t, set...)
+	if err != nil {
+		return nil, err
+	}
+	objects := map[string]*unstructured.Unstructured{}
+	for _, u := range all {
+		objects[u.GetKind()+"/"+u.GetName()] = u
+	}
+	return objects, nil
+}
+
+// renderAll runs `helm template` through the SDK and returns every object it renders.
+func renderAll(t *testing.T, set ...string) ([]*unstructured.Unstructured, error) {
+	t.Helper()
 	chart, err := loader.Load(filepath.Join(testenv.RepoRoot(), "charts", "gitops-addon"))
 	require.NoError(t, err)
 	values := map[string]any{}
@@ -39,7 +53,7 @@ func render(t *testing.T, set ...string) (map[string]*unstructured.Unstructured,
 	if err != nil {
 		return nil, err
 	}
-	objects := map[string]*unstructured.Unstructured{}
+	var objects []*unstructured.Unstructured
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(rel.Manifest)))
 	for {
 		doc, err := reader.Read()
@@ -52,7 +66,7 @@ func render(t *testing.T, set ...string) (map[string]*unstructured.Unstructured,
 		if len(u.Object) == 0 {
 			continue
 		}
-		objects[u.GetKind()+"/"+u.GetName()] = u
+		objects = append(objects, u)
 	}
 	return objects, nil
 }
@@ -313,4 +327,75 @@ func TestCRDUpgradeValues(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, managerArgs(t, objects), "--upgrade-crds=false")
 	assert.Empty(t, crdWriteRules(t, objects), "no CRD writes when the manager does not upgrade them")
+}
+
+// ruleResources are the resources a Role or ClusterRole grants, over all its rules.
+func ruleResources(t *testing.T, role *unstructured.Unstructured) []string {
+	require.NotNil(t, role)
+	rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
+	var out []string
+	for _, r := range rules {
+		for _, res := range r.(map[string]any)["resources"].([]any) {
+			out = append(out, res.(string))
+		}
+	}
+	return out
+}
+
+// TestArgoNamespacesScopeSecretsAndConfigMaps: by default the manager gets Secrets and
+// ConfigMaps through a Role in each Argo CD namespace, not cluster-wide; the flag names the
+// same namespaces; an empty list is the opt-in to the cluster-wide grant.
+func TestArgoNamespacesScopeSecretsAndConfigMaps(t *testing.T) {
+	tests := []struct {
+		name           string
+		set            []string
+		wantArg        string
+		wantRoles      []string // namespaces with the manager's Role and RoleBinding
+		wantNamespaces []string // namespaces the chart creates
+		clusterWide    bool
+	}{
+		{name: "default", wantArg: "--argo-namespaces=openshift-gitops", wantRoles: []string{"openshift-gitops"}, wantNamespaces: []string{"openshift-gitops"}},
+		{name: "two namespaces", set: []string{"argoNamespaces={openshift-gitops,team-a-argocd}"}, wantArg: "--argo-namespaces=openshift-gitops,team-a-argocd",
+			wantRoles: []string{"openshift-gitops", "team-a-argocd"}, wantNamespaces: []string{"openshift-gitops", "team-a-argocd"}},
+		{name: "namespaces not created", set: []string{"createArgoNamespaces=false"}, wantArg: "--argo-namespaces=openshift-gitops", wantRoles: []string{"openshift-gitops"}},
+		{name: "empty list is cluster-wide", set: []string{"argoNamespaces=null"}, clusterWide: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			chart, err := renderAll(t, tt.set...)
+			require.NoError(t, err)
+			var roles, bindings, namespaces []string
+			for _, o := range chart {
+				switch {
+				case o.GetKind() == "Role" && o.GetName() == "gitops-addon-manager":
+					roles = append(roles, o.GetNamespace())
+					assert.ElementsMatch(t, []string{"secrets", "configmaps"}, ruleResources(t, o))
+				case o.GetKind() == "RoleBinding" && o.GetName() == "gitops-addon-manager":
+					bindings = append(bindings, o.GetNamespace())
+				case o.GetKind() == "Namespace":
+					namespaces = append(namespaces, o.GetName())
+					assert.Equal(t, "keep", o.GetAnnotations()["helm.sh/resource-policy"], "Argo CD's namespace outlives the release")
+				}
+			}
+			assert.ElementsMatch(t, tt.wantRoles, roles)
+			assert.ElementsMatch(t, tt.wantRoles, bindings)
+			assert.ElementsMatch(t, tt.wantNamespaces, namespaces)
+
+			objects, err := render(t, tt.set...)
+			require.NoError(t, err)
+			clusterRole := ruleResources(t, objects["ClusterRole/gitops-addon-manager"])
+			args := managerArgs(t, objects)
+			if tt.clusterWide {
+				assert.Contains(t, clusterRole, "secrets")
+				assert.Contains(t, clusterRole, "configmaps")
+				for _, a := range args {
+					assert.NotContains(t, a, "--argo-namespaces")
+				}
+				return
+			}
+			assert.NotContains(t, clusterRole, "secrets", "no cluster-wide Secrets")
+			assert.NotContains(t, clusterRole, "configmaps", "no cluster-wide ConfigMaps")
+			assert.Contains(t, args, tt.wantArg)
+		})
+	}
 }

@@ -287,6 +287,8 @@ func TestFleet(t *testing.T) {
 		assert.False(t, exists(ctx, hub, &rbacv1.ClusterRole{}, "gitops-addon-manager"), "manager ClusterRole removed")
 		assert.False(t, exists(ctx, hub, &corev1.ServiceAccount{}, install.Namespace+"/gitops-addon-manager"), "manager ServiceAccount removed")
 		assert.False(t, exists(ctx, hub, &corev1.Service{}, install.Namespace+"/gitops-addon-manager-metrics"), "manager Service removed")
+		assert.False(t, exists(ctx, hub, &rbacv1.Role{}, constants.GitOpsNamespace+"/gitops-addon-manager"), "manager's Role in the Argo CD namespace removed")
+		assert.True(t, exists(ctx, hub, &corev1.Namespace{}, constants.GitOpsNamespace), "the Argo CD namespace kept")
 
 		// The user then deletes every GitOpsCluster and the Argo CD namespace.
 		for i := range gitOpsClusters.Items {

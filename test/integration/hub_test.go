@@ -83,6 +83,12 @@ type hub struct {
 	env *testenv.Env
 }
 
+// hubArgoNamespaces are the manager's --argo-namespaces in TestHubAddonManager: every
+// argoNamespace its scenarios use, but not notAnArgoNamespace.
+var hubArgoNamespaces = []string{"openshift-gitops", "team-a-argocd", "team-b-argocd", "team-b-argocd-2", "team-c-argocd", "acm-argocd", "agent-argocd"}
+
+const notAnArgoNamespace = "kube-public"
+
 func startHub(t *testing.T) *hub {
 	env := testenv.Start(t, testenv.WithCRDPaths(append(testenv.OCMCRDPaths(),
 		filepath.Join(testenv.RepoRoot(), "charts", "gitops-addon", "crds"))...),
@@ -95,6 +101,8 @@ func startHub(t *testing.T) *hub {
 	cfg.WrapTransport = writes.wrap
 	runManager(t, ctx, cfg, manager.Options{
 		MetricsBindAddress: "0", HealthProbeBindAddress: "0", AgentImage: "quay.io/gitops-addon/gitops-addon:test",
+		// As the chart runs it: Secrets and ConfigMaps cached (and granted) in these only.
+		ArgoNamespaces: hubArgoNamespaces,
 	})
 	h := &hub{t: t, ctx: ctx, c: env.Client, writes: writes, env: env}
 	h.create(&addonv1beta1.ClusterManagementAddOn{
@@ -595,6 +603,31 @@ spec:
 
 		h.namespace("team-b-argocd")
 		h.waitCondition("team-b", "missing-argo-namespace", appsv1beta1.ConditionClustersRegistered, metav1.ConditionTrue, appsv1beta1.ReasonRegistered)
+	})
+
+	t.Run("an argoNamespace the manager was not installed for is refused with the fix, and nothing is written there", func(t *testing.T) {
+		h.applyYAML(`
+apiVersion: apps.open-cluster-management.io/v1beta1
+kind: GitOpsCluster
+metadata: {name: outside-argo-namespaces, namespace: team-b}
+spec:
+  argoServer: {argoNamespace: ` + notAnArgoNamespace + `}
+  placementRef: {kind: Placement, name: team-b}
+`)
+		c := h.waitCondition("team-b", "outside-argo-namespaces", appsv1beta1.ConditionClustersRegistered, metav1.ConditionFalse, appsv1beta1.ReasonArgoNamespaceNotAllowed)
+		assert.Contains(t, c.Message, `"`+notAnArgoNamespace+`" is not one of the namespaces the manager was installed for`)
+		assert.Contains(t, c.Message, "Fix: add \""+notAnArgoNamespace+"\" to the chart value argoNamespaces")
+		require.Eventually(t, func() bool {
+			return hasWarningEvent(h, "team-b", "outside-argo-namespaces", appsv1beta1.ReasonArgoNamespaceNotAllowed)
+		}, timeout, poll, "a Warning Event on the GitOpsCluster")
+		secrets := &corev1.SecretList{}
+		require.NoError(t, h.c.List(h.ctx, secrets, client.InNamespace(notAnArgoNamespace)))
+		assert.Empty(t, secrets.Items, "no cluster Secret outside the manager's namespaces")
+		gc := h.gitOpsCluster("team-b", "outside-argo-namespaces")
+		require.NoError(t, h.c.Delete(h.ctx, gc))
+		require.Eventually(t, func() bool {
+			return apierrors.IsNotFound(h.c.Get(h.ctx, client.ObjectKeyFromObject(gc), gc))
+		}, timeout, poll, "deleting it finishes: its finalizer is released")
 	})
 
 	t.Run("argoNamespace changed: the Secret and the shared objects move, nothing is left in the old namespace", func(t *testing.T) {

@@ -45,8 +45,11 @@ func TestHubRBACIsLeastPrivilege(t *testing.T) {
 	_, err = install.RunWithContext(ctx, chart, map[string]any{})
 	require.NoError(t, err, "helm install")
 
+	argoNS := &corev1.Namespace{}
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Name: "openshift-gitops"}, argoNS), "the chart creates its argoNamespace when missing")
+	assert.Equal(t, "keep", argoNS.Annotations["helm.sh/resource-policy"], "and keeps it on uninstall")
 	const cluster = "cluster1"
-	for _, ns := range []string{cluster, "cluster2", "openshift-gitops"} {
+	for _, ns := range []string{cluster, "cluster2", "team-x"} {
 		require.NoError(t, env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	}
 	agentUser, agentGroups := grantAgentHubPermissions(t, ctx, env.Client, env.Config, cluster)
@@ -67,6 +70,8 @@ func TestHubRBACIsLeastPrivilege(t *testing.T) {
 	}{
 		// The manager: what its controllers need.
 		{"manager writes Argo CD cluster Secrets", res("openshift-gitops", "", "secrets", "create", ""), true},
+		{"manager watches Secrets in its argoNamespace", res("openshift-gitops", "", "secrets", "watch", ""), true},
+		{"manager writes the acm-placement ConfigMap", res("openshift-gitops", "", "configmaps", "update", "acm-placement"), true},
 		{"manager creates ManagedClusterAddOns", res(cluster, "addon.open-cluster-management.io", "managedclusteraddons", "create", ""), true},
 		{"manager writes ManifestWorks", res(cluster, "work.open-cluster-management.io", "manifestworks", "patch", ""), true},
 		{"manager writes GitOpsCluster status", sub(res("openshift-gitops", "apps.open-cluster-management.io", "gitopsclusters", "update", ""), "status"), true},
@@ -92,6 +97,11 @@ func TestHubRBACIsLeastPrivilege(t *testing.T) {
 		{"manager cannot delete namespaces", res("", "", "namespaces", "delete", cluster), false},
 		{"manager cannot delete ManagedClusters", res("", "cluster.open-cluster-management.io", "managedclusters", "delete", cluster), false},
 		{"manager cannot write Deployments", res("kube-system", "apps", "deployments", "patch", ""), false},
+		{"manager cannot read Secrets in kube-system", res("kube-system", "", "secrets", "get", "bootstrap-token-abcdef"), false},
+		{"manager cannot list Secrets cluster-wide", res("", "", "secrets", "list", ""), false},
+		{"manager cannot read Secrets of a cluster namespace", res(cluster, "", "secrets", "get", ""), false},
+		{"manager cannot write Secrets outside its argoNamespaces", res("team-x", "", "secrets", "create", ""), false},
+		{"manager cannot write ConfigMaps in kube-system", res("kube-system", "", "configmaps", "update", "kube-proxy"), false},
 	}
 	agentChecks := []struct {
 		name    string

@@ -47,6 +47,10 @@ const (
 	// ReasonReconcileError: a step failed on an API error; the message has the error and
 	// the fix, and the controller retries with backoff.
 	ReasonReconcileError = "ReconcileError"
+	// ReasonArgoNamespaceNotAllowed: spec.argoServer.argoNamespace is not one of the
+	// namespaces the manager was installed for (chart value argoNamespaces); nothing is
+	// written until it is.
+	ReasonArgoNamespaceNotAllowed = "ArgoNamespaceNotAllowed"
 	// ReasonCertificatesCurrent: the Argo CD Agent trust Secrets are present and not due.
 	ReasonCertificatesCurrent = "CertificatesCurrent"
 )

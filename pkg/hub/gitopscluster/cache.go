@@ -16,12 +16,21 @@ import (
 // CacheByObject narrows the manager's cache for the kinds this controller writes: a hub
 // holds thousands of Secrets and ConfigMaps, of which only ours matter, and only the
 // gitops-addon ManagedClusterAddOns. An object outside these selectors reads as NotFound,
-// which the controller relies on to never touch what it did not create.
-func CacheByObject() map[client.Object]cache.ByObject {
+// which the controller relies on to never touch what it did not create. argoNamespaces,
+// when not empty, are the only namespaces whose Secrets and ConfigMaps the manager may
+// read (the chart grants them there only): the cache watches them there only.
+func CacheByObject(argoNamespaces []string) map[client.Object]cache.ByObject {
 	ours := labels.SelectorFromSet(labels.Set{constants.LabelManagedBy: constants.ManagedByValue})
+	var namespaces map[string]cache.Config
+	if len(argoNamespaces) > 0 {
+		namespaces = make(map[string]cache.Config, len(argoNamespaces))
+		for _, ns := range argoNamespaces {
+			namespaces[ns] = cache.Config{}
+		}
+	}
 	return map[client.Object]cache.ByObject{
-		&corev1.Secret{}:      {Label: ours},
-		&corev1.ConfigMap{}:   {Label: ours},
+		&corev1.Secret{}:      {Label: ours, Namespaces: namespaces},
+		&corev1.ConfigMap{}:   {Label: ours, Namespaces: namespaces},
 		&rbacv1.Role{}:        {Label: ours},
 		&rbacv1.RoleBinding{}: {Label: ours},
 		&addonv1beta1.ManagedClusterAddOn{}: {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -52,6 +53,9 @@ type Reconciler struct {
 	DrainTimeout time.Duration
 	// Trust keeps the Argo CD Agent certificates of GitOpsClusters in agent mode; nil: off.
 	Trust *agenttrust.Keeper
+	// ArgoNamespaces are the only argoNamespaces the manager may work in (its Secrets and
+	// ConfigMaps are granted and cached there only); empty allows any.
+	ArgoNamespaces []string
 
 	// recent are the objects created that the cache may not show yet.
 	recent recentCreates
@@ -90,6 +94,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{RequeueAfter: earliest(obs.addons.recheckAfter, obs.agent.untilRenewal(time.Now()))}, nil
 }
 
+// refuseArgoNamespace refuses an argoNamespace outside the manager's: its Secrets and
+// ConfigMaps are neither granted nor cached there, so every step would fail.
+func (r *Reconciler) refuseArgoNamespace(gc *appsv1beta1.GitOpsCluster) *stepFailure {
+	ns := gc.Spec.ArgoServer.ArgoNamespace
+	if len(r.ArgoNamespaces) == 0 || slices.Contains(r.ArgoNamespaces, ns) {
+		return nil
+	}
+	return &stepFailure{
+		condition: appsv1beta1.ConditionClustersRegistered,
+		reason:    appsv1beta1.ReasonArgoNamespaceNotAllowed,
+		err: fmt.Errorf("spec.argoServer.argoNamespace %q is not one of the namespaces the manager was installed for (%s), the only ones where it may read and write Argo CD's Secrets and ConfigMaps; nothing was registered. "+
+			"Fix: add %q to the chart value argoNamespaces and run helm upgrade, or set spec.argoServer.argoNamespace to one of them",
+			ns, strings.Join(r.ArgoNamespaces, ", "), ns),
+	}
+}
+
 // earliest is the shortest of the non-zero durations, 0 when there is none.
 func earliest(durations ...time.Duration) time.Duration {
 	var out time.Duration
@@ -113,6 +133,15 @@ func (r *Reconciler) observe(ctx context.Context, gc *appsv1beta1.GitOpsCluster)
 		return obs, err
 	}
 	if !obs.placement.resolved {
+		return obs, nil
+	}
+	if refusal := r.refuseArgoNamespace(gc); refusal != nil {
+		// Agent mode's trust is the first step in the argoNamespace.
+		obs.agent.enabled = agentEnabled(gc)
+		if obs.agent.enabled {
+			refusal.condition = appsv1beta1.ConditionArgoCDAgentTrust
+		}
+		obs.failed = refusal
 		return obs, nil
 	}
 	// Agent mode's cluster Secrets carry client certificates signed by its CA: trust first.

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -201,4 +202,53 @@ func TestDisablingTheAddonRemovesOnlyOurAddons(t *testing.T) {
 	assert.True(t, client.IgnoreNotFound(err) == nil && err != nil, "addon removed")
 	require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "gitops", Name: ClusterSecretName("c1")}, &corev1.Secret{}), "registration stays")
 	assert.Equal(t, appsv1beta1.ReasonAddOnDisabled, meta.FindStatusCondition(got.Status.Conditions, appsv1beta1.ConditionAddOnsReady).Reason)
+}
+
+// TestArgoNamespaceOutsideTheManagersIsRefused: the chart grants the manager Secrets and
+// ConfigMaps only in its argoNamespaces; a GitOpsCluster naming another namespace gets a
+// condition that says so and how to fix it, and nothing is written for it.
+func TestArgoNamespaceOutsideTheManagersIsRefused(t *testing.T) {
+	tests := []struct {
+		name       string
+		allowed    []string
+		agentMode  bool
+		wantReason string
+		refusedOn  string
+	}{
+		{name: "any namespace when none is configured", wantReason: appsv1beta1.ReasonRegistered},
+		{name: "a listed namespace", allowed: []string{"openshift-gitops", "gitops"}, wantReason: appsv1beta1.ReasonRegistered},
+		{name: "an unlisted namespace", allowed: []string{"openshift-gitops"}, wantReason: appsv1beta1.ReasonArgoNamespaceNotAllowed, refusedOn: appsv1beta1.ConditionClustersRegistered},
+		{name: "an unlisted namespace in agent mode", allowed: []string{"openshift-gitops"}, agentMode: true, wantReason: appsv1beta1.ReasonArgoNamespaceNotAllowed, refusedOn: appsv1beta1.ConditionArgoCDAgentTrust},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			gc := gitOpsCluster("gc", "p", true)
+			if tt.agentMode {
+				gc.Spec.GitOpsAddon.ArgoCDAgent = &appsv1beta1.ArgoCDAgentSpec{Enabled: ptr.To(true)}
+			}
+			r, c := newReconciler(t, append(placementObjects("p", "c1"), gc)...)
+			r.ArgoNamespaces = tt.allowed
+			got := reconcileOnce(t, r, gc)
+
+			secretErr := c.Get(context.Background(), types.NamespacedName{Namespace: "gitops", Name: ClusterSecretName("c1")}, &corev1.Secret{})
+			addonErr := c.Get(context.Background(), types.NamespacedName{Namespace: "c1", Name: constants.AddonName}, &addonv1beta1.ManagedClusterAddOn{})
+			if tt.refusedOn == "" {
+				require.NoError(t, secretErr, "cluster Secret written")
+				require.NoError(t, addonErr, "ManagedClusterAddOn written")
+				assert.Equal(t, tt.wantReason, meta.FindStatusCondition(got.Status.Conditions, appsv1beta1.ConditionClustersRegistered).Reason)
+				return
+			}
+			assert.True(t, apierrors.IsNotFound(secretErr), "no cluster Secret in a refused namespace: %v", secretErr)
+			assert.True(t, apierrors.IsNotFound(addonErr), "no ManagedClusterAddOn for a refused GitOpsCluster: %v", addonErr)
+			refused := meta.FindStatusCondition(got.Status.Conditions, tt.refusedOn)
+			require.NotNil(t, refused)
+			assert.Equal(t, metav1.ConditionFalse, refused.Status)
+			assert.Equal(t, tt.wantReason, refused.Reason)
+			assert.Contains(t, refused.Message, `"gitops" is not one of the namespaces the manager was installed for (openshift-gitops)`)
+			assert.Contains(t, refused.Message, "Fix: add \"gitops\" to the chart value argoNamespaces")
+			addons := meta.FindStatusCondition(got.Status.Conditions, appsv1beta1.ConditionAddOnsReady)
+			assert.Equal(t, metav1.ConditionUnknown, addons.Status, "later steps not evaluated")
+			assert.False(t, meta.IsStatusConditionTrue(got.Status.Conditions, appsv1beta1.ConditionReady))
+		})
+	}
 }

@@ -1,6 +1,7 @@
 package gitopscluster
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"sort"
@@ -65,6 +66,10 @@ type observation struct {
 type stepFailure struct {
 	condition string
 	err       error
+	// reason, when set, makes this a refusal of the spec rather than an API error: the
+	// condition takes this reason and the error's own message (which says the fix), and
+	// nothing retries until the spec or the manager's configuration changes.
+	reason string
 }
 
 // conditionOrder is the order in which a reconcile does its steps.
@@ -84,11 +89,14 @@ func applyFailure(conds []metav1.Condition, f *stepFailure) {
 				continue
 			}
 			switch {
+			case t == f.condition && f.reason != "":
+				conds[i].Status, conds[i].Reason, conds[i].Message = metav1.ConditionFalse, f.reason, f.err.Error()
+				after = true
 			case t == f.condition:
 				conds[i].Status, conds[i].Reason, conds[i].Message = metav1.ConditionFalse, appsv1beta1.ReasonReconcileError, failureMessage(f.err)
 				after = true
 			case after:
-				conds[i].Status, conds[i].Reason = metav1.ConditionUnknown, appsv1beta1.ReasonReconcileError
+				conds[i].Status, conds[i].Reason = metav1.ConditionUnknown, cmp.Or(f.reason, appsv1beta1.ReasonReconcileError)
 				conds[i].Message = "Not evaluated: an earlier step failed (see " + f.condition + ")."
 			}
 		}

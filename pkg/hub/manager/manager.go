@@ -62,6 +62,10 @@ type Options struct {
 	// UpgradeCRDs brings the hub's CRDs to this manager's schema before it starts
 	// (pkg/hub/crdupgrade): Helm never upgrades a chart's crds/.
 	UpgradeCRDs bool
+	// ArgoNamespaces are the namespaces GitOpsClusters may name as their argoNamespace: the
+	// only ones whose Secrets and ConfigMaps the manager reads and writes (the chart's
+	// Roles grant them there). Empty means any namespace (and a ClusterRole for both kinds).
+	ArgoNamespaces []string
 	// SkipControllerNameValidation lets tests run several managers in one process.
 	SkipControllerNameValidation bool
 }
@@ -126,7 +130,7 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 		LeaderElectionReleaseOnCancel: true,
 		// Managed fields are never read from the cache; at 1,000 clusters they are a good
 		// part of every cached ManagedCluster, ManagedClusterAddOn and Secret.
-		Cache:      cache.Options{ByObject: gitopscluster.CacheByObject(), DefaultTransform: cache.TransformStripManagedFields()},
+		Cache:      cache.Options{ByObject: gitopscluster.CacheByObject(o.ArgoNamespaces), DefaultTransform: cache.TransformStripManagedFields()},
 		Controller: config.Controller{SkipNameValidation: &o.SkipControllerNameValidation},
 	})
 	if err != nil {
@@ -139,11 +143,12 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 		}
 	}
 	if err := (&gitopscluster.Reconciler{
-		Client:     mgr.GetClient(),
-		APIReader:  mgr.GetAPIReader(),
-		Recorder:   mgr.GetEventRecorder("gitops-addon-manager"),
-		Departures: departuresOrNil(departures),
-		Trust:      &agenttrust.Keeper{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()},
+		Client:         mgr.GetClient(),
+		APIReader:      mgr.GetAPIReader(),
+		Recorder:       mgr.GetEventRecorder("gitops-addon-manager"),
+		Departures:     departuresOrNil(departures),
+		ArgoNamespaces: o.ArgoNamespaces,
+		Trust:          &agenttrust.Keeper{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()},
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the GitOpsCluster controller: %w", err)
 	}
