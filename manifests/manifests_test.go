@@ -283,6 +283,9 @@ func TestAgentDeployment(t *testing.T) {
 	}
 	assert.Equal(t, map[string]int32{"metrics": 8080, "health": 8081}, ports)
 	assertProbesOn8081(t, container)
+	// The hub credential check fails once per change of the mounted credential: with a
+	// higher threshold the kubelet would never restart the agent onto the new one.
+	assert.Equal(t, int32(1), container.LivenessProbe.FailureThreshold, "the agent restarts on the first failed liveness check")
 	assertRestricted(t, pod, container)
 }
 

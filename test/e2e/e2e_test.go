@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -211,6 +212,72 @@ func TestFleet(t *testing.T) {
 	// now and the repair is checked last, while the other subtests run.
 	driftAt := time.Now()
 	require.NoError(t, spokes[openshift].Client.Delete(ctx, operatorDeployment()))
+
+	t.Run("the agent's hub credential renewed by OCM: the manager approves it, the agent restarts onto it and reports", func(t *testing.T) {
+		s := spokes[vanilla]
+		rotatedAt := time.Now()
+		before, after, err := p.RotateAgentHubCredential(ctx, s)
+		require.NoError(t, err)
+		t.Logf("OCM issued a new hub certificate for the agent in %v", time.Since(rotatedAt).Round(100*time.Millisecond))
+		assert.Equal(t, before.Subject.CommonName, after.Subject.CommonName, "the same identity")
+		assert.NotEqual(t, before.SerialNumber, after.SerialNumber, "a new certificate")
+		approvals, err := f.Hub.Writes(managerUser(), rotatedAt)
+		require.NoError(t, err)
+		assert.True(t, slices.ContainsFunc(approvals, func(e harness.AuditEvent) bool {
+			return e.ObjectRef != nil && e.ObjectRef.Resource == "certificatesigningrequests" && e.ObjectRef.Subresource == "approval"
+		}), "the manager approved the renewal's CSR; its writes: %v", approvals)
+
+		// The agent's liveness check fails once on the new credential; with the Deployment's
+		// failureThreshold of 1 that makes the kubelet restart it.
+		require.Eventually(t, func() bool {
+			healthy, err := p.AgentHealthy(ctx, vanilla)
+			return err == nil && !healthy
+		}, 30*time.Second, 200*time.Millisecond, "the agent's /healthz fails once its mounted credential changed")
+		require.NoError(t, p.Agent(vanilla).Stop())
+		// Remove what the agent reported, so that the restarted agent must write it again.
+		mca := &addonv1beta1.ManagedClusterAddOn{}
+		require.NoError(t, f.Hub.Client.Get(ctx, client.ObjectKey{Namespace: vanilla, Name: constants.AddonName}, mca))
+		require.True(t, meta.RemoveStatusCondition(&mca.Status.Conditions, constants.ConditionRouteAPI))
+		require.NoError(t, f.Hub.Client.Status().Update(ctx, mca))
+		restartedAt := time.Now()
+		require.NoError(t, p.StartAgent(ctx, s), "the kubelet's restart")
+		waitRouteAPI(t, ctx, f.Hub, vanilla, constants.RouteAPICRD)
+		writes, err := f.Hub.Writes(after.Subject.CommonName, restartedAt)
+		require.NoError(t, err)
+		assert.NotEmpty(t, writes, "the restarted agent wrote to the hub, with the only certificate on its disk: the renewed one")
+		healthy, err := p.AgentHealthy(ctx, vanilla)
+		require.NoError(t, err)
+		assert.True(t, healthy, "the restarted agent is live")
+	})
+
+	t.Run("a spoke offline and back: a hub change made meanwhile reaches it when it returns", func(t *testing.T) {
+		s := spokes[vanilla]
+		// The spoke loses the hub: its klusterlet and our agent stop talking to it.
+		for _, proc := range []*harness.Process{s.RegistrationAgent, s.WorkAgent, p.Agent(vanilla)} {
+			require.NoError(t, proc.Stop())
+		}
+		mirrors, err := json.Marshal(map[string]any{"registries": []map[string]string{{"source": "quay.io", "mirror": "mirror.example.com/quay"}}})
+		require.NoError(t, err)
+		mc := &clusterv1.ManagedCluster{}
+		require.NoError(t, f.Hub.Client.Get(ctx, client.ObjectKey{Name: vanilla}, mc))
+		metav1.SetMetaDataAnnotation(&mc.ObjectMeta, clusterv1.ClusterImageRegistriesAnnotationKey, string(mirrors))
+		require.NoError(t, f.Hub.Client.Update(ctx, mc))
+		require.Eventually(t, func() bool {
+			return strings.HasPrefix(operatorImageInWork(ctx, f.Hub, vanilla), "mirror.example.com/quay/")
+		}, time.Minute, 500*time.Millisecond, "the hub renders the change into the cluster's ManifestWork while the spoke is away")
+		assert.True(t, strings.HasPrefix(operatorImage(ctx, s), "quay.io/"), "nothing reached the spoke while it was offline")
+
+		backAt := time.Now()
+		for _, proc := range []*harness.Process{s.RegistrationAgent, s.WorkAgent} {
+			require.NoError(t, proc.Start())
+		}
+		require.NoError(t, p.StartAgent(ctx, s))
+		require.Eventually(t, func() bool {
+			return strings.HasPrefix(operatorImage(ctx, s), "mirror.example.com/quay/")
+		}, 3*time.Minute, 500*time.Millisecond, "the spoke's operator Deployment takes the mirrored image once back")
+		require.NoError(t, install.WaitAddonAvailable(ctx, f.Hub, vanilla, 2*time.Minute))
+		t.Logf("the change reached the spoke %v after it came back", time.Since(backAt).Round(100*time.Millisecond))
+	})
 
 	t.Run("a cluster removed from the Placement loses the workloads and keeps CRDs and Applications", func(t *testing.T) {
 		s := spokes[vanilla]
@@ -512,6 +579,34 @@ func routesServedNatively(ctx context.Context, s *harness.Spoke) bool {
 }
 
 // operatorDeployment is the GitOps operator Deployment every spoke receives.
+// operatorImage is the image of the GitOps operator Deployment on a spoke, or "".
+func operatorImage(ctx context.Context, s *harness.Spoke) string {
+	d := operatorDeployment()
+	if s.Client.Get(ctx, client.ObjectKeyFromObject(d), d) != nil || len(d.Spec.Template.Spec.Containers) == 0 {
+		return ""
+	}
+	return d.Spec.Template.Spec.Containers[0].Image
+}
+
+// operatorImageInWork is the GitOps operator image the cluster's addon ManifestWorks carry,
+// or "".
+func operatorImageInWork(ctx context.Context, hub *harness.Cluster, cluster string) string {
+	works := &workv1.ManifestWorkList{}
+	if hub.Client.List(ctx, works, client.InNamespace(cluster), client.MatchingLabels{addonv1beta1.AddonLabelKey: constants.AddonName}) != nil {
+		return ""
+	}
+	for _, w := range works.Items {
+		for _, m := range w.Spec.Workload.Manifests {
+			d := &appsv1.Deployment{}
+			if json.Unmarshal(m.Raw, d) != nil || d.Kind != "Deployment" || d.Name != constants.OperatorDeployment || len(d.Spec.Template.Spec.Containers) == 0 {
+				continue
+			}
+			return d.Spec.Template.Spec.Containers[0].Image
+		}
+	}
+	return ""
+}
+
 func operatorDeployment() *appsv1.Deployment {
 	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: constants.GitOpsNamespace, Name: constants.OperatorDeployment}}
 }

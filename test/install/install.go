@@ -57,6 +57,7 @@ type Product struct {
 	managerArgs []string
 	mu          sync.Mutex
 	agents      map[string]*harness.Process
+	agentProbes map[string]string // each agent's health probe address
 	hooks       map[string]bool // spokes whose pre-delete hook Jobs are run
 	// ctx ends with the fleet: what stands in for the kubelet runs as long.
 	ctx context.Context
@@ -87,7 +88,7 @@ func OnHub(ctx context.Context, f *harness.Fleet, binary string) (*Product, erro
 	fleetCtx, cancel := context.WithCancel(context.Background())
 	f.OnStop(cancel)
 	return &Product{Fleet: f, Binary: binary, managerArgs: deployment.Spec.Template.Spec.Containers[0].Args,
-		agents: map[string]*harness.Process{}, hooks: map[string]bool{}, ctx: fleetCtx}, nil
+		agents: map[string]*harness.Process{}, agentProbes: map[string]string{}, hooks: map[string]bool{}, ctx: fleetCtx}, nil
 }
 
 // RenderRelease is `helm template charts/gitops-addon -n open-cluster-management-addon
@@ -216,11 +217,12 @@ func (p *Product) StartAgent(ctx context.Context, spoke *harness.Spoke) error {
 	if err != nil {
 		return err
 	}
+	probes := harness.FreeAddress()
 	args := replaceFlags(deployment.Spec.Template.Spec.Containers[0].Args, map[string]string{
 		"--hub-kubeconfig":            filepath.Join(hubDir, "kubeconfig"),
 		"--kubeconfig":                spokeKubeconfig,
 		"--metrics-bind-address":      harness.FreeAddress(),
-		"--health-probe-bind-address": harness.FreeAddress(),
+		"--health-probe-bind-address": probes,
 	})
 	proc, err := p.Fleet.StartProcess(spoke.Name+"-gitops-addon-agent", append([]string{p.Binary}, args...), "POD_NAMESPACE="+ns)
 	if err != nil {
@@ -229,6 +231,7 @@ func (p *Product) StartAgent(ctx context.Context, spoke *harness.Spoke) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.agents[spoke.Name] = proc
+	p.agentProbes[spoke.Name] = probes
 	if !p.hooks[spoke.Name] {
 		p.hooks[spoke.Name] = true
 		go p.runPreDeleteHooks(p.ctx, spoke)
