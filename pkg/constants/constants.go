@@ -84,6 +84,13 @@ const (
 	AnnotationArgoCDImage   = "gitops-addon.open-cluster-management.io/argocd-image"
 	AnnotationRedisImage    = "gitops-addon.open-cluster-management.io/redis-image"
 
+	// ArgoCDAgentMode, as a ManagedCluster label, sets that cluster's Argo CD Agent mode
+	// (managed or autonomous) over its GitOpsCluster's spec.gitopsAddon.argoCDAgent.mode,
+	// for a fleet that mixes both. As a ManagedClusterAddOn annotation, written by the
+	// GitOpsCluster controller, it is the mode the cluster's agent runs in; absent when
+	// agent mode is off.
+	ArgoCDAgentMode = "gitops-addon.open-cluster-management.io/argocd-agent-mode"
+
 	// AnnotationDeletionOrphan tells OCM's work agent to leave an object on the spoke
 	// when the ManifestWork that carried it is deleted.
 	AnnotationDeletionOrphan = "addon.open-cluster-management.io/deletion-orphan"

@@ -300,6 +300,24 @@ func init() {
 	SchemeBuilder.Register(&GitOpsCluster{}, &GitOpsClusterList{})
 }
 
+// ArgoCDAgentEnabled tells whether spec.gitopsAddon.argoCDAgent.enabled is true.
+func (g *GitOpsCluster) ArgoCDAgentEnabled() bool {
+	a := g.Spec.GitOpsAddon
+	return a != nil && a.ArgoCDAgent != nil && a.ArgoCDAgent.Enabled != nil && *a.ArgoCDAgent.Enabled
+}
+
+// ArgoCDAgentMode is spec.gitopsAddon.argoCDAgent.mode, managed when empty; "" when agent
+// mode is off.
+func (g *GitOpsCluster) ArgoCDAgentMode() string {
+	if !g.ArgoCDAgentEnabled() {
+		return ""
+	}
+	if m := g.Spec.GitOpsAddon.ArgoCDAgent.Mode; m != "" {
+		return m
+	}
+	return ArgoCDAgentModeManaged
+}
+
 // AddonEnabled tells whether spec.gitopsAddon.enabled is true.
 func (g *GitOpsCluster) AddonEnabled() bool {
 	return g.Spec.GitOpsAddon != nil && g.Spec.GitOpsAddon.Enabled != nil && *g.Spec.GitOpsAddon.Enabled

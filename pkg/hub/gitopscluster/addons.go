@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	addonv1alpha1 "open-cluster-management.io/api/addon/v1alpha1"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
@@ -45,9 +46,12 @@ func imageAnnotations(gc *appsv1beta1.GitOpsCluster) map[string]string {
 // change): addon-framework's registration and deploy controllers wait for that reference,
 // and OCM's addon manager adds it at its own pace (2 workers; at 1,000 clusters about a
 // minute behind the creates).
-func desiredAddon(gc *appsv1beta1.GitOpsCluster, cluster string, cma *metav1.OwnerReference) *addonv1beta1.ManagedClusterAddOn {
+func desiredAddon(gc *appsv1beta1.GitOpsCluster, cluster, agentMode string, cma *metav1.OwnerReference) *addonv1beta1.ManagedClusterAddOn {
 	annotations := imageAnnotations(gc)
 	maps.Copy(annotations, ownerAnnotations(gc))
+	if agentMode != "" {
+		annotations[constants.ArgoCDAgentMode] = agentMode
+	}
 	addon := &addonv1beta1.ManagedClusterAddOn{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        constants.AddonName,
@@ -95,7 +99,7 @@ func updateAddon(current, desired client.Object) bool {
 		annotations = map[string]string{}
 	}
 	want := desired.GetAnnotations()
-	for _, key := range []string{constants.AnnotationOperatorImage, constants.AnnotationArgoCDImage, constants.AnnotationRedisImage} {
+	for _, key := range []string{constants.AnnotationOperatorImage, constants.AnnotationArgoCDImage, constants.AnnotationRedisImage, constants.ArgoCDAgentMode} {
 		value, wanted := want[key]
 		if got, has := annotations[key]; wanted && got != value || !wanted && has {
 			changed = true
@@ -147,6 +151,34 @@ func (r *Reconciler) reconcileAddons(ctx context.Context, gc *appsv1beta1.GitOps
 type addonState struct {
 	outcome   applyOutcome
 	available bool
+	// modeProblem says why the cluster's Argo CD Agent mode label was not used.
+	modeProblem string
+}
+
+// agentModeOf is the Argo CD Agent mode of one cluster: its ManagedCluster's
+// ArgoCDAgentMode label when set to a valid mode, else the GitOpsCluster's; "" when agent
+// mode is off. A label with another value is reported (problem) and not used.
+func (r *Reconciler) agentModeOf(ctx context.Context, gc *appsv1beta1.GitOpsCluster, cluster string) (mode, problem string, err error) {
+	mode = gc.ArgoCDAgentMode()
+	if mode == "" {
+		return "", "", nil
+	}
+	mc := &clusterv1.ManagedCluster{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: cluster}, mc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return mode, "", nil
+		}
+		return "", "", fmt.Errorf("reading ManagedCluster %s: %w", cluster, err)
+	}
+	switch label, set := mc.Labels[constants.ArgoCDAgentMode]; {
+	case !set:
+		return mode, "", nil
+	case label == appsv1beta1.ArgoCDAgentModeManaged || label == appsv1beta1.ArgoCDAgentModeAutonomous:
+		return label, "", nil
+	default:
+		return mode, fmt.Sprintf("ManagedCluster %s has label %s=%q, which is not an Argo CD Agent mode: using the GitOpsCluster's mode %q. Fix: set the label to %s or %s, or remove it.",
+			cluster, constants.ArgoCDAgentMode, label, mode, appsv1beta1.ArgoCDAgentModeManaged, appsv1beta1.ArgoCDAgentModeAutonomous), nil
+	}
 }
 
 // add counts one cluster's addon into the result.
@@ -157,6 +189,9 @@ func (res *addonResult) add(cluster string, state addonState) {
 		res.problems = append(res.problems, state.outcome.problem)
 		res.conflict = true
 	}
+	if state.modeProblem != "" {
+		res.problems = append(res.problems, state.modeProblem)
+	}
 	res.withAddon++
 	if state.available {
 		res.available++
@@ -166,16 +201,21 @@ func (res *addonResult) add(cluster string, state addonState) {
 }
 
 func (r *Reconciler) ensureAddon(ctx context.Context, gc *appsv1beta1.GitOpsCluster, cluster string, cma *metav1.OwnerReference) (addonState, error) {
-	current := &addonv1beta1.ManagedClusterAddOn{}
-	outcome, err := r.ensureOwned(ctx, gc, desiredAddon(gc, cluster, cma), current, updateAddon)
+	mode, problem, err := r.agentModeOf(ctx, gc, cluster)
 	if err != nil {
 		return addonState{}, err
 	}
+	current := &addonv1beta1.ManagedClusterAddOn{}
+	outcome, err := r.ensureOwned(ctx, gc, desiredAddon(gc, cluster, mode, cma), current, updateAddon)
+	if err != nil {
+		return addonState{}, err
+	}
+
 	if outcome.existing != nil {
 		current = outcome.existing.(*addonv1beta1.ManagedClusterAddOn)
 	}
 	available := meta.IsStatusConditionTrue(current.Status.Conditions, addonv1beta1.ManagedClusterAddOnConditionAvailable)
-	return addonState{outcome: outcome, available: available}, nil
+	return addonState{outcome: outcome, available: available, modeProblem: problem}, nil
 }
 
 // removalResult is what removing the unwanted ManagedClusterAddOns found.

@@ -25,8 +25,7 @@ type agentResult struct {
 
 // agentEnabled tells whether a GitOpsCluster asks for Argo CD Agent mode.
 func agentEnabled(gc *appsv1beta1.GitOpsCluster) bool {
-	a := gc.Spec.GitOpsAddon
-	return a != nil && a.ArgoCDAgent != nil && a.ArgoCDAgent.Enabled != nil && *a.ArgoCDAgent.Enabled
+	return gc.ArgoCDAgentEnabled()
 }
 
 // principalNames are the names the principal's certificate holds: its Service in the Argo

@@ -252,3 +252,47 @@ func TestArgoNamespaceOutsideTheManagersIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestArgoCDAgentModePerCluster: the ManagedCluster label overrides the GitOpsCluster's
+// mode for its cluster (a mixed fleet); a label that is not a mode is reported and not used.
+func TestArgoCDAgentModePerCluster(t *testing.T) {
+	tests := []struct {
+		name        string
+		agent       *appsv1beta1.ArgoCDAgentSpec
+		label       string
+		wantMode    string
+		wantProblem string
+	}{
+		{name: "agent mode off: no mode", agent: nil, label: "autonomous", wantMode: ""},
+		{name: "the GitOpsCluster's default", agent: &appsv1beta1.ArgoCDAgentSpec{Enabled: ptr.To(true)}, wantMode: "managed"},
+		{name: "the GitOpsCluster's mode", agent: &appsv1beta1.ArgoCDAgentSpec{Enabled: ptr.To(true), Mode: "autonomous"}, wantMode: "autonomous"},
+		{name: "the cluster's label wins", agent: &appsv1beta1.ArgoCDAgentSpec{Enabled: ptr.To(true)}, label: "autonomous", wantMode: "autonomous"},
+		{name: "a label that is not a mode is reported", agent: &appsv1beta1.ArgoCDAgentSpec{Enabled: ptr.To(true)}, label: "pull", wantMode: "managed",
+			wantProblem: `ManagedCluster c1 has label gitops-addon.open-cluster-management.io/argocd-agent-mode="pull", which is not an Argo CD Agent mode`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			gc := gitOpsCluster("gc", "p", true)
+			gc.Spec.GitOpsAddon.ArgoCDAgent = tt.agent
+			objs := placementObjects("p", "c1")
+			if tt.label != "" {
+				objs[2].SetLabels(map[string]string{constants.ArgoCDAgentMode: tt.label})
+			}
+			r, c := newReconciler(t, append(objs, gc)...)
+			got := reconcileOnce(t, r, gc)
+
+			mca := &addonv1beta1.ManagedClusterAddOn{}
+			require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "c1", Name: constants.AddonName}, mca))
+			mode, set := mca.Annotations[constants.ArgoCDAgentMode]
+			assert.Equal(t, tt.wantMode, mode)
+			assert.Equal(t, tt.wantMode != "", set)
+			addons := meta.FindStatusCondition(got.Status.Conditions, appsv1beta1.ConditionAddOnsReady)
+			if tt.wantProblem != "" {
+				assert.Equal(t, appsv1beta1.ReasonAddOnFailed, addons.Reason)
+				assert.Contains(t, addons.Message, tt.wantProblem)
+			} else {
+				assert.NotContains(t, addons.Message, constants.ArgoCDAgentMode)
+			}
+		})
+	}
+}
