@@ -3,12 +3,14 @@ package cmd
 import (
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/gitops-addon/gitops-addon/pkg/hub/agentsigner"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/manager"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
 )
@@ -34,6 +36,9 @@ func newManagerCommand() *cobra.Command {
 		RunE: func(c *cobra.Command, _ []string) error {
 			if o.PullWorkers < 1 {
 				return fmt.Errorf("--pull-workers is %d: it must be at least 1", o.PullWorkers)
+			}
+			if o.ArgoCDAgentCertificateLifetime < 10*time.Minute {
+				return fmt.Errorf("--argocd-agent-certificate-lifetime is %v: it must be at least 10m, or agents spend their time renewing", o.ArgoCDAgentCertificateLifetime)
 			}
 			if o.AddonWorkers < 1 {
 				return fmt.Errorf("--addon-workers is %d: it must be at least 1", o.AddonWorkers)
@@ -62,6 +67,7 @@ func newManagerCommand() *cobra.Command {
 	f.IntVar(&o.PullWorkers, "pull-workers", 4, "Applications the pull model propagates concurrently")
 	f.BoolVar(&o.UpgradeCRDs, "upgrade-crds", true, "at start, bring the GitOpsCluster and MulticlusterApplicationSetReport CRDs to this manager's schema by server-side apply (never deletes or downgrades a CRD, never touches one another installer owns); false leaves them to the installer")
 	f.StringSliceVar(&o.ArgoNamespaces, "argo-namespaces", nil, "the only namespaces a GitOpsCluster may name in spec.argoServer.argoNamespace, comma-separated: the manager reads and writes Secrets and ConfigMaps there only (the chart's argoNamespaces grant exactly these); empty allows any namespace, which needs Secrets and ConfigMaps granted cluster-wide")
+	f.DurationVar(&o.ArgoCDAgentCertificateLifetime, "argocd-agent-certificate-lifetime", agentsigner.DefaultLifetime, "how long the Argo CD Agent client certificates the manager signs are valid; OCM's registration agent renews them before they expire")
 	f.IntVar(&o.AddonWorkers, "addon-workers", manager.DefaultAddonWorkers, "clusters whose ManifestWork, agent registration and CSRs addon-framework's controllers sync concurrently")
 	f.Float32Var(&qps, "kube-api-qps", DefaultKubeAPIQPS, "requests per second to the hub's apiserver, sustained; a negative value disables client-side throttling (the apiserver's API Priority and Fairness still applies)")
 	f.IntVar(&burst, "kube-api-burst", DefaultKubeAPIBurst, "requests to the hub's apiserver allowed in a burst above --kube-api-qps")

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/agentsigner"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/addon"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
 )
@@ -77,6 +78,7 @@ func TestHubRBACIsLeastPrivilege(t *testing.T) {
 		{"manager writes GitOpsCluster status", sub(res("openshift-gitops", "apps.open-cluster-management.io", "gitopsclusters", "update", ""), "status"), true},
 		{"manager grants the agent its hub Role", res(cluster, "rbac.authorization.k8s.io", "roles", "create", ""), true},
 		{"manager approves agent client certificates", res("", "certificates.k8s.io", "signers", "approve", "kubernetes.io/kube-apiserver-client"), true},
+		{"manager signs Argo CD Agent client certificates", res("", "certificates.k8s.io", "signers", "sign", agentsigner.SignerName), true},
 		{"manager upgrades its own CRD", res("", "apiextensions.k8s.io", "customresourcedefinitions", "patch", "gitopsclusters.apps.open-cluster-management.io"), true},
 		// The manager: must not.
 		{"manager cannot impersonate users", res("", "", "users", "impersonate", "admin"), false},
@@ -94,6 +96,8 @@ func TestHubRBACIsLeastPrivilege(t *testing.T) {
 		{"manager cannot write admission policies", res("", "admissionregistration.k8s.io", "validatingadmissionpolicies", "create", ""), false},
 		{"manager cannot patch nodes", res("", "", "nodes", "patch", "node-1"), false},
 		{"manager cannot approve kubelet serving certificates", res("", "certificates.k8s.io", "signers", "approve", "kubernetes.io/kubelet-serving"), false},
+		{"manager cannot sign hub client certificates", res("", "certificates.k8s.io", "signers", "sign", "kubernetes.io/kube-apiserver-client"), false},
+		{"manager cannot sign kubelet serving certificates", res("", "certificates.k8s.io", "signers", "sign", "kubernetes.io/kubelet-serving"), false},
 		{"manager cannot delete namespaces", res("", "", "namespaces", "delete", cluster), false},
 		{"manager cannot delete ManagedClusters", res("", "cluster.open-cluster-management.io", "managedclusters", "delete", cluster), false},
 		{"manager cannot write Deployments", res("kube-system", "apps", "deployments", "patch", ""), false},

@@ -28,6 +28,7 @@ import (
 
 	"github.com/gitops-addon/gitops-addon/manifests"
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/agentsigner"
 )
 
 // DefaultInstallNamespace is where the spoke agent runs unless an AddOnDeploymentConfig
@@ -54,6 +55,9 @@ type Options struct {
 	ExtraValues addonfactory.Values
 	// Warn reports what a cluster's render ignored (EventWarner); nil drops it.
 	Warn Warner
+	// ArgoCDAgentSigner, when set, gives every cluster in Argo CD Agent mode a second
+	// client certificate, approved and signed by it (pkg/hub/agentsigner).
+	ArgoCDAgentSigner *agentsigner.Signer
 }
 
 // New builds the gitops-addon agent addon.
@@ -99,7 +103,7 @@ func buildHelmAddon(o Options, chartFS embed.FS) (agent.AgentAddon, error) {
 	if o.ADCGetter != nil {
 		factory = factory.WithConfigGVRs(utils.AddOnDeploymentConfigGVR)
 	}
-	factory = factory.WithAgentRegistrationOption(registration(o.KubeClient))
+	factory = factory.WithAgentRegistrationOption(registration(o.KubeClient, o.ArgoCDAgentSigner))
 	built, err := factory.BuildHelmAgentAddon()
 	if err != nil {
 		return nil, fmt.Errorf("building the gitops-addon agent addon: %w", err)
@@ -169,9 +173,10 @@ func hubRole(cluster string) *rbacv1.Role {
 
 // registration gives the agent a hub client certificate with a constant agent name, signed
 // by the kube-apiserver-client signer after addon-framework's standard CSR checks, and
-// binds hubRole to its subject in the cluster namespace.
-func registration(kubeClient kubernetes.Interface) *agent.RegistrationOption {
-	return &agent.RegistrationOption{
+// binds hubRole to its subject in the cluster namespace; with a signer, clusters in Argo
+// CD Agent mode get their agent's client certificate too.
+func registration(kubeClient kubernetes.Interface, signer *agentsigner.Signer) *agent.RegistrationOption {
+	option := &agent.RegistrationOption{
 		Configurations:  agent.KubeClientSignerConfigurations(constants.AddonName, constants.AgentName),
 		CSRApproveCheck: utils.DefaultCSRApprover(constants.AgentName),
 		PermissionConfig: func(ctx context.Context, cluster *clusterv1.ManagedCluster, addon *addonv1beta1.ManagedClusterAddOn) error {
@@ -183,6 +188,12 @@ func registration(kubeClient kubernetes.Interface) *agent.RegistrationOption {
 				Build()(ctx, cluster, addon)
 		},
 	}
+	if signer != nil {
+		option.Configurations = agentsigner.Configurations(option.Configurations)
+		option.CSRApproveCheck = agentsigner.Approve(option.CSRApproveCheck)
+		option.CSRSign = signer.Sign
+	}
+	return option
 }
 
 // gitopsAddon adds to the built addon what the factory has no option for: per-manifest

@@ -74,11 +74,23 @@ func newServing(ca *keyPair, commonName string, names []string, now time.Time, l
 	return sign(template, key, ca)
 }
 
-// sign signs template with ca (self-signed when ca is nil) and encodes the pair.
-func sign(template *x509.Certificate, key crypto.Signer, ca *keyPair) (*keyPair, error) {
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+// randReader is the entropy of every key, serial and signature.
+var randReader = rand.Reader
+
+// serialNumber is a random 127-bit certificate serial number.
+func serialNumber() (*big.Int, error) {
+	serial, err := rand.Int(randReader, new(big.Int).Lsh(big.NewInt(1), 127))
 	if err != nil {
 		return nil, fmt.Errorf("generating a serial number: %w", err)
+	}
+	return serial, nil
+}
+
+// sign signs template with ca (self-signed when ca is nil) and encodes the pair.
+func sign(template *x509.Certificate, key crypto.Signer, ca *keyPair) (*keyPair, error) {
+	serial, err := serialNumber()
+	if err != nil {
+		return nil, err
 	}
 	template.SerialNumber = serial
 	parent, signer := template, key

@@ -318,16 +318,26 @@ func (r *Reconciler) forAddon(ctx context.Context, obj client.Object) []reconcil
 }
 
 func (r *Reconciler) forOwner(_ context.Context, obj client.Object) []reconcile.Request {
-	o, ok := recordedOwner(obj)
+	owner, ok := OwnerOf(obj)
 	if !ok {
 		return nil
+	}
+	return []reconcile.Request{{NamespacedName: owner}}
+}
+
+// OwnerOf is the GitOpsCluster that created obj, as its labels record it; false for an
+// object gitops-addon did not create.
+func OwnerOf(obj client.Object) (client.ObjectKey, bool) {
+	o, ok := recordedOwner(obj)
+	if !ok {
+		return client.ObjectKey{}, false
 	}
 	name := o.Name
 	// A name too long for a label is hashed there, and written in full beside it.
 	if ns, full, found := strings.Cut(obj.GetAnnotations()[constants.AnnotationOwner], "/"); found && ns == o.Namespace && ownerNameLabel(full) == o.Name {
 		name = full
 	}
-	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.Namespace, Name: name}}}
+	return client.ObjectKey{Namespace: o.Namespace, Name: name}, true
 }
 
 func (r *Reconciler) forAll(ctx context.Context, _ client.Object) []reconcile.Request {

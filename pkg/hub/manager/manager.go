@@ -7,6 +7,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -29,6 +30,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	"github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/addon"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/agentsigner"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/agenttrust"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/crdupgrade"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/gitopscluster"
@@ -66,6 +68,9 @@ type Options struct {
 	// only ones whose Secrets and ConfigMaps the manager reads and writes (the chart's
 	// Roles grant them there). Empty means any namespace (and a ClusterRole for both kinds).
 	ArgoNamespaces []string
+	// ArgoCDAgentCertificateLifetime is how long the Argo CD Agent client certificates it
+	// signs are valid (OCM renews them before); 0 means agentsigner.DefaultLifetime.
+	ArgoCDAgentCertificateLifetime time.Duration
 	// SkipControllerNameValidation lets tests run several managers in one process.
 	SkipControllerNameValidation bool
 }
@@ -142,17 +147,19 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 			return nil, fmt.Errorf("setting up the pull model: %w", err)
 		}
 	}
+	trust := &agenttrust.Keeper{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
 	if err := (&gitopscluster.Reconciler{
 		Client:         mgr.GetClient(),
 		APIReader:      mgr.GetAPIReader(),
 		Recorder:       mgr.GetEventRecorder("gitops-addon-manager"),
 		Departures:     departuresOrNil(departures),
 		ArgoNamespaces: o.ArgoNamespaces,
-		Trust:          &agenttrust.Keeper{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()},
+		Trust:          trust,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the GitOpsCluster controller: %w", err)
 	}
-	if err := addAddonManager(mgr, cfg, o); err != nil {
+	signer := &agentsigner.Signer{Reader: mgr.GetClient(), CAs: trust, Lifetime: o.ArgoCDAgentCertificateLifetime}
+	if err := addAddonManager(mgr, cfg, o, signer); err != nil {
 		return nil, err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
@@ -174,17 +181,18 @@ func departuresOrNil(d *pullmodel.Departures) gitopscluster.Departures {
 
 // addAddonManager registers addon-framework's addon manager as a runnable that starts
 // only on the elected leader: two replicas must never both write ManifestWorks.
-func addAddonManager(mgr manager.Manager, cfg *rest.Config, o Options) error {
+func addAddonManager(mgr manager.Manager, cfg *rest.Config, o Options, signer *agentsigner.Signer) error {
 	clients, err := newAddonClients(cfg)
 	if err != nil {
 		return fmt.Errorf("creating the addon manager's clients: %w", err)
 	}
 	agentAddon, err := addon.New(addon.Options{
-		AgentImage:    o.AgentImage,
-		OperatorImage: o.OperatorImage,
-		KubeClient:    clients.kube,
-		ADCGetter:     utils.NewAddOnDeploymentConfigGetter(clients.addon),
-		Warn:          addon.EventWarner(mgr.GetEventRecorder("gitops-addon-manager")),
+		AgentImage:        o.AgentImage,
+		OperatorImage:     o.OperatorImage,
+		KubeClient:        clients.kube,
+		ADCGetter:         utils.NewAddOnDeploymentConfigGetter(clients.addon),
+		Warn:              addon.EventWarner(mgr.GetEventRecorder("gitops-addon-manager")),
+		ArgoCDAgentSigner: signer,
 	})
 	if err != nil {
 		return err

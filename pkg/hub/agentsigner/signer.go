@@ -1,0 +1,196 @@
+// Package agentsigner issues each spoke's Argo CD Agent client certificate through OCM's
+// addon registration, so that no one hands certificates around: for every cluster in
+// agent mode the addon registers a second client certificate with a signer of ours; the
+// klusterlet's registration agent sends the certificate request to the hub, the manager
+// approves it after checking who asks and for which identity, signs it with the
+// argocd-agent-ca of the cluster's GitOpsCluster, and the registration agent renews it
+// before it expires.
+package agentsigner
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	"open-cluster-management.io/addon-framework/pkg/agent"
+	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
+	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/agenttrust"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/gitopscluster"
+)
+
+const (
+	// SignerName is the signer of Argo CD Agent client certificates.
+	SignerName = "gitops-addon.open-cluster-management.io/argocd-agent"
+	// Group is the organization of every agent certificate.
+	Group = "gitops-addon:argocd-agents"
+	// DefaultLifetime is how long an agent certificate is valid; OCM's registration
+	// agent renews it before then.
+	DefaultLifetime = 24 * time.Hour
+	// PrincipalAuth is the principal's mTLS authentication setting that reads the agent
+	// name out of these certificates: their common name is the cluster's name.
+	PrincipalAuth = "mtls:CN=([^,]+)"
+)
+
+// Signer decides, approves and signs the Argo CD Agent client certificates.
+type Signer struct {
+	// Reader reads GitOpsClusters (the manager's cache).
+	Reader client.Reader
+	// CAs reads the argocd-agent-ca Secret of an Argo CD namespace.
+	CAs interface {
+		ReadCA(ctx context.Context, namespace string) (*corev1.Secret, error)
+	}
+	// Lifetime of an issued certificate; 0 means DefaultLifetime.
+	Lifetime time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// agentMode is the cluster's Argo CD Agent mode as its GitOpsCluster wrote it on the
+// ManagedClusterAddOn; "" when agent mode is off.
+func agentMode(addon *addonv1beta1.ManagedClusterAddOn) string {
+	return addon.Annotations[constants.ArgoCDAgentMode]
+}
+
+// registration is the client certificate an agent-mode cluster's Argo CD Agent gets.
+func registration(cluster string) *agent.CustomSignerRegistration {
+	return &agent.CustomSignerRegistration{SignerName: SignerName, User: cluster, Groups: []string{Group}}
+}
+
+// Configurations adds the Argo CD Agent certificate to the base registrations of a
+// cluster in agent mode.
+func Configurations(base agent.RegistrationConfigurationsFunc) agent.RegistrationConfigurationsFunc {
+	return func(ctx context.Context, cluster *clusterv1.ManagedCluster, addon *addonv1beta1.ManagedClusterAddOn) ([]agent.RegistrationConfig, error) {
+		configs, err := base(ctx, cluster, addon)
+		if err != nil || agentMode(addon) == "" {
+			return configs, err
+		}
+		return append(configs, registration(cluster.Name)), nil
+	}
+}
+
+// Approve approves the requests of our signer after its own checks and passes every
+// other request to base.
+func Approve(base agent.CSRApproveFunc) agent.CSRApproveFunc {
+	return func(ctx context.Context, cluster *clusterv1.ManagedCluster, addon *addonv1beta1.ManagedClusterAddOn, csr *certificatesv1.CertificateSigningRequest) bool {
+		if csr.Spec.SignerName != SignerName {
+			return base(ctx, cluster, addon, csr)
+		}
+		if err := check(cluster.Name, addon, csr); err != nil {
+			ctrl.LoggerFrom(ctx).Info("not approving an Argo CD Agent certificate request", "csr", csr.Name, "cluster", cluster.Name, "reason", err.Error())
+			return false
+		}
+		return true
+	}
+}
+
+// check tells why a request of our signer must not be approved: the cluster is not in
+// agent mode, the request does not come from that cluster's registration agent, or it
+// asks for another identity than the cluster's.
+func check(cluster string, addon *addonv1beta1.ManagedClusterAddOn, csr *certificatesv1.CertificateSigningRequest) error {
+	if agentMode(addon) == "" {
+		return errors.New("the cluster is not in Argo CD Agent mode")
+	}
+	// A klusterlet authenticates as system:open-cluster-management:<cluster>:<agent id>;
+	// the separator matters: cluster "a" must not pass for cluster "a-b".
+	if !strings.HasPrefix(csr.Spec.Username, "system:open-cluster-management:"+cluster+":") {
+		return fmt.Errorf("requested by %q, not by the registration agent of cluster %s", csr.Spec.Username, cluster)
+	}
+	req, err := parseRequest(csr)
+	if err != nil {
+		return err
+	}
+	if req.Subject.CommonName != cluster {
+		return fmt.Errorf("asks for common name %q: an agent's certificate names its own cluster, %s", req.Subject.CommonName, cluster)
+	}
+	if !slices.Equal(req.Subject.Organization, []string{Group}) {
+		return fmt.Errorf("asks for organizations %v, not [%s]", req.Subject.Organization, Group)
+	}
+	if len(req.DNSNames)+len(req.IPAddresses)+len(req.EmailAddresses)+len(req.URIs) > 0 {
+		return errors.New("asks for subject alternative names, which a client certificate does not need")
+	}
+	for _, usage := range csr.Spec.Usages {
+		if usage != certificatesv1.UsageClientAuth && usage != certificatesv1.UsageDigitalSignature && usage != certificatesv1.UsageKeyEncipherment {
+			return fmt.Errorf("asks for usage %q; only client auth is signed", usage)
+		}
+	}
+	return nil
+}
+
+func parseRequest(csr *certificatesv1.CertificateSigningRequest) (*x509.CertificateRequest, error) {
+	block, _ := pem.Decode(csr.Spec.Request)
+	if block == nil || block.Type != "CERTIFICATE REQUEST" {
+		return nil, errors.New("holds no PEM certificate request")
+	}
+	req, err := x509.ParseCertificateRequest(block.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("parsing the certificate request: %w", err)
+	}
+	return req, nil
+}
+
+// Sign signs an approved request of our signer with the argocd-agent-ca of the cluster's
+// GitOpsCluster; the checks are made again, since anyone allowed to approve could have
+// approved it.
+func (s *Signer) Sign(ctx context.Context, cluster *clusterv1.ManagedCluster, addon *addonv1beta1.ManagedClusterAddOn, csr *certificatesv1.CertificateSigningRequest) ([]byte, error) {
+	if csr.Spec.SignerName != SignerName {
+		return nil, fmt.Errorf("signer %s is not gitops-addon's", csr.Spec.SignerName)
+	}
+	if err := check(cluster.Name, addon, csr); err != nil {
+		return nil, fmt.Errorf("refusing to sign %s: %w", csr.Name, err)
+	}
+	namespace, err := s.caNamespace(ctx, addon)
+	if err != nil {
+		return nil, fmt.Errorf("signing %s for cluster %s: %w", csr.Name, cluster.Name, err)
+	}
+	ca, err := s.CAs.ReadCA(ctx, namespace)
+	if err != nil {
+		return nil, err
+	}
+	if ca == nil {
+		return nil, fmt.Errorf("signing %s for cluster %s: Secret %s/%s does not exist yet", csr.Name, cluster.Name, namespace, agenttrust.CASecret)
+	}
+	req, err := parseRequest(csr)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now
+	if s.Now != nil {
+		now = s.Now
+	}
+	lifetime := s.Lifetime
+	if lifetime <= 0 {
+		lifetime = DefaultLifetime
+	}
+	return agenttrust.SignClientRequest(ca, req, now(), lifetime)
+}
+
+// caNamespace is the Argo CD namespace of the GitOpsCluster that created the cluster's
+// ManagedClusterAddOn, which must be in agent mode: the spec decides which CA signs, never
+// an annotation alone.
+func (s *Signer) caNamespace(ctx context.Context, addon *addonv1beta1.ManagedClusterAddOn) (string, error) {
+	owner, ok := gitopscluster.OwnerOf(addon)
+	if !ok {
+		return "", errors.New("its ManagedClusterAddOn was not created by a GitOpsCluster")
+	}
+	gc := &appsv1beta1.GitOpsCluster{}
+	if err := s.Reader.Get(ctx, owner, gc); err != nil {
+		return "", fmt.Errorf("reading GitOpsCluster %s: %w", owner, err)
+	}
+	if !gc.ArgoCDAgentEnabled() {
+		return "", fmt.Errorf("GitOpsCluster %s is not in Argo CD Agent mode", owner)
+	}
+	return gc.Spec.ArgoServer.ArgoNamespace, nil
+}
