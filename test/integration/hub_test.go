@@ -2,7 +2,11 @@ package integration
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
@@ -16,6 +20,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -35,6 +40,7 @@ import (
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/agentsigner"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/gitopscluster"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/manager"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
@@ -831,6 +837,93 @@ spec:
 		}, timeout, poll, "a new serverAddress issues the principal's certificate again")
 		assert.Equal(t, versions["argocd-agent-ca"], secret("argocd-agent-ca").ResourceVersion, "the CA stays")
 		assert.Equal(t, versions["argocd-agent-jwt"], secret("argocd-agent-jwt").ResourceVersion, "the JWT key stays")
+	})
+
+	t.Run("Argo CD Agent client certificates: OCM's registration asks, the manager approves and signs with argocd-agent-ca; other identities are refused", func(t *testing.T) {
+		h.managedCluster("agent-1", map[string]string{"product.open-cluster-management.io": "AKS"})
+		h.placement("agent-certs", "agent-certs", "agent-1")
+		h.namespace("agent-argocd")
+		h.applyYAML(`
+apiVersion: apps.open-cluster-management.io/v1beta1
+kind: GitOpsCluster
+metadata: {name: agent-certs, namespace: agent-certs}
+spec:
+  argoServer: {argoNamespace: agent-argocd}
+  placementRef: {kind: Placement, name: agent-certs}
+  gitopsAddon: {enabled: true, argoCDAgent: {enabled: true, mode: autonomous}}
+`)
+		h.waitCondition("agent-certs", "agent-certs", appsv1beta1.ConditionArgoCDAgentTrust, metav1.ConditionTrue, appsv1beta1.ReasonCertificatesCurrent)
+		// addon-framework's registration controller asks the klusterlet for the certificate.
+		require.Eventually(t, func() bool {
+			mca := &addonv1beta1.ManagedClusterAddOn{}
+			if h.c.Get(h.ctx, types.NamespacedName{Namespace: "agent-1", Name: constants.AddonName}, mca) != nil || mca.Annotations[constants.ArgoCDAgentMode] != "autonomous" {
+				return false
+			}
+			return slices.ContainsFunc(mca.Status.Registrations, func(r addonv1beta1.RegistrationConfig) bool {
+				return r.CustomSigner != nil && r.CustomSigner.SignerName == agentsigner.SignerName && r.CustomSigner.Subject.User == "agent-1"
+			})
+		}, timeout, poll, "the ManagedClusterAddOn registers the Argo CD Agent certificate")
+
+		// As the klusterlet's registration agent does: a CSR per registration (named addon-...), labelled with
+		// the cluster and the addon, sent with the klusterlet's own hub identity.
+		h.create(&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "klusterlet-csr"}, Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"certificatesigningrequests"}, Verbs: []string{"create", "get"}},
+		}})
+		h.create(&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "klusterlet-csr"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "klusterlet-csr"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:open-cluster-management:managed-clusters"}},
+		})
+		request := func(name, requesterCluster, commonName string) *certificatesv1.CertificateSigningRequest {
+			key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+			require.NoError(t, err)
+			der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: commonName, Organization: []string{agentsigner.Group}}}, key)
+			require.NoError(t, err)
+			csr := &certificatesv1.CertificateSigningRequest{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+					clusterv1.ClusterNameLabelKey: "agent-1", addonv1beta1.AddonLabelKey: constants.AddonName,
+				}},
+				Spec: certificatesv1.CertificateSigningRequestSpec{
+					SignerName: agentsigner.SignerName,
+					Request:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
+					Usages:     []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageKeyEncipherment, certificatesv1.UsageClientAuth},
+				},
+			}
+			klusterlet := impersonatingUser(t, h.env.Config, "system:open-cluster-management:"+requesterCluster+":x7k2p",
+				[]string{"system:open-cluster-management:managed-clusters", "system:open-cluster-management:" + requesterCluster, "system:authenticated"})
+			require.NoError(t, klusterlet.Create(h.ctx, csr), name)
+			return csr
+		}
+		otherIdentity := request("addon-agent-1-gitops-addon-asks-for-agent-2", "agent-1", "agent-2")
+		otherRequester := request("addon-agent-1-gitops-addon-from-agent-2", "agent-2", "agent-1")
+		good := request("addon-agent-1-gitops-addon-argocd-agent", "agent-1", "agent-1")
+
+		signed := &certificatesv1.CertificateSigningRequest{}
+		require.Eventually(t, func() bool {
+			return h.c.Get(h.ctx, client.ObjectKeyFromObject(good), signed) == nil && len(signed.Status.Certificate) > 0
+		}, timeout, poll, "the manager approves and signs the cluster's own request")
+		assert.True(t, slices.ContainsFunc(signed.Status.Conditions, func(c certificatesv1.CertificateSigningRequestCondition) bool {
+			return c.Type == certificatesv1.CertificateApproved
+		}))
+		block, _ := pem.Decode(signed.Status.Certificate)
+		require.NotNil(t, block)
+		cert, err := x509.ParseCertificate(block.Bytes)
+		require.NoError(t, err)
+		caSecret := &corev1.Secret{}
+		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: "agent-argocd", Name: "argocd-agent-ca"}, caSecret))
+		roots := x509.NewCertPool()
+		roots.AddCert(parseCert(t, caSecret))
+		_, err = cert.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+		require.NoError(t, err, "the chain verifies against argocd-agent-ca")
+		assert.Equal(t, "agent-1", cert.Subject.CommonName, "the principal's auth pattern %s reads the agent name from it", agentsigner.PrincipalAuth)
+		assert.WithinDuration(t, time.Now().Add(agentsigner.DefaultLifetime), cert.NotAfter, time.Minute, "short-lived; OCM renews it")
+
+		time.Sleep(2 * time.Second) // the refused requests were queued before the good one
+		for _, refused := range []*certificatesv1.CertificateSigningRequest{otherIdentity, otherRequester} {
+			got := &certificatesv1.CertificateSigningRequest{}
+			require.NoError(t, h.c.Get(h.ctx, client.ObjectKeyFromObject(refused), got))
+			assert.Empty(t, got.Status.Conditions, "%s is not approved", refused.Name)
+			assert.Empty(t, got.Status.Certificate, "%s is not signed", refused.Name)
+		}
 	})
 
 	t.Run("ACM's argoCDAgent field is accepted as ACM writes it, defaults applied", func(t *testing.T) {
