@@ -239,6 +239,7 @@ func (r *Reconciler) removeStaleAddons(ctx context.Context, gc *appsv1beta1.GitO
 		return res, fmt.Errorf("listing ManagedClusterAddOns of %s/%s: %w", gc.Namespace, gc.Name, err)
 	}
 	var terminating []addonv1beta1.ManagedClusterAddOn
+	claimants := r.claimants(gc)
 	for i := range addons.Items {
 		addon := &addons.Items[i]
 		if wanted[addon.Namespace] {
@@ -249,7 +250,7 @@ func (r *Reconciler) removeStaleAddons(ctx context.Context, gc *appsv1beta1.GitO
 			terminating = append(terminating, *addon)
 			continue
 		}
-		if handed, err := r.handOverIfClaimed(ctx, gc, addon, addon.Namespace, wantsAddon); err != nil || handed {
+		if handed, err := claimants.handOverIfClaimed(ctx, addon, addon.Namespace, wantsAddon); err != nil || handed {
 			if err != nil {
 				return res, err
 			}

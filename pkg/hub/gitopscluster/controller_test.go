@@ -2,6 +2,8 @@ package gitopscluster
 
 import (
 	"context"
+	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -20,6 +22,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
@@ -153,6 +156,7 @@ func reconcileDeleted(t *testing.T, r *Reconciler, gc *appsv1beta1.GitOpsCluster
 
 func TestReconcileConflictBetweenGitOpsClusters(t *testing.T) {
 	first, second := gitOpsCluster("first", "p", true), gitOpsCluster("second", "q", true)
+	first.UID, second.UID = "uid-first", "uid-second"
 	objs := append(placementObjects("p", "c1"), placementObjects("q")...)
 	objs = append(objs, first, second)
 	pdq := objs[len(placementObjects("p", "c1"))+1].(*clusterv1beta1.PlacementDecision)
@@ -295,4 +299,47 @@ func TestArgoCDAgentModePerCluster(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHandoverResolvesOtherGitOpsClustersOnce: a Placement shrinking by many clusters
+// hands each contested ManagedClusterAddOn to the other GitOpsCluster that selects it;
+// the other GitOpsClusters and their decisions are read once for all of them, not once
+// per cluster (a shrink of 500 clusters was 500 lists).
+func TestHandoverResolvesOtherGitOpsClustersOnce(t *testing.T) {
+	var clusters []string
+	for i := range 20 {
+		clusters = append(clusters, fmt.Sprintf("c%02d", i))
+	}
+	first, second := gitOpsCluster("first", "p", true), gitOpsCluster("second", "q", true)
+	first.UID, second.UID = "uid-first", "uid-second"
+	objs := append(placementObjects("p", clusters...), placementObjects("q", clusters...)[:2]...)
+	objs = append(objs, first, second)
+	var lists atomic.Int32
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...).
+		WithStatusSubresource(&appsv1beta1.GitOpsCluster{}, &addonv1beta1.ManagedClusterAddOn{}).
+		WithInterceptorFuncs(interceptor.Funcs{List: func(ctx context.Context, cl client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if _, ok := list.(*appsv1beta1.GitOpsClusterList); ok {
+				lists.Add(1)
+			}
+			return cl.List(ctx, list, opts...)
+		}}).Build()
+	r := &Reconciler{Client: c, APIReader: c}
+	reconcileOnce(t, r, first) // first owns every cluster's addon; second is in conflict
+	reconcileOnce(t, r, second)
+
+	pd := &clusterv1beta1.PlacementDecision{}
+	require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "gitops", Name: "p-1"}, pd))
+	pd.Status.Decisions = nil
+	require.NoError(t, c.Update(context.Background(), pd))
+	lists.Store(0)
+	reconcileOnce(t, r, first)
+
+	for _, cluster := range clusters {
+		mca := &addonv1beta1.ManagedClusterAddOn{}
+		require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: cluster, Name: constants.AddonName}, mca), "kept: handed over")
+		assert.Equal(t, "second", mca.Labels[constants.LabelOwnerName], cluster)
+	}
+	// Once for the addons let go, once for the cluster Secrets, once for the shared
+	// objects; it was twice per cluster (41 here).
+	assert.LessOrEqual(t, lists.Load(), int32(3), "GitOpsClusters listed %d times for 20 handovers", lists.Load())
 }

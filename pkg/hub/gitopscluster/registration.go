@@ -149,13 +149,14 @@ func (r *Reconciler) removeStaleSecrets(ctx context.Context, gc *appsv1beta1.Git
 	if err := r.Client.List(ctx, secrets, ownerSelector(gc)); err != nil {
 		return fmt.Errorf("listing cluster secrets of %s/%s: %w", gc.Namespace, gc.Name, err)
 	}
+	claimants := r.claimants(gc)
 	for i := range secrets.Items {
 		s := &secrets.Items[i]
 		if wanted[client.ObjectKeyFromObject(s)] {
 			continue
 		}
 		if cluster := s.Labels[constants.LabelClusterName]; cluster != "" {
-			handed, err := r.handOverIfClaimed(ctx, gc, s, cluster, wantsSecretIn(s.Namespace))
+			handed, err := claimants.handOverIfClaimed(ctx, s, cluster, wantsSecretIn(s.Namespace))
 			if err != nil {
 				return err
 			}

@@ -60,13 +60,14 @@ func (r *Reconciler) deleteOwnedAddons(ctx context.Context, gc *appsv1beta1.GitO
 		return nil, fmt.Errorf("listing ManagedClusterAddOns of %s/%s: %w", gc.Namespace, gc.Name, err)
 	}
 	var remaining []addonv1beta1.ManagedClusterAddOn
+	claimants := r.claimants(gc)
 	for i := range addons.Items {
 		addon := &addons.Items[i]
 		if !addon.DeletionTimestamp.IsZero() {
 			remaining = append(remaining, *addon)
 			continue
 		}
-		if handed, err := r.handOverIfClaimed(ctx, gc, addon, addon.Namespace, wantsAddon); err != nil || handed {
+		if handed, err := claimants.handOverIfClaimed(ctx, addon, addon.Namespace, wantsAddon); err != nil || handed {
 			if err != nil {
 				return nil, err
 			}
