@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/test/testenv"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/crdinstall"
 )
 
@@ -202,18 +203,9 @@ func TestRenderedManifestsOnARealAPIServer(t *testing.T) {
 			{"operator cannot impersonate in argoproj.io", operator, authorizationv1.ResourceAttributes{Group: "argoproj.io", Resource: "argocds", Verb: "impersonate"}, "", false},
 		}
 		for _, check := range checks {
-			review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-				User:   check.user,
-				Groups: []string{"system:serviceaccounts", "system:authenticated"},
-			}}
-			if check.path != "" {
-				review.Spec.NonResourceAttributes = &authorizationv1.NonResourceAttributes{Path: check.path, Verb: "get"}
-			} else {
-				attrs := check.attrs
-				review.Spec.ResourceAttributes = &attrs
-			}
-			require.NoError(t, kubeClient.Create(ctx, review))
-			assert.Equal(t, check.allowed, review.Status.Allowed, "%s (%s)", check.name, review.Status.Reason)
+			allowed, reason := testenv.Allowed(t, ctx, kubeClient, check.user, []string{"system:serviceaccounts", "system:authenticated"},
+				testenv.Access{Resource: check.attrs, Path: check.path})
+			assert.Equal(t, check.allowed, allowed, "%s (%s)", check.name, reason)
 		}
 	})
 
@@ -298,12 +290,5 @@ func vapAttrs(verb, name string) authorizationv1.ResourceAttributes {
 // impersonating returns a client acting as the ServiceAccount namespace/name.
 func impersonating(t *testing.T, config *rest.Config, namespace, name string) client.Client {
 	t.Helper()
-	impersonated := rest.CopyConfig(config)
-	impersonated.Impersonate = rest.ImpersonationConfig{
-		UserName: serviceAccountUser(namespace, name),
-		Groups:   []string{"system:serviceaccounts", "system:authenticated"},
-	}
-	kubeClient, err := client.New(impersonated, client.Options{})
-	require.NoError(t, err)
-	return kubeClient
+	return testenv.Impersonating(t, config, serviceAccountUser(namespace, name), []string{"system:serviceaccounts", "system:authenticated"})
 }

@@ -888,7 +888,7 @@ spec:
 					Usages:     []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageKeyEncipherment, certificatesv1.UsageClientAuth},
 				},
 			}
-			klusterlet := impersonatingUser(t, h.env.Config, "system:open-cluster-management:"+requesterCluster+":x7k2p",
+			klusterlet := testenv.Impersonating(t, h.env.Config, "system:open-cluster-management:"+requesterCluster+":x7k2p",
 				[]string{"system:open-cluster-management:managed-clusters", "system:open-cluster-management:" + requesterCluster, "system:authenticated"})
 			require.NoError(t, klusterlet.Create(h.ctx, csr), name)
 			return csr

@@ -127,20 +127,20 @@ func TestHubRBACIsLeastPrivilege(t *testing.T) {
 	}
 	for _, c := range checks {
 		t.Run(c.name, func(t *testing.T) {
-			allowed, reason := accessReview(t, ctx, env.Client, manager, managerGroups, c.attrs)
+			allowed, reason := testenv.Allowed(t, ctx, env.Client, manager, managerGroups, testenv.Access{Resource: c.attrs})
 			assert.Equal(t, c.allowed, allowed, reason)
 		})
 	}
 	for _, c := range agentChecks {
 		t.Run(c.name, func(t *testing.T) {
-			allowed, reason := accessReview(t, ctx, env.Client, agentUser, agentGroups, c.attrs)
+			allowed, reason := testenv.Allowed(t, ctx, env.Client, agentUser, agentGroups, testenv.Access{Resource: c.attrs})
 			assert.Equal(t, c.allowed, allowed, reason)
 		})
 	}
 
 	// Creating Roles and RoleBindings is what the manager must do; RBAC's escalation check
 	// keeps that from granting anything the manager does not hold itself.
-	asManager := impersonatingUser(t, env.Config, manager, managerGroups)
+	asManager := testenv.Impersonating(t, env.Config, manager, managerGroups)
 	t.Run("manager cannot bind cluster-admin through a RoleBinding it may create", func(t *testing.T) {
 		err := asManager.Create(ctx, &rbacv1.RoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Namespace: cluster, Name: "escalate"},
@@ -217,21 +217,3 @@ func grantAgentHubPermissions(t *testing.T, ctx context.Context, c client.Client
 	return subject.User, append(subject.Groups, "system:authenticated")
 }
 
-func accessReview(t *testing.T, ctx context.Context, c client.Client, user string, groups []string, attrs authorizationv1.ResourceAttributes) (bool, string) {
-	t.Helper()
-	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User: user, Groups: groups, ResourceAttributes: &attrs,
-	}}
-	require.NoError(t, c.Create(ctx, review))
-	return review.Status.Allowed, fmt.Sprintf("%+v: %s", attrs, review.Status.Reason)
-}
-
-// impersonatingUser returns a client acting as user with groups.
-func impersonatingUser(t *testing.T, config *rest.Config, user string, groups []string) client.Client {
-	t.Helper()
-	impersonated := rest.CopyConfig(config)
-	impersonated.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups}
-	c, err := client.New(impersonated, client.Options{})
-	require.NoError(t, err)
-	return c
-}
