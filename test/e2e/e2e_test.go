@@ -215,6 +215,11 @@ func TestFleet(t *testing.T) {
 
 	t.Run("the agent's hub credential renewed by OCM: the manager approves it, the agent restarts onto it and reports", func(t *testing.T) {
 		s := spokes[vanilla]
+		defer func() { // running again even when this subtest fails, for the ones after it
+			if agent := p.Agent(vanilla); agent == nil || !agent.Running() {
+				assert.NoError(t, p.StartAgent(ctx, s))
+			}
+		}()
 		rotatedAt := time.Now()
 		before, after, err := p.RotateAgentHubCredential(ctx, s)
 		require.NoError(t, err)
@@ -256,6 +261,16 @@ func TestFleet(t *testing.T) {
 		for _, proc := range []*harness.Process{s.RegistrationAgent, s.WorkAgent, p.Agent(vanilla)} {
 			require.NoError(t, proc.Stop())
 		}
+		defer func() { // back even when this subtest fails, for the ones after it
+			for _, proc := range []*harness.Process{s.RegistrationAgent, s.WorkAgent} {
+				if !proc.Running() {
+					assert.NoError(t, proc.Start())
+				}
+			}
+			if agent := p.Agent(vanilla); agent == nil || !agent.Running() {
+				assert.NoError(t, p.StartAgent(ctx, s))
+			}
+		}()
 		mirrors, err := json.Marshal(map[string]any{"registries": []map[string]string{{"source": "quay.io", "mirror": "mirror.example.com/quay"}}})
 		require.NoError(t, err)
 		mc := &clusterv1.ManagedCluster{}
