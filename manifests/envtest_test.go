@@ -124,6 +124,9 @@ func TestRenderedManifestsOnARealAPIServer(t *testing.T) {
 		"platformExtensions": map[string]any{"extraAPIGroups": []any{"cert-manager.io"}},
 		"argoCD":             map[string]any{"image": "quay.io/argoproj/argocd:v3.1.0", "redisImage": "mirror:5000/redis@sha256:0123"},
 		"global":             map[string]any{"proxyConfig": map[string]any{"HTTPS_PROXY": "http://proxy:3128"}},
+		// Argo CD Agent mode: the ArgoCD CR's agent settings, the CA Secret and the
+		// agent's certificate RBAC are applied too.
+		"argoCDAgent": map[string]any{"mode": "managed", "principalAddress": "principal.example.com", "principalPort": "443", "caCertificate": testCACertificate},
 	}))
 	// The klusterlet creates the default addon namespace; the chart does not.
 	require.NoError(t, kubeClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testInstallNamespace}}))
@@ -170,6 +173,13 @@ func TestRenderedManifestsOnARealAPIServer(t *testing.T) {
 			{"agent updates its lease", agent, authorizationv1.ResourceAttributes{Namespace: testInstallNamespace, Group: "coordination.k8s.io", Resource: "leases", Verb: "update"}, "", true},
 			{"agent has no leases elsewhere", agent, authorizationv1.ResourceAttributes{Namespace: "default", Group: "coordination.k8s.io", Resource: "leases", Verb: "update"}, "", false},
 			{"agent cannot read secrets", agent, authorizationv1.ResourceAttributes{Namespace: testInstallNamespace, Resource: "secrets", Verb: "get"}, "", false},
+			{"agent (agent mode) reads the certificate OCM keeps for argocd-agent", agent, authorizationv1.ResourceAttributes{Namespace: testInstallNamespace, Resource: "secrets", Verb: "watch", Name: argoCDAgentCertificateSecret}, "", true},
+			{"agent (agent mode) cannot read its own hub credential", agent, authorizationv1.ResourceAttributes{Namespace: testInstallNamespace, Resource: "secrets", Verb: "get", Name: constants.HubKubeconfigSecret}, "", false},
+			{"agent (agent mode) keeps argocd-agent-client-tls", agent, authorizationv1.ResourceAttributes{Namespace: constants.GitOpsNamespace, Resource: "secrets", Verb: "update", Name: "argocd-agent-client-tls"}, "", true},
+			{"agent (agent mode) cannot read Argo CD's admin Secret", agent, authorizationv1.ResourceAttributes{Namespace: constants.GitOpsNamespace, Resource: "secrets", Verb: "get", Name: "argocd-secret"}, "", false},
+			{"agent (agent mode) cannot list Secrets of the Argo CD namespace", agent, authorizationv1.ResourceAttributes{Namespace: constants.GitOpsNamespace, Resource: "secrets", Verb: "list"}, "", false},
+			{"agent (agent mode) restarts argocd-agent", agent, authorizationv1.ResourceAttributes{Namespace: constants.GitOpsNamespace, Group: "apps", Resource: "deployments", Verb: "patch", Name: "openshift-gitops-agent-agent"}, "", true},
+			{"agent (agent mode) cannot change other Deployments", agent, authorizationv1.ResourceAttributes{Namespace: constants.GitOpsNamespace, Group: "apps", Resource: "deployments", Verb: "patch", Name: "openshift-gitops-server"}, "", false},
 
 			{"operator escalates cluster roles", operator, authorizationv1.ResourceAttributes{Group: "rbac.authorization.k8s.io", Resource: "clusterroles", Verb: "escalate"}, "", true},
 			{"operator binds cluster roles", operator, authorizationv1.ResourceAttributes{Group: "rbac.authorization.k8s.io", Resource: "clusterroles", Verb: "bind"}, "", true},

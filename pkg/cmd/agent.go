@@ -34,11 +34,13 @@ func newAgentCommand() *cobra.Command {
 		"do not install the ValidatingAdmissionPolicy that denies a duplicate routes.route.openshift.io CRD (a duplicate is still deleted)")
 	f.BoolVar(&o.OpenShift, "openshift", false,
 		"the hub found this cluster to be OpenShift or MicroShift: never install the routes.route.openshift.io CRD (set by the hub)")
+	f.StringVar(&o.ArgoCDAgentCertificateSecret, "argocd-agent-certificate-secret", "",
+		"Argo CD Agent mode (set by the hub): the Secret of the agent's namespace where OCM keeps argocd-agent's client certificate; the agent copies it to argocd-agent-client-tls and restarts argocd-agent on every renewal")
 	f.BoolVar(&o.LeaderElection, "leader-elect", false, "elect one active replica through a Lease on the spoke")
 	return c
 }
 
 // spokeFeatures are the controllers the agent runs on the spoke.
 func spokeFeatures() []agent.Feature {
-	return []agent.Feature{agent.CRDInstaller, agent.RouteGuard}
+	return []agent.Feature{agent.CRDInstaller, agent.RouteGuard, agent.ArgoCDAgentCertificate}
 }

@@ -91,6 +91,16 @@ const (
 	// agent mode is off.
 	ArgoCDAgentMode = "gitops-addon.open-cluster-management.io/argocd-agent-mode"
 
+	// AnnotationArgoCDAgentPrincipal ("host:port") and AnnotationArgoCDAgentCA (the PEM
+	// certificate of argocd-agent-ca, never its key) carry, on an agent-mode cluster's
+	// ManagedClusterAddOn, where its argocd-agent connects and the CA it trusts there;
+	// the CA is absent when spec.gitopsAddon.argoCDAgent.propagateHubCA is false.
+	AnnotationArgoCDAgentPrincipal = "gitops-addon.open-cluster-management.io/argocd-agent-principal"
+	AnnotationArgoCDAgentCA        = "gitops-addon.open-cluster-management.io/argocd-agent-ca"
+	// AnnotationSkipHubCAPropagation on a GitOpsCluster is Red Hat ACM's way to keep the
+	// hub's CA off the clusters; honoured like propagateHubCA: false.
+	AnnotationSkipHubCAPropagation = "apps.open-cluster-management.io/skip-hub-ca-propagation"
+
 	// AnnotationDeletionOrphan tells OCM's work agent to leave an object on the spoke
 	// when the ManifestWork that carried it is deleted.
 	AnnotationDeletionOrphan = "addon.open-cluster-management.io/deletion-orphan"

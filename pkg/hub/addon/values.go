@@ -2,6 +2,7 @@ package addon
 
 import (
 	"fmt"
+	"net"
 	"regexp"
 	"sort"
 	"strings"
@@ -137,7 +138,11 @@ func (s valuesSources) values(mc *clusterv1.ManagedCluster, addon *addonv1beta1.
 		registries = adc.Spec.Registries
 	}
 	k = overlay(k, fromAnnotations(addon))
-	return buildValues(clusterFlavour(mc), k, mirrorFunc(mc, registries)), nil
+	values := buildValues(clusterFlavour(mc), k, mirrorFunc(mc, registries))
+	if agent := argoCDAgentValues(addon); agent != nil {
+		values["argoCDAgent"] = agent
+	}
+	return values, nil
 }
 
 // warnIgnored names the customizedVariables of the AddOnDeploymentConfig that were
@@ -176,6 +181,21 @@ func fromAnnotations(addon *addonv1beta1.ManagedClusterAddOn) knobs {
 		argoCDImage:   a[constants.AnnotationArgoCDImage],
 		redisImage:    a[constants.AnnotationRedisImage],
 	}
+}
+
+// argoCDAgentValues are the agent chart's argoCDAgent values of a cluster in Argo CD
+// Agent mode, from what its GitOpsCluster wrote on the ManagedClusterAddOn; nil outside
+// agent mode.
+func argoCDAgentValues(addon *addonv1beta1.ManagedClusterAddOn) map[string]any {
+	if addon == nil || addon.Annotations[constants.ArgoCDAgentMode] == "" {
+		return nil
+	}
+	a := addon.Annotations
+	values := map[string]any{"mode": a[constants.ArgoCDAgentMode], "caCertificate": a[constants.AnnotationArgoCDAgentCA]}
+	if host, port, err := net.SplitHostPort(a[constants.AnnotationArgoCDAgentPrincipal]); err == nil {
+		values["principalAddress"], values["principalPort"] = host, port
+	}
+	return values
 }
 
 // overlay returns base with every setting of top that is set.

@@ -198,7 +198,7 @@ func TestSignIssuesAShortLivedClientCertificateFromTheGitOpsClustersCA(t *testin
 			},
 		}
 	}
-	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	now := time.Now().UTC().Truncate(time.Second)
 	cluster := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "c1"}}
 	teamCA, teamCACert := testCA(t, "team-a-argocd", 365*24*time.Hour)
 	otherCA, _ := testCA(t, "other-argocd", 365*24*time.Hour)

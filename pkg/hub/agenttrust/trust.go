@@ -70,6 +70,15 @@ type State struct {
 	ca *keyPair
 }
 
+// CACertificatePEM is the CA's certificate (never its key), which agents trust the
+// principal by; nil before Ensure.
+func (st State) CACertificatePEM() []byte {
+	if st.ca == nil {
+		return nil
+	}
+	return st.ca.certPEM
+}
+
 // ResourceProxyNames are the names of the principal's resource proxy Service in ns.
 func ResourceProxyNames(ns string) []string {
 	return []string{"argocd-agent-resource-proxy", "argocd-agent-resource-proxy." + ns + ".svc"}

@@ -46,12 +46,10 @@ func imageAnnotations(gc *appsv1beta1.GitOpsCluster) map[string]string {
 // change): addon-framework's registration and deploy controllers wait for that reference,
 // and OCM's addon manager adds it at its own pace (2 workers; at 1,000 clusters about a
 // minute behind the creates).
-func desiredAddon(gc *appsv1beta1.GitOpsCluster, cluster, agentMode string, cma *metav1.OwnerReference) *addonv1beta1.ManagedClusterAddOn {
+func desiredAddon(gc *appsv1beta1.GitOpsCluster, cluster string, agent map[string]string, cma *metav1.OwnerReference) *addonv1beta1.ManagedClusterAddOn {
 	annotations := imageAnnotations(gc)
 	maps.Copy(annotations, ownerAnnotations(gc))
-	if agentMode != "" {
-		annotations[constants.ArgoCDAgentMode] = agentMode
-	}
+	maps.Copy(annotations, agent)
 	addon := &addonv1beta1.ManagedClusterAddOn{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        constants.AddonName,
@@ -99,7 +97,8 @@ func updateAddon(current, desired client.Object) bool {
 		annotations = map[string]string{}
 	}
 	want := desired.GetAnnotations()
-	for _, key := range []string{constants.AnnotationOperatorImage, constants.AnnotationArgoCDImage, constants.AnnotationRedisImage, constants.ArgoCDAgentMode} {
+	for _, key := range []string{constants.AnnotationOperatorImage, constants.AnnotationArgoCDImage, constants.AnnotationRedisImage,
+		constants.ArgoCDAgentMode, constants.AnnotationArgoCDAgentPrincipal, constants.AnnotationArgoCDAgentCA} {
 		value, wanted := want[key]
 		if got, has := annotations[key]; wanted && got != value || !wanted && has {
 			changed = true
@@ -121,7 +120,7 @@ func updateAddon(current, desired client.Object) bool {
 // reconcileAddons ensures a gitops-addon ManagedClusterAddOn on every decided cluster when
 // the addon is enabled, and removes the ones this GitOpsCluster created that are no longer
 // wanted. ManagedClusterAddOns created by users or other GitOpsClusters are never touched.
-func (r *Reconciler) reconcileAddons(ctx context.Context, gc *appsv1beta1.GitOpsCluster, clusters []string) (addonResult, error) {
+func (r *Reconciler) reconcileAddons(ctx context.Context, gc *appsv1beta1.GitOpsCluster, clusters []string, agent agentResult) (addonResult, error) {
 	res := addonResult{enabled: gc.AddonEnabled()}
 	wanted := map[string]bool{}
 	if res.enabled {
@@ -130,7 +129,7 @@ func (r *Reconciler) reconcileAddons(ctx context.Context, gc *appsv1beta1.GitOps
 			return res, err
 		}
 		states, err := forEachCluster(ctx, clusters, func(ctx context.Context, cluster string) (addonState, error) {
-			return r.ensureAddon(ctx, gc, cluster, cma)
+			return r.ensureAddon(ctx, gc, cluster, agent, cma)
 		})
 		if err != nil {
 			return res, err
@@ -200,13 +199,13 @@ func (res *addonResult) add(cluster string, state addonState) {
 	}
 }
 
-func (r *Reconciler) ensureAddon(ctx context.Context, gc *appsv1beta1.GitOpsCluster, cluster string, cma *metav1.OwnerReference) (addonState, error) {
+func (r *Reconciler) ensureAddon(ctx context.Context, gc *appsv1beta1.GitOpsCluster, cluster string, agent agentResult, cma *metav1.OwnerReference) (addonState, error) {
 	mode, problem, err := r.agentModeOf(ctx, gc, cluster)
 	if err != nil {
 		return addonState{}, err
 	}
 	current := &addonv1beta1.ManagedClusterAddOn{}
-	outcome, err := r.ensureOwned(ctx, gc, desiredAddon(gc, cluster, mode, cma), current, updateAddon)
+	outcome, err := r.ensureOwned(ctx, gc, desiredAddon(gc, cluster, agentAnnotations(gc, mode, agent), cma), current, updateAddon)
 	if err != nil {
 		return addonState{}, err
 	}

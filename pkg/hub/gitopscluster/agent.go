@@ -1,8 +1,10 @@
 package gitopscluster
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"net"
 	"sort"
 	"strings"
 	"time"
@@ -117,4 +119,32 @@ func (r *Reconciler) toAgentFormat(ctx context.Context, desired *corev1.Secret, 
 	desired.Data["server"] = []byte(agenttrust.ResourceProxyURL(desired.Namespace, cluster))
 	desired.Data["config"] = config
 	return nil
+}
+
+// agentAnnotations are what an agent-mode cluster's ManagedClusterAddOn carries for the
+// spoke's ArgoCD CR: the mode, the principal's address and the CA to trust it by (unless
+// propagation is off); none outside agent mode.
+func agentAnnotations(gc *appsv1beta1.GitOpsCluster, mode string, agent agentResult) map[string]string {
+	if mode == "" {
+		return nil
+	}
+	out := map[string]string{constants.ArgoCDAgentMode: mode}
+	spec := gc.Spec.GitOpsAddon.ArgoCDAgent
+	if spec.ServerAddress != "" {
+		out[constants.AnnotationArgoCDAgentPrincipal] = net.JoinHostPort(spec.ServerAddress, cmp.Or(spec.ServerPort, "443"))
+	}
+	if ca := agent.state.CACertificatePEM(); len(ca) > 0 && propagatesHubCA(gc) {
+		out[constants.AnnotationArgoCDAgentCA] = string(ca)
+	}
+	return out
+}
+
+// propagatesHubCA tells whether the principal's CA goes to the clusters: propagateHubCA
+// (true unless set false), and not ACM's skip annotation.
+func propagatesHubCA(gc *appsv1beta1.GitOpsCluster) bool {
+	if gc.Annotations[constants.AnnotationSkipHubCAPropagation] == "true" {
+		return false
+	}
+	p := gc.Spec.GitOpsAddon.ArgoCDAgent.PropagateHubCA
+	return p == nil || *p
 }

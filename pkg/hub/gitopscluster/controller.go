@@ -153,7 +153,7 @@ func (r *Reconciler) observe(ctx context.Context, gc *appsv1beta1.GitOpsCluster)
 		obs.failed = &stepFailure{condition: appsv1beta1.ConditionClustersRegistered, err: err}
 		return obs, err
 	}
-	if obs.addons, err = r.reconcileAddons(ctx, gc, obs.placement.clusters); err != nil {
+	if obs.addons, err = r.reconcileAddons(ctx, gc, obs.placement.clusters, obs.agent); err != nil {
 		obs.failed = &stepFailure{condition: appsv1beta1.ConditionAddOnsReady, err: err}
 	}
 	return obs, err

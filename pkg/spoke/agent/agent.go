@@ -6,6 +6,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,6 +31,7 @@ import (
 
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/addonstatus"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/agentcert"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/crdinstall"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/routeguard"
 )
@@ -51,6 +53,10 @@ type Options struct {
 	DisableAdmissionGuard bool
 	// OpenShift is the hub's flavour decision: see crdinstall.Options.
 	OpenShift bool
+	// ArgoCDAgentCertificateSecret, set in Argo CD Agent mode, is the Secret of the
+	// agent's namespace in which OCM keeps argocd-agent's client certificate; the agent
+	// hands it to argocd-agent (pkg/spoke/agentcert). Empty: not in agent mode.
+	ArgoCDAgentCertificateSecret string
 
 	MetricsBindAddress     string
 	HealthProbeBindAddress string
@@ -125,6 +131,29 @@ func RouteGuard(s Setup) error {
 func CRDInstaller(s Setup) error {
 	_, err := crdinstall.SetupWithManager(s.Manager, crdinstall.Options{Report: s.Report, OpenShift: s.Options.OpenShift})
 	return err
+}
+
+// ArgoCDAgentCertificate hands argocd-agent the client certificate OCM keeps for it and
+// restarts it on every renewal; it does nothing outside Argo CD Agent mode.
+func ArgoCDAgentCertificate(s Setup) error {
+	o, on := s.Options.agentCertificate(s.Report)
+	if !on {
+		return nil
+	}
+	if err := (&agentcert.Reconciler{Client: s.Manager.GetClient(), Options: o}).SetupWithManager(s.Manager); err != nil {
+		return fmt.Errorf("setting up the Argo CD Agent certificate controller: %w", err)
+	}
+	return nil
+}
+
+// agentCertificate is the configuration of the Argo CD Agent certificate controller, and
+// whether it runs.
+func (o Options) agentCertificate(report *addonstatus.Report) (agentcert.Options, bool) {
+	return agentcert.Options{
+		SourceNamespace: o.AddonNamespace, SourceSecret: o.ArgoCDAgentCertificateSecret,
+		ArgoNamespace: constants.GitOpsNamespace, AgentDeployment: agentcert.AgentDeployment(constants.ArgoCDName),
+		Report: report,
+	}, o.ArgoCDAgentCertificateSecret != ""
 }
 
 // Run runs the agent until ctx is done.
@@ -202,12 +231,22 @@ func newManager(spokeCfg *rest.Config, o Options) (manager.Manager, error) {
 		LeaderElectionID:              constants.AgentDeployment,
 		LeaderElectionNamespace:       o.AddonNamespace,
 		LeaderElectionReleaseOnCancel: true,
-		Cache:                         cache.Options{ByObject: routeguard.CacheByObject()},
+		Cache:                         cache.Options{ByObject: cacheByObject(o)},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the spoke controller manager: %w", err)
 	}
 	return mgr, nil
+}
+
+// cacheByObject narrows the cache for the features that run: the agent may read only
+// the objects its RBAC names.
+func cacheByObject(o Options) map[client.Object]cache.ByObject {
+	byObject := routeguard.CacheByObject()
+	if certs, on := o.agentCertificate(nil); on {
+		maps.Copy(byObject, certs.CacheByObject())
+	}
+	return byObject
 }
 
 // addLease keeps the addon lease on the spoke (falling back to the hub when the spoke has

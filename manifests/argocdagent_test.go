@@ -1,0 +1,107 @@
+package manifests
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
+	"math/big"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/agentsigner"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/agentcert"
+)
+
+// argoCDAgentCertificateSecret is where OCM's registration agent keeps argocd-agent's
+// client certificate; the chart's default must be exactly that name.
+var argoCDAgentCertificateSecret = agentcert.SourceSecretName(constants.AddonName, agentsigner.SignerName)
+
+// testCACertificate is a CA certificate (PEM), as the hub propagates it.
+var testCACertificate = func() string {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		panic(err)
+	}
+	template := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "argocd-agent-ca"},
+		NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, template, template, key.Public(), key)
+	if err != nil {
+		panic(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+}()
+
+func TestArgoCDAgentModeRendersTheAgentAndItsCertificateHandling(t *testing.T) {
+	agentMode := map[string]any{"argoCDAgent": map[string]any{
+		"mode": "autonomous", "principalAddress": "principal.example.com", "principalPort": "8443", "caCertificate": testCACertificate,
+	}}
+	tests := []struct {
+		name   string
+		values map[string]any
+		check  func(t *testing.T, objects []*unstructured.Unstructured)
+	}{
+		{name: "off by default: nothing of it rendered", values: nil, check: func(t *testing.T, objects []*unstructured.Unstructured) {
+			argocd := mustFind(t, objects, "ArgoCD", constants.GitOpsNamespace, constants.ArgoCDName)
+			_, found, _ := unstructured.NestedMap(argocd.Object, "spec", "argoCDAgent")
+			assert.False(t, found)
+			assert.Nil(t, findObject(objects, "Secret", constants.GitOpsNamespace, "argocd-agent-ca"))
+			assert.Nil(t, findObject(objects, "Role", constants.GitOpsNamespace, "gitops-addon:agent:argocd-agent-certificate"))
+			assert.False(t, slices.ContainsFunc(agentArgs(t, objects), func(a string) bool { return strings.HasPrefix(a, "--argocd-agent-certificate-secret") }))
+		}},
+		{name: "on: the ArgoCD CR's agent, the CA, the certificate secret and RBAC by name", values: agentMode, check: func(t *testing.T, objects []*unstructured.Unstructured) {
+			argocd := mustFind(t, objects, "ArgoCD", constants.GitOpsNamespace, constants.ArgoCDName)
+			agent, found, _ := unstructured.NestedMap(argocd.Object, "spec", "argoCDAgent", "agent")
+			require.True(t, found)
+			assert.Equal(t, true, agent["enabled"])
+			assert.Equal(t, map[string]any{"principalServerAddress": "principal.example.com", "principalServerPort": "8443", "mode": "autonomous"}, agent["client"])
+			assert.Equal(t, map[string]any{"secretName": agentcert.ClientTLSSecret, "rootCASecretName": "argocd-agent-ca"}, agent["tls"])
+
+			ca := mustFind(t, objects, "Secret", constants.GitOpsNamespace, "argocd-agent-ca")
+			data, _, _ := unstructured.NestedStringMap(ca.Object, "data")
+			assert.Equal(t, map[string]string{"ca.crt": base64.StdEncoding.EncodeToString([]byte(testCACertificate))}, data, "the certificate only, never a key")
+
+			assert.Contains(t, agentArgs(t, objects), "--argocd-agent-certificate-secret="+argoCDAgentCertificateSecret)
+			source := ruleOf(t, mustFind(t, objects, "Role", testInstallNamespace, "gitops-addon:agent:argocd-agent-certificate"), "secrets")
+			assert.Equal(t, []string{argoCDAgentCertificateSecret}, source.ResourceNames)
+			deployments := ruleOf(t, mustFind(t, objects, "Role", constants.GitOpsNamespace, "gitops-addon:agent:argocd-agent-certificate"), "deployments")
+			assert.Equal(t, []string{agentcert.AgentDeployment(constants.ArgoCDName)}, deployments.ResourceNames, "the Deployment the operator renders for argocd-agent")
+		}},
+		{name: "on without the CA (propagateHubCA: false)", values: map[string]any{"argoCDAgent": map[string]any{"mode": "managed"}}, check: func(t *testing.T, objects []*unstructured.Unstructured) {
+			assert.Nil(t, findObject(objects, "Secret", constants.GitOpsNamespace, "argocd-agent-ca"))
+			mustFind(t, objects, "Role", constants.GitOpsNamespace, "gitops-addon:agent:argocd-agent-certificate")
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.check(t, mustRender(t, withValues(tt.values)))
+		})
+	}
+}
+
+func agentArgs(t *testing.T, objects []*unstructured.Unstructured) []string {
+	t.Helper()
+	return typedDeployment(t, objects, testInstallNamespace, constants.AgentDeployment).Spec.Template.Spec.Containers[0].Args
+}
+
+// ruleOf is the rule of a Role that grants resource.
+func ruleOf(t *testing.T, role *unstructured.Unstructured, resource string) policyRule {
+	t.Helper()
+	for _, r := range rulesOf(t, role) {
+		if slices.Contains(r.Resources, resource) && len(r.ResourceNames) > 0 {
+			return r
+		}
+	}
+	t.Fatalf("%s %s/%s grants no named %s", role.GetKind(), role.GetNamespace(), role.GetName(), resource)
+	return policyRule{}
+}
