@@ -22,11 +22,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/addonstatus"
@@ -91,16 +93,22 @@ type Reconciler struct {
 	Options
 }
 
-// SetupWithManager registers the controller: any change of the three objects makes one
-// reconcile of the single key.
+// SetupWithManager registers the controller: one reconcile at start (so that a missing
+// certificate is reported too), and one on any change of the three objects.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	key := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: r.SourceNamespace, Name: r.SourceSecret}}
 	one := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
-		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: r.SourceNamespace, Name: r.SourceSecret}}}
+		return []reconcile.Request{key}
+	})
+	atStart := source.Func(func(_ context.Context, queue workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+		queue.Add(key)
+		return nil
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("argocd-agent-certificate").
 		Watches(&corev1.Secret{}, one).
 		Watches(&appsv1.Deployment{}, one).
+		WatchesRawSource(atStart).
 		Complete(r)
 }
 

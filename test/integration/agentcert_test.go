@@ -1,0 +1,207 @@
+package integration
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/addon"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/agentsigner"
+	"github.com/gitops-addon/gitops-addon/pkg/render"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/addonstatus"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/agent"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/agentcert"
+	"github.com/gitops-addon/gitops-addon/test/testenv"
+)
+
+// grantAgentModeRBAC applies the agent's identity and the Roles the hub ships in Argo CD
+// Agent mode, as `render --set argoCDAgent.mode=managed` prints them.
+func grantAgentModeRBAC(t *testing.T, ctx context.Context, c client.Client) {
+	t.Helper()
+	objects, err := render.Objects(ctx, render.Options{Cluster: "spoke1", Values: []string{"argoCDAgent.mode=managed"}})
+	require.NoError(t, err)
+	for _, ns := range []string{addon.DefaultInstallNamespace, constants.GitOpsNamespace} {
+		require.NoError(t, client.IgnoreAlreadyExists(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})))
+	}
+	for _, o := range objects {
+		switch o.(type) {
+		case *corev1.ServiceAccount, *rbacv1.Role, *rbacv1.RoleBinding:
+		default:
+			continue
+		}
+		obj := o.DeepCopyObject().(client.Object)
+		if obj.GetNamespace() != addon.DefaultInstallNamespace && obj.GetNamespace() != constants.GitOpsNamespace {
+			continue
+		}
+		obj.SetResourceVersion("")
+		require.NoError(t, client.IgnoreAlreadyExists(c.Create(ctx, obj)), "%T %s", o, obj.GetName())
+	}
+}
+
+// clientCertificate is a certificate and key as OCM's registration agent writes them.
+func clientCertificate(t *testing.T, commonName string) (certPEM, keyPEM []byte) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
+	require.NoError(t, err)
+	template := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: commonName}, Issuer: pkix.Name{CommonName: "argocd-agent-ca"},
+		NotBefore: time.Now(), NotAfter: time.Now().Add(24 * time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, template, template, key.Public(), key)
+	require.NoError(t, err)
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	require.NoError(t, err)
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
+}
+
+// TestArgoCDAgentCertificateReachesArgoCDAgent: on a real apiserver, with only the RBAC
+// the hub ships, the spoke agent copies the certificate OCM keeps into
+// argocd-agent-client-tls and restarts argocd-agent on every renewal, and leaves a
+// Secret someone else created alone.
+func TestArgoCDAgentCertificateReachesArgoCDAgent(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := context.Background()
+	grantAgentModeRBAC(t, ctx, env.Client)
+	sourceName := agentcert.SourceSecretName(constants.AddonName, agentsigner.SignerName)
+	deploymentName := agentcert.AgentDeployment(constants.ArgoCDName)
+	o := agentcert.Options{SourceNamespace: addon.DefaultInstallNamespace, SourceSecret: sourceName,
+		ArgoNamespace: constants.GitOpsNamespace, AgentDeployment: deploymentName, Report: addonstatus.NewReport()}
+
+	scheme, err := agent.SpokeScheme()
+	require.NoError(t, err)
+	mgr, err := ctrl.NewManager(asAgent(env.Config), ctrl.Options{
+		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+		Cache:      cache.Options{ByObject: o.CacheByObject()},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	require.NoError(t, err)
+	require.NoError(t, (&agentcert.Reconciler{Client: mgr.GetClient(), Options: o}).SetupWithManager(mgr))
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(runCtx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	condition := func(t *testing.T, reason string) metav1.Condition {
+		t.Helper()
+		var c metav1.Condition
+		require.Eventually(t, func() bool {
+			var ok bool
+			c, ok = o.Report.Condition(agentcert.ConditionCertificate)
+			return ok && c.Reason == reason
+		}, 30*time.Second, 100*time.Millisecond, "condition %s", reason)
+		return c
+	}
+	clientTLS := func() *corev1.Secret {
+		s := &corev1.Secret{}
+		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: constants.GitOpsNamespace, Name: agentcert.ClientTLSSecret}, s); err != nil {
+			return nil
+		}
+		return s
+	}
+	restartedWith := func() string {
+		d := &appsv1.Deployment{}
+		require.NoError(t, env.Client.Get(ctx, types.NamespacedName{Namespace: constants.GitOpsNamespace, Name: deploymentName}, d))
+		return d.Spec.Template.Annotations[agentcert.AnnotationCertificate]
+	}
+
+	t.Run("before OCM issued the certificate, the condition says what it waits for", func(t *testing.T) {
+		c := condition(t, agentcert.ReasonWaitingForOCM)
+		assert.Contains(t, c.Message, sourceName)
+	})
+
+	first, firstKey := clientCertificate(t, "spoke1")
+	t.Run("issued: copied to argocd-agent-client-tls; argocd-agent, not deployed yet, starts with it", func(t *testing.T) {
+		require.NoError(t, env.Client.Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: addon.DefaultInstallNamespace, Name: sourceName},
+			Type:       corev1.SecretTypeTLS, Data: map[string][]byte{corev1.TLSCertKey: first, corev1.TLSPrivateKeyKey: firstKey},
+		}))
+		c := condition(t, agentcert.ReasonInPlace)
+		assert.Contains(t, c.Message, "Certificate for spoke1")
+		assert.Contains(t, c.Message, "is not deployed yet")
+		s := clientTLS()
+		require.NotNil(t, s)
+		assert.Equal(t, corev1.SecretTypeTLS, s.Type)
+		assert.Equal(t, first, s.Data[corev1.TLSCertKey])
+		assert.Equal(t, firstKey, s.Data[corev1.TLSPrivateKeyKey])
+	})
+
+	t.Run("the operator deploys argocd-agent: its pod template records the certificate", func(t *testing.T) {
+		labels := map[string]string{"app.kubernetes.io/name": deploymentName}
+		require.NoError(t, env.Client.Create(ctx, &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Namespace: constants.GitOpsNamespace, Name: deploymentName},
+			Spec: appsv1.DeploymentSpec{
+				Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "argocd-agent-agent", Image: "quay.io/argoprojlabs/argocd-agent:v0.7.0"}}},
+				},
+			},
+		}))
+		require.Eventually(t, func() bool { return restartedWith() != "" }, 30*time.Second, 100*time.Millisecond)
+	})
+
+	t.Run("renewed by OCM: the new certificate replaces the old one and argocd-agent restarts onto it", func(t *testing.T) {
+		before := restartedWith()
+		renewed, renewedKey := clientCertificate(t, "spoke1")
+		source := &corev1.Secret{}
+		require.NoError(t, env.Client.Get(ctx, types.NamespacedName{Namespace: addon.DefaultInstallNamespace, Name: sourceName}, source))
+		source.Data = map[string][]byte{corev1.TLSCertKey: renewed, corev1.TLSPrivateKeyKey: renewedKey}
+		require.NoError(t, env.Client.Update(ctx, source))
+		require.Eventually(t, func() bool {
+			s := clientTLS()
+			return s != nil && string(s.Data[corev1.TLSCertKey]) == string(renewed) && restartedWith() != before
+		}, 30*time.Second, 100*time.Millisecond, "argocd-agent-client-tls renewed and argocd-agent restarted")
+		require.Eventually(t, func() bool {
+			c, _ := o.Report.Condition(agentcert.ConditionCertificate)
+			return c.Reason == agentcert.ReasonInPlace && strings.Contains(c.Message, "runs with it")
+		}, 30*time.Second, 100*time.Millisecond, "the report says argocd-agent runs with the renewed certificate")
+	})
+
+	t.Run("nothing is written while nothing changes", func(t *testing.T) {
+		s, d := clientTLS(), restartedWith()
+		time.Sleep(2 * time.Second)
+		assert.Equal(t, s.ResourceVersion, clientTLS().ResourceVersion)
+		assert.Equal(t, d, restartedWith())
+	})
+
+	t.Run("a Secret that is not gitops-addon's is left alone and named", func(t *testing.T) {
+		// The user takes argocd-agent-client-tls over (our label removed), with their own
+		// certificate in it.
+		theirs := clientTLS()
+		delete(theirs.Labels, constants.LabelManagedBy)
+		theirs.Data = map[string][]byte{corev1.TLSCertKey: first, corev1.TLSPrivateKeyKey: firstKey}
+		require.NoError(t, env.Client.Update(ctx, theirs))
+		// Wake the controller: a renewal.
+		renewed, renewedKey := clientCertificate(t, "spoke1")
+		source := &corev1.Secret{}
+		require.NoError(t, env.Client.Get(ctx, types.NamespacedName{Namespace: addon.DefaultInstallNamespace, Name: sourceName}, source))
+		source.Data = map[string][]byte{corev1.TLSCertKey: renewed, corev1.TLSPrivateKeyKey: renewedKey}
+		require.NoError(t, env.Client.Update(ctx, source))
+		c := condition(t, agentcert.ReasonFailed)
+		assert.Contains(t, c.Message, "was not created by gitops-addon")
+		assert.Equal(t, first, clientTLS().Data[corev1.TLSCertKey], "theirs is kept")
+	})
+}
