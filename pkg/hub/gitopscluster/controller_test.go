@@ -26,6 +26,7 @@ import (
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/agenttrust"
 )
 
 func testScheme(t *testing.T) *runtime.Scheme {
@@ -342,4 +343,51 @@ func TestHandoverResolvesOtherGitOpsClustersOnce(t *testing.T) {
 	// Once for the addons let go, once for the cluster Secrets, once for the shared
 	// objects; it was twice per cluster (41 here).
 	assert.LessOrEqual(t, lists.Load(), int32(3), "GitOpsClusters listed %d times for 20 handovers", lists.Load())
+}
+
+// TestAgentModeAnnotationsCarryThePrincipalAndItsCA: an agent-mode cluster's
+// ManagedClusterAddOn tells the spoke where the principal is and the CA to trust it by;
+// the CA stays on the hub with propagateHubCA: false or ACM's skip annotation.
+func TestAgentModeAnnotationsCarryThePrincipalAndItsCA(t *testing.T) {
+	tests := []struct {
+		name        string
+		agent       appsv1beta1.ArgoCDAgentSpec
+		annotations map[string]string
+		principal   string
+		wantCA      bool
+	}{
+		{name: "address and default port, CA propagated", agent: appsv1beta1.ArgoCDAgentSpec{Enabled: ptr.To(true), ServerAddress: "principal.example.com"},
+			principal: "principal.example.com:443", wantCA: true},
+		{name: "IPv6 address and port", agent: appsv1beta1.ArgoCDAgentSpec{Enabled: ptr.To(true), ServerAddress: "fd00::1", ServerPort: "8443"},
+			principal: "[fd00::1]:8443", wantCA: true},
+		{name: "no address yet", agent: appsv1beta1.ArgoCDAgentSpec{Enabled: ptr.To(true)}, wantCA: true},
+		{name: "propagateHubCA false", agent: appsv1beta1.ArgoCDAgentSpec{Enabled: ptr.To(true), PropagateHubCA: ptr.To(false)}},
+		{name: "ACM's skip annotation", agent: appsv1beta1.ArgoCDAgentSpec{Enabled: ptr.To(true)},
+			annotations: map[string]string{constants.AnnotationSkipHubCAPropagation: "true"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			gc := gitOpsCluster("gc", "p", true)
+			gc.Annotations = tt.annotations
+			gc.Spec.GitOpsAddon.ArgoCDAgent = &tt.agent
+			r, c := newReconciler(t, append(placementObjects("p", "c1"), gc)...)
+			r.Trust = &agenttrust.Keeper{Client: c, APIReader: c}
+			reconcileOnce(t, r, gc)
+
+			mca := &addonv1beta1.ManagedClusterAddOn{}
+			require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "c1", Name: constants.AddonName}, mca))
+			principal, set := mca.Annotations[constants.AnnotationArgoCDAgentPrincipal]
+			assert.Equal(t, tt.principal, principal)
+			assert.Equal(t, tt.principal != "", set)
+			ca := mca.Annotations[constants.AnnotationArgoCDAgentCA]
+			if !tt.wantCA {
+				assert.Empty(t, ca)
+				return
+			}
+			caSecret := &corev1.Secret{}
+			require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "gitops", Name: agenttrust.CASecret}, caSecret))
+			assert.Equal(t, string(caSecret.Data[corev1.TLSCertKey]), ca, "the CA's certificate")
+			assert.NotContains(t, ca, "PRIVATE KEY", "never its key")
+		})
+	}
 }
