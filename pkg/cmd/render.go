@@ -36,5 +36,26 @@ func newRenderCommand() *cobra.Command {
 	f.StringVar(&o.OperatorImage, "operator-image", "", "GitOps operator image, as the manager's --operator-image")
 	f.BoolVar(&explainRBAC, "explain-rbac", false, "explain in words what the spoke's Argo CD may manage, instead of printing the objects")
 	_ = c.MarkFlagRequired("cluster")
+	c.AddCommand(newRenderPrincipalCommand())
+	return c
+}
+
+func newRenderPrincipalCommand() *cobra.Command {
+	var o render.PrincipalOptions
+	c := &cobra.Command{
+		Use:   "principal --namespace NS --name ARGOCD [--clusters a,b]",
+		Short: "Print the ArgoCD CR settings the hub's Argo CD needs to run the Argo CD Agent principal with gitops-addon's trust",
+		Long: "principal prints spec.argoCDAgent.principal for the hub's ArgoCD CR: the mTLS auth pattern that reads the agent name from\n" +
+			"the client certificates OCM issues, the certificate and JWT Secrets gitops-addon keeps in the namespace, and the agents'\n" +
+			"namespaces (their cluster namespaces, for managed mode). gitops-addon never writes the hub's Argo CD: merge it yourself.",
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return render.Principal(c.OutOrStdout(), o)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&o.Namespace, "namespace", "openshift-gitops", "the GitOpsCluster's argoServer.argoNamespace (where the hub's Argo CD and the certificates are)")
+	f.StringVar(&o.Name, "name", "openshift-gitops", "the name of the hub's ArgoCD CR")
+	f.StringSliceVar(&o.Clusters, "clusters", nil, "the agent-mode clusters, whose namespaces the principal serves in managed mode")
 	return c
 }
