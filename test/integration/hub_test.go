@@ -850,7 +850,7 @@ metadata: {name: agent-certs, namespace: agent-certs}
 spec:
   argoServer: {argoNamespace: agent-argocd}
   placementRef: {kind: Placement, name: agent-certs}
-  gitopsAddon: {enabled: true, argoCDAgent: {enabled: true, mode: autonomous}}
+  gitopsAddon: {enabled: true, argoCDAgent: {enabled: true, mode: autonomous, serverAddress: principal.example.com}}
 `)
 		h.waitCondition("agent-certs", "agent-certs", appsv1beta1.ConditionArgoCDAgentTrust, metav1.ConditionTrue, appsv1beta1.ReasonCertificatesCurrent)
 		// addon-framework's registration controller asks the klusterlet for the certificate.

@@ -53,6 +53,9 @@ const (
 	ReasonArgoNamespaceNotAllowed = "ArgoNamespaceNotAllowed"
 	// ReasonCertificatesCurrent: the Argo CD Agent trust Secrets are present and not due.
 	ReasonCertificatesCurrent = "CertificatesCurrent"
+	// ReasonPrincipalAddressUnknown: agent mode without serverAddress; the agents cannot
+	// connect.
+	ReasonPrincipalAddressUnknown = "PrincipalAddressUnknown"
 )
 
 // GitOpsCluster registers the managed clusters chosen by a Placement with an Argo CD

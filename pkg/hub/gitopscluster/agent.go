@@ -23,6 +23,8 @@ import (
 type agentResult struct {
 	enabled bool
 	state   agenttrust.State
+	// principalAddress is spec.gitopsAddon.argoCDAgent.serverAddress: where agents connect.
+	principalAddress string
 }
 
 // agentEnabled tells whether a GitOpsCluster asks for Argo CD Agent mode.
@@ -45,6 +47,9 @@ func principalNames(gc *appsv1beta1.GitOpsCluster) []string {
 // Event for each one it issued.
 func (r *Reconciler) ensureAgentTrust(ctx context.Context, gc *appsv1beta1.GitOpsCluster) (agentResult, error) {
 	res := agentResult{enabled: agentEnabled(gc)}
+	if res.enabled {
+		res.principalAddress = gc.Spec.GitOpsAddon.ArgoCDAgent.ServerAddress
+	}
 	if !res.enabled || r.Trust == nil {
 		return res, nil
 	}
@@ -72,13 +77,20 @@ func agentTrustCondition(a agentResult) metav1.Condition {
 		owner = "yours, used as is"
 	}
 	day := func(t time.Time) string { return t.UTC().Format("2006-01-02") }
-	return metav1.Condition{
+	c := metav1.Condition{
 		Type: appsv1beta1.ConditionArgoCDAgentTrust, Status: metav1.ConditionTrue, Reason: appsv1beta1.ReasonCertificatesCurrent,
 		Message: fmt.Sprintf("CA %s (%s) expires %s; principal certificate %s for %s expires %s; resource proxy certificate %s expires %s; "+
 			"renewed from %s on; JWT signing key in %s.",
 			st.CA.Secret, owner, day(st.CA.NotAfter), st.Principal.Secret, strings.Join(st.Principal.Names, ", "), day(st.Principal.NotAfter),
 			st.ResourceProxy.Secret, day(st.ResourceProxy.NotAfter), day(st.RenewAt), agenttrust.JWTSecret),
 	}
+	if a.principalAddress == "" {
+		c.Status, c.Reason = metav1.ConditionFalse, appsv1beta1.ReasonPrincipalAddressUnknown
+		c.Message = "spec.gitopsAddon.argoCDAgent.serverAddress is empty, so the clusters' agents do not know where the principal is " +
+			"(gitops-addon does not discover it from the principal's Service or Route yet). Fix: set serverAddress (and serverPort) to the " +
+			"address the clusters reach the principal at, such as its LoadBalancer or Route. Meanwhile: " + c.Message
+	}
+	return c
 }
 
 // untilRenewal is how long until the next certificate is due, for the requeue.

@@ -1,6 +1,7 @@
 package gitopscluster
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync/atomic"
@@ -388,6 +389,35 @@ func TestAgentModeAnnotationsCarryThePrincipalAndItsCA(t *testing.T) {
 			require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "gitops", Name: agenttrust.CASecret}, caSecret))
 			assert.Equal(t, string(caSecret.Data[corev1.TLSCertKey]), ca, "the CA's certificate")
 			assert.NotContains(t, ca, "PRIVATE KEY", "never its key")
+		})
+	}
+}
+
+// TestAgentModeWithoutAPrincipalAddressIsNotReady: without serverAddress the agents
+// cannot connect; the trust condition says so and how to fix it.
+func TestAgentModeWithoutAPrincipalAddressIsNotReady(t *testing.T) {
+	for _, tt := range []struct {
+		address    string
+		wantStatus metav1.ConditionStatus
+		wantReason string
+	}{
+		{address: "", wantStatus: metav1.ConditionFalse, wantReason: appsv1beta1.ReasonPrincipalAddressUnknown},
+		{address: "principal.example.com", wantStatus: metav1.ConditionTrue, wantReason: appsv1beta1.ReasonCertificatesCurrent},
+	} {
+		t.Run("serverAddress "+cmp.Or(tt.address, "empty"), func(t *testing.T) {
+			gc := gitOpsCluster("gc", "p", false)
+			gc.Spec.GitOpsAddon.ArgoCDAgent = &appsv1beta1.ArgoCDAgentSpec{Enabled: ptr.To(true), ServerAddress: tt.address}
+			r, c := newReconciler(t, append(placementObjects("p", "c1"), gc)...)
+			r.Trust = &agenttrust.Keeper{Client: c, APIReader: c}
+			got := reconcileOnce(t, r, gc)
+			trust := meta.FindStatusCondition(got.Status.Conditions, appsv1beta1.ConditionArgoCDAgentTrust)
+			require.NotNil(t, trust)
+			assert.Equal(t, tt.wantStatus, trust.Status)
+			assert.Equal(t, tt.wantReason, trust.Reason)
+			if tt.address == "" {
+				assert.Contains(t, trust.Message, "Fix: set serverAddress")
+				assert.False(t, meta.IsStatusConditionTrue(got.Status.Conditions, appsv1beta1.ConditionReady))
+			}
 		})
 	}
 }
