@@ -123,6 +123,9 @@ const (
 	// ConditionArgoCDCRDsInstalled says whether the Argo CD CRDs the operator needs are
 	// served on the spoke, who provides them, and which one failed and why.
 	ConditionArgoCDCRDsInstalled = "ArgoCDCRDsInstalled"
+	// ConditionArgoCDAgentCertificate: in Argo CD Agent mode, whether argocd-agent has the
+	// client certificate OCM issued (pkg/spoke/agentcert), and until when.
+	ConditionArgoCDAgentCertificate = "ArgoCDAgentCertificate"
 )
 
 // Reasons of the RouteAPI condition: how a spoke serves route.openshift.io/v1.

@@ -152,6 +152,9 @@ type addonState struct {
 	available bool
 	// modeProblem says why the cluster's Argo CD Agent mode label was not used.
 	modeProblem string
+	// agentMode: the cluster is in Argo CD Agent mode; agentCertificate: its agent
+	// reported the client certificate in place.
+	agentMode, agentCertificate bool
 }
 
 // agentModeOf is the Argo CD Agent mode of one cluster: its ManagedCluster's
@@ -191,6 +194,14 @@ func (res *addonResult) add(cluster string, state addonState) {
 	if state.modeProblem != "" {
 		res.problems = append(res.problems, state.modeProblem)
 	}
+	if state.agentMode {
+		res.agentMode++
+		if state.agentCertificate {
+			res.agentCertificates++
+		} else {
+			res.agentWithoutCertificate = append(res.agentWithoutCertificate, cluster)
+		}
+	}
 	res.withAddon++
 	if state.available {
 		res.available++
@@ -214,7 +225,11 @@ func (r *Reconciler) ensureAddon(ctx context.Context, gc *appsv1beta1.GitOpsClus
 		current = outcome.existing.(*addonv1beta1.ManagedClusterAddOn)
 	}
 	available := meta.IsStatusConditionTrue(current.Status.Conditions, addonv1beta1.ManagedClusterAddOnConditionAvailable)
-	return addonState{outcome: outcome, available: available, modeProblem: problem}, nil
+	state := addonState{outcome: outcome, available: available, modeProblem: problem, agentMode: mode != ""}
+	if state.agentMode {
+		state.agentCertificate = meta.IsStatusConditionTrue(current.Status.Conditions, constants.ConditionArgoCDAgentCertificate)
+	}
+	return state, nil
 }
 
 // removalResult is what removing the unwanted ManagedClusterAddOns found.

@@ -251,10 +251,13 @@ func addonChangeMatters() predicate.Funcs {
 		available := func(a *addonv1beta1.ManagedClusterAddOn) bool {
 			return meta.IsStatusConditionTrue(a.Status.Conditions, addonv1beta1.ManagedClusterAddOnConditionAvailable)
 		}
+		certificate := func(a *addonv1beta1.ManagedClusterAddOn) bool {
+			return meta.IsStatusConditionTrue(a.Status.Conditions, constants.ConditionArgoCDAgentCertificate)
+		}
 		return old.Generation != updated.Generation ||
 			!maps.Equal(old.Labels, updated.Labels) || !maps.Equal(old.Annotations, updated.Annotations) ||
 			!old.DeletionTimestamp.Equal(updated.DeletionTimestamp) ||
-			available(old) != available(updated)
+			available(old) != available(updated) || certificate(old) != certificate(updated)
 	}}
 }
 

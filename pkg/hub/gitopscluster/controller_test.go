@@ -421,3 +421,22 @@ func TestAgentModeWithoutAPrincipalAddressIsNotReady(t *testing.T) {
 		})
 	}
 }
+
+// TestAgentCertificatesAreCountedPerCluster: the GitOpsCluster says on how many
+// agent-mode clusters argocd-agent has its client certificate, and names the others.
+func TestAgentCertificatesAreCountedPerCluster(t *testing.T) {
+	gc := gitOpsCluster("gc", "p", true)
+	gc.Spec.GitOpsAddon.ArgoCDAgent = &appsv1beta1.ArgoCDAgentSpec{Enabled: ptr.To(true), ServerAddress: "principal.example.com"}
+	r, c := newReconciler(t, append(placementObjects("p", "c1", "c2"), gc)...)
+	r.Trust = &agenttrust.Keeper{Client: c, APIReader: c}
+	reconcileOnce(t, r, gc)
+
+	mca := &addonv1beta1.ManagedClusterAddOn{}
+	require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "c1", Name: constants.AddonName}, mca))
+	meta.SetStatusCondition(&mca.Status.Conditions, metav1.Condition{Type: constants.ConditionArgoCDAgentCertificate, Status: metav1.ConditionTrue, Reason: "InPlace"})
+	require.NoError(t, c.Status().Update(context.Background(), mca))
+	got := reconcileOnce(t, r, gc)
+
+	addons := meta.FindStatusCondition(got.Status.Conditions, appsv1beta1.ConditionAddOnsReady)
+	assert.Contains(t, addons.Message, "Argo CD Agent client certificate in place on 1 of 2 agent-mode cluster(s); not yet on: c2")
+}

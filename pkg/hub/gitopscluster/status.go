@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
+	"github.com/gitops-addon/gitops-addon/pkg/constants"
 )
 
 // maxListed bounds how many cluster names a condition message lists, so that a fleet of
@@ -47,6 +48,10 @@ type addonResult struct {
 	draining []string
 	// recheckAfter is when a ManagedClusterAddOn being removed will have waited StuckAfter.
 	recheckAfter time.Duration
+	// agentMode clusters in Argo CD Agent mode, of which agentCertificates reported their
+	// client certificate in place; agentWithoutCertificate are the others.
+	agentMode, agentCertificates int
+	agentWithoutCertificate      []string
 }
 
 // observation gathers everything one reconcile learned; status is a pure function of it.
@@ -231,6 +236,13 @@ func addonsCondition(obs observation) metav1.Condition {
 	default:
 		c.Status, c.Reason = metav1.ConditionTrue, appsv1beta1.ReasonAddOnsAvailable
 		c.Message = fmt.Sprintf("%d of %d addon(s) Available.", a.available, a.withAddon)
+	}
+	if a.enabled && obs.placement.resolved && a.agentMode > 0 {
+		c.Message += fmt.Sprintf(" Argo CD Agent client certificate in place on %d of %d agent-mode cluster(s)", a.agentCertificates, a.agentMode)
+		if len(a.agentWithoutCertificate) > 0 {
+			c.Message += "; not yet on: " + listNames(a.agentWithoutCertificate) + " (see their ManagedClusterAddOn's " + constants.ConditionArgoCDAgentCertificate + " condition)"
+		}
+		c.Message += "."
 	}
 	return c
 }

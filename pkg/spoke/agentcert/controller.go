@@ -42,7 +42,7 @@ const (
 	AnnotationCertificate = "gitops-addon.open-cluster-management.io/argocd-agent-client-certificate"
 	// ConditionCertificate reports, on the ManagedClusterAddOn, the certificate the agent
 	// has.
-	ConditionCertificate = "ArgoCDAgentCertificate"
+	ConditionCertificate = constants.ConditionArgoCDAgentCertificate
 	// Reasons of ConditionCertificate.
 	ReasonInPlace       = "InPlace"
 	ReasonWaitingForOCM = "WaitingForCertificate"
