@@ -29,8 +29,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
-	"github.com/gitops-addon/gitops-addon/test/testenv"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/crdinstall"
+	"github.com/gitops-addon/gitops-addon/test/testenv"
 )
 
 // applicationControllerSA is the ServiceAccount the operator creates for the Argo CD

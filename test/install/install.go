@@ -58,7 +58,7 @@ type Product struct {
 	mu          sync.Mutex
 	agents      map[string]*harness.Process
 	agentProbes map[string]string // each agent's health probe address
-	hooks       map[string]bool // spokes whose pre-delete hook Jobs are run
+	hooks       map[string]bool   // spokes whose pre-delete hook Jobs are run
 	// ctx ends with the fleet: what stands in for the kubelet runs as long.
 	ctx context.Context
 }

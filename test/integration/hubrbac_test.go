@@ -25,8 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
-	"github.com/gitops-addon/gitops-addon/pkg/hub/agentsigner"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/addon"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/agentsigner"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
 )
 
@@ -216,4 +216,3 @@ func grantAgentHubPermissions(t *testing.T, ctx context.Context, c client.Client
 	require.True(t, ok, "a kube-apiserver client registration: %T", configs[0])
 	return subject.User, append(subject.Groups, "system:authenticated")
 }
-
