@@ -1,18 +1,10 @@
 package manifests
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
-	"encoding/pem"
-	"math/big"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -21,6 +13,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/agentsigner"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/agentcert"
+	"github.com/gitops-addon/gitops-addon/test/pki"
 )
 
 // argoCDAgentCertificateSecret is where OCM's registration agent keeps argocd-agent's
@@ -29,17 +22,11 @@ var argoCDAgentCertificateSecret = agentcert.SourceSecretName(constants.AddonNam
 
 // testCACertificate is a CA certificate (PEM), as the hub propagates it.
 var testCACertificate = func() string {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := pki.NewCA("argocd-agent-ca")
 	if err != nil {
 		panic(err)
 	}
-	template := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "argocd-agent-ca"},
-		NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, template, template, key.Public(), key)
-	if err != nil {
-		panic(err)
-	}
-	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+	return string(ca.CertPEM)
 }()
 
 func TestArgoCDAgentModeRendersTheAgentAndItsCertificateHandling(t *testing.T) {

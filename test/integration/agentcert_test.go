@@ -2,13 +2,6 @@ package integration
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"strings"
 	"testing"
 	"time"
@@ -34,6 +27,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/addonstatus"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/agent"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/agentcert"
+	"github.com/gitops-addon/gitops-addon/test/pki"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
 )
 
@@ -61,20 +55,15 @@ func grantAgentModeRBAC(t *testing.T, ctx context.Context, c client.Client) {
 	}
 }
 
-// clientCertificate is a certificate and key as OCM's registration agent writes them.
+// clientCertificate is a certificate and key as OCM's registration agent writes them,
+// from a new CA each time (as a renewal brings a new certificate).
 func clientCertificate(t *testing.T, commonName string) (certPEM, keyPEM []byte) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := pki.NewCA("argocd-agent-ca")
 	require.NoError(t, err)
-	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
+	pair, err := ca.Client(commonName, agentsigner.Group)
 	require.NoError(t, err)
-	template := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: commonName}, Issuer: pkix.Name{CommonName: "argocd-agent-ca"},
-		NotBefore: time.Now(), NotAfter: time.Now().Add(24 * time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, template, template, key.Public(), key)
-	require.NoError(t, err)
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	require.NoError(t, err)
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
+	return pair.CertPEM, pair.KeyPEM
 }
 
 // TestArgoCDAgentCertificateReachesArgoCDAgent: on a real apiserver, with only the RBAC
