@@ -324,6 +324,10 @@ spec:
 	})
 
 	// Last: it takes the GitOps stack off vanilla.
+	t.Run("Argo CD Agent mode: OCM issues argocd-agent's certificate, the real operator renders argocd-agent with it, a renewal reaches it", func(t *testing.T) {
+		argoCDAgentMode(t, ctx, a)
+	})
+
 	t.Run("operator-backed teardown: a cluster leaving the gitops addon finishes, keeping CRDs and Applications", func(t *testing.T) {
 		// The cluster leaves the Placement that both the GitOpsCluster and the seed
 		// ApplicationSet use: the addon must outlive the seed Application, whose resources
