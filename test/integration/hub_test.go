@@ -876,7 +876,11 @@ spec:
 		request := func(name, requesterCluster, commonName string) *certificatesv1.CertificateSigningRequest {
 			key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 			require.NoError(t, err)
-			der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: commonName, Organization: []string{agentsigner.Group}}}, key)
+			// With the DNS name OCM's registration agent puts in every addon request.
+			der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
+				Subject:  pkix.Name{CommonName: commonName, Organization: []string{agentsigner.Group}},
+				DNSNames: []string{constants.AddonName + ".addon.open-cluster-management.io"},
+			}, key)
 			require.NoError(t, err)
 			csr := &certificatesv1.CertificateSigningRequest{
 				ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{

@@ -118,8 +118,16 @@ func check(cluster string, addon *addonv1beta1.ManagedClusterAddOn, csr *certifi
 	if !slices.Equal(req.Subject.Organization, []string{Group}) {
 		return fmt.Errorf("asks for organizations %v, not [%s]", req.Subject.Organization, Group)
 	}
-	if len(req.DNSNames)+len(req.IPAddresses)+len(req.EmailAddresses)+len(req.URIs) > 0 {
-		return errors.New("asks for subject alternative names, which a client certificate does not need")
+	// OCM's registration agent puts one DNS name in every addon request
+	// (<addon>.addon.open-cluster-management.io); anything else is not ours to sign.
+	ocmName := addon.Name + ".addon.open-cluster-management.io"
+	for _, name := range req.DNSNames {
+		if name != ocmName {
+			return fmt.Errorf("asks for DNS name %q; a client certificate needs none but OCM's own %s", name, ocmName)
+		}
+	}
+	if len(req.IPAddresses)+len(req.EmailAddresses)+len(req.URIs) > 0 {
+		return errors.New("asks for IP, email or URI subject alternative names, which a client certificate does not need")
 	}
 	for _, usage := range csr.Spec.Usages {
 		if usage != certificatesv1.UsageClientAuth && usage != certificatesv1.UsageDigitalSignature && usage != certificatesv1.UsageKeyEncipherment {

@@ -115,9 +115,14 @@ func TestApproveChecksWhoAsksAndForWhat(t *testing.T) {
 			r.subject.Organization = []string{Group, "system:masters"}
 			return r
 		}},
-		{name: "subject alternative names", mode: "managed", request: func() certificateRequest {
+		{name: "OCM's own DNS name for the addon, as the klusterlet asks", mode: "managed", want: true, request: func() certificateRequest {
 			r := validRequest()
-			r.dnsNames = []string{"principal.example.com"}
+			r.dnsNames = []string{"gitops-addon.addon.open-cluster-management.io"}
+			return r
+		}},
+		{name: "another DNS name", mode: "managed", request: func() certificateRequest {
+			r := validRequest()
+			r.dnsNames = []string{"gitops-addon.addon.open-cluster-management.io", "principal.example.com"}
 			return r
 		}},
 		{name: "server authentication", mode: "managed", request: func() certificateRequest {
