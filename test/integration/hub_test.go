@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"net"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -928,6 +929,48 @@ spec:
 			assert.Empty(t, got.Status.Conditions, "%s is not approved", refused.Name)
 			assert.Empty(t, got.Status.Certificate, "%s is not signed", refused.Name)
 		}
+	})
+
+	t.Run("Argo CD Agent mode without serverAddress: the principal's LoadBalancer is discovered, its absence explained", func(t *testing.T) {
+		h.managedCluster("agent-3", map[string]string{"product.open-cluster-management.io": "AKS"})
+		h.placement("agent-discovery", "agent-discovery", "agent-3")
+		h.namespace("agent-argocd")
+		h.applyYAML(`
+apiVersion: apps.open-cluster-management.io/v1beta1
+kind: GitOpsCluster
+metadata: {name: agent-discovery, namespace: agent-discovery}
+spec:
+  argoServer: {argoNamespace: agent-argocd}
+  placementRef: {kind: Placement, name: agent-discovery}
+  gitopsAddon: {enabled: true, argoCDAgent: {enabled: true}}
+`)
+		c := h.waitCondition("agent-discovery", "agent-discovery", appsv1beta1.ConditionArgoCDAgentTrust, metav1.ConditionFalse, appsv1beta1.ReasonPrincipalAddressUnknown)
+		assert.Contains(t, c.Message, "No Argo CD Agent principal runs in agent-argocd")
+
+		// The GitOps operator's principal Service, given a load balancer.
+		labels := map[string]string{"app.kubernetes.io/part-of": "argocd-agent", "app.kubernetes.io/component": "principal", "app.kubernetes.io/name": "hub-agent-principal"}
+		svc := &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "agent-argocd", Name: "hub-agent-principal", Labels: labels},
+			Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Name: "https", Port: 443}}, Selector: labels},
+		}
+		h.create(svc)
+		require.Eventually(t, func() bool {
+			c = h.waitCondition("agent-discovery", "agent-discovery", appsv1beta1.ConditionArgoCDAgentTrust, metav1.ConditionFalse, appsv1beta1.ReasonPrincipalAddressUnknown)
+			return strings.Contains(c.Message, "is of type LoadBalancer with no load balancer address")
+		}, timeout, poll, "the Service is seen (its watch wakes the GitOpsCluster)")
+		svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "203.0.113.7"}}
+		require.NoError(t, h.c.Status().Update(h.ctx, svc))
+		h.waitCondition("agent-discovery", "agent-discovery", appsv1beta1.ConditionArgoCDAgentTrust, metav1.ConditionTrue, appsv1beta1.ReasonCertificatesCurrent)
+		require.Eventually(t, func() bool {
+			mca := &addonv1beta1.ManagedClusterAddOn{}
+			return h.c.Get(h.ctx, types.NamespacedName{Namespace: "agent-3", Name: constants.AddonName}, mca) == nil &&
+				mca.Annotations[constants.AnnotationArgoCDAgentPrincipal] == "203.0.113.7:443"
+		}, timeout, poll, "the cluster's agent is told the discovered address")
+		principalTLS := &corev1.Secret{}
+		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: "agent-argocd", Name: "argocd-agent-principal-tls"}, principalTLS))
+		cert := parseCert(t, principalTLS)
+		assert.Contains(t, cert.DNSNames, "hub-agent-principal.agent-argocd.svc")
+		assert.True(t, slices.ContainsFunc(cert.IPAddresses, func(ip net.IP) bool { return ip.String() == "203.0.113.7" }), "the principal's certificate names the discovered address: %v", cert.IPAddresses)
 	})
 
 	t.Run("ACM's argoCDAgent field is accepted as ACM writes it, defaults applied", func(t *testing.T) {

@@ -73,6 +73,7 @@ func TestHubRBACIsLeastPrivilege(t *testing.T) {
 		{"manager writes Argo CD cluster Secrets", res("openshift-gitops", "", "secrets", "create", ""), true},
 		{"manager watches Secrets in its argoNamespace", res("openshift-gitops", "", "secrets", "watch", ""), true},
 		{"manager writes the acm-placement ConfigMap", res("openshift-gitops", "", "configmaps", "update", "acm-placement"), true},
+		{"manager watches the principal's Service in its argoNamespace", res("openshift-gitops", "", "services", "watch", ""), true},
 		{"manager creates ManagedClusterAddOns", res(cluster, "addon.open-cluster-management.io", "managedclusteraddons", "create", ""), true},
 		{"manager writes ManifestWorks", res(cluster, "work.open-cluster-management.io", "manifestworks", "patch", ""), true},
 		{"manager writes GitOpsCluster status", sub(res("openshift-gitops", "apps.open-cluster-management.io", "gitopsclusters", "update", ""), "status"), true},
@@ -106,6 +107,7 @@ func TestHubRBACIsLeastPrivilege(t *testing.T) {
 		{"manager cannot read Secrets of a cluster namespace", res(cluster, "", "secrets", "get", ""), false},
 		{"manager cannot write Secrets outside its argoNamespaces", res("team-x", "", "secrets", "create", ""), false},
 		{"manager cannot write ConfigMaps in kube-system", res("kube-system", "", "configmaps", "update", "kube-proxy"), false},
+		{"manager cannot write Services", res("openshift-gitops", "", "services", "patch", ""), false},
 	}
 	agentChecks := []struct {
 		name    string

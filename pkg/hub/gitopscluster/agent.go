@@ -1,10 +1,8 @@
 package gitopscluster
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"net"
 	"sort"
 	"strings"
 	"time"
@@ -23,8 +21,8 @@ import (
 type agentResult struct {
 	enabled bool
 	state   agenttrust.State
-	// principalAddress is spec.gitopsAddon.argoCDAgent.serverAddress: where agents connect.
-	principalAddress string
+	// principal is where agents connect (serverAddress, or the principal's LoadBalancer).
+	principal principal
 }
 
 // agentEnabled tells whether a GitOpsCluster asks for Argo CD Agent mode.
@@ -33,12 +31,15 @@ func agentEnabled(gc *appsv1beta1.GitOpsCluster) bool {
 }
 
 // principalNames are the names the principal's certificate holds: its Service in the Argo
-// CD namespace and, when set, the serverAddress agents reach it at.
-func principalNames(gc *appsv1beta1.GitOpsCluster) []string {
+// CD namespace (the operator's, when found) and the address agents reach it at.
+func principalNames(gc *appsv1beta1.GitOpsCluster, p principal) []string {
 	ns := gc.Spec.ArgoServer.ArgoNamespace
 	names := []string{"argocd-agent-principal", "argocd-agent-principal." + ns + ".svc"}
-	if address := gc.Spec.GitOpsAddon.ArgoCDAgent.ServerAddress; address != "" {
-		names = append(names, address)
+	if p.service != "" && p.service != names[0] {
+		names = append(names, p.service, p.service+"."+ns+".svc")
+	}
+	if p.address != "" {
+		names = append(names, p.address)
 	}
 	return names
 }
@@ -47,13 +48,17 @@ func principalNames(gc *appsv1beta1.GitOpsCluster) []string {
 // Event for each one it issued.
 func (r *Reconciler) ensureAgentTrust(ctx context.Context, gc *appsv1beta1.GitOpsCluster) (agentResult, error) {
 	res := agentResult{enabled: agentEnabled(gc)}
-	if res.enabled {
-		res.principalAddress = gc.Spec.GitOpsAddon.ArgoCDAgent.ServerAddress
-	}
-	if !res.enabled || r.Trust == nil {
+	if !res.enabled {
 		return res, nil
 	}
-	st, err := r.Trust.Ensure(ctx, agenttrust.Request{Namespace: gc.Spec.ArgoServer.ArgoNamespace, PrincipalNames: principalNames(gc)})
+	var err error
+	if res.principal, err = r.findPrincipal(ctx, gc); err != nil {
+		return res, err
+	}
+	if r.Trust == nil {
+		return res, nil
+	}
+	st, err := r.Trust.Ensure(ctx, agenttrust.Request{Namespace: gc.Spec.ArgoServer.ArgoNamespace, PrincipalNames: principalNames(gc, res.principal)})
 	if err != nil {
 		return res, fmt.Errorf("keeping the Argo CD Agent certificates: %w", err)
 	}
@@ -84,11 +89,9 @@ func agentTrustCondition(a agentResult) metav1.Condition {
 			st.CA.Secret, owner, day(st.CA.NotAfter), st.Principal.Secret, strings.Join(st.Principal.Names, ", "), day(st.Principal.NotAfter),
 			st.ResourceProxy.Secret, day(st.ResourceProxy.NotAfter), day(st.RenewAt), agenttrust.JWTSecret),
 	}
-	if a.principalAddress == "" {
+	if a.principal.address == "" {
 		c.Status, c.Reason = metav1.ConditionFalse, appsv1beta1.ReasonPrincipalAddressUnknown
-		c.Message = "spec.gitopsAddon.argoCDAgent.serverAddress is empty, so the clusters' agents do not know where the principal is " +
-			"(gitops-addon does not discover it from the principal's Service or Route yet). Fix: set serverAddress (and serverPort) to the " +
-			"address the clusters reach the principal at, such as its LoadBalancer or Route. Meanwhile: " + c.Message
+		c.Message = a.principal.problem + " Meanwhile: " + c.Message
 	}
 	return c
 }
@@ -141,9 +144,8 @@ func agentAnnotations(gc *appsv1beta1.GitOpsCluster, mode string, agent agentRes
 		return nil
 	}
 	out := map[string]string{constants.ArgoCDAgentMode: mode}
-	spec := gc.Spec.GitOpsAddon.ArgoCDAgent
-	if spec.ServerAddress != "" {
-		out[constants.AnnotationArgoCDAgentPrincipal] = net.JoinHostPort(spec.ServerAddress, cmp.Or(spec.ServerPort, "443"))
+	if address := agent.principal.hostPort(); address != "" {
+		out[constants.AnnotationArgoCDAgentPrincipal] = address
 	}
 	if ca := agent.state.CACertificatePEM(); len(ca) > 0 && propagatesHubCA(gc) {
 		out[constants.AnnotationArgoCDAgentCA] = string(ca)

@@ -29,8 +29,10 @@ func CacheByObject(argoNamespaces []string) map[client.Object]cache.ByObject {
 		}
 	}
 	return map[client.Object]cache.ByObject{
-		&corev1.Secret{}:      {Label: ours, Namespaces: namespaces},
-		&corev1.ConfigMap{}:   {Label: ours, Namespaces: namespaces},
+		&corev1.Secret{}:    {Label: ours, Namespaces: namespaces},
+		&corev1.ConfigMap{}: {Label: ours, Namespaces: namespaces},
+		// The Argo CD Agent principal's Services, where agents connect (principal.go).
+		&corev1.Service{}:     {Label: principalServiceSelector(), Namespaces: namespaces},
 		&rbacv1.Role{}:        {Label: ours},
 		&rbacv1.RoleBinding{}: {Label: ours},
 		&addonv1beta1.ManagedClusterAddOn{}: {

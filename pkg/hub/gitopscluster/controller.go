@@ -219,6 +219,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, copiedLabelsChanged()))).
 		Watches(&addonv1beta1.ManagedClusterAddOn{}, r.allOnDelete(r.forAddon), builder.WithPredicates(addonChangeMatters())).
 		Watches(&corev1.Secret{}, r.allOnDelete(r.forOwner)).
+		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.forPrincipalService)).
 		Complete(r)
 }
 

@@ -1,9 +1,11 @@
 package gitopscluster
 
 import (
-	"cmp"
 	"context"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 
@@ -393,30 +395,76 @@ func TestAgentModeAnnotationsCarryThePrincipalAndItsCA(t *testing.T) {
 	}
 }
 
-// TestAgentModeWithoutAPrincipalAddressIsNotReady: without serverAddress the agents
-// cannot connect; the trust condition says so and how to fix it.
-func TestAgentModeWithoutAPrincipalAddressIsNotReady(t *testing.T) {
+// TestPrincipalAddressIsSetOrDiscovered: agents connect to serverAddress, or to the
+// load balancer of the principal's Service; without either the trust condition says what
+// is missing and how to fix it, and the GitOpsCluster is not Ready.
+func TestPrincipalAddressIsSetOrDiscovered(t *testing.T) {
+	principalService := func(serviceType corev1.ServiceType, ingress ...corev1.LoadBalancerIngress) *corev1.Service {
+		return &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "gitops", Name: "hub-argocd-agent-principal", Labels: map[string]string{
+				"app.kubernetes.io/part-of": "argocd-agent", "app.kubernetes.io/component": "principal", "app.kubernetes.io/name": "hub-argocd-agent-principal",
+			}},
+			Spec:   corev1.ServiceSpec{Type: serviceType, Ports: []corev1.ServicePort{{Name: "https", Port: 443}}},
+			Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: ingress}},
+		}
+	}
 	for _, tt := range []struct {
-		address    string
-		wantStatus metav1.ConditionStatus
-		wantReason string
+		name          string
+		address       string
+		service       *corev1.Service
+		wantReason    string
+		wantMessage   string
+		wantPrincipal string
+		wantSANs      []string
 	}{
-		{address: "", wantStatus: metav1.ConditionFalse, wantReason: appsv1beta1.ReasonPrincipalAddressUnknown},
-		{address: "principal.example.com", wantStatus: metav1.ConditionTrue, wantReason: appsv1beta1.ReasonCertificatesCurrent},
+		{name: "no principal, no serverAddress", wantReason: appsv1beta1.ReasonPrincipalAddressUnknown,
+			wantMessage: "No Argo CD Agent principal runs in gitops"},
+		{name: "a ClusterIP principal, no serverAddress", service: principalService(corev1.ServiceTypeClusterIP), wantReason: appsv1beta1.ReasonPrincipalAddressUnknown,
+			wantMessage: "The principal's Service gitops/hub-argocd-agent-principal is of type ClusterIP"},
+		{name: "a LoadBalancer principal is discovered", service: principalService(corev1.ServiceTypeLoadBalancer, corev1.LoadBalancerIngress{IP: "203.0.113.7"}),
+			wantReason: appsv1beta1.ReasonCertificatesCurrent, wantPrincipal: "203.0.113.7:443",
+			wantSANs: []string{"hub-argocd-agent-principal", "hub-argocd-agent-principal.gitops.svc", "203.0.113.7"}},
+		{name: "serverAddress wins", address: "principal.example.com", service: principalService(corev1.ServiceTypeLoadBalancer, corev1.LoadBalancerIngress{Hostname: "lb.example.net"}),
+			wantReason: appsv1beta1.ReasonCertificatesCurrent, wantPrincipal: "principal.example.com:443", wantSANs: []string{"principal.example.com"}},
 	} {
-		t.Run("serverAddress "+cmp.Or(tt.address, "empty"), func(t *testing.T) {
-			gc := gitOpsCluster("gc", "p", false)
+		t.Run(tt.name, func(t *testing.T) {
+			gc := gitOpsCluster("gc", "p", true)
 			gc.Spec.GitOpsAddon.ArgoCDAgent = &appsv1beta1.ArgoCDAgentSpec{Enabled: ptr.To(true), ServerAddress: tt.address}
-			r, c := newReconciler(t, append(placementObjects("p", "c1"), gc)...)
+			objs := append(placementObjects("p", "c1"), gc)
+			if tt.service != nil {
+				objs = append(objs, tt.service)
+			}
+			r, c := newReconciler(t, objs...)
 			r.Trust = &agenttrust.Keeper{Client: c, APIReader: c}
 			got := reconcileOnce(t, r, gc)
 			trust := meta.FindStatusCondition(got.Status.Conditions, appsv1beta1.ConditionArgoCDAgentTrust)
 			require.NotNil(t, trust)
-			assert.Equal(t, tt.wantStatus, trust.Status)
 			assert.Equal(t, tt.wantReason, trust.Reason)
-			if tt.address == "" {
-				assert.Contains(t, trust.Message, "Fix: set serverAddress")
+			mca := &addonv1beta1.ManagedClusterAddOn{}
+			require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "c1", Name: constants.AddonName}, mca))
+			assert.Equal(t, tt.wantPrincipal, mca.Annotations[constants.AnnotationArgoCDAgentPrincipal])
+			if tt.wantMessage != "" {
+				assert.Equal(t, metav1.ConditionFalse, trust.Status)
+				assert.Contains(t, trust.Message, tt.wantMessage)
+				assert.Contains(t, trust.Message, "Fix:")
 				assert.False(t, meta.IsStatusConditionTrue(got.Status.Conditions, appsv1beta1.ConditionReady))
+				return
+			}
+			secret := &corev1.Secret{}
+			require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "gitops", Name: agenttrust.PrincipalSecret}, secret))
+			block, _ := pem.Decode(secret.Data[corev1.TLSCertKey])
+			require.NotNil(t, block)
+			cert, err := x509.ParseCertificate(block.Bytes)
+			require.NoError(t, err)
+			names := append(slices.Clone(cert.DNSNames), func() []string {
+				var ips []string
+				for _, ip := range cert.IPAddresses {
+					ips = append(ips, ip.String())
+				}
+				return ips
+			}()...)
+			for _, want := range tt.wantSANs {
+				assert.Contains(t, names, want, "the principal's certificate names where agents reach it")
 			}
 		})
 	}

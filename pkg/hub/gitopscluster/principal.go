@@ -1,0 +1,124 @@
+package gitopscluster
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
+)
+
+// The GitOps operator's labels on the principal's Services (argocd-operator
+// controllers/argocdagent: part-of argocd-agent, component principal, name
+// "<ArgoCD>-agent-principal" on the one agents connect to).
+const (
+	labelPartOf    = "app.kubernetes.io/part-of"
+	labelComponent = "app.kubernetes.io/component"
+	labelName      = "app.kubernetes.io/name"
+)
+
+// principalServiceSelector selects the principal's Services, the only Services the
+// manager caches.
+func principalServiceSelector() labels.Selector {
+	return labels.SelectorFromSet(labels.Set{labelPartOf: "argocd-agent", labelComponent: "principal"})
+}
+
+// principal is where the clusters' agents reach the principal, and the names its
+// certificate must hold.
+type principal struct {
+	// address and port agents connect to; address empty when unknown (problem says why).
+	address, port string
+	// service is the principal's Service in the Argo CD namespace, when there is one.
+	service string
+	problem string
+}
+
+// findPrincipal decides where agents connect: spec.gitopsAddon.argoCDAgent.serverAddress
+// when set, else the LoadBalancer of the principal's Service in argoNamespace.
+func (r *Reconciler) findPrincipal(ctx context.Context, gc *appsv1beta1.GitOpsCluster) (principal, error) {
+	spec := gc.Spec.GitOpsAddon.ArgoCDAgent
+	ns := gc.Spec.ArgoServer.ArgoNamespace
+	p := principal{address: spec.ServerAddress, port: cmp.Or(spec.ServerPort, "443")}
+	svc, err := r.principalService(ctx, ns)
+	if err != nil {
+		return p, err
+	}
+	if svc != nil {
+		p.service = svc.Name
+	}
+	if p.address != "" {
+		return p, nil
+	}
+	switch {
+	case svc == nil:
+		p.problem = fmt.Sprintf("No Argo CD Agent principal runs in %s (no Service labelled %s=argocd-agent, %s=principal) and "+
+			"spec.gitopsAddon.argoCDAgent.serverAddress is empty, so the clusters' agents have nowhere to connect. "+
+			"Fix: enable the principal in the hub's ArgoCD CR (`gitops-addon render principal --namespace %s` prints the settings), "+
+			"and set serverAddress or give its Service type LoadBalancer.", ns, labelPartOf, labelComponent, ns)
+	case svc.Spec.Type != corev1.ServiceTypeLoadBalancer || len(svc.Status.LoadBalancer.Ingress) == 0:
+		p.problem = fmt.Sprintf("The principal's Service %s/%s is of type %s with no load balancer address, and "+
+			"spec.gitopsAddon.argoCDAgent.serverAddress is empty, so the clusters' agents cannot reach it. "+
+			"Fix: set serverAddress (and serverPort) to the address the clusters reach the principal at (a Route, an Ingress), "+
+			"or set spec.argoCDAgent.principal.server.service.type: LoadBalancer in the hub's ArgoCD CR.", ns, svc.Name, svc.Spec.Type)
+	default:
+		ingress := svc.Status.LoadBalancer.Ingress[0]
+		p.address = cmp.Or(ingress.Hostname, ingress.IP)
+		p.port = servicePort(svc)
+	}
+	return p, nil
+}
+
+// principalService is the Service agents connect to: of the principal's Services (it
+// has several: metrics, health, redis proxy, resource proxy), the one named as its
+// app.kubernetes.io/name label; nil when there is none.
+func (r *Reconciler) principalService(ctx context.Context, ns string) (*corev1.Service, error) {
+	services := &corev1.ServiceList{}
+	if err := r.Client.List(ctx, services, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: principalServiceSelector()}); err != nil {
+		return nil, fmt.Errorf("looking for the Argo CD Agent principal's Service in %s: %w", ns, err)
+	}
+	for i := range services.Items {
+		if s := &services.Items[i]; s.Labels[labelName] == s.Name {
+			return s, nil
+		}
+	}
+	return nil, nil
+}
+
+// servicePort is the port of the principal's Service (the operator's has one, 443).
+func servicePort(svc *corev1.Service) string {
+	if len(svc.Spec.Ports) == 0 {
+		return "443"
+	}
+	return strconv.Itoa(int(svc.Spec.Ports[0].Port))
+}
+
+// hostPort is "address:port" (IPv6 in brackets), "" when the address is unknown.
+func (p principal) hostPort() string {
+	if p.address == "" {
+		return ""
+	}
+	return net.JoinHostPort(p.address, p.port)
+}
+
+// forPrincipalService wakes the agent-mode GitOpsClusters of the Service's namespace.
+func (r *Reconciler) forPrincipalService(ctx context.Context, obj client.Object) []reconcile.Request {
+	list := &appsv1beta1.GitOpsClusterList{}
+	if err := r.Client.List(ctx, list); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		gc := &list.Items[i]
+		if gc.ArgoCDAgentEnabled() && gc.Spec.ArgoServer.ArgoNamespace == obj.GetNamespace() {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(gc)})
+		}
+	}
+	return out
+}
