@@ -25,11 +25,6 @@ type agentResult struct {
 	principal principal
 }
 
-// agentEnabled tells whether a GitOpsCluster asks for Argo CD Agent mode.
-func agentEnabled(gc *appsv1beta1.GitOpsCluster) bool {
-	return gc.ArgoCDAgentEnabled()
-}
-
 // principalNames are the names the principal's certificate holds: its Service in the Argo
 // CD namespace (the operator's, when found) and the address agents reach it at.
 func principalNames(gc *appsv1beta1.GitOpsCluster, p principal) []string {
@@ -47,7 +42,7 @@ func principalNames(gc *appsv1beta1.GitOpsCluster, p principal) []string {
 // ensureAgentTrust keeps the principal's trust Secrets in argoNamespace and records an
 // Event for each one it issued.
 func (r *Reconciler) ensureAgentTrust(ctx context.Context, gc *appsv1beta1.GitOpsCluster) (agentResult, error) {
-	res := agentResult{enabled: agentEnabled(gc)}
+	res := agentResult{enabled: gc.ArgoCDAgentEnabled()}
 	if !res.enabled {
 		return res, nil
 	}

@@ -137,7 +137,7 @@ func (r *Reconciler) observe(ctx context.Context, gc *appsv1beta1.GitOpsCluster)
 	}
 	if refusal := r.refuseArgoNamespace(gc); refusal != nil {
 		// Agent mode's trust is the first step in the argoNamespace.
-		obs.agent.enabled = agentEnabled(gc)
+		obs.agent.enabled = gc.ArgoCDAgentEnabled()
 		if obs.agent.enabled {
 			refusal.condition = appsv1beta1.ConditionArgoCDAgentTrust
 		}
