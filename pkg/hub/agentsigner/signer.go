@@ -88,7 +88,7 @@ func Approve(base agent.CSRApproveFunc) agent.CSRApproveFunc {
 		if csr.Spec.SignerName != SignerName {
 			return base(ctx, cluster, addon, csr)
 		}
-		if err := check(cluster.Name, addon, csr); err != nil {
+		if _, err := check(cluster.Name, addon, csr); err != nil {
 			ctrl.LoggerFrom(ctx).Info("not approving an Argo CD Agent certificate request", "csr", csr.Name, "cluster", cluster.Name, "reason", err.Error())
 			return false
 		}
@@ -98,43 +98,43 @@ func Approve(base agent.CSRApproveFunc) agent.CSRApproveFunc {
 
 // check tells why a request of our signer must not be approved: the cluster is not in
 // agent mode, the request does not come from that cluster's registration agent, or it
-// asks for another identity than the cluster's.
-func check(cluster string, addon *addonv1beta1.ManagedClusterAddOn, csr *certificatesv1.CertificateSigningRequest) error {
+// asks for another identity than the cluster's. It returns the parsed request.
+func check(cluster string, addon *addonv1beta1.ManagedClusterAddOn, csr *certificatesv1.CertificateSigningRequest) (*x509.CertificateRequest, error) {
 	if agentMode(addon) == "" {
-		return errors.New("the cluster is not in Argo CD Agent mode")
+		return nil, errors.New("the cluster is not in Argo CD Agent mode")
 	}
 	// A klusterlet authenticates as system:open-cluster-management:<cluster>:<agent id>;
 	// the separator matters: cluster "a" must not pass for cluster "a-b".
 	if !strings.HasPrefix(csr.Spec.Username, "system:open-cluster-management:"+cluster+":") {
-		return fmt.Errorf("requested by %q, not by the registration agent of cluster %s", csr.Spec.Username, cluster)
+		return nil, fmt.Errorf("requested by %q, not by the registration agent of cluster %s", csr.Spec.Username, cluster)
 	}
 	req, err := parseRequest(csr)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if req.Subject.CommonName != cluster {
-		return fmt.Errorf("asks for common name %q: an agent's certificate names its own cluster, %s", req.Subject.CommonName, cluster)
+		return nil, fmt.Errorf("asks for common name %q: an agent's certificate names its own cluster, %s", req.Subject.CommonName, cluster)
 	}
 	if !slices.Equal(req.Subject.Organization, []string{Group}) {
-		return fmt.Errorf("asks for organizations %v, not [%s]", req.Subject.Organization, Group)
+		return nil, fmt.Errorf("asks for organizations %v, not [%s]", req.Subject.Organization, Group)
 	}
 	// OCM's registration agent puts one DNS name in every addon request
 	// (<addon>.addon.open-cluster-management.io); anything else is not ours to sign.
 	ocmName := addon.Name + ".addon.open-cluster-management.io"
 	for _, name := range req.DNSNames {
 		if name != ocmName {
-			return fmt.Errorf("asks for DNS name %q; a client certificate needs none but OCM's own %s", name, ocmName)
+			return nil, fmt.Errorf("asks for DNS name %q; a client certificate needs none but OCM's own %s", name, ocmName)
 		}
 	}
 	if len(req.IPAddresses)+len(req.EmailAddresses)+len(req.URIs) > 0 {
-		return errors.New("asks for IP, email or URI subject alternative names, which a client certificate does not need")
+		return nil, errors.New("asks for IP, email or URI subject alternative names, which a client certificate does not need")
 	}
 	for _, usage := range csr.Spec.Usages {
 		if usage != certificatesv1.UsageClientAuth && usage != certificatesv1.UsageDigitalSignature && usage != certificatesv1.UsageKeyEncipherment {
-			return fmt.Errorf("asks for usage %q; only client auth is signed", usage)
+			return nil, fmt.Errorf("asks for usage %q; only client auth is signed", usage)
 		}
 	}
-	return nil
+	return req, nil
 }
 
 func parseRequest(csr *certificatesv1.CertificateSigningRequest) (*x509.CertificateRequest, error) {
@@ -156,7 +156,8 @@ func (s *Signer) Sign(ctx context.Context, cluster *clusterv1.ManagedCluster, ad
 	if csr.Spec.SignerName != SignerName {
 		return nil, fmt.Errorf("signer %s is not gitops-addon's", csr.Spec.SignerName)
 	}
-	if err := check(cluster.Name, addon, csr); err != nil {
+	req, err := check(cluster.Name, addon, csr)
+	if err != nil {
 		return nil, fmt.Errorf("refusing to sign %s: %w", csr.Name, err)
 	}
 	namespace, err := s.caNamespace(ctx, addon)
@@ -169,10 +170,6 @@ func (s *Signer) Sign(ctx context.Context, cluster *clusterv1.ManagedCluster, ad
 	}
 	if ca == nil {
 		return nil, fmt.Errorf("signing %s for cluster %s: Secret %s/%s does not exist yet", csr.Name, cluster.Name, namespace, agenttrust.CASecret)
-	}
-	req, err := parseRequest(csr)
-	if err != nil {
-		return nil, err
 	}
 	now := time.Now
 	if s.Now != nil {
