@@ -6,7 +6,6 @@ import (
 	"io"
 	"slices"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
@@ -57,13 +56,12 @@ func Principal(w io.Writer, o PrincipalOptions) error {
 	if len(allowed) > 0 {
 		principal["namespace"] = map[string]any{"allowedNamespaces": allowed}
 	}
-	cr := &unstructured.Unstructured{Object: map[string]any{
+	out, err := yaml.Marshal(map[string]any{
 		"apiVersion": "argoproj.io/v1beta1",
 		"kind":       "ArgoCD",
 		"metadata":   map[string]any{"name": o.Name, "namespace": o.Namespace},
 		"spec":       map[string]any{"argoCDAgent": map[string]any{"principal": principal}},
-	}}
-	out, err := yaml.Marshal(cr.Object)
+	})
 	if err != nil {
 		return fmt.Errorf("encoding the ArgoCD settings: %w", err)
 	}
