@@ -13,19 +13,13 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/addon"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/agentsigner"
 	"github.com/gitops-addon/gitops-addon/pkg/render"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/addonstatus"
-	"github.com/gitops-addon/gitops-addon/pkg/spoke/agent"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/agentcert"
 	"github.com/gitops-addon/gitops-addon/test/pki"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
@@ -79,14 +73,7 @@ func TestArgoCDAgentCertificateReachesArgoCDAgent(t *testing.T) {
 	o := agentcert.Options{SourceNamespace: addon.DefaultInstallNamespace, SourceSecret: sourceName,
 		ArgoNamespace: constants.GitOpsNamespace, AgentDeployment: deploymentName, Report: addonstatus.NewReport()}
 
-	scheme, err := agent.SpokeScheme()
-	require.NoError(t, err)
-	mgr, err := ctrl.NewManager(asAgent(env.Config), ctrl.Options{
-		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		Cache:      cache.Options{ByObject: o.CacheByObject()},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	require.NoError(t, err)
+	mgr := newSpokeManager(t, asAgent(env.Config), o.CacheByObject())
 	require.NoError(t, (&agentcert.Reconciler{Client: mgr.GetClient(), Options: o}).SetupWithManager(mgr))
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)

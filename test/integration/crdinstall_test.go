@@ -15,18 +15,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/addon"
 	"github.com/gitops-addon/gitops-addon/pkg/render"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/addonstatus"
-	"github.com/gitops-addon/gitops-addon/pkg/spoke/agent"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/crdinstall"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/routeguard"
 	"github.com/gitops-addon/gitops-addon/test/fakeroute"
@@ -74,16 +68,9 @@ type installer struct {
 
 func startInstaller(t *testing.T, cfg *rest.Config, openShift bool) *installer {
 	t.Helper()
-	scheme, err := agent.SpokeScheme()
-	require.NoError(t, err)
-	mgr, err := ctrl.NewManager(asAgent(cfg), ctrl.Options{
-		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		Cache:      cache.Options{ByObject: routeguard.CacheByObject()},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	require.NoError(t, err)
+	mgr := newSpokeManager(t, asAgent(cfg), routeguard.CacheByObject())
 	report := addonstatus.NewReport()
-	_, err = crdinstall.SetupWithManager(mgr, crdinstall.Options{Report: report, OpenShift: openShift})
+	_, err := crdinstall.SetupWithManager(mgr, crdinstall.Options{Report: report, OpenShift: openShift})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

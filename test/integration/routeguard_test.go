@@ -27,11 +27,7 @@ import (
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	"k8s.io/utils/ptr"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
 	"github.com/gitops-addon/gitops-addon/pkg/doctor"
@@ -112,18 +108,11 @@ func (s *spoke) waitAPIServiceAvailable(want bool) {
 // same apiserver plays the hub here).
 func (s *spoke) startGuard(o routeguard.Options) {
 	s.t.Helper()
-	scheme, err := agent.SpokeScheme()
-	require.NoError(s.t, err)
-	mgr, err := ctrl.NewManager(s.env.Config, ctrl.Options{
-		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		Cache: cache.Options{ByObject: routeguard.CacheByObject()},
-		// The test starts the guard several times in one process.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	require.NoError(s.t, err)
+	// The test starts the guard several times in one process.
+	mgr := newSpokeManager(s.t, s.env.Config, routeguard.CacheByObject())
 	s.report = addonstatus.NewReport()
 	o.Report = s.report
-	_, err = routeguard.SetupWithManager(mgr, o)
+	_, err := routeguard.SetupWithManager(mgr, o)
 	require.NoError(s.t, err)
 	hubScheme, err := agent.HubScheme()
 	require.NoError(s.t, err)
