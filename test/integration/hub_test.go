@@ -306,6 +306,26 @@ func agentGitOpsCluster(name, agent string) string {
 		`spec: {argoServer: {argoNamespace: openshift-gitops}, placementRef: {kind: Placement, name: no-such-placement}, gitopsAddon: {argoCDAgent: %s}}}`, name, agent)
 }
 
+// agentModeGitOpsCluster registers cluster and makes a GitOpsCluster named name (in
+// namespace name, with a Placement of that name deciding the cluster) that enables the
+// addon with spec.gitopsAddon.argoCDAgent set to argoCDAgent (YAML), its Argo CD in
+// agent-argocd.
+func (h *hub) agentModeGitOpsCluster(name, cluster, argoCDAgent string) {
+	h.t.Helper()
+	h.managedCluster(cluster, map[string]string{"product.open-cluster-management.io": "AKS"})
+	h.placement(name, name, cluster)
+	h.namespace("agent-argocd")
+	h.applyYAML(fmt.Sprintf(`
+apiVersion: apps.open-cluster-management.io/v1beta1
+kind: GitOpsCluster
+metadata: {name: %[1]s, namespace: %[1]s}
+spec:
+  argoServer: {argoNamespace: agent-argocd}
+  placementRef: {kind: Placement, name: %[1]s}
+  gitopsAddon: {enabled: true, argoCDAgent: %[2]s}
+`, name, argoCDAgent))
+}
+
 // parseCert reads the certificate of a TLS Secret.
 func parseCert(t *testing.T, s *corev1.Secret) *x509.Certificate {
 	t.Helper()
@@ -841,18 +861,7 @@ spec:
 	})
 
 	t.Run("Argo CD Agent client certificates: OCM's registration asks, the manager approves and signs with argocd-agent-ca; other identities are refused", func(t *testing.T) {
-		h.managedCluster("agent-1", map[string]string{"product.open-cluster-management.io": "AKS"})
-		h.placement("agent-certs", "agent-certs", "agent-1")
-		h.namespace("agent-argocd")
-		h.applyYAML(`
-apiVersion: apps.open-cluster-management.io/v1beta1
-kind: GitOpsCluster
-metadata: {name: agent-certs, namespace: agent-certs}
-spec:
-  argoServer: {argoNamespace: agent-argocd}
-  placementRef: {kind: Placement, name: agent-certs}
-  gitopsAddon: {enabled: true, argoCDAgent: {enabled: true, mode: autonomous, serverAddress: principal.example.com}}
-`)
+		h.agentModeGitOpsCluster("agent-certs", "agent-1", "{enabled: true, mode: autonomous, serverAddress: principal.example.com}")
 		h.waitCondition("agent-certs", "agent-certs", appsv1beta1.ConditionArgoCDAgentTrust, metav1.ConditionTrue, appsv1beta1.ReasonCertificatesCurrent)
 		// addon-framework's registration controller asks the klusterlet for the certificate.
 		require.Eventually(t, func() bool {
@@ -932,18 +941,7 @@ spec:
 	})
 
 	t.Run("Argo CD Agent mode without serverAddress: the principal's LoadBalancer is discovered, its absence explained", func(t *testing.T) {
-		h.managedCluster("agent-3", map[string]string{"product.open-cluster-management.io": "AKS"})
-		h.placement("agent-discovery", "agent-discovery", "agent-3")
-		h.namespace("agent-argocd")
-		h.applyYAML(`
-apiVersion: apps.open-cluster-management.io/v1beta1
-kind: GitOpsCluster
-metadata: {name: agent-discovery, namespace: agent-discovery}
-spec:
-  argoServer: {argoNamespace: agent-argocd}
-  placementRef: {kind: Placement, name: agent-discovery}
-  gitopsAddon: {enabled: true, argoCDAgent: {enabled: true}}
-`)
+		h.agentModeGitOpsCluster("agent-discovery", "agent-3", "{enabled: true}")
 		c := h.waitCondition("agent-discovery", "agent-discovery", appsv1beta1.ConditionArgoCDAgentTrust, metav1.ConditionFalse, appsv1beta1.ReasonPrincipalAddressUnknown)
 		assert.Contains(t, c.Message, "No Argo CD Agent principal runs in agent-argocd")
 
