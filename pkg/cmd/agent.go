@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/agent"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/agenthealth"
 )
 
 func newAgentCommand() *cobra.Command {
@@ -36,11 +37,15 @@ func newAgentCommand() *cobra.Command {
 		"the hub found this cluster to be OpenShift or MicroShift: never install the routes.route.openshift.io CRD (set by the hub)")
 	f.StringVar(&o.ArgoCDAgentCertificateSecret, "argocd-agent-certificate-secret", "",
 		"Argo CD Agent mode (set by the hub): the Secret of the agent's namespace where OCM keeps argocd-agent's client certificate; the agent copies it to argocd-agent-client-tls and restarts argocd-agent on every renewal")
+	f.StringVar(&o.ArgoCDAgentHealthURL, "argocd-agent-health-url", "",
+		"Argo CD Agent mode: argocd-agent's health endpoint, asked for whether it is connected to the principal (default: the GitOps operator's <argocd>-agent-agent-healthz Service)")
+	f.DurationVar(&o.ArgoCDAgentHealthInterval, "argocd-agent-health-interval", agenthealth.DefaultInterval,
+		"Argo CD Agent mode: how often argocd-agent's health endpoint is asked; the hub is written only when the answer changes")
 	f.BoolVar(&o.LeaderElection, "leader-elect", false, "elect one active replica through a Lease on the spoke")
 	return c
 }
 
 // spokeFeatures are the controllers the agent runs on the spoke.
 func spokeFeatures() []agent.Feature {
-	return []agent.Feature{agent.CRDInstaller, agent.RouteGuard, agent.ArgoCDAgentCertificate}
+	return []agent.Feature{agent.CRDInstaller, agent.RouteGuard, agent.ArgoCDAgentCertificate, agent.ArgoCDAgentHealth}
 }

@@ -126,6 +126,9 @@ const (
 	// ConditionArgoCDAgentCertificate: in Argo CD Agent mode, whether argocd-agent has the
 	// client certificate OCM issued (pkg/spoke/agentcert), and until when.
 	ConditionArgoCDAgentCertificate = "ArgoCDAgentCertificate"
+	// ConditionArgoCDAgentConnected: in Argo CD Agent mode, whether argocd-agent says it
+	// is connected to the hub's principal (pkg/spoke/agenthealth).
+	ConditionArgoCDAgentConnected = "ArgoCDAgentConnected"
 )
 
 // Reasons of the RouteAPI condition: how a spoke serves route.openshift.io/v1.

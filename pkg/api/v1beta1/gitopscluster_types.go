@@ -56,6 +56,10 @@ const (
 	// ReasonPrincipalAddressUnknown: agent mode without serverAddress; the agents cannot
 	// connect.
 	ReasonPrincipalAddressUnknown = "PrincipalAddressUnknown"
+	// ReasonArgoCDAgentsNotConnected: every addon is Available, but the argocd-agent of
+	// some agent-mode cluster has no client certificate yet or is not connected to the
+	// principal.
+	ReasonArgoCDAgentsNotConnected = "ArgoCDAgentsNotConnected"
 )
 
 // GitOpsCluster registers the managed clusters chosen by a Placement with an Argo CD

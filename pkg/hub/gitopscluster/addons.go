@@ -153,8 +153,9 @@ type addonState struct {
 	// modeProblem says why the cluster's Argo CD Agent mode label was not used.
 	modeProblem string
 	// agentMode: the cluster is in Argo CD Agent mode; agentCertificate: its agent
-	// reported the client certificate in place.
-	agentMode, agentCertificate bool
+	// reported the client certificate in place; agentConnected: that argocd-agent is
+	// connected to the principal.
+	agentMode, agentCertificate, agentConnected bool
 }
 
 // agentModeOf is the Argo CD Agent mode of one cluster: its ManagedCluster's
@@ -201,6 +202,11 @@ func (res *addonResult) add(cluster string, state addonState) {
 		} else {
 			res.agentWithoutCertificate = append(res.agentWithoutCertificate, cluster)
 		}
+		if state.agentConnected {
+			res.agentConnected++
+		} else {
+			res.agentNotConnected = append(res.agentNotConnected, cluster)
+		}
 	}
 	res.withAddon++
 	if state.available {
@@ -228,6 +234,7 @@ func (r *Reconciler) ensureAddon(ctx context.Context, gc *appsv1beta1.GitOpsClus
 	state := addonState{outcome: outcome, available: available, modeProblem: problem, agentMode: mode != ""}
 	if state.agentMode {
 		state.agentCertificate = meta.IsStatusConditionTrue(current.Status.Conditions, constants.ConditionArgoCDAgentCertificate)
+		state.agentConnected = meta.IsStatusConditionTrue(current.Status.Conditions, constants.ConditionArgoCDAgentConnected)
 	}
 	return state, nil
 }

@@ -255,10 +255,14 @@ func addonChangeMatters() predicate.Funcs {
 		certificate := func(a *addonv1beta1.ManagedClusterAddOn) bool {
 			return meta.IsStatusConditionTrue(a.Status.Conditions, constants.ConditionArgoCDAgentCertificate)
 		}
+		connected := func(a *addonv1beta1.ManagedClusterAddOn) bool {
+			return meta.IsStatusConditionTrue(a.Status.Conditions, constants.ConditionArgoCDAgentConnected)
+		}
 		return old.Generation != updated.Generation ||
 			!maps.Equal(old.Labels, updated.Labels) || !maps.Equal(old.Annotations, updated.Annotations) ||
 			!old.DeletionTimestamp.Equal(updated.DeletionTimestamp) ||
-			available(old) != available(updated) || certificate(old) != certificate(updated)
+			available(old) != available(updated) || certificate(old) != certificate(updated) ||
+			connected(old) != connected(updated)
 	}}
 }
 

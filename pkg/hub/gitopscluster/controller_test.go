@@ -470,21 +470,60 @@ func TestPrincipalAddressIsSetOrDiscovered(t *testing.T) {
 	}
 }
 
-// TestAgentCertificatesAreCountedPerCluster: the GitOpsCluster says on how many
-// agent-mode clusters argocd-agent has its client certificate, and names the others.
-func TestAgentCertificatesAreCountedPerCluster(t *testing.T) {
-	gc := gitOpsCluster("gc", "p", true)
-	gc.Spec.GitOpsAddon.ArgoCDAgent = &appsv1beta1.ArgoCDAgentSpec{Enabled: ptr.To(true), ServerAddress: "principal.example.com"}
-	r, c := newReconciler(t, append(placementObjects("p", "c1", "c2"), gc)...)
-	r.Trust = &agenttrust.Keeper{Client: c, APIReader: c}
-	reconcileOnce(t, r, gc)
+// TestAgentCertificatesAndConnectionsAreCountedPerCluster: the GitOpsCluster says on how
+// many agent-mode clusters argocd-agent has its client certificate and is connected,
+// names the others, and is not ready while an Available cluster's agent is not connected.
+func TestAgentCertificatesAndConnectionsAreCountedPerCluster(t *testing.T) {
+	type agentReport struct{ available, certificate, connected bool }
+	for _, tt := range []struct {
+		name         string
+		c1, c2       agentReport
+		wantStatus   metav1.ConditionStatus
+		wantReason   string
+		wantMessages []string
+	}{
+		{name: "one certificate, no connection", c1: agentReport{true, true, false}, c2: agentReport{true, false, false},
+			wantStatus: metav1.ConditionFalse, wantReason: appsv1beta1.ReasonArgoCDAgentsNotConnected,
+			wantMessages: []string{"Argo CD Agent client certificate in place on 1 of 2 agent-mode cluster(s); not yet on: c2",
+				"argocd-agent connected to the principal on 0 of 2; not connected: c1, c2 (see their ManagedClusterAddOn's ArgoCDAgentConnected condition)"}},
+		{name: "one connected", c1: agentReport{true, true, true}, c2: agentReport{true, true, false},
+			wantStatus: metav1.ConditionFalse, wantReason: appsv1beta1.ReasonArgoCDAgentsNotConnected,
+			wantMessages: []string{"connected to the principal on 1 of 2; not connected: c2"}},
+		{name: "all connected", c1: agentReport{true, true, true}, c2: agentReport{true, true, true},
+			wantStatus: metav1.ConditionTrue, wantReason: appsv1beta1.ReasonAddOnsAvailable,
+			wantMessages: []string{"2 of 2 addon(s) Available. Argo CD Agent client certificate in place on 2 of 2 agent-mode cluster(s); argocd-agent connected to the principal on 2 of 2."}},
+		{name: "an addon not Available is named first", c1: agentReport{true, true, true}, c2: agentReport{false, false, false},
+			wantStatus: metav1.ConditionFalse, wantReason: appsv1beta1.ReasonAddOnsProgressing,
+			wantMessages: []string{"waiting for: c2", "not connected: c2"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			gc := gitOpsCluster("gc", "p", true)
+			gc.Spec.GitOpsAddon.ArgoCDAgent = &appsv1beta1.ArgoCDAgentSpec{Enabled: ptr.To(true), ServerAddress: "principal.example.com"}
+			r, c := newReconciler(t, append(placementObjects("p", "c1", "c2"), gc)...)
+			r.Trust = &agenttrust.Keeper{Client: c, APIReader: c}
+			reconcileOnce(t, r, gc)
+			for cluster, report := range map[string]agentReport{"c1": tt.c1, "c2": tt.c2} {
+				mca := &addonv1beta1.ManagedClusterAddOn{}
+				require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: cluster, Name: constants.AddonName}, mca))
+				for condition, on := range map[string]bool{addonv1beta1.ManagedClusterAddOnConditionAvailable: report.available,
+					constants.ConditionArgoCDAgentCertificate: report.certificate, constants.ConditionArgoCDAgentConnected: report.connected} {
+					status := metav1.ConditionFalse
+					if on {
+						status = metav1.ConditionTrue
+					}
+					meta.SetStatusCondition(&mca.Status.Conditions, metav1.Condition{Type: condition, Status: status, Reason: "Test"})
+				}
+				require.NoError(t, c.Status().Update(context.Background(), mca))
+			}
+			got := reconcileOnce(t, r, gc)
 
-	mca := &addonv1beta1.ManagedClusterAddOn{}
-	require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "c1", Name: constants.AddonName}, mca))
-	meta.SetStatusCondition(&mca.Status.Conditions, metav1.Condition{Type: constants.ConditionArgoCDAgentCertificate, Status: metav1.ConditionTrue, Reason: "InPlace"})
-	require.NoError(t, c.Status().Update(context.Background(), mca))
-	got := reconcileOnce(t, r, gc)
-
-	addons := meta.FindStatusCondition(got.Status.Conditions, appsv1beta1.ConditionAddOnsReady)
-	assert.Contains(t, addons.Message, "Argo CD Agent client certificate in place on 1 of 2 agent-mode cluster(s); not yet on: c2")
+			addons := meta.FindStatusCondition(got.Status.Conditions, appsv1beta1.ConditionAddOnsReady)
+			require.NotNil(t, addons)
+			assert.Equal(t, tt.wantStatus, addons.Status, addons.Message)
+			assert.Equal(t, tt.wantReason, addons.Reason, addons.Message)
+			for _, m := range tt.wantMessages {
+				assert.Contains(t, addons.Message, m)
+			}
+		})
+	}
 }

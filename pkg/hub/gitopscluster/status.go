@@ -49,9 +49,10 @@ type addonResult struct {
 	// recheckAfter is when a ManagedClusterAddOn being removed will have waited StuckAfter.
 	recheckAfter time.Duration
 	// agentMode clusters in Argo CD Agent mode, of which agentCertificates reported their
-	// client certificate in place; agentWithoutCertificate are the others.
-	agentMode, agentCertificates int
-	agentWithoutCertificate      []string
+	// client certificate in place (agentWithoutCertificate the others) and agentConnected
+	// their argocd-agent connected to the principal (agentNotConnected the others).
+	agentMode, agentCertificates, agentConnected int
+	agentWithoutCertificate, agentNotConnected   []string
 }
 
 // observation gathers everything one reconcile learned; status is a pure function of it.
@@ -233,6 +234,11 @@ func addonsCondition(obs observation) metav1.Condition {
 	case len(a.notAvailable) > 0:
 		c.Status, c.Reason = metav1.ConditionFalse, appsv1beta1.ReasonAddOnsProgressing
 		c.Message = fmt.Sprintf("%d of %d addon(s) Available; waiting for: %s.", a.available, a.withAddon, listNames(a.notAvailable))
+	case len(a.agentNotConnected) > 0:
+		// The stack is delivered, but GitOps does not reach these clusters until their
+		// argocd-agent connects.
+		c.Status, c.Reason = metav1.ConditionFalse, appsv1beta1.ReasonArgoCDAgentsNotConnected
+		c.Message = fmt.Sprintf("%d of %d addon(s) Available.", a.available, a.withAddon)
 	default:
 		c.Status, c.Reason = metav1.ConditionTrue, appsv1beta1.ReasonAddOnsAvailable
 		c.Message = fmt.Sprintf("%d of %d addon(s) Available.", a.available, a.withAddon)
@@ -241,6 +247,10 @@ func addonsCondition(obs observation) metav1.Condition {
 		c.Message += fmt.Sprintf(" Argo CD Agent client certificate in place on %d of %d agent-mode cluster(s)", a.agentCertificates, a.agentMode)
 		if len(a.agentWithoutCertificate) > 0 {
 			c.Message += "; not yet on: " + listNames(a.agentWithoutCertificate) + " (see their ManagedClusterAddOn's " + constants.ConditionArgoCDAgentCertificate + " condition)"
+		}
+		c.Message += fmt.Sprintf("; argocd-agent connected to the principal on %d of %d", a.agentConnected, a.agentMode)
+		if len(a.agentNotConnected) > 0 {
+			c.Message += "; not connected: " + listNames(a.agentNotConnected) + " (see their ManagedClusterAddOn's " + constants.ConditionArgoCDAgentConnected + " condition)"
 		}
 		c.Message += "."
 	}

@@ -63,6 +63,9 @@ func (p *Publisher) Publish(ctx context.Context) error {
 			c.ObservedGeneration = addon.Generation
 			changed = meta.SetStatusCondition(&addon.Status.Conditions, c) || changed
 		}
+		for _, t := range p.Report.Withdrawn() {
+			changed = meta.RemoveStatusCondition(&addon.Status.Conditions, t) || changed
+		}
 		if !changed {
 			return nil
 		}

@@ -17,7 +17,10 @@ import (
 type Report struct {
 	mu         sync.Mutex
 	conditions []metav1.Condition
-	changed    chan struct{}
+	// withdrawn are condition types this agent reported before and no longer does (a
+	// feature turned off): the Publisher removes them from the ManagedClusterAddOn.
+	withdrawn []string
+	changed   chan struct{}
 }
 
 // NewReport returns an empty report.
@@ -52,9 +55,36 @@ func (r *Report) Condition(conditionType string) (metav1.Condition, bool) {
 func (r *Report) Set(c metav1.Condition) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.withdrawn = slices.DeleteFunc(r.withdrawn, func(t string) bool { return t == c.Type })
 	if !meta.SetStatusCondition(&r.conditions, c) {
 		return
 	}
+	r.signal()
+}
+
+// Withdraw says the agent no longer reports these condition types (a feature that is off
+// now), so that a condition from when it was on does not stay behind on the hub.
+func (r *Report) Withdraw(conditionTypes ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, t := range conditionTypes {
+		meta.RemoveStatusCondition(&r.conditions, t)
+		if !slices.Contains(r.withdrawn, t) {
+			r.withdrawn = append(r.withdrawn, t)
+		}
+	}
+	r.signal()
+}
+
+// Withdrawn returns the condition types the agent no longer reports.
+func (r *Report) Withdrawn() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.withdrawn)
+}
+
+// signal says something changed, coalesced; r.mu is held.
+func (r *Report) signal() {
 	select {
 	case r.changed <- struct{}{}:
 	default:

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -32,6 +33,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/addonstatus"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/agentcert"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/agenthealth"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/crdinstall"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/routeguard"
 )
@@ -57,6 +59,11 @@ type Options struct {
 	// agent's namespace in which OCM keeps argocd-agent's client certificate; the agent
 	// hands it to argocd-agent (pkg/spoke/agentcert). Empty: not in agent mode.
 	ArgoCDAgentCertificateSecret string
+	// ArgoCDAgentHealthURL is argocd-agent's health endpoint, asked in agent mode for
+	// whether it is connected to the principal; empty: the operator's healthz Service.
+	ArgoCDAgentHealthURL string
+	// ArgoCDAgentHealthInterval is how often it is asked; zero: agenthealth.DefaultInterval.
+	ArgoCDAgentHealthInterval time.Duration
 
 	MetricsBindAddress     string
 	HealthProbeBindAddress string
@@ -134,16 +141,35 @@ func CRDInstaller(s Setup) error {
 }
 
 // ArgoCDAgentCertificate hands argocd-agent the client certificate OCM keeps for it and
-// restarts it on every renewal; it does nothing outside Argo CD Agent mode.
+// restarts it on every renewal. Outside Argo CD Agent mode it removes what it kept there
+// when the cluster was in agent mode (agentcert.Retirement).
 func ArgoCDAgentCertificate(s Setup) error {
 	o, on := s.Options.agentCertificate(s.Report)
 	if !on {
-		return nil
+		// Uncached: the Secret is read once, by name, which is all the RBAC allows.
+		direct, err := client.New(s.SpokeConfig, client.Options{Scheme: s.Manager.GetScheme()})
+		if err != nil {
+			return fmt.Errorf("creating the spoke client: %w", err)
+		}
+		return s.Manager.Add(&agentcert.Retirement{Client: direct, ArgoNamespace: o.ArgoNamespace, Report: s.Report})
 	}
 	if err := (&agentcert.Reconciler{Client: s.Manager.GetClient(), Options: o}).SetupWithManager(s.Manager); err != nil {
 		return fmt.Errorf("setting up the Argo CD Agent certificate controller: %w", err)
 	}
 	return nil
+}
+
+// ArgoCDAgentHealth reports, in Argo CD Agent mode, whether argocd-agent is connected to
+// the principal.
+func ArgoCDAgentHealth(s Setup) error {
+	if _, on := s.Options.agentCertificate(nil); !on {
+		return nil
+	}
+	url := s.Options.ArgoCDAgentHealthURL
+	if url == "" {
+		url = agenthealth.HealthURL(constants.ArgoCDName, constants.GitOpsNamespace)
+	}
+	return s.Manager.Add(&agenthealth.Prober{URL: url, Interval: s.Options.ArgoCDAgentHealthInterval, Report: s.Report})
 }
 
 // agentCertificate is the configuration of the Argo CD Agent certificate controller, and

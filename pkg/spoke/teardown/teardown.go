@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/agentcert"
 )
 
 // ArgoCDGVK is the kind of the Argo CD instance the addon delivers.
@@ -43,9 +44,25 @@ type Options struct {
 }
 
 // Run deletes the ArgoCD instance if gitops-addon delivered it (an instance without our
-// label is the user's and stays) and waits until it is gone. A missing instance, or a
-// cluster without the ArgoCD API, is already torn down.
+// label is the user's and stays) and waits until it is gone, then the client certificate
+// gitops-addon kept there for argocd-agent in Argo CD Agent mode. A missing instance, or
+// a cluster without the ArgoCD API, is already torn down.
 func Run(ctx context.Context, c client.WithWatch, o Options) error {
+	if err := removeArgoCD(ctx, c, o); err != nil {
+		return err
+	}
+	removed, err := agentcert.RemoveClientTLS(ctx, c, o.Namespace)
+	if err != nil {
+		return err
+	}
+	if removed {
+		o.Logf("deleted Secret %s/%s, argocd-agent's client certificate gitops-addon kept", o.Namespace, agentcert.ClientTLSSecret)
+	}
+	return nil
+}
+
+// removeArgoCD deletes the instance gitops-addon delivered and waits until it is gone.
+func removeArgoCD(ctx context.Context, c client.WithWatch, o Options) error {
 	list := argoCDList()
 	err := c.List(ctx, list, client.InNamespace(o.Namespace), client.MatchingFields{"metadata.name": o.Name})
 	switch {
