@@ -9,8 +9,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,8 +30,14 @@ import (
 // grantAgentModeRBAC applies the agent's identity and the Roles the hub ships in Argo CD
 // Agent mode, as `render --set argoCDAgent.mode=managed` prints them.
 func grantAgentModeRBAC(t *testing.T, ctx context.Context, c client.Client) {
+	grantNamespacedAgentRBAC(t, ctx, c, "argoCDAgent.mode=managed")
+}
+
+// grantNamespacedAgentRBAC applies the agent's identity and the Roles (in the addon and
+// the Argo CD namespace) the hub ships with values.
+func grantNamespacedAgentRBAC(t *testing.T, ctx context.Context, c client.Client, values ...string) {
 	t.Helper()
-	objects, err := render.Objects(ctx, render.Options{Cluster: "spoke1", Values: []string{"argoCDAgent.mode=managed"}})
+	objects, err := render.Objects(ctx, render.Options{Cluster: "spoke1", Values: values})
 	require.NoError(t, err)
 	for _, ns := range []string{addon.DefaultInstallNamespace, constants.GitOpsNamespace} {
 		require.NoError(t, client.IgnoreAlreadyExists(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})))
@@ -179,5 +187,57 @@ func TestArgoCDAgentCertificateReachesArgoCDAgent(t *testing.T) {
 		c := condition(t, agentcert.ReasonFailed)
 		assert.Contains(t, c.Message, "was not created by gitops-addon")
 		assert.Equal(t, first, clientTLS().Data[corev1.TLSCertKey], "theirs is kept")
+	})
+}
+
+// TestOutOfArgoCDAgentModeTheClientCertificateGoes: on a real apiserver, with only the
+// RBAC the hub ships outside agent mode, the agent deletes the argocd-agent-client-tls it
+// wrote when the cluster was in agent mode, and never one it did not write.
+func TestOutOfArgoCDAgentModeTheClientCertificateGoes(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := context.Background()
+	grantNamespacedAgentRBAC(t, ctx, env.Client)
+	agentClient, err := client.New(asAgent(env.Config), client.Options{Scheme: env.Client.Scheme()})
+	require.NoError(t, err)
+	certPEM, keyPEM := clientCertificate(t, "spoke1")
+	clientTLS := func(labels map[string]string) *corev1.Secret {
+		return &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: constants.GitOpsNamespace, Name: agentcert.ClientTLSSecret, Labels: labels},
+			Type:       corev1.SecretTypeTLS, Data: map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM},
+		}
+	}
+	retire := func(t *testing.T) *addonstatus.Report {
+		t.Helper()
+		report := addonstatus.NewReport()
+		report.Set(metav1.Condition{Type: constants.ConditionArgoCDAgentConnected, Status: metav1.ConditionTrue, Reason: "Connected"})
+		runCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		r := &agentcert.Retirement{Client: agentClient, ArgoNamespace: constants.GitOpsNamespace, Report: report, RetryInterval: 100 * time.Millisecond}
+		require.NoError(t, r.Start(runCtx), "it finishes (a failure would retry until the timeout)")
+		return report
+	}
+
+	t.Run("the Secret gitops-addon wrote goes, and the agent-mode conditions are withdrawn", func(t *testing.T) {
+		require.NoError(t, env.Client.Create(ctx, clientTLS(map[string]string{constants.LabelManagedBy: constants.ManagedByValue})))
+		report := retire(t)
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(clientTLS(nil)), &corev1.Secret{})
+		assert.True(t, apierrors.IsNotFound(err), "argocd-agent-client-tls deleted, got %v", err)
+		_, reported := report.Condition(constants.ConditionArgoCDAgentConnected)
+		assert.False(t, reported)
+		assert.ElementsMatch(t, agentcert.AgentModeConditions, report.Withdrawn())
+	})
+
+	t.Run("a Secret of that name someone else wrote stays", func(t *testing.T) {
+		require.NoError(t, env.Client.Create(ctx, clientTLS(nil)))
+		retire(t)
+		assert.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(clientTLS(nil)), &corev1.Secret{}))
+	})
+
+	t.Run("the agent may delete only that Secret", func(t *testing.T) {
+		for name, want := range map[string]bool{agentcert.ClientTLSSecret: true, "argocd-secret": false, "argocd-agent-ca": false} {
+			ok, why := testenv.Allowed(t, ctx, env.Client, agentUser, []string{"system:serviceaccounts"}, testenv.Access{
+				Resource: authorizationv1.ResourceAttributes{Verb: "delete", Resource: "secrets", Namespace: constants.GitOpsNamespace, Name: name}})
+			assert.Equal(t, want, ok, "delete Secret %s: %s", name, why)
+		}
 	})
 }
