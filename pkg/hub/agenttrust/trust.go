@@ -57,8 +57,11 @@ type Certificate struct {
 
 // State is the trust of a namespace after Ensure.
 type State struct {
-	CA            Certificate
-	UserCA        bool // the CA Secret is the user's: used as is, never replaced
+	CA     Certificate
+	UserCA bool // the CA Secret is the user's: used as is, never replaced
+	// PreviousCA is the CA before the last rotation, still trusted beside the current
+	// one until it expires; nil when there is none.
+	PreviousCA    *Certificate
 	Principal     Certificate
 	ResourceProxy Certificate
 	// Issued says, per Secret written in this pass, why ("missing", or why it was renewed).
@@ -71,7 +74,8 @@ type State struct {
 }
 
 // CACertificatePEM is the CA's certificate (never its key), which agents trust the
-// principal by; nil before Ensure.
+// principal by, followed by the previous CA's while it is valid after a rotation; nil
+// before Ensure.
 func (st State) CACertificatePEM() []byte {
 	if st.ca == nil {
 		return nil
@@ -95,6 +99,9 @@ func (k *Keeper) Ensure(ctx context.Context, req Request) (State, error) {
 	}
 	st.UserCA, st.ca = user, ca
 	st.CA = Certificate{Secret: CASecret, NotAfter: ca.cert.NotAfter}
+	if previous := ca.bundled(); len(previous) > 0 {
+		st.PreviousCA = &Certificate{Secret: CASecret, NotAfter: previous[0].NotAfter}
+	}
 	for _, s := range []struct {
 		name, commonName string
 		names            []string
@@ -112,18 +119,21 @@ func (k *Keeper) Ensure(ctx context.Context, req Request) (State, error) {
 			st.RenewAt = at
 		}
 	}
+	if !st.UserCA {
+		st.RenewAt = earliest(st.RenewAt, caDue(ca))
+	}
 	return st, k.ensureJWTKey(ctx, req.Namespace, st.Issued)
 }
 
-// ensureCA returns the namespace's CA: ours (issued when missing), or the user's, used as
-// is when it has its key.
+// ensureCA returns the namespace's CA: ours (issued when missing, rotated past renewAt of
+// its lifetime), or the user's, used as is when it has its key.
 func (k *Keeper) ensureCA(ctx context.Context, ns string, now time.Time, issued map[string]string) (*keyPair, bool, error) {
 	secret, err := k.get(ctx, ns, CASecret)
 	if err != nil {
 		return nil, false, err
 	}
 	if secret == nil {
-		ca, err := newCA("gitops-addon argocd-agent CA", now, CALifetime)
+		ca, err := newCA(caCommonName, now, CALifetime)
 		if err != nil {
 			return nil, false, err
 		}
@@ -137,7 +147,15 @@ func (k *Keeper) ensureCA(ctx context.Context, ns string, now time.Time, issued 
 	if ca.key == nil || !ca.cert.IsCA {
 		return nil, false, fmt.Errorf("Secret %s/%s must hold a CA certificate and its key (tls.crt, tls.key) to sign the principal's certificates", ns, CASecret)
 	}
-	return ca, !ours(secret), nil
+	if !ours(secret) {
+		return ca, true, nil
+	}
+	next, why, err := rotateCA(ca, now)
+	if err != nil || why == "" {
+		return ca, false, err
+	}
+	issued[CASecret] = why
+	return next, false, k.write(ctx, secret, tlsSecret(ns, CASecret, next))
 }
 
 func (k *Keeper) ensureServing(ctx context.Context, ns, name, commonName string, names []string, ca *keyPair, now time.Time, issued map[string]string) (*keyPair, error) {

@@ -153,3 +153,81 @@ func TestClientConfigIsKeptUntilDue(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, issued, "renewed past 80 % of its lifetime")
 }
+
+// TestOurCAIsRotatedWithAnOverlap: past 80 % of its lifetime gitops-addon's CA is replaced
+// by a new one, the previous one stays in the bundle (tls.crt, and what agents trust)
+// until it expires so that certificates either signed keep verifying, the serving
+// certificates are signed again by the new CA, and nothing is written when nothing is due.
+func TestOurCAIsRotatedWithAnOverlap(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)
+	k, c := newKeeper(t, &now)
+	req := Request{Namespace: ns, PrincipalNames: []string{"principal.example.com"}}
+	first, err := k.Ensure(ctx, req)
+	require.NoError(t, err)
+	oldCA := certOf(t, c, CASecret)
+	var oldClient []byte
+	assert.Equal(t, renewalTime(certOf(t, c, PrincipalSecret)), first.RenewAt, "the serving certificates are due before the CA")
+
+	verifies := func(t *testing.T, certPEM, bundle []byte, at time.Time) error {
+		t.Helper()
+		pair, err := parsePair(certPEM, nil)
+		require.NoError(t, err)
+		roots := x509.NewCertPool()
+		require.True(t, roots.AppendCertsFromPEM(bundle))
+		_, err = pair.cert.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}, CurrentTime: at})
+		return err
+	}
+
+	t.Run("before 80 % of its lifetime the CA stays", func(t *testing.T) {
+		now = oldCA.NotBefore.Add(time.Duration(float64(CALifetime) * 0.79))
+		st, err := k.Ensure(ctx, req)
+		require.NoError(t, err)
+		assert.NotContains(t, st.Issued, CASecret)
+		assert.Nil(t, st.PreviousCA)
+		oldClient, _, err = st.ClientConfigFor("cluster1", nil, now)
+		require.NoError(t, err)
+	})
+	var rotated State
+	t.Run("past 80 %: a new CA, the previous one trusted beside it, the serving certificates signed again", func(t *testing.T) {
+		now = oldCA.NotBefore.Add(time.Duration(float64(CALifetime) * 0.81)) // 73 days later: the client certificate is still valid
+		rotated, err = k.Ensure(ctx, req)
+		require.NoError(t, err)
+		assert.Contains(t, rotated.Issued[CASecret], "rotated")
+		assert.Contains(t, rotated.Issued, PrincipalSecret)
+		assert.Contains(t, rotated.Issued, ResourceProxySecret)
+		newCA := certOf(t, c, CASecret)
+		assert.NotEqual(t, oldCA.SerialNumber, newCA.SerialNumber, "tls.crt starts with the new CA")
+		require.NotNil(t, rotated.PreviousCA)
+		assert.Equal(t, oldCA.NotAfter, rotated.PreviousCA.NotAfter)
+		bundle := rotated.CACertificatePEM()
+		require.NoError(t, certOf(t, c, PrincipalSecret).CheckSignatureFrom(newCA))
+		var oldConfig ClientConfig
+		require.NoError(t, json.Unmarshal(oldClient, &oldConfig))
+		assert.NoError(t, verifies(t, oldConfig.TLSClientConfig.CertData, bundle, now), "a certificate the previous CA signed still verifies")
+		newClient, issued, err := rotated.ClientConfigFor("cluster1", oldClient, now)
+		require.NoError(t, err)
+		assert.True(t, issued, "the hub's client certificate is signed again by the new CA")
+		var newConfig ClientConfig
+		require.NoError(t, json.Unmarshal(newClient, &newConfig))
+		assert.Equal(t, bundle, newConfig.TLSClientConfig.CAData)
+		assert.NoError(t, verifies(t, newConfig.TLSClientConfig.CertData, bundle, now))
+	})
+	t.Run("then nothing is written while nothing is due", func(t *testing.T) {
+		now = now.Add(time.Hour)
+		st, err := k.Ensure(ctx, req)
+		require.NoError(t, err)
+		assert.Empty(t, st.Issued)
+	})
+	t.Run("once the previous CA expired it leaves the bundle", func(t *testing.T) {
+		now = oldCA.NotAfter.Add(time.Hour)
+		st, err := k.Ensure(ctx, req)
+		require.NoError(t, err)
+		assert.Contains(t, st.Issued[CASecret], "expired")
+		assert.Nil(t, st.PreviousCA)
+		pair, err := parsePair(st.CACertificatePEM(), nil)
+		require.NoError(t, err)
+		assert.Empty(t, pair.bundled())
+		assert.Equal(t, certOf(t, c, CASecret).SerialNumber, pair.cert.SerialNumber)
+	})
+}

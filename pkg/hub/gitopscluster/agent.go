@@ -1,6 +1,7 @@
 package gitopscluster
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sort"
@@ -63,7 +64,13 @@ func (r *Reconciler) ensureAgentTrust(ctx context.Context, gc *appsv1beta1.GitOp
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		r.event(gc, corev1.EventTypeNormal, "AgentCertificateIssued", "Issued Secret %s/%s (%s)", gc.Spec.ArgoServer.ArgoNamespace, name, st.Issued[name])
+		why := st.Issued[name]
+		if why != "missing" && name != agenttrust.JWTSecret {
+			// argocd-agent's principal reads its certificates only when it starts.
+			why += "; restart the principal to use it (kubectl -n " + gc.Spec.ArgoServer.ArgoNamespace + " rollout restart deployment " +
+				cmp.Or(res.principal.service, "<the principal's Deployment>") + ")"
+		}
+		r.event(gc, corev1.EventTypeNormal, "AgentCertificateIssued", "Issued Secret %s/%s (%s)", gc.Spec.ArgoServer.ArgoNamespace, name, why)
 	}
 	res.state = st
 	return res, nil
@@ -77,6 +84,9 @@ func agentTrustCondition(a agentResult) metav1.Condition {
 		owner = "yours, used as is"
 	}
 	day := func(t time.Time) string { return t.UTC().Format("2006-01-02") }
+	if st.PreviousCA != nil {
+		owner += fmt.Sprintf("; rotated, the previous CA is trusted beside it until %s", day(st.PreviousCA.NotAfter))
+	}
 	c := metav1.Condition{
 		Type: appsv1beta1.ConditionArgoCDAgentTrust, Status: metav1.ConditionTrue, Reason: appsv1beta1.ReasonCertificatesCurrent,
 		Message: fmt.Sprintf("CA %s (%s) expires %s; principal certificate %s for %s expires %s; resource proxy certificate %s expires %s; "+
