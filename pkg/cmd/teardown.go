@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -21,7 +22,8 @@ func newSpokeTeardownCommand() *cobra.Command {
 		Short: "Remove the Argo CD instance gitops-addon delivered to this spoke while the GitOps operator can still finalize it",
 		Long: "spoke-teardown is the addon's pre-delete hook: OCM runs it as a Job on the spoke when the cluster's\n" +
 			"ManagedClusterAddOn is deleted, before it removes the GitOps operator. It deletes the ArgoCD instance (only\n" +
-			"gitops-addon's, by its label) and waits until the operator has finalized it; before that it waits (at most\n" +
+			"gitops-addon's, by its label) and waits until the operator has finalized it, then the argocd-agent client\n" +
+			"certificate gitops-addon kept there in Argo CD Agent mode; before that it waits (at most\n" +
 			"--drain-timeout) for the Applications being deleted in the namespace, which only this Argo CD can prune.\n" +
 			"It never deletes CRDs or Applications. On timeout it exits non-zero with the finalizers still pending, and the Job retries.",
 		Args: cobra.NoArgs,
@@ -30,7 +32,12 @@ func newSpokeTeardownCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cl, err := client.NewWithWatch(cfg, client.Options{Scheme: runtime.NewScheme()})
+			// Unstructured for the Argo CD kinds; client-go's for the Secret it removes.
+			scheme := runtime.NewScheme()
+			if err := clientgoscheme.AddToScheme(scheme); err != nil {
+				return err
+			}
+			cl, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 			if err != nil {
 				return err
 			}

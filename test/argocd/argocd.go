@@ -77,6 +77,8 @@ type Instance struct {
 	Redis, RepoServer, Controller, ApplicationSet *harness.Process
 	// ControllerKubeconfig is the application controller's identity.
 	ControllerKubeconfig string
+	// RedisAddress is where its redis listens.
+	RedisAddress string
 }
 
 // Stop ends the instance's processes.
@@ -183,6 +185,7 @@ func StartHub(ctx context.Context, f *harness.Fleet, crdFiles []string) (*Instan
 	if i.Redis, redis, err = startRedis(ctx, f, c); err != nil {
 		return i, err
 	}
+	i.RedisAddress = redis
 	if i.RepoServer, repoServer, err = startRepoServer(ctx, f, c, nil, redis); err != nil {
 		return i, err
 	}
@@ -302,6 +305,7 @@ func StartSpoke(ctx context.Context, f *harness.Fleet, s *harness.Spoke) (*Insta
 	if i.Redis, redis, err = startRedis(ctx, f, s.Cluster); err != nil {
 		return i, err
 	}
+	i.RedisAddress = redis
 	if i.RepoServer, repoServer, err = startRepoServer(ctx, f, s.Cluster, componentArgs(repo.Spec.Template.Spec.Containers[0]), redis); err != nil {
 		return i, err
 	}

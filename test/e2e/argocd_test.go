@@ -59,8 +59,9 @@ func startArgoFleet(t *testing.T, ctx context.Context) *argoFleet {
 	a := &argoFleet{f: harness.StartForTest(t, harness.Options{}), spokes: map[string]*harness.Spoke{}}
 	binary, err := install.BuildBinary(ctx, t.TempDir())
 	require.NoError(t, err)
-	// bare joins the hub but never gets the gitops addon.
-	spokes, err := a.f.AddSpokes(ctx, vanilla, openshift, bare)
+	// bare and edge join the hub without the gitops addon (the Argo CD Agent subtest
+	// gives it to them).
+	spokes, err := a.f.AddSpokes(ctx, vanilla, openshift, bare, edge)
 	require.NoError(t, err)
 	for _, s := range spokes {
 		a.spokes[s.Name] = s
@@ -442,7 +443,13 @@ func seedApplicationSet(t *testing.T, a *argocd.Fleet, path string) *unstructure
 // status, as `kubectl get applications` does.
 func waitAppStatus(t *testing.T, ctx context.Context, c *harness.Cluster, name, sync, health string, timeout time.Duration) {
 	t.Helper()
-	waitApp(t, ctx, c, name, timeout, func(app *unstructured.Unstructured) bool {
+	waitAppStatusIn(t, ctx, c, constants.GitOpsNamespace, name, sync, health, timeout)
+}
+
+// waitAppStatusIn waits for an Application in namespace to show a sync and health status.
+func waitAppStatusIn(t *testing.T, ctx context.Context, c *harness.Cluster, namespace, name, sync, health string, timeout time.Duration) {
+	t.Helper()
+	waitApp(t, ctx, c, namespace, name, timeout, func(app *unstructured.Unstructured) bool {
 		s, _, _ := unstructured.NestedString(app.Object, "status", "sync", "status")
 		h, _, _ := unstructured.NestedString(app.Object, "status", "health", "status")
 		return s == sync && h == health
@@ -453,19 +460,19 @@ func waitAppStatus(t *testing.T, ctx context.Context, c *harness.Cluster, name, 
 // returns the summary that did.
 func waitAppSays(t *testing.T, ctx context.Context, c *harness.Cluster, name, text string, timeout time.Duration) string {
 	t.Helper()
-	return waitApp(t, ctx, c, name, timeout, func(app *unstructured.Unstructured) bool {
+	return waitApp(t, ctx, c, constants.GitOpsNamespace, name, timeout, func(app *unstructured.Unstructured) bool {
 		return strings.Contains(appSummary(app), text)
 	}, "want it to say %q", text)
 }
 
-// waitApp polls an Application in openshift-gitops until cond holds; on timeout the test
-// fails with what the Application said last.
-func waitApp(t *testing.T, ctx context.Context, c *harness.Cluster, name string, timeout time.Duration,
+// waitApp polls an Application in namespace until cond holds; on timeout the test fails
+// with what the Application said last.
+func waitApp(t *testing.T, ctx context.Context, c *harness.Cluster, namespace, name string, timeout time.Duration,
 	cond func(*unstructured.Unstructured) bool, want string, args ...any) string {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
-		app := application(constants.GitOpsNamespace, name)
+		app := application(namespace, name)
 		last := "not found"
 		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(app), app); err == nil {
 			last = appSummary(app)

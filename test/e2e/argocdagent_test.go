@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/pem"
+	"fmt"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -23,136 +26,308 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/hub/agentsigner"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/agenttrust"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/agentcert"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/agenthealth"
 	"github.com/gitops-addon/gitops-addon/test/argocd"
 	"github.com/gitops-addon/gitops-addon/test/harness"
 	"github.com/gitops-addon/gitops-addon/test/install"
 )
 
-// agentModeGitOpsCluster puts the cluster labelled bare=true (Placement "bare") in Argo CD
-// Agent mode, managed, with the principal at principal.example.com.
-const agentModeGitOpsCluster = `
+// edge is a managed cluster without the gitops addon until the Argo CD Agent subtest
+// puts it in autonomous mode by its label.
+const edge = "edge"
+
+// agentModeGitOpsCluster puts the clusters labelled argocd-agent=true (Placement
+// "agents") in Argo CD Agent mode, managed unless a cluster's label says otherwise, with
+// the principal at principal (host:port).
+func agentModeGitOpsCluster(principal string) string {
+	host, port, _ := net.SplitHostPort(principal)
+	return fmt.Sprintf(`
 apiVersion: apps.open-cluster-management.io/v1beta1
 kind: GitOpsCluster
 metadata: {name: agent-fleet, namespace: openshift-gitops}
 spec:
   argoServer: {argoNamespace: openshift-gitops}
-  placementRef: {kind: Placement, name: bare}
+  placementRef: {kind: Placement, name: agents}
   gitopsAddon:
     enabled: true
-    argoCDAgent: {enabled: true, mode: managed, serverAddress: principal.example.com, serverPort: "8443"}
-`
+    argoCDAgent: {enabled: true, mode: managed, serverAddress: %q, serverPort: %q}
+`, host, port)
+}
 
-// argoCDAgentMode: a spoke in Argo CD Agent mode gets argocd-agent's client certificate
-// from OCM's real registration flow (the klusterlet asks, the manager approves and signs
-// with the hub's argocd-agent-ca), the real GitOps operator renders argocd-agent from the
-// delivered ArgoCD CR with the Secrets gitops-addon provides, and a renewal reaches it
-// with no manual action. The cluster is taken out of agent mode again at the end.
+// agentSpoke is one agent-mode cluster of the subtest.
+type agentSpoke struct {
+	spoke *harness.Spoke
+	mode  string
+	// health is the loopback port of argocd-agent's health endpoint (its Service on a
+	// real cluster), which gitops-addon's agent asks.
+	health string
+	// operator is the GitOps operator's process on the spoke.
+	operator *harness.Process
+}
+
+// argoCDAgentMode: bare (managed, the GitOpsCluster's mode) and edge (autonomous, by its
+// ManagedCluster label) get argocd-agent's client certificate from OCM's real
+// registration flow (the klusterlet asks, the manager approves and signs with the hub's
+// argocd-agent-ca), the real GitOps operator renders argocd-agent in each mode from the
+// delivered ArgoCD CR with the Secrets gitops-addon provides, a renewal reaches it with no
+// manual action, and the hub says the agents are not connected while no principal runs.
+// With ARGOCD_AGENT_BIN, the real principal and agents then connect and carry
+// Applications both ways. The clusters leave agent mode and the addon at the end.
 func argoCDAgentMode(t *testing.T, ctx context.Context, a *argoFleet) {
-	s := a.spokes[bare]
-	require.NoError(t, install.ApplyYAML(ctx, a.f.Hub.Client, []byte(placementByLabel("bare", "bare"))))
-	require.NoError(t, install.LabelCluster(ctx, a.f.Hub, bare, "bare", "true"))
-	require.NoError(t, install.ApplyYAML(ctx, a.f.Hub.Client, []byte(agentModeGitOpsCluster)))
-	var operator *harness.Process
+	principal := harness.FreeAddress()
+	spokes := []*agentSpoke{
+		{spoke: a.spokes[bare], mode: appsv1beta1.ArgoCDAgentModeManaged},
+		{spoke: a.spokes[edge], mode: appsv1beta1.ArgoCDAgentModeAutonomous},
+	}
+	require.NoError(t, install.ApplyYAML(ctx, a.f.Hub.Client, []byte(placementByLabel("agents", "argocd-agent"))))
+	require.NoError(t, install.LabelCluster(ctx, a.f.Hub, edge, constants.ArgoCDAgentMode, appsv1beta1.ArgoCDAgentModeAutonomous))
+	for _, s := range spokes {
+		s.health = argocd.FreeAgentPort()
+		a.p.SetAgentFlags(s.spoke.Name, map[string]string{
+			"--argocd-agent-health-url":      "http://127.0.0.1:" + s.health + "/healthz",
+			"--argocd-agent-health-interval": "2s",
+		})
+		require.NoError(t, install.LabelCluster(ctx, a.f.Hub, s.spoke.Name, "argocd-agent", "true"))
+	}
+	require.NoError(t, install.ApplyYAML(ctx, a.f.Hub.Client, []byte(agentModeGitOpsCluster(principal))))
+	var stop []*harness.Process
 	defer func() {
-		// Out of agent mode and out of the addon; the operator runs until the addon's
-		// teardown hook has had it finalize the ArgoCD CR.
+		// Out of agent mode and out of the addon; the operators run until the addon's
+		// teardown hook has had them finalize the ArgoCD CR.
 		gc := &appsv1beta1.GitOpsCluster{}
 		gc.Namespace, gc.Name = constants.GitOpsNamespace, "agent-fleet"
 		assert.NoError(t, client.IgnoreNotFound(a.f.Hub.Client.Delete(ctx, gc)))
-		assert.Eventually(t, func() bool {
-			return !exists(ctx, a.f.Hub.Client, &addonv1beta1.ManagedClusterAddOn{}, bare+"/"+constants.AddonName)
-		}, 3*time.Minute, time.Second, "bare leaves the gitops addon again")
-		for _, p := range []*harness.Process{operator, a.p.Agent(bare)} {
+		for _, s := range spokes {
+			assert.Eventually(t, func() bool {
+				return !exists(ctx, a.f.Hub.Client, &addonv1beta1.ManagedClusterAddOn{}, s.spoke.Name+"/"+constants.AddonName)
+			}, 3*time.Minute, time.Second, "%s leaves the gitops addon again", s.spoke.Name)
+			assert.False(t, exists(ctx, s.spoke.Client, &corev1.Secret{}, constants.GitOpsNamespace+"/"+agentcert.ClientTLSSecret),
+				"the teardown hook removed the argocd-agent-client-tls gitops-addon kept on %s", s.spoke.Name)
+			stop = append(stop, a.p.Agent(s.spoke.Name))
+		}
+		for _, p := range stop {
 			if p != nil {
 				assert.NoError(t, p.Stop())
 			}
 		}
 	}()
 	start := time.Now()
-	require.NoError(t, <-startAgentsWhenDelivered(ctx, a.p, map[string]*harness.Spoke{bare: s}))
-	operator, err := argocd.StartOperator(ctx, a.f, s, a.p.Binary)
-	require.NoError(t, err)
+	agents := map[string]*harness.Spoke{}
+	for _, s := range spokes {
+		agents[s.spoke.Name] = s.spoke
+	}
+	require.NoError(t, <-startAgentsWhenDelivered(ctx, a.p, agents))
+	for _, s := range spokes {
+		var err error
+		s.operator, err = argocd.StartOperator(ctx, a.f, s.spoke, a.p.Binary)
+		require.NoError(t, err)
+		stop = append(stop, s.operator)
+	}
 
+	hubCA := &corev1.Secret{}
+	for _, s := range spokes {
+		issued := waitArgoCDAgentCertificate(t, ctx, s.spoke, nil)
+		t.Logf("%s (%s): certificate issued, handed over and argocd-agent rendered %v after the GitOpsCluster was applied",
+			s.spoke.Name, s.mode, time.Since(start).Round(time.Second))
+		assert.Equal(t, s.spoke.Name, issued.Subject.CommonName, "the agent's name, as the principal's auth %s reads it", agentsigner.PrincipalAuth)
+		require.NoError(t, a.f.Hub.Client.Get(ctx, client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: agenttrust.CASecret}, hubCA))
+		roots := x509.NewCertPool()
+		require.True(t, roots.AppendCertsFromPEM(hubCA.Data[corev1.TLSCertKey]))
+		_, err := issued.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+		require.NoError(t, err, "signed by the hub's argocd-agent-ca")
+		spokeCA := &corev1.Secret{}
+		require.NoError(t, s.spoke.Client.Get(ctx, client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: agenttrust.CASecret}, spokeCA))
+		assert.Equal(t, map[string][]byte{"ca.crt": hubCA.Data[corev1.TLSCertKey]}, spokeCA.Data, "the CA's certificate, never its key")
+
+		env := argoCDAgentEnv(t, ctx, s.spoke)
+		host, port, _ := net.SplitHostPort(principal)
+		assert.Equal(t, host, env["ARGOCD_AGENT_REMOTE_SERVER"])
+		assert.Equal(t, port, env["ARGOCD_AGENT_REMOTE_PORT"])
+		assert.Equal(t, s.mode, env["ARGOCD_AGENT_MODE"], "%s runs argocd-agent in its own mode", s.spoke.Name)
+		assert.Equal(t, agentcert.ClientTLSSecret, env["ARGOCD_AGENT_TLS_SECRET_NAME"])
+		assert.Equal(t, agenttrust.CASecret, env["ARGOCD_AGENT_TLS_ROOT_CA_SECRET_NAME"])
+	}
+
+	// OCM renews the certificate (forced here, as the registration agent does near expiry).
+	s := spokes[0].spoke
+	issued := waitArgoCDAgentCertificate(t, ctx, s, nil)
+	before := argoCDAgentStartedWith(ctx, s)
+	renewedAt := time.Now()
+	source := agentcert.SourceSecretName(constants.AddonName, agentsigner.SignerName)
+	require.NoError(t, s.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: addon.DefaultInstallNamespace, Name: source}}))
+	require.Eventually(t, func() bool {
+		renewed := secretCertificate(ctx, s, client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: agentcert.ClientTLSSecret})
+		return renewed != nil && renewed.SerialNumber.Cmp(issued.SerialNumber) != 0 && argoCDAgentStartedWith(ctx, s) != before
+	}, 3*time.Minute, 500*time.Millisecond, "the renewed certificate reaches argocd-agent-client-tls and argocd-agent restarts onto it")
+	t.Logf("renewal reached argocd-agent in %v", time.Since(renewedAt).Round(100*time.Millisecond))
+
+	for _, s := range spokes {
+		waitAddonCondition(t, ctx, a.f.Hub, s.spoke.Name, constants.ConditionArgoCDAgentCertificate, func(c metav1.Condition) bool {
+			return c.Status == metav1.ConditionTrue && strings.Contains(c.Message, "runs with it")
+		}, "the agent reports the certificate in place")
+		waitAddonCondition(t, ctx, a.f.Hub, s.spoke.Name, constants.ConditionArgoCDAgentConnected, func(c metav1.Condition) bool {
+			return c.Status == metav1.ConditionFalse && c.Reason == agenthealth.ReasonUnreachable
+		}, "no argocd-agent answers yet: the agent says so")
+	}
+	waitAgentFleetSays(t, ctx, a, appsv1beta1.ReasonArgoCDAgentsNotConnected, "Argo CD Agent client certificate in place on 2 of 2",
+		"argocd-agent connected to the principal on 0 of 2; not connected: bare, edge")
+
+	t.Run("with the real argocd-agent ("+argocd.AgentBinaryEnv+"): agents connect; managed Applications run on the spoke, autonomous ones show on the hub", func(t *testing.T) {
+		bin, err := argocd.AgentBinary()
+		require.NoError(t, err)
+		if bin == "" {
+			t.Skipf("set %s to an argocd-agent binary (github.com/argoproj-labs/argocd-agent, built by you) to run the principal and agents against the fleet", argocd.AgentBinaryEnv)
+		}
+		stop = append(stop, argoCDAgentInterop(t, ctx, a, bin, principal, spokes)...)
+	})
+}
+
+// argoCDAgentInterop runs the real principal on the hub and the operator-rendered
+// argocd-agent with the spoke's Argo CD on each cluster, and returns their processes.
+func argoCDAgentInterop(t *testing.T, ctx context.Context, a *argoFleet, bin, principal string, spokes []*agentSpoke) []*harness.Process {
+	var started []*harness.Process
+	p, err := argocd.StartPrincipal(ctx, a.f, argocd.PrincipalOptions{Binary: bin, Address: principal, Redis: a.argo.Hub.RedisAddress, Agents: []string{bare, edge}})
+	require.NoError(t, err)
+	started = append(started, p)
+	connecting := time.Now()
+	for _, s := range spokes {
+		instance, err := argocd.StartSpoke(ctx, a.f, s.spoke)
+		require.NoError(t, err)
+		argocd.StopWithWorkloads(ctx, s.spoke, s.operator, instance)
+		agent, err := argocd.StartArgoCDAgent(ctx, a.f, s.spoke, bin, instance.RedisAddress, s.health)
+		require.NoError(t, err)
+		argocd.StopWithWorkload(ctx, s.spoke.Cluster, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{
+			Namespace: constants.GitOpsNamespace, Name: agentcert.AgentDeployment(constants.ArgoCDName)}}, agent)
+		started = append(started, agent)
+	}
+	for _, s := range spokes {
+		waitAddonCondition(t, ctx, a.f.Hub, s.spoke.Name, constants.ConditionArgoCDAgentConnected, func(c metav1.Condition) bool {
+			return c.Status == metav1.ConditionTrue
+		}, "argocd-agent connects to the principal with the certificate OCM issued")
+	}
+	t.Logf("both agents reported connected %v after they started", time.Since(connecting).Round(100*time.Millisecond))
+	waitAgentFleetSays(t, ctx, a, appsv1beta1.ReasonAddOnsAvailable, "argocd-agent connected to the principal on 2 of 2.")
+
+	t.Run("managed: an Application created on the hub in the cluster's namespace runs on the spoke, its status comes back", func(t *testing.T) {
+		app := agentApplication(bare, "agent-managed", a.argo.Repo.URL(), "managed-guestbook")
+		require.NoError(t, a.f.Hub.Client.Create(ctx, app))
+		created := time.Now()
+		waitAppStatusIn(t, ctx, a.f.Hub, bare, "agent-managed", "Synced", "Healthy", 3*time.Minute)
+		t.Logf("hub Application %s/agent-managed Synced/Healthy %v after it was created", bare, time.Since(created).Round(100*time.Millisecond))
+		assert.True(t, exists(ctx, a.spokes[bare].Client, &corev1.ConfigMap{}, "managed-guestbook/guestbook-ui"), "deployed on the spoke")
+	})
+	t.Run("autonomous: an Application created on the spoke appears on the hub in the cluster's namespace with its status", func(t *testing.T) {
+		app := agentApplication(constants.GitOpsNamespace, "agent-autonomous", a.argo.Repo.URL(), "autonomous-guestbook")
+		require.NoError(t, a.spokes[edge].Client.Create(ctx, app))
+		created := time.Now()
+		waitAppStatusIn(t, ctx, a.f.Hub, edge, "agent-autonomous", "Synced", "Healthy", 3*time.Minute)
+		t.Logf("Application agent-autonomous shown on the hub as %s/agent-autonomous, Synced/Healthy, %v after it was created on the spoke",
+			edge, time.Since(created).Round(100*time.Millisecond))
+		assert.True(t, exists(ctx, a.spokes[edge].Client, &corev1.ConfigMap{}, "autonomous-guestbook/guestbook-ui"), "deployed on the spoke")
+	})
+	return started
+}
+
+// agentApplication syncs the repository's guestbook into namespace destination of the
+// cluster it runs on.
+func agentApplication(namespace, name, repo, destination string) *unstructured.Unstructured {
+	app := application(namespace, name)
+	_ = unstructured.SetNestedMap(app.Object, map[string]any{
+		"project":     "default",
+		"source":      map[string]any{"repoURL": repo, "path": "guestbook", "targetRevision": "HEAD"},
+		"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": destination},
+		"syncPolicy": map[string]any{
+			"automated":   map[string]any{"prune": true, "selfHeal": true},
+			"syncOptions": []any{"CreateNamespace=true"},
+		},
+	}, "spec")
+	return app
+}
+
+// waitArgoCDAgentCertificate waits until argocd-agent-client-tls holds OCM's certificate
+// (other than not, when given) and argocd-agent's Deployment records it, and returns it.
+func waitArgoCDAgentCertificate(t *testing.T, ctx context.Context, s *harness.Spoke, not *x509.Certificate) *x509.Certificate {
+	t.Helper()
 	source := client.ObjectKey{Namespace: addon.DefaultInstallNamespace, Name: agentcert.SourceSecretName(constants.AddonName, agentsigner.SignerName)}
 	clientTLS := client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: agentcert.ClientTLSSecret}
-	deployment := client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: agentcert.AgentDeployment(constants.ArgoCDName)}
-	secretCert := func(key client.ObjectKey) *x509.Certificate {
-		secret := &corev1.Secret{}
-		if s.Client.Get(ctx, key, secret) != nil {
-			return nil
-		}
-		block, _ := pem.Decode(secret.Data[corev1.TLSCertKey])
-		if block == nil {
-			return nil
-		}
-		cert, err := x509.ParseCertificate(block.Bytes)
-		if err != nil {
-			return nil
-		}
-		return cert
-	}
-	startedWith := func() string {
-		d := &appsv1.Deployment{}
-		if s.Client.Get(ctx, deployment, d) != nil {
-			return ""
-		}
-		return d.Spec.Template.Annotations[agentcert.AnnotationCertificate]
-	}
-
-	// OCM issues the certificate, the agent hands it over, the operator renders argocd-agent.
 	var issued *x509.Certificate
 	require.Eventually(t, func() bool {
-		issued = secretCert(clientTLS)
-		return issued != nil && secretCert(source) != nil && startedWith() != ""
-	}, 5*time.Minute, time.Second, "argocd-agent-client-tls holds OCM's certificate and argocd-agent's Deployment records it")
-	t.Logf("certificate issued, handed over and argocd-agent rendered %v after the GitOpsCluster was applied", time.Since(start).Round(time.Second))
-	assert.Equal(t, bare, issued.Subject.CommonName, "the agent's name, as the principal's auth %s reads it", agentsigner.PrincipalAuth)
-	hubCA := &corev1.Secret{}
-	require.NoError(t, a.f.Hub.Client.Get(ctx, client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: agenttrust.CASecret}, hubCA))
-	roots := x509.NewCertPool()
-	require.True(t, roots.AppendCertsFromPEM(hubCA.Data[corev1.TLSCertKey]))
-	_, err = issued.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
-	require.NoError(t, err, "signed by the hub's argocd-agent-ca")
-	spokeCA := &corev1.Secret{}
-	require.NoError(t, s.Client.Get(ctx, client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: agenttrust.CASecret}, spokeCA))
-	assert.Equal(t, map[string][]byte{"ca.crt": hubCA.Data[corev1.TLSCertKey]}, spokeCA.Data, "the CA's certificate, never its key")
+		issued = secretCertificate(ctx, s, clientTLS)
+		return issued != nil && secretCertificate(ctx, s, source) != nil && argoCDAgentStartedWith(ctx, s) != ""
+	}, 5*time.Minute, time.Second, "%s: argocd-agent-client-tls holds OCM's certificate and argocd-agent's Deployment records it", s.Name)
+	return issued
+}
 
+// secretCertificate is the certificate in a Secret's tls.crt, or nil.
+func secretCertificate(ctx context.Context, s *harness.Spoke, key client.ObjectKey) *x509.Certificate {
+	secret := &corev1.Secret{}
+	if s.Client.Get(ctx, key, secret) != nil {
+		return nil
+	}
+	block, _ := pem.Decode(secret.Data[corev1.TLSCertKey])
+	if block == nil {
+		return nil
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return nil
+	}
+	return cert
+}
+
+// argoCDAgentStartedWith is the certificate fingerprint on argocd-agent's pod template.
+func argoCDAgentStartedWith(ctx context.Context, s *harness.Spoke) string {
 	d := &appsv1.Deployment{}
-	require.NoError(t, s.Client.Get(ctx, deployment, d))
+	if s.Client.Get(ctx, client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: agentcert.AgentDeployment(constants.ArgoCDName)}, d) != nil {
+		return ""
+	}
+	return d.Spec.Template.Annotations[agentcert.AnnotationCertificate]
+}
+
+// argoCDAgentEnv is the environment the operator rendered for argocd-agent.
+func argoCDAgentEnv(t *testing.T, ctx context.Context, s *harness.Spoke) map[string]string {
+	d := &appsv1.Deployment{}
+	require.NoError(t, s.Client.Get(ctx, client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: agentcert.AgentDeployment(constants.ArgoCDName)}, d))
 	env := map[string]string{}
 	for _, e := range d.Spec.Template.Spec.Containers[0].Env {
 		env[e.Name] = e.Value
 	}
-	assert.Equal(t, "principal.example.com", env["ARGOCD_AGENT_REMOTE_SERVER"])
-	assert.Equal(t, "8443", env["ARGOCD_AGENT_REMOTE_PORT"])
-	assert.Equal(t, "managed", env["ARGOCD_AGENT_MODE"])
-	assert.Equal(t, agentcert.ClientTLSSecret, env["ARGOCD_AGENT_TLS_SECRET_NAME"])
-	assert.Equal(t, agenttrust.CASecret, env["ARGOCD_AGENT_TLS_ROOT_CA_SECRET_NAME"])
+	return env
+}
 
-	// OCM renews the certificate (forced here, as the registration agent does near expiry).
-	before := startedWith()
-	renewedAt := time.Now()
-	require.NoError(t, s.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: source.Namespace, Name: source.Name}}))
-	require.Eventually(t, func() bool {
-		renewed := secretCert(clientTLS)
-		return renewed != nil && renewed.SerialNumber.Cmp(issued.SerialNumber) != 0 && startedWith() != before
-	}, 3*time.Minute, 500*time.Millisecond, "the renewed certificate reaches argocd-agent-client-tls and argocd-agent restarts onto it")
-	t.Logf("renewal reached argocd-agent in %v", time.Since(renewedAt).Round(100*time.Millisecond))
-
+// waitAddonCondition waits until a cluster's ManagedClusterAddOn has a condition that ok accepts.
+func waitAddonCondition(t *testing.T, ctx context.Context, hub *harness.Cluster, cluster, conditionType string, ok func(metav1.Condition) bool, what string) {
+	t.Helper()
+	var last *metav1.Condition
 	require.Eventually(t, func() bool {
 		mca := &addonv1beta1.ManagedClusterAddOn{}
-		if a.f.Hub.Client.Get(ctx, client.ObjectKey{Namespace: bare, Name: constants.AddonName}, mca) != nil {
+		if hub.Client.Get(ctx, client.ObjectKey{Namespace: cluster, Name: constants.AddonName}, mca) != nil {
 			return false
 		}
-		c := meta.FindStatusCondition(mca.Status.Conditions, constants.ConditionArgoCDAgentCertificate)
-		return c != nil && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, "runs with it")
-	}, time.Minute, time.Second, "the agent reports the certificate in place on its ManagedClusterAddOn")
+		last = meta.FindStatusCondition(mca.Status.Conditions, conditionType)
+		return last != nil && ok(*last)
+	}, 3*time.Minute, time.Second, "%s: %s (%s, last: %+v)", cluster, what, conditionType, last)
+}
+
+// waitAgentFleetSays waits until the agent-mode GitOpsCluster's AddOnsReady has reason
+// and says each of texts.
+func waitAgentFleetSays(t *testing.T, ctx context.Context, a *argoFleet, reason string, texts ...string) {
+	t.Helper()
+	var last *metav1.Condition
 	require.Eventually(t, func() bool {
 		gc := &appsv1beta1.GitOpsCluster{}
 		if a.f.Hub.Client.Get(ctx, client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: "agent-fleet"}, gc) != nil {
 			return false
 		}
-		c := meta.FindStatusCondition(gc.Status.Conditions, appsv1beta1.ConditionAddOnsReady)
-		return c != nil && strings.Contains(c.Message, "Argo CD Agent client certificate in place on 1 of 1")
-	}, time.Minute, time.Second, "the GitOpsCluster counts it")
+		last = meta.FindStatusCondition(gc.Status.Conditions, appsv1beta1.ConditionAddOnsReady)
+		if last == nil || last.Reason != reason {
+			return false
+		}
+		for _, text := range texts {
+			if !strings.Contains(last.Message, text) {
+				return false
+			}
+		}
+		return true
+	}, 2*time.Minute, time.Second, "the GitOpsCluster's AddOnsReady: %s, saying %q (last: %+v)", reason, texts, last)
 }

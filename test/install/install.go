@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -58,7 +59,9 @@ type Product struct {
 	mu          sync.Mutex
 	agents      map[string]*harness.Process
 	agentProbes map[string]string // each agent's health probe address
-	hooks       map[string]bool   // spokes whose pre-delete hook Jobs are run
+	// agentFlags are set on a spoke's agent beside its Deployment's arguments.
+	agentFlags map[string]map[string]string
+	hooks      map[string]bool // spokes whose pre-delete hook Jobs are run
 	// ctx ends with the fleet: what stands in for the kubelet runs as long.
 	ctx context.Context
 }
@@ -88,7 +91,7 @@ func OnHub(ctx context.Context, f *harness.Fleet, binary string) (*Product, erro
 	fleetCtx, cancel := context.WithCancel(context.Background())
 	f.OnStop(cancel)
 	return &Product{Fleet: f, Binary: binary, managerArgs: deployment.Spec.Template.Spec.Containers[0].Args,
-		agents: map[string]*harness.Process{}, agentProbes: map[string]string{}, hooks: map[string]bool{}, ctx: fleetCtx}, nil
+		agents: map[string]*harness.Process{}, agentProbes: map[string]string{}, agentFlags: map[string]map[string]string{}, hooks: map[string]bool{}, ctx: fleetCtx}, nil
 }
 
 // RenderRelease is `helm template charts/gitops-addon -n open-cluster-management-addon
@@ -218,12 +221,16 @@ func (p *Product) StartAgent(ctx context.Context, spoke *harness.Spoke) error {
 		return err
 	}
 	probes := harness.FreeAddress()
-	args := replaceFlags(deployment.Spec.Template.Spec.Containers[0].Args, map[string]string{
+	set := map[string]string{
 		"--hub-kubeconfig":            filepath.Join(hubDir, "kubeconfig"),
 		"--kubeconfig":                spokeKubeconfig,
 		"--metrics-bind-address":      harness.FreeAddress(),
 		"--health-probe-bind-address": probes,
-	})
+	}
+	p.mu.Lock()
+	maps.Copy(set, p.agentFlags[spoke.Name])
+	p.mu.Unlock()
+	args := replaceFlags(deployment.Spec.Template.Spec.Containers[0].Args, set)
 	proc, err := p.Fleet.StartProcess(spoke.Name+"-gitops-addon-agent", append([]string{p.Binary}, args...), "POD_NAMESPACE="+ns)
 	if err != nil {
 		return fmt.Errorf("starting the agent on %s: %w", spoke.Name, err)
@@ -237,6 +244,15 @@ func (p *Product) StartAgent(ctx context.Context, spoke *harness.Spoke) error {
 		go p.runPreDeleteHooks(p.ctx, spoke)
 	}
 	return nil
+}
+
+// SetAgentFlags sets flags on a spoke's agent from its next start on, beside its
+// Deployment's arguments: what a cluster would provide otherwise (argocd-agent's health
+// endpoint is its Service there, a loopback port here).
+func (p *Product) SetAgentFlags(spoke string, flags map[string]string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.agentFlags[spoke] = flags
 }
 
 // Agent returns the agent process of a spoke, or nil.

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -73,16 +75,25 @@ func clientCertificate(t *testing.T, commonName string) (certPEM, keyPEM []byte)
 // argocd-agent-client-tls and restarts argocd-agent on every renewal, and leaves a
 // Secret someone else created alone.
 func TestArgoCDAgentCertificateReachesArgoCDAgent(t *testing.T) {
-	env := testenv.Start(t)
+	env := testenv.Start(t, testenv.WithCRDPaths(filepath.Join(testenv.RepoRoot(), "pkg", "spoke", "crdinstall", "crds", "argocds.argoproj.io.yaml")))
 	ctx := context.Background()
 	grantAgentModeRBAC(t, ctx, env.Client)
+	// The Argo CD instance the addon delivers, which runs argocd-agent; a finalizer keeps
+	// it Terminating when deleted, as the operator's does until it has cleaned up.
+	instance := &unstructured.Unstructured{}
+	instance.SetAPIVersion("argoproj.io/v1beta1")
+	instance.SetKind("ArgoCD")
+	instance.SetNamespace(constants.GitOpsNamespace)
+	instance.SetName(constants.ArgoCDName)
+	instance.SetFinalizers([]string{"argoproj.io/finalizer"})
+	require.NoError(t, env.Client.Create(ctx, instance))
 	sourceName := agentcert.SourceSecretName(constants.AddonName, agentsigner.SignerName)
 	deploymentName := agentcert.AgentDeployment(constants.ArgoCDName)
 	o := agentcert.Options{SourceNamespace: addon.DefaultInstallNamespace, SourceSecret: sourceName,
-		ArgoNamespace: constants.GitOpsNamespace, AgentDeployment: deploymentName, Report: addonstatus.NewReport()}
+		ArgoNamespace: constants.GitOpsNamespace, AgentDeployment: deploymentName, ArgoCD: constants.ArgoCDName, Report: addonstatus.NewReport()}
 
 	mgr := newSpokeManager(t, asAgent(env.Config), o.CacheByObject())
-	require.NoError(t, (&agentcert.Reconciler{Client: mgr.GetClient(), Options: o}).SetupWithManager(mgr))
+	require.NoError(t, (&agentcert.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Options: o}).SetupWithManager(mgr))
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(runCtx) }()
@@ -187,6 +198,22 @@ func TestArgoCDAgentCertificateReachesArgoCDAgent(t *testing.T) {
 		c := condition(t, agentcert.ReasonFailed)
 		assert.Contains(t, c.Message, "was not created by gitops-addon")
 		assert.Equal(t, first, clientTLS().Data[corev1.TLSCertKey], "theirs is kept")
+	})
+
+	t.Run("teardown: once the ArgoCD instance is being deleted, a deleted argocd-agent-client-tls is not written again", func(t *testing.T) {
+		require.NoError(t, env.Client.Delete(ctx, instance.DeepCopy()))
+		// The teardown hook deletes the Secret after the instance (here: theirs, which
+		// the controller would otherwise keep naming; ours is removed the same way).
+		require.NoError(t, env.Client.Delete(ctx, clientTLS()))
+		renewed, renewedKey := clientCertificate(t, "spoke1")
+		source := &corev1.Secret{}
+		require.NoError(t, env.Client.Get(ctx, types.NamespacedName{Namespace: addon.DefaultInstallNamespace, Name: sourceName}, source))
+		source.Data = map[string][]byte{corev1.TLSCertKey: renewed, corev1.TLSPrivateKeyKey: renewedKey}
+		require.NoError(t, env.Client.Update(ctx, source))
+		c := condition(t, agentcert.ReasonNoInstance)
+		assert.Contains(t, c.Message, "being deleted")
+		time.Sleep(time.Second)
+		assert.Nil(t, clientTLS(), "not written again while the instance goes")
 	})
 }
 

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	routev1 "github.com/openshift/api/route/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	certificatesv1 "k8s.io/api/certificates/v1"
@@ -98,9 +99,12 @@ const notAnArgoNamespace = "kube-public"
 
 func startHub(t *testing.T) *hub {
 	env := testenv.Start(t, testenv.WithCRDPaths(append(testenv.OCMCRDPaths(),
-		filepath.Join(testenv.RepoRoot(), "charts", "gitops-addon", "crds"))...),
+		filepath.Join(testenv.RepoRoot(), "charts", "gitops-addon", "crds"),
+		// An OpenShift-like hub: the Route API is served (the manager discovers the
+		// Argo CD Agent principal's Route).
+		filepath.Join(testenv.RepoRoot(), "pkg", "spoke", "crdinstall", "crds", "routes.route.openshift.io.yaml"))...),
 		// A restart waits up to this for requests in flight; 60 s by default.
-		testenv.WithAPIServerArg("request-timeout", "10s"))
+		testenv.WithAPIServerArg("request-timeout", "10s"), testenv.WithSchemeAdder(routev1.Install))
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	writes := &writeCounter{}
@@ -940,7 +944,7 @@ spec:
 		}
 	})
 
-	t.Run("Argo CD Agent mode without serverAddress: the principal's LoadBalancer is discovered, its absence explained", func(t *testing.T) {
+	t.Run("Argo CD Agent mode without serverAddress: the principal's LoadBalancer, then its admitted Route, is discovered, its absence explained", func(t *testing.T) {
 		h.agentModeGitOpsCluster("agent-discovery", "agent-3", "{enabled: true}")
 		c := h.waitCondition("agent-discovery", "agent-discovery", appsv1beta1.ConditionArgoCDAgentTrust, metav1.ConditionFalse, appsv1beta1.ReasonPrincipalAddressUnknown)
 		assert.Contains(t, c.Message, "No Argo CD Agent principal runs in agent-argocd")
@@ -969,6 +973,27 @@ spec:
 		cert := parseCert(t, principalTLS)
 		assert.Contains(t, cert.DNSNames, "hub-agent-principal.agent-argocd.svc")
 		assert.True(t, slices.ContainsFunc(cert.IPAddresses, func(ip net.IP) bool { return ip.String() == "203.0.113.7" }), "the principal's certificate names the discovered address: %v", cert.IPAddresses)
+
+		// On OpenShift the operator also makes a passthrough Route: once a router admits
+		// it, its host is where agents connect.
+		route := &routev1.Route{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "agent-argocd", Name: "hub-agent-principal", Labels: labels},
+			Spec: routev1.RouteSpec{Host: "principal-agent-argocd.apps.hub.example.com", To: routev1.RouteTargetReference{Kind: "Service", Name: "hub-agent-principal"},
+				TLS: &routev1.TLSConfig{Termination: routev1.TLSTerminationPassthrough}},
+		}
+		h.create(route)
+		route.Status.Ingress = []routev1.RouteIngress{{Host: route.Spec.Host, RouterName: "default",
+			Conditions: []routev1.RouteIngressCondition{{Type: routev1.RouteAdmitted, Status: corev1.ConditionTrue}}}}
+		require.NoError(t, h.c.Status().Update(h.ctx, route))
+		require.Eventually(t, func() bool {
+			mca := &addonv1beta1.ManagedClusterAddOn{}
+			return h.c.Get(h.ctx, types.NamespacedName{Namespace: "agent-3", Name: constants.AddonName}, mca) == nil &&
+				mca.Annotations[constants.AnnotationArgoCDAgentPrincipal] == "principal-agent-argocd.apps.hub.example.com:443"
+		}, timeout, poll, "the admitted Route's host is where the cluster's agent connects (the Route's watch wakes the GitOpsCluster)")
+		require.Eventually(t, func() bool {
+			require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: "agent-argocd", Name: "argocd-agent-principal-tls"}, principalTLS))
+			return slices.Contains(parseCert(t, principalTLS).DNSNames, "principal-agent-argocd.apps.hub.example.com")
+		}, timeout, poll, "the principal's certificate names the Route's host")
 	})
 
 	t.Run("ACM's argoCDAgent field is accepted as ACM writes it, defaults applied", func(t *testing.T) {

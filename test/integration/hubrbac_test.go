@@ -74,6 +74,7 @@ func TestHubRBACIsLeastPrivilege(t *testing.T) {
 		{"manager watches Secrets in its argoNamespace", res("openshift-gitops", "", "secrets", "watch", ""), true},
 		{"manager writes the acm-placement ConfigMap", res("openshift-gitops", "", "configmaps", "update", "acm-placement"), true},
 		{"manager watches the principal's Service in its argoNamespace", res("openshift-gitops", "", "services", "watch", ""), true},
+		{"manager watches the principal's Route in its argoNamespace", res("openshift-gitops", "route.openshift.io", "routes", "watch", ""), true},
 		{"manager creates ManagedClusterAddOns", res(cluster, "addon.open-cluster-management.io", "managedclusteraddons", "create", ""), true},
 		{"manager writes ManifestWorks", res(cluster, "work.open-cluster-management.io", "manifestworks", "patch", ""), true},
 		{"manager writes GitOpsCluster status", sub(res("openshift-gitops", "apps.open-cluster-management.io", "gitopsclusters", "update", ""), "status"), true},
@@ -82,6 +83,7 @@ func TestHubRBACIsLeastPrivilege(t *testing.T) {
 		{"manager signs Argo CD Agent client certificates", res("", "certificates.k8s.io", "signers", "sign", agentsigner.SignerName), true},
 		{"manager upgrades its own CRD", res("", "apiextensions.k8s.io", "customresourcedefinitions", "patch", "gitopsclusters.apps.open-cluster-management.io"), true},
 		// The manager: must not.
+		{"manager writes Routes", res("openshift-gitops", "route.openshift.io", "routes", "update", ""), false},
 		{"manager cannot impersonate users", res("", "", "users", "impersonate", "admin"), false},
 		{"manager cannot impersonate ServiceAccounts", res("kube-system", "", "serviceaccounts", "impersonate", "default"), false},
 		{"manager cannot escalate ClusterRoles", res("", "rbac.authorization.k8s.io", "clusterroles", "escalate", ""), false},

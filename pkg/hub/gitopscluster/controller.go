@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	routev1 "github.com/openshift/api/route/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -56,6 +57,9 @@ type Reconciler struct {
 	// ArgoNamespaces are the only argoNamespaces the manager may work in (its Secrets and
 	// ConfigMaps are granted and cached there only); empty allows any.
 	ArgoNamespaces []string
+	// Routes: the hub serves route.openshift.io/v1, and the principal's Route is
+	// discovered (its cache is RouteCacheByObject).
+	Routes bool
 
 	// recent are the objects created that the cache may not show yet.
 	recent recentCreates
@@ -210,7 +214,7 @@ func (r *Reconciler) event(gc *appsv1beta1.GitOpsCluster, eventType, reason, for
 // SetupWithManager registers the controller and its watches. The objects it writes are
 // watched through label-filtered caches (see CacheOptions) and mapped back to their owner.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&appsv1beta1.GitOpsCluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, finalizerDeletion()))).
 		Watches(&clusterv1beta1.Placement{}, handler.EnqueueRequestsFromMapFunc(r.forPlacement)).
@@ -219,8 +223,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, copiedLabelsChanged()))).
 		Watches(&addonv1beta1.ManagedClusterAddOn{}, r.allOnDelete(r.forAddon), builder.WithPredicates(addonChangeMatters())).
 		Watches(&corev1.Secret{}, r.allOnDelete(r.forOwner)).
-		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.forPrincipalService)).
-		Complete(r)
+		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.forPrincipalService))
+	if r.Routes {
+		b = b.Watches(&routev1.Route{}, handler.EnqueueRequestsFromMapFunc(r.forPrincipalService))
+	}
+	return b.Complete(r)
 }
 
 // copiedLabelsChanged passes a ManagedCluster update only when a label the cluster Secret

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	routev1 "github.com/openshift/api/route/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -34,7 +35,7 @@ import (
 
 func testScheme(t *testing.T) *runtime.Scheme {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, appsv1beta1.AddToScheme, clusterv1.Install, clusterv1beta1.Install, addonv1beta1.Install} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, appsv1beta1.AddToScheme, clusterv1.Install, clusterv1beta1.Install, addonv1beta1.Install, routev1.Install} {
 		require.NoError(t, add(s))
 	}
 	return s
@@ -408,10 +409,21 @@ func TestPrincipalAddressIsSetOrDiscovered(t *testing.T) {
 			Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: ingress}},
 		}
 	}
+	principalRoute := func(admitted corev1.ConditionStatus) *routev1.Route {
+		return &routev1.Route{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "gitops", Name: "hub-argocd-agent-principal", Labels: map[string]string{
+				"app.kubernetes.io/part-of": "argocd-agent", "app.kubernetes.io/component": "principal", "app.kubernetes.io/name": "hub-argocd-agent-principal",
+			}},
+			Spec: routev1.RouteSpec{Host: "principal-gitops.apps.hub.example.com"},
+			Status: routev1.RouteStatus{Ingress: []routev1.RouteIngress{{Host: "principal-gitops.apps.hub.example.com",
+				Conditions: []routev1.RouteIngressCondition{{Type: routev1.RouteAdmitted, Status: admitted}}}}},
+		}
+	}
 	for _, tt := range []struct {
 		name          string
 		address       string
 		service       *corev1.Service
+		route         *routev1.Route
 		wantReason    string
 		wantMessage   string
 		wantPrincipal string
@@ -426,6 +438,12 @@ func TestPrincipalAddressIsSetOrDiscovered(t *testing.T) {
 			wantSANs: []string{"hub-argocd-agent-principal", "hub-argocd-agent-principal.gitops.svc", "203.0.113.7"}},
 		{name: "serverAddress wins", address: "principal.example.com", service: principalService(corev1.ServiceTypeLoadBalancer, corev1.LoadBalancerIngress{Hostname: "lb.example.net"}),
 			wantReason: appsv1beta1.ReasonCertificatesCurrent, wantPrincipal: "principal.example.com:443", wantSANs: []string{"principal.example.com"}},
+		{name: "an admitted Route (OpenShift) is discovered before the load balancer", service: principalService(corev1.ServiceTypeLoadBalancer, corev1.LoadBalancerIngress{IP: "203.0.113.7"}),
+			route: principalRoute(corev1.ConditionTrue), wantReason: appsv1beta1.ReasonCertificatesCurrent, wantPrincipal: "principal-gitops.apps.hub.example.com:443",
+			wantSANs: []string{"principal-gitops.apps.hub.example.com", "hub-argocd-agent-principal.gitops.svc"}},
+		{name: "a Route no router admitted is not where agents connect", service: principalService(corev1.ServiceTypeClusterIP),
+			route: principalRoute(corev1.ConditionFalse), wantReason: appsv1beta1.ReasonPrincipalAddressUnknown,
+			wantMessage: "enable its Route (spec.argoCDAgent.principal.server.route.enabled), which is discovered once admitted"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			gc := gitOpsCluster("gc", "p", true)
@@ -434,8 +452,12 @@ func TestPrincipalAddressIsSetOrDiscovered(t *testing.T) {
 			if tt.service != nil {
 				objs = append(objs, tt.service)
 			}
+			if tt.route != nil {
+				objs = append(objs, tt.route)
+			}
 			r, c := newReconciler(t, objs...)
 			r.Trust = &agenttrust.Keeper{Client: c, APIReader: c}
+			r.Routes = true
 			got := reconcileOnce(t, r, gc)
 			trust := meta.FindStatusCondition(got.Status.Conditions, appsv1beta1.ConditionArgoCDAgentTrust)
 			require.NotNil(t, trust)

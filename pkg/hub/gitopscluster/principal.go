@@ -7,8 +7,10 @@ import (
 	"net"
 	"strconv"
 
+	routev1 "github.com/openshift/api/route/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -30,6 +32,20 @@ func principalServiceSelector() labels.Selector {
 	return labels.SelectorFromSet(labels.Set{labelPartOf: "argocd-agent", labelComponent: "principal"})
 }
 
+// RouteCacheByObject caches the principal's Routes (OpenShift hubs: the operator's
+// passthrough Route to the principal carries the Service's labels) in argoNamespaces
+// (all when empty), for a manager on a hub that serves route.openshift.io/v1.
+func RouteCacheByObject(argoNamespaces []string) map[client.Object]cache.ByObject {
+	var namespaces map[string]cache.Config
+	if len(argoNamespaces) > 0 {
+		namespaces = make(map[string]cache.Config, len(argoNamespaces))
+		for _, ns := range argoNamespaces {
+			namespaces[ns] = cache.Config{}
+		}
+	}
+	return map[client.Object]cache.ByObject{&routev1.Route{}: {Label: principalServiceSelector(), Namespaces: namespaces}}
+}
+
 // principal is where the clusters' agents reach the principal, and the names its
 // certificate must hold.
 type principal struct {
@@ -41,7 +57,8 @@ type principal struct {
 }
 
 // findPrincipal decides where agents connect: spec.gitopsAddon.argoCDAgent.serverAddress
-// when set, else the LoadBalancer of the principal's Service in argoNamespace.
+// when set, else the host of the principal's admitted Route (on a hub that serves
+// Routes), else the LoadBalancer of the principal's Service in argoNamespace.
 func (r *Reconciler) findPrincipal(ctx context.Context, gc *appsv1beta1.GitOpsCluster) (principal, error) {
 	spec := gc.Spec.GitOpsAddon.ArgoCDAgent
 	ns := gc.Spec.ArgoServer.ArgoNamespace
@@ -56,6 +73,11 @@ func (r *Reconciler) findPrincipal(ctx context.Context, gc *appsv1beta1.GitOpsCl
 	if p.address != "" {
 		return p, nil
 	}
+	route, err := r.principalRouteHost(ctx, ns)
+	if err != nil || route != "" {
+		p.address, p.port = route, "443"
+		return p, err
+	}
 	switch {
 	case svc == nil:
 		p.problem = fmt.Sprintf("No Argo CD Agent principal runs in %s (no Service labelled %s=argocd-agent, %s=principal) and "+
@@ -65,8 +87,9 @@ func (r *Reconciler) findPrincipal(ctx context.Context, gc *appsv1beta1.GitOpsCl
 	case svc.Spec.Type != corev1.ServiceTypeLoadBalancer || len(svc.Status.LoadBalancer.Ingress) == 0:
 		p.problem = fmt.Sprintf("The principal's Service %s/%s is of type %s with no load balancer address, and "+
 			"spec.gitopsAddon.argoCDAgent.serverAddress is empty, so the clusters' agents cannot reach it. "+
-			"Fix: set serverAddress (and serverPort) to the address the clusters reach the principal at (a Route, an Ingress), "+
-			"or set spec.argoCDAgent.principal.server.service.type: LoadBalancer in the hub's ArgoCD CR.", ns, svc.Name, svc.Spec.Type)
+			"Fix: set serverAddress (and serverPort) to the address the clusters reach the principal at (an Ingress, a gateway), "+
+			"set spec.argoCDAgent.principal.server.service.type: LoadBalancer in the hub's ArgoCD CR, "+
+			"or, on OpenShift, enable its Route (spec.argoCDAgent.principal.server.route.enabled), which is discovered once admitted.", ns, svc.Name, svc.Spec.Type)
 	default:
 		ingress := svc.Status.LoadBalancer.Ingress[0]
 		p.address = cmp.Or(ingress.Hostname, ingress.IP)
@@ -91,6 +114,33 @@ func (r *Reconciler) principalService(ctx context.Context, ns string) (*corev1.S
 	return nil, nil
 }
 
+// principalRouteHost is the host of the principal's Route in ns once a router admitted
+// it ("" when there is none, or the hub serves no Routes); agents reach it on 443, the
+// Route passing TLS through to the principal.
+func (r *Reconciler) principalRouteHost(ctx context.Context, ns string) (string, error) {
+	if !r.Routes {
+		return "", nil
+	}
+	routes := &routev1.RouteList{}
+	if err := r.Client.List(ctx, routes, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: principalServiceSelector()}); err != nil {
+		return "", fmt.Errorf("looking for the Argo CD Agent principal's Route in %s: %w", ns, err)
+	}
+	for i := range routes.Items {
+		route := &routes.Items[i]
+		if route.Labels[labelName] != route.Name {
+			continue
+		}
+		for _, ingress := range route.Status.Ingress {
+			for _, c := range ingress.Conditions {
+				if c.Type == routev1.RouteAdmitted && c.Status == corev1.ConditionTrue && ingress.Host != "" {
+					return ingress.Host, nil
+				}
+			}
+		}
+	}
+	return "", nil
+}
+
 // servicePort is the port of the principal's Service (the operator's has one, 443).
 func servicePort(svc *corev1.Service) string {
 	if len(svc.Spec.Ports) == 0 {
@@ -107,7 +157,8 @@ func (p principal) hostPort() string {
 	return net.JoinHostPort(p.address, p.port)
 }
 
-// forPrincipalService wakes the agent-mode GitOpsClusters of the Service's namespace.
+// forPrincipalService wakes the agent-mode GitOpsClusters of the namespace of the
+// principal's Service or Route.
 func (r *Reconciler) forPrincipalService(ctx context.Context, obj client.Object) []reconcile.Request {
 	list := &appsv1beta1.GitOpsClusterList{}
 	if err := r.Client.List(ctx, list); err != nil {

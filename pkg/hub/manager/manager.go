@@ -7,10 +7,16 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
+	routev1 "github.com/openshift/api/route/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"open-cluster-management.io/addon-framework/pkg/utils"
@@ -81,6 +87,7 @@ func NewScheme() (*runtime.Scheme, error) {
 	for _, add := range []func(*runtime.Scheme) error{
 		clientgoscheme.AddToScheme, v1beta1.AddToScheme, v1alpha1.AddToScheme, apiextensionsv1.AddToScheme,
 		clusterv1.Install, clusterv1beta1.Install, addonv1alpha1.Install, addonv1beta1.Install, workv1.Install,
+		routev1.Install,
 	} {
 		if err := add(s); err != nil {
 			return nil, fmt.Errorf("building the scheme: %w", err)
@@ -123,6 +130,14 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	routes, err := servesRoutes(cfg)
+	if err != nil {
+		return nil, err
+	}
+	byObject := gitopscluster.CacheByObject(o.ArgoNamespaces)
+	if routes {
+		maps.Copy(byObject, gitopscluster.RouteCacheByObject(o.ArgoNamespaces))
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsBindAddress},
@@ -135,7 +150,7 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 		LeaderElectionReleaseOnCancel: true,
 		// Managed fields are never read from the cache; at 1,000 clusters they are a good
 		// part of every cached ManagedCluster, ManagedClusterAddOn and Secret.
-		Cache:      cache.Options{ByObject: gitopscluster.CacheByObject(o.ArgoNamespaces), DefaultTransform: cache.TransformStripManagedFields()},
+		Cache:      cache.Options{ByObject: byObject, DefaultTransform: cache.TransformStripManagedFields()},
 		Controller: config.Controller{SkipNameValidation: &o.SkipControllerNameValidation},
 	})
 	if err != nil {
@@ -155,6 +170,7 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 		Departures:     departuresOrNil(departures),
 		ArgoNamespaces: o.ArgoNamespaces,
 		Trust:          trust,
+		Routes:         routes,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the GitOpsCluster controller: %w", err)
 	}
@@ -169,6 +185,24 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 		return nil, fmt.Errorf("adding the readiness check: %w", err)
 	}
 	return mgr, nil
+}
+
+// servesRoutes tells whether the hub serves route.openshift.io/v1 (OpenShift), where the
+// Argo CD Agent principal's Route is discovered. A Route API added later is seen when the
+// manager restarts.
+func servesRoutes(cfg *rest.Config) (bool, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return false, fmt.Errorf("creating the discovery client: %w", err)
+	}
+	resources, err := dc.ServerResourcesForGroupVersion(routev1.GroupVersion.String())
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("asking the hub whether it serves %s: %w", routev1.GroupVersion, err)
+	}
+	return slices.ContainsFunc(resources.APIResources, func(r metav1.APIResource) bool { return r.Name == "routes" }), nil
 }
 
 // departuresOrNil keeps a nil *Departures from becoming a non-nil interface.

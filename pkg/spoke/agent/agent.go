@@ -153,7 +153,7 @@ func ArgoCDAgentCertificate(s Setup) error {
 		}
 		return s.Manager.Add(&agentcert.Retirement{Client: direct, ArgoNamespace: o.ArgoNamespace, Report: s.Report})
 	}
-	if err := (&agentcert.Reconciler{Client: s.Manager.GetClient(), Options: o}).SetupWithManager(s.Manager); err != nil {
+	if err := (&agentcert.Reconciler{Client: s.Manager.GetClient(), APIReader: s.Manager.GetAPIReader(), Options: o}).SetupWithManager(s.Manager); err != nil {
 		return fmt.Errorf("setting up the Argo CD Agent certificate controller: %w", err)
 	}
 	return nil
@@ -178,7 +178,7 @@ func (o Options) agentCertificate(report *addonstatus.Report) (agentcert.Options
 	return agentcert.Options{
 		SourceNamespace: o.AddonNamespace, SourceSecret: o.ArgoCDAgentCertificateSecret,
 		ArgoNamespace: constants.GitOpsNamespace, AgentDeployment: agentcert.AgentDeployment(constants.ArgoCDName),
-		Report: report,
+		ArgoCD: constants.ArgoCDName, Report: report,
 	}, o.ArgoCDAgentCertificateSecret != ""
 }
 

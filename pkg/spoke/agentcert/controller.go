@@ -12,6 +12,7 @@ import (
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -19,8 +20,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -67,6 +70,9 @@ type Options struct {
 	ArgoNamespace string
 	// AgentDeployment is argocd-agent's Deployment in ArgoNamespace.
 	AgentDeployment string
+	// ArgoCD is the ArgoCD instance in ArgoNamespace that runs argocd-agent: the
+	// certificate is written only while it exists and is not being deleted.
+	ArgoCD string
 	// Report receives ConditionCertificate.
 	Report *addonstatus.Report
 }
@@ -90,8 +96,22 @@ func (o Options) CacheByObject() map[client.Object]cache.ByObject {
 // with it.
 type Reconciler struct {
 	Client client.Client
+	// APIReader reads the ArgoCD instance uncached, only before a write: its CRD may not
+	// be served yet when the agent starts, which a cache would wait for.
+	APIReader client.Reader
 	Options
 }
+
+// errInstanceAbsent: the ArgoCD instance is missing or being deleted, so nothing runs
+// argocd-agent; the spoke's teardown deletes ClientTLSSecret then, which must stay deleted.
+var errInstanceAbsent = errors.New("no ArgoCD instance to run argocd-agent")
+
+// ReasonNoInstance: the certificate is not handed over while the ArgoCD instance is
+// missing or being deleted.
+const ReasonNoInstance = "NoArgoCDInstance"
+
+// waitForInstance is how soon a hand-over held for a missing instance is tried again.
+const waitForInstance = 10 * time.Second
 
 // SetupWithManager registers the controller: one reconcile at start (so that a missing
 // certificate is reported too), and one on any change of the three objects.
@@ -130,7 +150,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	if err != nil {
 		return reconcile.Result{}, r.fail(fmt.Errorf("Secret %s/%s: %w", r.SourceNamespace, r.SourceSecret, err))
 	}
-	if err := r.ensureClientTLS(ctx, source); err != nil {
+	if err := r.ensureClientTLS(ctx, source); errors.Is(err, errInstanceAbsent) {
+		r.report(metav1.ConditionFalse, ReasonNoInstance, fmt.Sprintf(
+			"ArgoCD %s/%s is missing or being deleted: the certificate is not handed to argocd-agent until it is there.", r.ArgoNamespace, r.ArgoCD))
+		return reconcile.Result{RequeueAfter: waitForInstance}, nil
+	} else if err != nil {
 		return reconcile.Result{}, r.fail(err)
 	}
 	restarted, err := r.ensureStartedWith(ctx, fingerprint(source.Data[corev1.TLSCertKey]))
@@ -149,6 +173,9 @@ func (r *Reconciler) ensureClientTLS(ctx context.Context, source *corev1.Secret)
 	err := r.Client.Get(ctx, types.NamespacedName{Namespace: r.ArgoNamespace, Name: ClientTLSSecret}, current)
 	switch {
 	case apierrors.IsNotFound(err):
+		if err := r.instancePresent(ctx); err != nil {
+			return err
+		}
 		secret := &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: r.ArgoNamespace, Name: ClientTLSSecret,
 				Labels: map[string]string{constants.LabelManagedBy: constants.ManagedByValue}},
@@ -170,9 +197,29 @@ func (r *Reconciler) ensureClientTLS(ctx context.Context, source *corev1.Secret)
 		string(current.Data[corev1.TLSPrivateKeyKey]) == string(want[corev1.TLSPrivateKeyKey]) {
 		return nil
 	}
+	if err := r.instancePresent(ctx); err != nil {
+		return err
+	}
 	current.Data = want
 	if err := r.Client.Update(ctx, current); err != nil {
 		return fmt.Errorf("updating Secret %s/%s with the renewed certificate: %w", r.ArgoNamespace, ClientTLSSecret, err)
+	}
+	return nil
+}
+
+// instancePresent returns errInstanceAbsent unless the ArgoCD instance exists and is not
+// being deleted.
+func (r *Reconciler) instancePresent(ctx context.Context) error {
+	instance := &metav1.PartialObjectMetadata{}
+	instance.SetGroupVersionKind(schema.GroupVersionKind{Group: "argoproj.io", Version: "v1beta1", Kind: "ArgoCD"})
+	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: r.ArgoNamespace, Name: r.ArgoCD}, instance)
+	switch {
+	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+		return errInstanceAbsent
+	case err != nil:
+		return fmt.Errorf("reading ArgoCD %s/%s: %w", r.ArgoNamespace, r.ArgoCD, err)
+	case !instance.DeletionTimestamp.IsZero():
+		return errInstanceAbsent
 	}
 	return nil
 }

@@ -1,0 +1,115 @@
+package argocd
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/agentsigner"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/agentcert"
+	"github.com/gitops-addon/gitops-addon/test/harness"
+)
+
+// AgentBinaryEnv names the environment variable with the path of an argocd-agent binary
+// (github.com/argoproj-labs/argocd-agent, not served by the Go module proxy, so never
+// built here): the interoperability test runs only when it is set.
+const AgentBinaryEnv = "ARGOCD_AGENT_BIN"
+
+// AgentBinary is the argocd-agent binary named by AgentBinaryEnv, or "" when unset; an
+// error when it names no executable file.
+func AgentBinary() (string, error) {
+	bin := os.Getenv(AgentBinaryEnv)
+	if bin == "" {
+		return "", nil
+	}
+	info, err := os.Stat(bin)
+	if err != nil || info.IsDir() || info.Mode()&0o111 == 0 {
+		return "", fmt.Errorf("%s=%s is not an executable argocd-agent binary (%v)", AgentBinaryEnv, bin, err)
+	}
+	return bin, nil
+}
+
+// PrincipalOptions run argocd-agent's principal on the hub.
+type PrincipalOptions struct {
+	// Binary is argocd-agent.
+	Binary string
+	// Address is the loopback host:port agents connect to.
+	Address string
+	// Redis is the hub Argo CD's redis.
+	Redis string
+	// Agents are the agents' names: the hub namespaces it serves.
+	Agents []string
+}
+
+// StartPrincipal runs the principal in the hub's Argo CD namespace as the hub's
+// administrator, with the Secrets gitops-addon keeps there and the auth pattern `render
+// principal` prints. No redis proxy and no resource proxy: both bind fixed ports on every
+// interface, and neither takes part in syncing Applications or their status.
+func StartPrincipal(ctx context.Context, f *harness.Fleet, o PrincipalOptions) (*harness.Process, error) {
+	host, port, err := net.SplitHostPort(o.Address)
+	if err != nil {
+		return nil, err
+	}
+	p, err := f.StartProcess("hub-argocd-agent-principal", []string{o.Binary, "principal",
+		"--kubeconfig", f.Hub.Kubeconfig, "--namespace", Namespace,
+		"--listen-host", host, "--listen-port", port,
+		"--allowed-namespaces", strings.Join(o.Agents, ","),
+		"--auth", agentsigner.PrincipalAuth,
+		"--redis-server-address", o.Redis, "--disable-redis-proxy",
+		"--enable-resource-proxy=false",
+		"--metrics-port", FreeAgentPort(), "--healthz-port", FreeAgentPort(),
+		"--log-level", "debug",
+	})
+	if err != nil {
+		return nil, err
+	}
+	return p, waitListening(ctx, p, o.Address)
+}
+
+// StartArgoCDAgent runs the argocd-agent the GitOps operator rendered on a spoke from the
+// ArgoCD CR gitops-addon delivered: its Deployment's command and environment (principal
+// address, mode, the TLS Secrets gitops-addon fills), as its ServiceAccount, with redis
+// pointed at the spoke Argo CD's and health on healthPort (loopback is how it is asked).
+func StartArgoCDAgent(ctx context.Context, f *harness.Fleet, s *harness.Spoke, binary, redis, healthPort string) (*harness.Process, error) {
+	d := &appsv1.Deployment{}
+	name := agentcert.AgentDeployment(constants.ArgoCDName)
+	if err := waitGet(ctx, s.Client, client.ObjectKey{Namespace: Namespace, Name: name}, d, 5*time.Minute); err != nil {
+		return nil, fmt.Errorf("waiting for the operator to render argocd-agent on %s: %w", s.Name, err)
+	}
+	kubeconfig, err := s.ServiceAccountKubeconfig(ctx, Namespace, d.Spec.Template.Spec.ServiceAccountName)
+	if err != nil {
+		return nil, err
+	}
+	container := d.Spec.Template.Spec.Containers[0]
+	var env []string
+	for _, e := range container.Env {
+		if e.ValueFrom == nil {
+			env = append(env, e.Name+"="+e.Value)
+		}
+	}
+	args := append(append([]string{binary}, container.Args...),
+		"--kubeconfig", kubeconfig, "--redis-addr", redis, "--healthz-port", healthPort, "--metrics-port", FreeAgentPort())
+	return f.StartProcess(s.Name+"-argocd-agent", args, env...)
+}
+
+// FreeAgentPort is a free port for argocd-agent's metrics and health servers, which refuse
+// ports from 32768 on (the kernel's ephemeral range, where free ports usually come from)
+// and listen on every interface: a random port below it that is free there.
+func FreeAgentPort() string {
+	for {
+		port := strconv.Itoa(20000 + rand.IntN(32768-20000))
+		if l, err := net.Listen("tcp", ":"+port); err == nil {
+			_ = l.Close()
+			return port
+		}
+	}
+}
