@@ -73,6 +73,11 @@ test-integration: test-env ## Run the integration tests on a real kube-apiserver
 test-e2e: e2e-env ## Run the end-to-end tests: a real OCM hub, spokes, Argo CD and the GitOps operator as local processes.
 	go test -count=1 -timeout $(TEST_TIMEOUT) -p $(TEST_PARALLEL) -v ./test/harness/... ./test/e2e/...
 
+.PHONY: test-argocd-agent
+test-argocd-agent: e2e-env ## Run the Argo CD Agent end-to-end subtest with the real principal and agents: ARGOCD_AGENT_BIN=/path/to/argocd-agent (your build; argocd-agent is not on the Go module proxy).
+	@test -x "$(ARGOCD_AGENT_BIN)" || { echo "ARGOCD_AGENT_BIN must name an argocd-agent binary (github.com/argoproj-labs/argocd-agent, built by you): see README, Argo CD Agent mode"; exit 2; }
+	ARGOCD_AGENT_BIN="$(ARGOCD_AGENT_BIN)" go test -count=1 -timeout $(TEST_TIMEOUT) -v -run 'TestArgoCD$$/Argo_CD_Agent' ./test/e2e/
+
 .PHONY: bench
 bench: ## Run the Go benchmarks (the hub's per-cluster render); the report is docs/benchmarks.md.
 	go test -run '^$$' -bench . -benchmem -count 1 ./pkg/...

@@ -64,7 +64,10 @@ func TestArgoCDAgentModeRendersTheAgentAndItsCertificateHandling(t *testing.T) {
 			deployments := ruleOf(t, mustFind(t, objects, "Role", constants.GitOpsNamespace, "gitops-addon:agent:argocd-agent-certificate"), "deployments")
 			assert.Equal(t, []string{agentcert.AgentDeployment(constants.ArgoCDName)}, deployments.ResourceNames, "the Deployment the operator renders for argocd-agent")
 		}},
-		{name: "on without the CA (propagateHubCA: false)", values: map[string]any{"argoCDAgent": map[string]any{"mode": "managed"}}, check: func(t *testing.T, objects []*unstructured.Unstructured) {
+		{name: "managed, without the CA (propagateHubCA: false)", values: map[string]any{"argoCDAgent": map[string]any{"mode": "managed"}}, check: func(t *testing.T, objects []*unstructured.Unstructured) {
+			argocd := mustFind(t, objects, "ArgoCD", constants.GitOpsNamespace, constants.ArgoCDName)
+			mode, _, _ := unstructured.NestedString(argocd.Object, "spec", "argoCDAgent", "agent", "client", "mode")
+			assert.Equal(t, "managed", mode)
 			assert.Nil(t, findObject(objects, "Secret", constants.GitOpsNamespace, "argocd-agent-ca"))
 			mustFind(t, objects, "Role", constants.GitOpsNamespace, "gitops-addon:agent:argocd-agent-certificate")
 		}},

@@ -830,12 +830,18 @@ spec:
 		for _, name := range []string{"argocd-agent-ca", "argocd-agent-principal-tls", "argocd-agent-resource-proxy-tls", "argocd-agent-jwt", "team-b-1-cluster-secret"} {
 			versions[name] = secret(name).ResourceVersion
 		}
-		gc := h.gitOpsCluster("agent", "agent-mode")
-		h.touch(gc, func() { metav1.SetMetaDataAnnotation(&gc.ObjectMeta, "example.com/touched", "1") })
-		time.Sleep(2 * time.Second)
+		// Reconciles triggered for 30 s: nothing is issued again, nothing written at all.
+		time.Sleep(2 * time.Second) // the issue's own writes (status) settle
+		writesBefore := h.writes.count()
+		for i := range 6 {
+			gc := h.gitOpsCluster("agent", "agent-mode")
+			h.touch(gc, func() { metav1.SetMetaDataAnnotation(&gc.ObjectMeta, "example.com/touched", fmt.Sprint(i)) })
+			time.Sleep(5 * time.Second)
+		}
 		for name, rv := range versions {
 			assert.Equal(t, rv, secret(name).ResourceVersion, "%s is not issued again on a reconcile", name)
 		}
+		assert.Zero(t, h.writes.count()-writesBefore, "the manager wrote during 30 s of triggered reconciles of an agent-mode GitOpsCluster")
 
 		// The cluster is registered in Argo CD Agent's format.
 		clusterSecret := secret("team-b-1-cluster-secret")
@@ -855,7 +861,7 @@ spec:
 		require.NoError(t, err, "signed by argocd-agent-ca")
 		versions["team-b-1-cluster-secret"] = clusterSecret.ResourceVersion
 
-		gc = h.gitOpsCluster("agent", "agent-mode")
+		gc := h.gitOpsCluster("agent", "agent-mode")
 		h.touch(gc, func() { gc.Spec.GitOpsAddon.ArgoCDAgent.ServerAddress = "principal.example.org" })
 		require.Eventually(t, func() bool {
 			return slices.Contains(parseCert(t, secret("argocd-agent-principal-tls")).DNSNames, "principal.example.org")
