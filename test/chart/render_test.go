@@ -369,7 +369,7 @@ func TestArgoNamespacesScopeSecretsAndConfigMaps(t *testing.T) {
 				switch {
 				case o.GetKind() == "Role" && o.GetName() == "gitops-addon-manager":
 					roles = append(roles, o.GetNamespace())
-					assert.ElementsMatch(t, []string{"secrets", "configmaps", "services"}, ruleResources(t, o))
+					assert.ElementsMatch(t, []string{"secrets", "configmaps", "services", "routes"}, ruleResources(t, o))
 				case o.GetKind() == "RoleBinding" && o.GetName() == "gitops-addon-manager":
 					bindings = append(bindings, o.GetNamespace())
 				case o.GetKind() == "Namespace":
