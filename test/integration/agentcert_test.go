@@ -116,6 +116,16 @@ func TestArgoCDAgentCertificateReachesArgoCDAgent(t *testing.T) {
 		}
 		return s
 	}
+	// renew puts a new certificate where OCM keeps it, as a renewal does, and returns it.
+	renew := func(t *testing.T) []byte {
+		t.Helper()
+		renewed, renewedKey := clientCertificate(t, "spoke1")
+		source := &corev1.Secret{}
+		require.NoError(t, env.Client.Get(ctx, types.NamespacedName{Namespace: addon.DefaultInstallNamespace, Name: sourceName}, source))
+		source.Data = map[string][]byte{corev1.TLSCertKey: renewed, corev1.TLSPrivateKeyKey: renewedKey}
+		require.NoError(t, env.Client.Update(ctx, source))
+		return renewed
+	}
 	restartedWith := func() string {
 		d := &appsv1.Deployment{}
 		require.NoError(t, env.Client.Get(ctx, types.NamespacedName{Namespace: constants.GitOpsNamespace, Name: deploymentName}, d))
@@ -160,11 +170,7 @@ func TestArgoCDAgentCertificateReachesArgoCDAgent(t *testing.T) {
 
 	t.Run("renewed by OCM: the new certificate replaces the old one and argocd-agent restarts onto it", func(t *testing.T) {
 		before := restartedWith()
-		renewed, renewedKey := clientCertificate(t, "spoke1")
-		source := &corev1.Secret{}
-		require.NoError(t, env.Client.Get(ctx, types.NamespacedName{Namespace: addon.DefaultInstallNamespace, Name: sourceName}, source))
-		source.Data = map[string][]byte{corev1.TLSCertKey: renewed, corev1.TLSPrivateKeyKey: renewedKey}
-		require.NoError(t, env.Client.Update(ctx, source))
+		renewed := renew(t)
 		require.Eventually(t, func() bool {
 			s := clientTLS()
 			return s != nil && string(s.Data[corev1.TLSCertKey]) == string(renewed) && restartedWith() != before
@@ -189,12 +195,7 @@ func TestArgoCDAgentCertificateReachesArgoCDAgent(t *testing.T) {
 		delete(theirs.Labels, constants.LabelManagedBy)
 		theirs.Data = map[string][]byte{corev1.TLSCertKey: first, corev1.TLSPrivateKeyKey: firstKey}
 		require.NoError(t, env.Client.Update(ctx, theirs))
-		// Wake the controller: a renewal.
-		renewed, renewedKey := clientCertificate(t, "spoke1")
-		source := &corev1.Secret{}
-		require.NoError(t, env.Client.Get(ctx, types.NamespacedName{Namespace: addon.DefaultInstallNamespace, Name: sourceName}, source))
-		source.Data = map[string][]byte{corev1.TLSCertKey: renewed, corev1.TLSPrivateKeyKey: renewedKey}
-		require.NoError(t, env.Client.Update(ctx, source))
+		renew(t) // wakes the controller
 		c := condition(t, agentcert.ReasonFailed)
 		assert.Contains(t, c.Message, "was not created by gitops-addon")
 		assert.Equal(t, first, clientTLS().Data[corev1.TLSCertKey], "theirs is kept")
@@ -205,11 +206,7 @@ func TestArgoCDAgentCertificateReachesArgoCDAgent(t *testing.T) {
 		// The teardown hook deletes the Secret after the instance (here: theirs, which
 		// the controller would otherwise keep naming; ours is removed the same way).
 		require.NoError(t, env.Client.Delete(ctx, clientTLS()))
-		renewed, renewedKey := clientCertificate(t, "spoke1")
-		source := &corev1.Secret{}
-		require.NoError(t, env.Client.Get(ctx, types.NamespacedName{Namespace: addon.DefaultInstallNamespace, Name: sourceName}, source))
-		source.Data = map[string][]byte{corev1.TLSCertKey: renewed, corev1.TLSPrivateKeyKey: renewedKey}
-		require.NoError(t, env.Client.Update(ctx, source))
+		renew(t) // wakes the controller
 		c := condition(t, agentcert.ReasonNoInstance)
 		assert.Contains(t, c.Message, "being deleted")
 		time.Sleep(time.Second)
