@@ -99,7 +99,7 @@ func (k *Keeper) Ensure(ctx context.Context, req Request) (State, error) {
 	}
 	st.UserCA, st.ca = user, ca
 	st.CA = Certificate{Secret: CASecret, NotAfter: ca.cert.NotAfter}
-	if previous := ca.bundled(); len(previous) > 0 {
+	if previous := ca.bundled(); len(previous) > 0 && !user {
 		st.PreviousCA = &Certificate{Secret: CASecret, NotAfter: previous[0].NotAfter}
 	}
 	for _, s := range []struct {
