@@ -42,6 +42,8 @@ func TestArgoCDAgentModeRendersTheAgentAndItsCertificateHandling(t *testing.T) {
 			argocd := mustFind(t, objects, "ArgoCD", constants.GitOpsNamespace, constants.ArgoCDName)
 			_, found, _ := unstructured.NestedMap(argocd.Object, "spec", "argoCDAgent")
 			assert.False(t, found)
+			_, found, _ = unstructured.NestedBool(argocd.Object, "spec", "server", "enabled")
+			assert.False(t, found, "argocd-server runs outside agent mode")
 			assert.Nil(t, findObject(objects, "Secret", constants.GitOpsNamespace, "argocd-agent-ca"))
 			assert.Nil(t, findObject(objects, "Role", constants.GitOpsNamespace, "gitops-addon:agent:argocd-agent-certificate"))
 			assert.False(t, slices.ContainsFunc(agentArgs(t, objects), func(a string) bool { return strings.HasPrefix(a, "--argocd-agent-certificate-secret") }))
@@ -53,6 +55,8 @@ func TestArgoCDAgentModeRendersTheAgentAndItsCertificateHandling(t *testing.T) {
 			assert.Equal(t, true, agent["enabled"])
 			assert.Equal(t, map[string]any{"principalServerAddress": "principal.example.com", "principalServerPort": "8443", "mode": "autonomous"}, agent["client"])
 			assert.Equal(t, map[string]any{"secretName": agentcert.ClientTLSSecret, "rootCASecretName": "argocd-agent-ca"}, agent["tls"])
+			server, _, _ := unstructured.NestedMap(argocd.Object, "spec", "server")
+			assert.Equal(t, map[string]any{"enabled": false, "route": map[string]any{"enabled": false}}, server, "no argocd-server on an agent cluster")
 
 			ca := mustFind(t, objects, "Secret", constants.GitOpsNamespace, "argocd-agent-ca")
 			data, _, _ := unstructured.NestedStringMap(ca.Object, "data")

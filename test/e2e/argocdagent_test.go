@@ -146,6 +146,8 @@ func argoCDAgentMode(t *testing.T, ctx context.Context, a *argoFleet) {
 		assert.Equal(t, s.mode, env["ARGOCD_AGENT_MODE"], "%s runs argocd-agent in its own mode", s.spoke.Name)
 		assert.Equal(t, agentcert.ClientTLSSecret, env["ARGOCD_AGENT_TLS_SECRET_NAME"])
 		assert.Equal(t, agenttrust.CASecret, env["ARGOCD_AGENT_TLS_ROOT_CA_SECRET_NAME"])
+		assert.False(t, exists(ctx, s.spoke.Client, &appsv1.Deployment{}, constants.GitOpsNamespace+"/"+constants.ArgoCDName+"-server"),
+			"%s runs no argocd-server: the hub's Argo CD is where its Applications are seen", s.spoke.Name)
 	}
 
 	// OCM renews the certificate (forced here, as the registration agent does near expiry).
