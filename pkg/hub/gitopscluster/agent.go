@@ -40,6 +40,31 @@ func principalNames(gc *appsv1beta1.GitOpsCluster, p principal) []string {
 	return names
 }
 
+// sharedPrincipalNames are the names the principal's certificate must hold for every
+// agent-mode GitOpsCluster of gc's Argo CD namespace: one principal serves them all, and
+// a certificate naming only the one reconciled last would be issued again by each in
+// turn when their serverAddresses differ.
+func (r *Reconciler) sharedPrincipalNames(ctx context.Context, gc *appsv1beta1.GitOpsCluster, own principal) ([]string, error) {
+	names := principalNames(gc, own)
+	list := &appsv1beta1.GitOpsClusterList{}
+	if err := r.Client.List(ctx, list); err != nil {
+		return nil, fmt.Errorf("listing the GitOpsClusters sharing the principal of %s: %w", gc.Spec.ArgoServer.ArgoNamespace, err)
+	}
+	for i := range list.Items {
+		other := &list.Items[i]
+		if other.UID == gc.UID || !other.DeletionTimestamp.IsZero() || !other.ArgoCDAgentEnabled() ||
+			other.Spec.ArgoServer.ArgoNamespace != gc.Spec.ArgoServer.ArgoNamespace {
+			continue
+		}
+		p, err := r.findPrincipal(ctx, other)
+		if err != nil {
+			return nil, err
+		}
+		names = append(names, principalNames(other, p)...)
+	}
+	return names, nil
+}
+
 // ensureAgentTrust keeps the principal's trust Secrets in argoNamespace and records an
 // Event for each one it issued.
 func (r *Reconciler) ensureAgentTrust(ctx context.Context, gc *appsv1beta1.GitOpsCluster) (agentResult, error) {
@@ -54,7 +79,11 @@ func (r *Reconciler) ensureAgentTrust(ctx context.Context, gc *appsv1beta1.GitOp
 	if r.Trust == nil {
 		return res, nil
 	}
-	st, err := r.Trust.Ensure(ctx, agenttrust.Request{Namespace: gc.Spec.ArgoServer.ArgoNamespace, PrincipalNames: principalNames(gc, res.principal)})
+	sans, err := r.sharedPrincipalNames(ctx, gc, res.principal)
+	if err != nil {
+		return res, err
+	}
+	st, err := r.Trust.Ensure(ctx, agenttrust.Request{Namespace: gc.Spec.ArgoServer.ArgoNamespace, PrincipalNames: sans})
 	if err != nil {
 		return res, fmt.Errorf("keeping the Argo CD Agent certificates: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"net"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -548,4 +549,36 @@ func TestAgentCertificatesAndConnectionsAreCountedPerCluster(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestGitOpsClustersSharingAPrincipalDoNotReissueItsCertificateInTurn: two agent-mode
+// GitOpsClusters of one Argo CD namespace (one principal) with different serverAddresses
+// get one principal certificate naming both, issued once, not again by each reconcile.
+func TestGitOpsClustersSharingAPrincipalDoNotReissueItsCertificateInTurn(t *testing.T) {
+	a, b := gitOpsCluster("a", "pa", true), gitOpsCluster("b", "pb", true)
+	a.UID, b.UID = "uid-a", "uid-b"
+	a.Spec.GitOpsAddon.ArgoCDAgent = &appsv1beta1.ArgoCDAgentSpec{Enabled: ptr.To(true), ServerAddress: "principal.example.com"}
+	b.Spec.GitOpsAddon.ArgoCDAgent = &appsv1beta1.ArgoCDAgentSpec{Enabled: ptr.To(true), ServerAddress: "10.0.0.9"}
+	objs := append(placementObjects("pa", "c1"), placementObjects("pb", "c2")...)
+	r, c := newReconciler(t, append(objs, a, b)...)
+	r.Trust = &agenttrust.Keeper{Client: c, APIReader: c}
+	principalTLS := func() *corev1.Secret {
+		s := &corev1.Secret{}
+		require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "gitops", Name: agenttrust.PrincipalSecret}, s))
+		return s
+	}
+	reconcileOnce(t, r, a)
+	reconcileOnce(t, r, b)
+	issued := principalTLS()
+	for range 3 {
+		reconcileOnce(t, r, a)
+		reconcileOnce(t, r, b)
+	}
+	assert.Equal(t, issued.ResourceVersion, principalTLS().ResourceVersion, "not issued again by the GitOpsClusters in turn")
+	block, _ := pem.Decode(issued.Data[corev1.TLSCertKey])
+	require.NotNil(t, block)
+	cert, err := x509.ParseCertificate(block.Bytes)
+	require.NoError(t, err)
+	assert.Contains(t, cert.DNSNames, "principal.example.com")
+	assert.True(t, slices.ContainsFunc(cert.IPAddresses, func(ip net.IP) bool { return ip.String() == "10.0.0.9" }), "both GitOpsClusters' addresses: %v", cert.IPAddresses)
 }
