@@ -14,7 +14,8 @@ const (
 	// the ApplicationSet placement ConfigMap and RBAC exist.
 	ConditionClustersRegistered = "ClustersRegistered"
 	// ConditionAddOnsReady: with the addon enabled, every decided cluster has a
-	// ManagedClusterAddOn and each one is Available.
+	// ManagedClusterAddOn and each one is Available; in Argo CD Agent mode, each one's
+	// argocd-agent is also connected to the principal.
 	ConditionAddOnsReady = "AddOnsReady"
 	// ConditionArgoCDAgentTrust (only with spec.gitopsAddon.argoCDAgent.enabled): the
 	// principal's CA, serving certificates and JWT key are in argoNamespace, with their
