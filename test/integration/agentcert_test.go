@@ -237,7 +237,8 @@ func TestOutOfArgoCDAgentModeTheClientCertificateGoes(t *testing.T) {
 		runCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 		r := &agentcert.Retirement{Client: agentClient, ArgoNamespace: constants.GitOpsNamespace, Report: report, RetryInterval: 100 * time.Millisecond}
-		require.NoError(t, r.Start(runCtx), "it finishes (a failure would retry until the timeout)")
+		require.NoError(t, r.Start(runCtx))
+		require.NoError(t, runCtx.Err(), "it finished (a failure retries until the agent stops)")
 		return report
 	}
 

@@ -131,11 +131,20 @@ func parsePair(certPEM, keyPEM []byte) (*keyPair, error) {
 	if len(keyPEM) == 0 {
 		return pair, nil
 	}
+	if pair.key, err = parseKey(keyPEM); err != nil {
+		return nil, fmt.Errorf("tls.key: %w", err)
+	}
+	return pair, nil
+}
+
+// parseKey reads a private key from PEM (PKCS#8, EC or PKCS#1).
+func parseKey(keyPEM []byte) (crypto.Signer, error) {
 	kb, _ := pem.Decode(keyPEM)
 	if kb == nil {
-		return nil, errors.New("tls.key holds no PEM key")
+		return nil, errors.New("no PEM key")
 	}
 	var key any
+	var err error
 	switch kb.Type {
 	case "EC PRIVATE KEY":
 		key, err = x509.ParseECPrivateKey(kb.Bytes)
@@ -145,21 +154,21 @@ func parsePair(certPEM, keyPEM []byte) (*keyPair, error) {
 		key, err = x509.ParsePKCS8PrivateKey(kb.Bytes)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("parsing tls.key: %w", err)
+		return nil, fmt.Errorf("parsing the key: %w", err)
 	}
 	signer, ok := key.(crypto.Signer)
 	if !ok {
-		return nil, fmt.Errorf("tls.key is a %T, which cannot sign", key)
+		return nil, fmt.Errorf("a %T, which cannot sign", key)
 	}
-	pair.key = signer
-	return pair, nil
+	return signer, nil
 }
 
-// needsRenewal says why a serving certificate must be issued again: not signed by ca,
-// other names, or past renewAt of its lifetime; "" when it is fine.
-func needsRenewal(pair *keyPair, ca *keyPair, names []string, now time.Time) string {
-	if err := pair.cert.CheckSignatureFrom(ca.cert); err != nil {
-		return "not signed by the current CA"
+// needsRenewal says why a serving certificate must be issued again: not signed by a CA
+// of the bundle that outlives it, other names, or past renewAt of its lifetime; "" when
+// it is fine.
+func needsRenewal(pair *keyPair, cas *caSet, names []string, now time.Time) string {
+	if !cas.trusts(pair.cert) {
+		return "not signed by a CA of argocd-agent-ca that outlives it"
 	}
 	var have []string
 	have = append(have, pair.cert.DNSNames...)

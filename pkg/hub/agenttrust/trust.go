@@ -61,9 +61,12 @@ type State struct {
 	UserCA bool // the CA Secret is the user's: used as is, never replaced
 	// PreviousCA is the CA before the last rotation, still trusted beside the current
 	// one until it expires; nil when there is none.
-	PreviousCA    *Certificate
-	Principal     Certificate
-	ResourceProxy Certificate
+	PreviousCA *Certificate
+	// NextCA joined the bundle and signs from NextCASignsFrom on; nil when none.
+	NextCA          *Certificate
+	NextCASignsFrom time.Time
+	Principal       Certificate
+	ResourceProxy   Certificate
 	// Issued says, per Secret written in this pass, why ("missing", or why it was renewed).
 	Issued map[string]string
 	// RenewAt is the earliest time a serving certificate reaches renewAt of its lifetime.
@@ -93,14 +96,19 @@ func ResourceProxyNames(ns string) []string {
 func (k *Keeper) Ensure(ctx context.Context, req Request) (State, error) {
 	st := State{Issued: map[string]string{}}
 	now := k.now()
-	ca, user, err := k.ensureCA(ctx, req.Namespace, now, st.Issued)
+	cas, user, err := k.ensureCA(ctx, req.Namespace, now, st.Issued)
 	if err != nil {
 		return st, err
 	}
+	ca := cas.signer
 	st.UserCA, st.ca = user, ca
 	st.CA = Certificate{Secret: CASecret, NotAfter: ca.cert.NotAfter}
-	if previous := ca.bundled(); len(previous) > 0 && !user {
-		st.PreviousCA = &Certificate{Secret: CASecret, NotAfter: previous[0].NotAfter}
+	if !user && len(cas.previous) > 0 {
+		st.PreviousCA = &Certificate{Secret: CASecret, NotAfter: cas.previous[0].NotAfter}
+	}
+	if cas.next != nil {
+		st.NextCA = &Certificate{Secret: CASecret, NotAfter: cas.next.cert.NotAfter}
+		st.NextCASignsFrom = handover(cas.next)
 	}
 	for _, s := range []struct {
 		name, commonName string
@@ -110,7 +118,7 @@ func (k *Keeper) Ensure(ctx context.Context, req Request) (State, error) {
 		{PrincipalSecret, "argocd-agent-principal", req.PrincipalNames, &st.Principal},
 		{ResourceProxySecret, "argocd-agent-resource-proxy", ResourceProxyNames(req.Namespace), &st.ResourceProxy},
 	} {
-		pair, err := k.ensureServing(ctx, req.Namespace, s.name, s.commonName, s.names, ca, now, st.Issued)
+		pair, err := k.ensureServing(ctx, req.Namespace, s.name, s.commonName, s.names, cas, now, st.Issued)
 		if err != nil {
 			return st, err
 		}
@@ -120,14 +128,14 @@ func (k *Keeper) Ensure(ctx context.Context, req Request) (State, error) {
 		}
 	}
 	if !st.UserCA {
-		st.RenewAt = earliest(st.RenewAt, caDue(ca))
+		st.RenewAt = earliest(st.RenewAt, cas.dueAt())
 	}
 	return st, k.ensureJWTKey(ctx, req.Namespace, st.Issued)
 }
 
-// ensureCA returns the namespace's CA: ours (issued when missing, rotated past renewAt of
-// its lifetime), or the user's, used as is when it has its key.
-func (k *Keeper) ensureCA(ctx context.Context, ns string, now time.Time, issued map[string]string) (*keyPair, bool, error) {
+// ensureCA returns the namespace's CAs: ours (issued when missing, rotated in stages, see
+// caSet), or the user's, used as is when it has its key.
+func (k *Keeper) ensureCA(ctx context.Context, ns string, now time.Time, issued map[string]string) (*caSet, bool, error) {
 	secret, err := k.get(ctx, ns, CASecret)
 	if err != nil {
 		return nil, false, err
@@ -138,27 +146,29 @@ func (k *Keeper) ensureCA(ctx context.Context, ns string, now time.Time, issued 
 			return nil, false, err
 		}
 		issued[CASecret] = "missing"
-		return ca, false, k.write(ctx, nil, tlsSecret(ns, CASecret, ca))
+		return &caSet{signer: ca}, false, k.write(ctx, nil, tlsSecret(ns, CASecret, ca))
 	}
-	ca, err := parsePair(secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey])
+	cas, err := loadCASet(secret)
 	if err != nil {
 		return nil, false, fmt.Errorf("Secret %s/%s: %w; fix it or delete it to let gitops-addon issue a CA", ns, CASecret, err)
 	}
-	if ca.key == nil || !ca.cert.IsCA {
+	if cas.signer.key == nil || !cas.signer.cert.IsCA {
 		return nil, false, fmt.Errorf("Secret %s/%s must hold a CA certificate and its key (tls.crt, tls.key) to sign the principal's certificates", ns, CASecret)
 	}
 	if !ours(secret) {
-		return ca, true, nil
+		return cas, true, nil
 	}
-	next, why, err := rotateCA(ca, now)
+	why, err := cas.advance(now)
 	if err != nil || why == "" {
-		return ca, false, err
+		return cas, false, err
 	}
 	issued[CASecret] = why
-	return next, false, k.write(ctx, secret, tlsSecret(ns, CASecret, next))
+	desired := tlsSecret(ns, CASecret, cas.signer)
+	desired.Data = cas.data()
+	return cas, false, k.write(ctx, secret, desired)
 }
 
-func (k *Keeper) ensureServing(ctx context.Context, ns, name, commonName string, names []string, ca *keyPair, now time.Time, issued map[string]string) (*keyPair, error) {
+func (k *Keeper) ensureServing(ctx context.Context, ns, name, commonName string, names []string, cas *caSet, now time.Time, issued map[string]string) (*keyPair, error) {
 	secret, err := k.get(ctx, ns, name)
 	if err != nil {
 		return nil, err
@@ -171,11 +181,11 @@ func (k *Keeper) ensureServing(ctx context.Context, ns, name, commonName string,
 		current, err := parsePair(secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey])
 		if err != nil {
 			why = err.Error()
-		} else if why = needsRenewal(current, ca, names, now); why == "" {
+		} else if why = needsRenewal(current, cas, names, now); why == "" {
 			return current, nil
 		}
 	}
-	pair, err := newServing(ca, commonName, names, now, ServingLifetime)
+	pair, err := newServing(cas.signer, commonName, names, now, ServingLifetime)
 	if err != nil {
 		return nil, err
 	}

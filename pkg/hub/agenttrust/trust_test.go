@@ -2,7 +2,11 @@ package agenttrust
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
 	"testing"
 	"time"
@@ -154,70 +158,105 @@ func TestClientConfigIsKeptUntilDue(t *testing.T) {
 	assert.True(t, issued, "renewed past 80 % of its lifetime")
 }
 
-// TestOurCAIsRotatedWithAnOverlap: past 80 % of its lifetime gitops-addon's CA is replaced
-// by a new one, the previous one stays in the bundle (tls.crt, and what agents trust)
-// until it expires so that certificates either signed keep verifying, the serving
-// certificates are signed again by the new CA, and nothing is written when nothing is due.
-func TestOurCAIsRotatedWithAnOverlap(t *testing.T) {
+// TestOurCAIsRotatedInStages: past 80 % of its lifetime gitops-addon's CA is joined by a
+// new one, which every party gets in its bundle but which signs nothing for CAHandover (the
+// time to restart the principal onto the bundle); then it signs, the previous one trusted
+// until it expires, when it leaves the bundle. Nothing is issued again only because of the
+// rotation, and nothing is written when nothing is due.
+func TestOurCAIsRotatedInStages(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)
 	k, c := newKeeper(t, &now)
 	req := Request{Namespace: ns, PrincipalNames: []string{"principal.example.com"}}
-	first, err := k.Ensure(ctx, req)
+	_, err := k.Ensure(ctx, req)
 	require.NoError(t, err)
 	oldCA := certOf(t, c, CASecret)
-	var oldClient []byte
-	assert.Equal(t, renewalTime(certOf(t, c, PrincipalSecret)), first.RenewAt, "the serving certificates are due before the CA")
 
-	verifies := func(t *testing.T, certPEM, bundle []byte, at time.Time) error {
+	caSecret := func() *corev1.Secret {
+		s := &corev1.Secret{}
+		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: CASecret}, s))
+		return s
+	}
+	// agentCertificate is what the manager signs for an agent's OCM request now.
+	agentCertificate := func(t *testing.T) *x509.Certificate {
 		t.Helper()
-		pair, err := parsePair(certPEM, nil)
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 		require.NoError(t, err)
+		der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: "cluster1"}}, key)
+		require.NoError(t, err)
+		csr, err := x509.ParseCertificateRequest(der)
+		require.NoError(t, err)
+		signed, err := SignClientRequest(caSecret(), csr, now, 24*time.Hour)
+		require.NoError(t, err)
+		pair, err := parsePair(signed, nil)
+		require.NoError(t, err)
+		return pair.cert
+	}
+	verifies := func(t *testing.T, cert *x509.Certificate, bundle []byte) error {
+		t.Helper()
 		roots := x509.NewCertPool()
 		require.True(t, roots.AppendCertsFromPEM(bundle))
-		_, err = pair.cert.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}, CurrentTime: at})
+		_, err := cert.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}, CurrentTime: now})
 		return err
 	}
 
-	t.Run("before 80 % of its lifetime the CA stays", func(t *testing.T) {
+	var before State
+	var principal *x509.Certificate
+	t.Run("before 80 % of its lifetime the CA stays alone", func(t *testing.T) {
 		now = oldCA.NotBefore.Add(time.Duration(float64(CALifetime) * 0.79))
-		st, err := k.Ensure(ctx, req)
+		before, err = k.Ensure(ctx, req)
 		require.NoError(t, err)
-		assert.NotContains(t, st.Issued, CASecret)
-		assert.Nil(t, st.PreviousCA)
-		oldClient, _, err = st.ClientConfigFor("cluster1", nil, now)
-		require.NoError(t, err)
+		assert.NotContains(t, before.Issued, CASecret)
+		assert.Nil(t, before.NextCA)
+		principal = certOf(t, c, PrincipalSecret)
 	})
-	var rotated State
-	t.Run("past 80 %: a new CA, the previous one trusted beside it, the serving certificates signed again", func(t *testing.T) {
-		now = oldCA.NotBefore.Add(time.Duration(float64(CALifetime) * 0.81)) // 73 days later: the client certificate is still valid
-		rotated, err = k.Ensure(ctx, req)
+	var joined State
+	t.Run("past 80 %: a new CA joins the bundle and signs nothing yet", func(t *testing.T) {
+		now = oldCA.NotBefore.Add(time.Duration(float64(CALifetime) * 0.81)) // 73 days later
+		joined, err = k.Ensure(ctx, req)
 		require.NoError(t, err)
-		assert.Contains(t, rotated.Issued[CASecret], "rotated")
-		assert.Contains(t, rotated.Issued, PrincipalSecret)
-		assert.Contains(t, rotated.Issued, ResourceProxySecret)
-		newCA := certOf(t, c, CASecret)
-		assert.NotEqual(t, oldCA.SerialNumber, newCA.SerialNumber, "tls.crt starts with the new CA")
-		require.NotNil(t, rotated.PreviousCA)
-		assert.Equal(t, oldCA.NotAfter, rotated.PreviousCA.NotAfter)
-		bundle := rotated.CACertificatePEM()
-		require.NoError(t, certOf(t, c, PrincipalSecret).CheckSignatureFrom(newCA))
-		var oldConfig ClientConfig
-		require.NoError(t, json.Unmarshal(oldClient, &oldConfig))
-		assert.NoError(t, verifies(t, oldConfig.TLSClientConfig.CertData, bundle, now), "a certificate the previous CA signed still verifies")
-		newClient, issued, err := rotated.ClientConfigFor("cluster1", oldClient, now)
+		assert.Contains(t, joined.Issued[CASecret], "joined the bundle")
+		assert.Contains(t, joined.Issued[CASecret], "restart the principal")
+		assert.NotContains(t, joined.Issued, PrincipalSecret, "the principal's certificate is not issued again for the rotation")
+		require.NotNil(t, joined.NextCA)
+		assert.Equal(t, now.Add(-time.Minute).Add(CAHandover).Truncate(time.Second), joined.NextCASignsFrom.Truncate(time.Second))
+		assert.Equal(t, oldCA.SerialNumber, certOf(t, c, CASecret).SerialNumber, "the old CA still signs")
+		assert.NotEmpty(t, caSecret().Data[NextCAKey])
+		pair, err := parsePair(joined.CACertificatePEM(), nil)
 		require.NoError(t, err)
-		assert.True(t, issued, "the hub's client certificate is signed again by the new CA")
-		var newConfig ClientConfig
-		require.NoError(t, json.Unmarshal(newClient, &newConfig))
-		assert.Equal(t, bundle, newConfig.TLSClientConfig.CAData)
-		assert.NoError(t, verifies(t, newConfig.TLSClientConfig.CertData, bundle, now))
+		assert.Len(t, pair.bundled(), 1, "the bundle agents and the principal trust holds both")
+		agent := agentCertificate(t)
+		assert.NoError(t, agent.CheckSignatureFrom(oldCA), "agents' certificates are still signed by the old CA")
+		assert.NoError(t, verifies(t, agent, joined.CACertificatePEM()))
+		assert.NoError(t, verifies(t, principal, joined.CACertificatePEM()))
 	})
 	t.Run("then nothing is written while nothing is due", func(t *testing.T) {
 		now = now.Add(time.Hour)
 		st, err := k.Ensure(ctx, req)
 		require.NoError(t, err)
 		assert.Empty(t, st.Issued)
+	})
+	t.Run("CAHandover later the new CA signs; the old one stays trusted", func(t *testing.T) {
+		now = joined.NextCASignsFrom.Add(time.Hour)
+		st, err := k.Ensure(ctx, req)
+		require.NoError(t, err)
+		assert.Contains(t, st.Issued[CASecret], "rotated")
+		assert.NotContains(t, st.Issued, PrincipalSecret, "signed by the old CA, which outlives it: kept until due")
+		newCA := certOf(t, c, CASecret)
+		assert.NotEqual(t, oldCA.SerialNumber, newCA.SerialNumber, "tls.crt starts with the new CA")
+		assert.Empty(t, caSecret().Data[NextCAKey])
+		require.NotNil(t, st.PreviousCA)
+		assert.Equal(t, oldCA.NotAfter, st.PreviousCA.NotAfter)
+		assert.NoError(t, agentCertificate(t).CheckSignatureFrom(newCA), "agents' new certificates are signed by the new CA")
+		assert.NoError(t, verifies(t, principal, st.CACertificatePEM()), "the principal's certificate still verifies")
+		config, issued, err := st.ClientConfigFor("cluster1", nil, now)
+		require.NoError(t, err)
+		assert.True(t, issued)
+		var parsed ClientConfig
+		require.NoError(t, json.Unmarshal(config, &parsed))
+		hubClient, err := parsePair(parsed.TLSClientConfig.CertData, nil)
+		require.NoError(t, err)
+		assert.NoError(t, hubClient.cert.CheckSignatureFrom(newCA))
 	})
 	t.Run("once the previous CA expired it leaves the bundle", func(t *testing.T) {
 		now = oldCA.NotAfter.Add(time.Hour)
@@ -228,6 +267,5 @@ func TestOurCAIsRotatedWithAnOverlap(t *testing.T) {
 		pair, err := parsePair(st.CACertificatePEM(), nil)
 		require.NoError(t, err)
 		assert.Empty(t, pair.bundled())
-		assert.Equal(t, certOf(t, c, CASecret).SerialNumber, pair.cert.SerialNumber)
 	})
 }

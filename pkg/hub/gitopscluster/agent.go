@@ -47,15 +47,25 @@ func principalNames(gc *appsv1beta1.GitOpsCluster, p principal) []string {
 func (r *Reconciler) sharedPrincipalNames(ctx context.Context, gc *appsv1beta1.GitOpsCluster, own principal) ([]string, error) {
 	names := principalNames(gc, own)
 	list := &appsv1beta1.GitOpsClusterList{}
-	if err := r.Client.List(ctx, list); err != nil {
+	// Read-only: the cached objects are not copied.
+	if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing the GitOpsClusters sharing the principal of %s: %w", gc.Spec.ArgoServer.ArgoNamespace, err)
 	}
+	discovered := own.address != "" && gc.Spec.GitOpsAddon.ArgoCDAgent.ServerAddress == ""
 	for i := range list.Items {
 		other := &list.Items[i]
 		if other.UID == gc.UID || !other.DeletionTimestamp.IsZero() || !other.ArgoCDAgentEnabled() ||
 			other.Spec.ArgoServer.ArgoNamespace != gc.Spec.ArgoServer.ArgoNamespace {
 			continue
 		}
+		if address := other.Spec.GitOpsAddon.ArgoCDAgent.ServerAddress; address != "" {
+			names = append(names, address)
+			continue
+		}
+		if discovered {
+			continue // the namespace's principal is discovered the same for every GitOpsCluster
+		}
+		discovered = true
 		p, err := r.findPrincipal(ctx, other)
 		if err != nil {
 			return nil, err
@@ -113,6 +123,9 @@ func agentTrustCondition(a agentResult) metav1.Condition {
 		owner = "yours, used as is"
 	}
 	day := func(t time.Time) string { return t.UTC().Format("2006-01-02") }
+	if st.NextCA != nil {
+		owner += fmt.Sprintf("; a new CA is in the bundle and signs from %s on: restart the principal before then", day(st.NextCASignsFrom))
+	}
 	if st.PreviousCA != nil {
 		owner += fmt.Sprintf("; rotated, the previous CA is trusted beside it until %s", day(st.PreviousCA.NotAfter))
 	}

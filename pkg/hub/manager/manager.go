@@ -16,9 +16,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"open-cluster-management.io/addon-framework/pkg/utils"
 	addonv1alpha1 "open-cluster-management.io/api/addon/v1alpha1"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
@@ -189,18 +191,27 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 
 // servesRoutes tells whether the hub serves route.openshift.io/v1 (OpenShift), where the
 // Argo CD Agent principal's Route is discovered. A Route API added later is seen when the
-// manager restarts.
+// manager restarts. The Route API is aggregated (openshift-apiserver), which may answer
+// 503 for a while during an upgrade: after a few tries the manager starts without Route
+// discovery (saying so) rather than not at all.
 func servesRoutes(cfg *rest.Config) (bool, error) {
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return false, fmt.Errorf("creating the discovery client: %w", err)
 	}
-	resources, err := dc.ServerResourcesForGroupVersion(routev1.GroupVersion.String())
+	var resources *metav1.APIResourceList
+	backoff := wait.Backoff{Duration: time.Second, Factor: 2, Steps: 4}
+	err = retry.OnError(backoff, func(err error) bool { return !apierrors.IsNotFound(err) }, func() error {
+		resources, err = dc.ServerResourcesForGroupVersion(routev1.GroupVersion.String())
+		return err
+	})
 	switch {
 	case apierrors.IsNotFound(err):
 		return false, nil
 	case err != nil:
-		return false, fmt.Errorf("asking the hub whether it serves %s: %w", routev1.GroupVersion, err)
+		ctrl.Log.WithName("manager").Error(err, "the hub's Route API does not answer: starting without discovering the Argo CD Agent principal's Route (set serverAddress, or restart the manager once it answers)",
+			"groupVersion", routev1.GroupVersion.String())
+		return false, nil
 	}
 	return slices.ContainsFunc(resources.APIResources, func(r metav1.APIResource) bool { return r.Name == "routes" }), nil
 }

@@ -41,7 +41,7 @@ func (r *Retirement) Start(ctx context.Context) error {
 		interval = 10 * time.Second
 	}
 	log := ctrl.Log.WithName("argocd-agent-retirement")
-	return wait.PollUntilContextCancel(ctx, interval, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextCancel(ctx, interval, true, func(ctx context.Context) (bool, error) {
 		removed, err := RemoveClientTLS(ctx, r.Client, r.ArgoNamespace)
 		if err != nil {
 			log.Error(err, "removing argocd-agent's client certificate (retrying)")
@@ -52,6 +52,10 @@ func (r *Retirement) Start(ctx context.Context) error {
 		}
 		return true, nil
 	})
+	if ctx.Err() != nil {
+		return nil // the agent is stopping; the next start tries again
+	}
+	return err
 }
 
 // NeedLeaderElection: one replica cleans up.

@@ -113,7 +113,10 @@ func (p *Prober) client() *http.Client {
 	if p.Client != nil {
 		return p.Client
 	}
-	return &http.Client{Timeout: 5 * time.Second}
+	// Never through a proxy: the cluster's HTTP_PROXY (from an AddOnDeploymentConfig) is
+	// for leaving the cluster, and a NO_PROXY without .svc would send every probe there.
+	// No keep-alive: one request per interval.
+	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
 }
 
 func (p *Prober) interval() time.Duration {
