@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"open-cluster-management.io/addon-framework/pkg/addonfactory"
 	"open-cluster-management.io/addon-framework/pkg/agent"
 	addonapiv1beta1 "open-cluster-management.io/api/addon/v1beta1"
@@ -22,8 +21,6 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
 )
 
-// argoCDGVK is the kind of the Argo CD instance the chart ships.
-var argoCDGVK = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1beta1", Kind: "ArgoCD"}
 
 // frameworkManifests renders the chart exactly as the hub does, through the addon
 // framework's Helm agent addon, with values merged over the chart defaults.
@@ -64,7 +61,7 @@ func TestRendersThroughTheAddonFramework(t *testing.T) {
 	// The framework decodes every object with its scheme, so the hub must register the
 	// ArgoCD kind; as unstructured is enough.
 	scheme := runtime.NewScheme()
-	scheme.AddKnownTypeWithName(argoCDGVK, &unstructured.Unstructured{})
+	scheme.AddKnownTypeWithName(constants.ArgoCDGVK, &unstructured.Unstructured{})
 
 	for _, openshift := range []bool{false, true} {
 		t.Run(fmt.Sprintf("openshift=%v", openshift), func(t *testing.T) {

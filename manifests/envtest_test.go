@@ -135,7 +135,7 @@ func TestRenderedManifestsOnARealAPIServer(t *testing.T) {
 	t.Run("ArgoCD CR is stored as rendered", func(t *testing.T) {
 		rendered := mustFind(t, objects, "ArgoCD", constants.GitOpsNamespace, constants.ArgoCDName)
 		stored := &unstructured.Unstructured{}
-		stored.SetGroupVersionKind(argoCDGVK)
+		stored.SetGroupVersionKind(constants.ArgoCDGVK)
 		require.NoError(t, kubeClient.Get(ctx, client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: constants.ArgoCDName}, stored))
 		// Pruning would remove unknown fields silently; strict validation already
 		// refused them, and nothing was defaulted away either.

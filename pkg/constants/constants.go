@@ -2,7 +2,15 @@
 // the manifests they render, so that both sides of the addon always agree on them.
 package constants
 
-import routev1 "github.com/openshift/api/route/v1"
+import (
+	routev1 "github.com/openshift/api/route/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// ArgoCDGVK is the kind of the Argo CD instance the addon delivers (the GitOps
+// operator's ArgoCD), handled as unstructured or metadata so that gitops-addon needs no
+// Go dependency on the operator's API.
+var ArgoCDGVK = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1beta1", Kind: "ArgoCD"}
 
 const (
 	// AddonName is the name of the ClusterManagementAddOn, of every ManagedClusterAddOn,

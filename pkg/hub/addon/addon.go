@@ -17,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"open-cluster-management.io/addon-framework/pkg/addonfactory"
 	"open-cluster-management.io/addon-framework/pkg/agent"
@@ -34,10 +33,6 @@ import (
 // DefaultInstallNamespace is where the spoke agent runs unless an AddOnDeploymentConfig
 // says otherwise.
 const DefaultInstallNamespace = "open-cluster-management-agent-addon"
-
-// argoCDGVK is the ArgoCD custom resource, rendered as unstructured so that gitops-addon
-// needs no Go dependency on the operator's API.
-var argoCDGVK = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1beta1", Kind: "ArgoCD"}
 
 // Options configures the addon.
 type Options struct {
@@ -120,7 +115,7 @@ func staticValues(v addonfactory.Values) addonfactory.GetValuesFunc {
 // agentScheme decodes the non-core kinds the chart renders.
 func agentScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
-	s.AddKnownTypeWithName(argoCDGVK, &unstructured.Unstructured{})
+	s.AddKnownTypeWithName(constants.ArgoCDGVK, &unstructured.Unstructured{})
 	return s
 }
 
@@ -259,7 +254,7 @@ func (a *gitopsAddon) GetAgentAddonOptions() agent.AgentAddonOptions {
 	opts := a.AgentAddon.GetAgentAddonOptions()
 	opts.ManifestConfigs = append(slices.Clone(opts.ManifestConfigs), workv1.ManifestConfigOption{
 		ResourceIdentifier: workv1.ResourceIdentifier{
-			Group: argoCDGVK.Group, Resource: "argocds", Name: constants.ArgoCDName, Namespace: constants.GitOpsNamespace,
+			Group: constants.ArgoCDGVK.Group, Resource: "argocds", Name: constants.ArgoCDName, Namespace: constants.GitOpsNamespace,
 		},
 		UpdateStrategy: &workv1.UpdateStrategy{
 			Type:            workv1.UpdateStrategyTypeServerSideApply,

@@ -23,7 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -211,7 +210,7 @@ func (r *Reconciler) ensureClientTLS(ctx context.Context, source *corev1.Secret)
 // being deleted.
 func (r *Reconciler) instancePresent(ctx context.Context) error {
 	instance := &metav1.PartialObjectMetadata{}
-	instance.SetGroupVersionKind(schema.GroupVersionKind{Group: "argoproj.io", Version: "v1beta1", Kind: "ArgoCD"})
+	instance.SetGroupVersionKind(constants.ArgoCDGVK)
 	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: r.ArgoNamespace, Name: r.ArgoCD}, instance)
 	switch {
 	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):

@@ -26,8 +26,6 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/agentcert"
 )
 
-// ArgoCDGVK is the kind of the Argo CD instance the addon delivers.
-var ArgoCDGVK = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1beta1", Kind: "ArgoCD"}
 
 // ApplicationGVK is the kind whose deletions the instance must outlive.
 var ApplicationGVK = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application"}
@@ -189,7 +187,7 @@ func applicationList() *unstructured.UnstructuredList {
 
 func argoCDList() *unstructured.UnstructuredList {
 	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(ArgoCDGVK.GroupVersion().WithKind(ArgoCDGVK.Kind + "List"))
+	list.SetGroupVersionKind(constants.ArgoCDGVK.GroupVersion().WithKind(constants.ArgoCDGVK.Kind + "List"))
 	return list
 }
 
