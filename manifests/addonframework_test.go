@@ -21,7 +21,6 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
 )
 
-
 // frameworkManifests renders the chart exactly as the hub does, through the addon
 // framework's Helm agent addon, with values merged over the chart defaults.
 func frameworkManifests(t *testing.T, scheme *runtime.Scheme, values addonfactory.Values) ([]runtime.Object, error) {

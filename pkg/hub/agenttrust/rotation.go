@@ -187,15 +187,6 @@ func encodeCert(cert *x509.Certificate) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw})
 }
 
-// firstPEM is the first PEM block of data, encoded.
-func firstPEM(data []byte) []byte {
-	block, _ := pem.Decode(data)
-	if block == nil {
-		return nil
-	}
-	return pem.EncodeToMemory(block)
-}
-
 func earliest(a, b time.Time) time.Time {
 	if a.IsZero() || b.Before(a) {
 		return b

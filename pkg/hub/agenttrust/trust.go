@@ -62,22 +62,23 @@ type State struct {
 	// PreviousCA is the CA before the last rotation, still trusted beside the current
 	// one until it expires; nil when there is none.
 	PreviousCA *Certificate
-	// NextCA joined the bundle and signs from NextCASignsFrom on; nil when none.
-	NextCA          *Certificate
+	// NextCASignsFrom is when the CA that joined the bundle starts signing; zero when no
+	// CA waits.
 	NextCASignsFrom time.Time
 	Principal       Certificate
 	ResourceProxy   Certificate
 	// Issued says, per Secret written in this pass, why ("missing", or why it was renewed).
 	Issued map[string]string
-	// RenewAt is the earliest time a serving certificate reaches renewAt of its lifetime.
+	// RenewAt is the earliest time something is due: a serving certificate at renewAt of
+	// its lifetime, or (gitops-addon's CA) the next stage of its rotation.
 	RenewAt time.Time
 
 	// ca signs the agents' client certificates (ClientConfigFor).
 	ca *keyPair
 }
 
-// CACertificatePEM is the CA's certificate (never its key), which agents trust the
-// principal by, followed by the previous CA's while it is valid after a rotation; nil
+// CACertificatePEM is the bundle agents trust the principal by: the signing CA's
+// certificate (never a key), then, during a rotation, the next and the previous CA's; nil
 // before Ensure.
 func (st State) CACertificatePEM() []byte {
 	if st.ca == nil {
@@ -107,7 +108,6 @@ func (k *Keeper) Ensure(ctx context.Context, req Request) (State, error) {
 		st.PreviousCA = &Certificate{Secret: CASecret, NotAfter: cas.previous[0].NotAfter}
 	}
 	if cas.next != nil {
-		st.NextCA = &Certificate{Secret: CASecret, NotAfter: cas.next.cert.NotAfter}
 		st.NextCASignsFrom = handover(cas.next)
 	}
 	for _, s := range []struct {

@@ -207,7 +207,7 @@ func TestOurCAIsRotatedInStages(t *testing.T) {
 		before, err = k.Ensure(ctx, req)
 		require.NoError(t, err)
 		assert.NotContains(t, before.Issued, CASecret)
-		assert.Nil(t, before.NextCA)
+		assert.True(t, before.NextCASignsFrom.IsZero(), "no CA waits")
 		principal = certOf(t, c, PrincipalSecret)
 	})
 	var joined State
@@ -218,7 +218,7 @@ func TestOurCAIsRotatedInStages(t *testing.T) {
 		assert.Contains(t, joined.Issued[CASecret], "joined the bundle")
 		assert.Contains(t, joined.Issued[CASecret], "restart the principal")
 		assert.NotContains(t, joined.Issued, PrincipalSecret, "the principal's certificate is not issued again for the rotation")
-		require.NotNil(t, joined.NextCA)
+		require.False(t, joined.NextCASignsFrom.IsZero(), "a CA waits")
 		assert.Equal(t, now.Add(-time.Minute).Add(CAHandover).Truncate(time.Second), joined.NextCASignsFrom.Truncate(time.Second))
 		assert.Equal(t, oldCA.SerialNumber, certOf(t, c, CASecret).SerialNumber, "the old CA still signs")
 		assert.NotEmpty(t, caSecret().Data[NextCAKey])

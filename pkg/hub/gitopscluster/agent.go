@@ -46,16 +46,13 @@ func principalNames(gc *appsv1beta1.GitOpsCluster, p principal) []string {
 // turn when their serverAddresses differ.
 func (r *Reconciler) sharedPrincipalNames(ctx context.Context, gc *appsv1beta1.GitOpsCluster, own principal) ([]string, error) {
 	names := principalNames(gc, own)
-	list := &appsv1beta1.GitOpsClusterList{}
-	// Read-only: the cached objects are not copied.
-	if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("listing the GitOpsClusters sharing the principal of %s: %w", gc.Spec.ArgoServer.ArgoNamespace, err)
+	sharing, err := r.sharingPrincipal(ctx, gc.Spec.ArgoServer.ArgoNamespace)
+	if err != nil {
+		return nil, err
 	}
 	discovered := own.address != "" && gc.Spec.GitOpsAddon.ArgoCDAgent.ServerAddress == ""
-	for i := range list.Items {
-		other := &list.Items[i]
-		if other.UID == gc.UID || !other.DeletionTimestamp.IsZero() || !other.ArgoCDAgentEnabled() ||
-			other.Spec.ArgoServer.ArgoNamespace != gc.Spec.ArgoServer.ArgoNamespace {
+	for _, other := range sharing {
+		if other.UID == gc.UID || !other.DeletionTimestamp.IsZero() {
 			continue
 		}
 		if address := other.Spec.GitOpsAddon.ArgoCDAgent.ServerAddress; address != "" {
@@ -123,7 +120,7 @@ func agentTrustCondition(a agentResult) metav1.Condition {
 		owner = "yours, used as is"
 	}
 	day := func(t time.Time) string { return t.UTC().Format("2006-01-02") }
-	if st.NextCA != nil {
+	if !st.NextCASignsFrom.IsZero() {
 		owner += fmt.Sprintf("; a new CA is in the bundle and signs from %s on: restart the principal before then", day(st.NextCASignsFrom))
 	}
 	if st.PreviousCA != nil {

@@ -21,13 +21,7 @@ import (
 // read (the chart grants them there only): the cache watches them there only.
 func CacheByObject(argoNamespaces []string) map[client.Object]cache.ByObject {
 	ours := labels.SelectorFromSet(labels.Set{constants.LabelManagedBy: constants.ManagedByValue})
-	var namespaces map[string]cache.Config
-	if len(argoNamespaces) > 0 {
-		namespaces = make(map[string]cache.Config, len(argoNamespaces))
-		for _, ns := range argoNamespaces {
-			namespaces[ns] = cache.Config{}
-		}
-	}
+	namespaces := namespaceConfigs(argoNamespaces)
 	return map[client.Object]cache.ByObject{
 		&corev1.Secret{}:    {Label: ours, Namespaces: namespaces},
 		&corev1.ConfigMap{}: {Label: ours, Namespaces: namespaces},
@@ -43,6 +37,19 @@ func CacheByObject(argoNamespaces []string) map[client.Object]cache.ByObject {
 		},
 		&clusterv1.ManagedCluster{}: {Transform: slimManagedCluster},
 	}
+}
+
+// namespaceConfigs restricts a cached kind to argoNamespaces; nil (every namespace) when
+// there are none.
+func namespaceConfigs(argoNamespaces []string) map[string]cache.Config {
+	if len(argoNamespaces) == 0 {
+		return nil
+	}
+	namespaces := make(map[string]cache.Config, len(argoNamespaces))
+	for _, ns := range argoNamespaces {
+		namespaces[ns] = cache.Config{}
+	}
+	return namespaces
 }
 
 // slimManagedCluster keeps of a ManagedCluster what the manager decides on: its metadata

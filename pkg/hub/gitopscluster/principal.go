@@ -36,14 +36,7 @@ func principalServiceSelector() labels.Selector {
 // passthrough Route to the principal carries the Service's labels) in argoNamespaces
 // (all when empty), for a manager on a hub that serves route.openshift.io/v1.
 func RouteCacheByObject(argoNamespaces []string) map[client.Object]cache.ByObject {
-	var namespaces map[string]cache.Config
-	if len(argoNamespaces) > 0 {
-		namespaces = make(map[string]cache.Config, len(argoNamespaces))
-		for _, ns := range argoNamespaces {
-			namespaces[ns] = cache.Config{}
-		}
-	}
-	return map[client.Object]cache.ByObject{&routev1.Route{}: {Label: principalServiceSelector(), Namespaces: namespaces}}
+	return map[client.Object]cache.ByObject{&routev1.Route{}: {Label: principalServiceSelector(), Namespaces: namespaceConfigs(argoNamespaces)}}
 }
 
 // principal is where the clusters' agents reach the principal, and the names its
@@ -160,16 +153,29 @@ func (p principal) hostPort() string {
 // forPrincipalService wakes the agent-mode GitOpsClusters of the namespace of the
 // principal's Service or Route.
 func (r *Reconciler) forPrincipalService(ctx context.Context, obj client.Object) []reconcile.Request {
-	list := &appsv1beta1.GitOpsClusterList{}
-	if err := r.Client.List(ctx, list); err != nil {
+	sharing, err := r.sharingPrincipal(ctx, obj.GetNamespace())
+	if err != nil {
 		return nil
 	}
-	var out []reconcile.Request
-	for i := range list.Items {
-		gc := &list.Items[i]
-		if gc.ArgoCDAgentEnabled() && gc.Spec.ArgoServer.ArgoNamespace == obj.GetNamespace() {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(gc)})
-		}
+	out := make([]reconcile.Request, 0, len(sharing))
+	for _, gc := range sharing {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(gc)})
 	}
 	return out
+}
+
+// sharingPrincipal are the agent-mode GitOpsClusters of an Argo CD namespace, which one
+// principal serves; read-only, straight from the cache (not copied).
+func (r *Reconciler) sharingPrincipal(ctx context.Context, argoNamespace string) ([]*appsv1beta1.GitOpsCluster, error) {
+	list := &appsv1beta1.GitOpsClusterList{}
+	if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing the GitOpsClusters sharing the principal of %s: %w", argoNamespace, err)
+	}
+	var out []*appsv1beta1.GitOpsCluster
+	for i := range list.Items {
+		if gc := &list.Items[i]; gc.ArgoCDAgentEnabled() && gc.Spec.ArgoServer.ArgoNamespace == argoNamespace {
+			out = append(out, gc)
+		}
+	}
+	return out, nil
 }

@@ -26,7 +26,6 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/agentcert"
 )
 
-
 // ApplicationGVK is the kind whose deletions the instance must outlive.
 var ApplicationGVK = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application"}
 
