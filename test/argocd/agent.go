@@ -90,12 +90,7 @@ func StartArgoCDAgent(ctx context.Context, f *harness.Fleet, s *harness.Spoke, b
 		return nil, err
 	}
 	container := d.Spec.Template.Spec.Containers[0]
-	var env []string
-	for _, e := range container.Env {
-		if e.ValueFrom == nil {
-			env = append(env, e.Name+"="+e.Value)
-		}
-	}
+	env := literalEnv(container)
 	args := append(append([]string{binary}, container.Args...),
 		"--kubeconfig", kubeconfig, "--redis-addr", redis, "--healthz-port", healthPort, "--metrics-port", FreeAgentPort())
 	return f.StartProcess(s.Name+"-argocd-agent", args, env...)

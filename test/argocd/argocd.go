@@ -270,12 +270,7 @@ func StartOperator(ctx context.Context, f *harness.Fleet, s *harness.Spoke, agen
 	if err != nil {
 		return nil, err
 	}
-	env := []string{"REDIS_CONFIG_PATH=" + redisConfig}
-	for _, e := range container.Env {
-		if e.ValueFrom == nil {
-			env = append(env, e.Name+"="+e.Value)
-		}
-	}
+	env := append([]string{"REDIS_CONFIG_PATH=" + redisConfig}, literalEnv(container)...)
 	return f.StartProcess(s.Name+"-gitops-operator", append([]string{filepath.Join(f.BinDir(), "argocd-operator")}, args...), env...)
 }
 
@@ -311,6 +306,18 @@ func StartSpoke(ctx context.Context, f *harness.Fleet, s *harness.Spoke) (*Insta
 	}
 	i.Controller, err = startController(f, s.Cluster, componentArgs(sts.Spec.Template.Spec.Containers[0]), kubeconfig, redis, repoServer)
 	return i, err
+}
+
+// literalEnv is a container's environment as NAME=value, without the variables taken
+// from Secrets or fields (none of which the processes here need).
+func literalEnv(c corev1.Container) []string {
+	var env []string
+	for _, e := range c.Env {
+		if e.ValueFrom == nil {
+			env = append(env, e.Name+"="+e.Value)
+		}
+	}
+	return env
 }
 
 // componentArgs are the arguments after the argocd-* program in a container's command
