@@ -315,8 +315,12 @@ func unsupportedFields(gc *appsv1beta1.GitOpsCluster) []string {
 		"spec.gitopsAddon.reconcileScope":          a.ReconcileScope != "",
 		"spec.gitopsAddon.uninstall":               a.Uninstall != nil && *a.Uninstall,
 		"spec.gitopsAddon.overrideExistingConfigs": a.OverrideExistingConfigs != nil && *a.OverrideExistingConfigs,
-		"spec.gitopsAddon.argoCDAgent (only the hub's certificates are kept so far; no agent is deployed)": a.ArgoCDAgent != nil,
-		"spec.gitopsAddon.olmSubscription": a.OLMSubscription != nil,
+		"spec.gitopsAddon.olmSubscription":         a.OLMSubscription != nil,
+	}
+	// Argo CD Agent mode itself is acted upon; of its fields, only these two are not.
+	if agent := a.ArgoCDAgent; agent != nil {
+		set["spec.gitopsAddon.argoCDAgent.image"] = agent.Image != ""
+		set["spec.gitopsAddon.argoCDAgent.uninstall"] = agent.Uninstall != nil && *agent.Uninstall
 	}
 	for name, isSet := range set {
 		if isSet {

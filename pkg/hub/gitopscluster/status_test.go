@@ -1,9 +1,11 @@
 package gitopscluster
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -92,6 +94,44 @@ func TestUnsupportedFieldsAreNamed(t *testing.T) {
 	assert.Equal(t, []string{"spec.gitopsAddon.reconcileScope", "spec.managedServiceAccountRef"}, unsupportedFields(gc))
 	st := computeStatus(gc, observation{unsupported: unsupportedFields(gc)}, metav1.Now())
 	assert.Contains(t, st.Message, "spec.managedServiceAccountRef")
+}
+
+// TestAgentModeStatusMessageSaysWhatIsActedUpon reads status.message of agent-mode
+// GitOpsClusters: agent mode itself is acted upon, so only its unused fields are named.
+func TestAgentModeStatusMessageSaysWhatIsActedUpon(t *testing.T) {
+	tests := []struct {
+		name        string
+		agent       appsv1beta1.ArgoCDAgentSpec
+		wantNamed   []string
+		wantNoExtra bool
+	}{
+		{
+			name:        "agent mode with address, port and mode: nothing named",
+			agent:       appsv1beta1.ArgoCDAgentSpec{Enabled: ptr.To(true), ServerAddress: "principal.example.com", ServerPort: "443", Mode: "autonomous"},
+			wantNoExtra: true,
+		},
+		{
+			name:      "agent image and uninstall are named",
+			agent:     appsv1beta1.ArgoCDAgentSpec{Enabled: ptr.To(true), Image: "registry.example.com/argocd-agent:v1", Uninstall: ptr.To(true)},
+			wantNamed: []string{"spec.gitopsAddon.argoCDAgent.image", "spec.gitopsAddon.argoCDAgent.uninstall"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			gc := &appsv1beta1.GitOpsCluster{Spec: appsv1beta1.GitOpsClusterSpec{
+				GitOpsAddon: &appsv1beta1.GitOpsAddonSpec{Enabled: ptr.To(true), ArgoCDAgent: &tt.agent},
+			}}
+			st := computeStatus(gc, observation{unsupported: unsupportedFields(gc)}, metav1.Now())
+			ready := meta.FindStatusCondition(st.Conditions, appsv1beta1.ConditionReady)
+			require.NotNil(t, ready)
+			assert.NotContains(t, st.Message, "no agent is deployed")
+			if tt.wantNoExtra {
+				assert.Equal(t, ready.Message, st.Message, "status.message is the Ready message alone")
+				return
+			}
+			assert.Equal(t, ready.Message+" Not acted upon by gitops-addon: "+strings.Join(tt.wantNamed, ", ")+".", st.Message)
+		})
+	}
 }
 
 func TestListNamesIsBounded(t *testing.T) {
