@@ -1,4 +1,4 @@
-package manifests
+package manifests_test
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	addonapiv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 
+	"github.com/gitops-addon/gitops-addon/manifests"
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
 )
 
@@ -25,7 +26,7 @@ import (
 // framework's Helm agent addon, with values merged over the chart defaults.
 func frameworkManifests(t *testing.T, scheme *runtime.Scheme, values addonfactory.Values) ([]runtime.Object, error) {
 	t.Helper()
-	factory := addonfactory.NewAgentAddonFactory(constants.AddonName, ChartFS, AgentChartDir).
+	factory := addonfactory.NewAgentAddonFactory(constants.AddonName, manifests.ChartFS, manifests.AgentChartDir).
 		WithAgentRegistrationOption(&agent.RegistrationOption{}).
 		WithGetValuesFuncs(func(*clusterv1.ManagedCluster, *addonapiv1beta1.ManagedClusterAddOn) (addonfactory.Values, error) {
 			return values, nil

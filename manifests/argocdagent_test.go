@@ -1,4 +1,4 @@
-package manifests
+package manifests_test
 
 import (
 	"encoding/base64"
@@ -13,6 +13,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/agentsigner"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/agentcert"
+	"github.com/gitops-addon/gitops-addon/test/agentchart"
 	"github.com/gitops-addon/gitops-addon/test/pki"
 )
 
@@ -39,17 +40,17 @@ func TestArgoCDAgentModeRendersTheAgentAndItsCertificateHandling(t *testing.T) {
 		check  func(t *testing.T, objects []*unstructured.Unstructured)
 	}{
 		{name: "off by default: nothing of it rendered", values: nil, check: func(t *testing.T, objects []*unstructured.Unstructured) {
-			argocd := mustFind(t, objects, "ArgoCD", constants.GitOpsNamespace, constants.ArgoCDName)
+			argocd := agentchart.MustFind(t, objects, "ArgoCD", constants.GitOpsNamespace, constants.ArgoCDName)
 			_, found, _ := unstructured.NestedMap(argocd.Object, "spec", "argoCDAgent")
 			assert.False(t, found)
 			_, found, _ = unstructured.NestedBool(argocd.Object, "spec", "server", "enabled")
 			assert.False(t, found, "argocd-server runs outside agent mode")
-			assert.Nil(t, findObject(objects, "Secret", constants.GitOpsNamespace, "argocd-agent-ca"))
-			assert.Nil(t, findObject(objects, "Role", constants.GitOpsNamespace, "gitops-addon:agent:argocd-agent-certificate"))
+			assert.Nil(t, agentchart.Find(objects, "Secret", constants.GitOpsNamespace, "argocd-agent-ca"))
+			assert.Nil(t, agentchart.Find(objects, "Role", constants.GitOpsNamespace, "gitops-addon:agent:argocd-agent-certificate"))
 			assert.False(t, slices.ContainsFunc(agentArgs(t, objects), func(a string) bool { return strings.HasPrefix(a, "--argocd-agent-certificate-secret") }))
 		}},
 		{name: "on: the ArgoCD CR's agent, the CA, the certificate secret and RBAC by name", values: agentMode, check: func(t *testing.T, objects []*unstructured.Unstructured) {
-			argocd := mustFind(t, objects, "ArgoCD", constants.GitOpsNamespace, constants.ArgoCDName)
+			argocd := agentchart.MustFind(t, objects, "ArgoCD", constants.GitOpsNamespace, constants.ArgoCDName)
 			agent, found, _ := unstructured.NestedMap(argocd.Object, "spec", "argoCDAgent", "agent")
 			require.True(t, found)
 			assert.Equal(t, true, agent["enabled"])
@@ -58,44 +59,44 @@ func TestArgoCDAgentModeRendersTheAgentAndItsCertificateHandling(t *testing.T) {
 			server, _, _ := unstructured.NestedMap(argocd.Object, "spec", "server")
 			assert.Equal(t, map[string]any{"enabled": false, "route": map[string]any{"enabled": false}}, server, "no argocd-server on an agent cluster")
 
-			ca := mustFind(t, objects, "Secret", constants.GitOpsNamespace, "argocd-agent-ca")
+			ca := agentchart.MustFind(t, objects, "Secret", constants.GitOpsNamespace, "argocd-agent-ca")
 			data, _, _ := unstructured.NestedStringMap(ca.Object, "data")
 			assert.Equal(t, map[string]string{"ca.crt": base64.StdEncoding.EncodeToString([]byte(testCACertificate))}, data, "the certificate only, never a key")
 
 			assert.Contains(t, agentArgs(t, objects), "--argocd-agent-certificate-secret="+argoCDAgentCertificateSecret)
-			source := ruleOf(t, mustFind(t, objects, "Role", testInstallNamespace, "gitops-addon:agent:argocd-agent-certificate"), "secrets")
+			source := ruleOf(t, agentchart.MustFind(t, objects, "Role", agentchart.InstallNamespace, "gitops-addon:agent:argocd-agent-certificate"), "secrets")
 			assert.Equal(t, []string{argoCDAgentCertificateSecret}, source.ResourceNames)
-			deployments := ruleOf(t, mustFind(t, objects, "Role", constants.GitOpsNamespace, "gitops-addon:agent:argocd-agent-certificate"), "deployments")
+			deployments := ruleOf(t, agentchart.MustFind(t, objects, "Role", constants.GitOpsNamespace, "gitops-addon:agent:argocd-agent-certificate"), "deployments")
 			assert.Equal(t, []string{agentcert.AgentDeployment(constants.ArgoCDName)}, deployments.ResourceNames, "the Deployment the operator renders for argocd-agent")
 		}},
 		{name: "managed, without the CA (propagateHubCA: false)", values: map[string]any{"argoCDAgent": map[string]any{"mode": "managed"}}, check: func(t *testing.T, objects []*unstructured.Unstructured) {
-			argocd := mustFind(t, objects, "ArgoCD", constants.GitOpsNamespace, constants.ArgoCDName)
+			argocd := agentchart.MustFind(t, objects, "ArgoCD", constants.GitOpsNamespace, constants.ArgoCDName)
 			mode, _, _ := unstructured.NestedString(argocd.Object, "spec", "argoCDAgent", "agent", "client", "mode")
 			assert.Equal(t, "managed", mode)
-			assert.Nil(t, findObject(objects, "Secret", constants.GitOpsNamespace, "argocd-agent-ca"))
-			mustFind(t, objects, "Role", constants.GitOpsNamespace, "gitops-addon:agent:argocd-agent-certificate")
+			assert.Nil(t, agentchart.Find(objects, "Secret", constants.GitOpsNamespace, "argocd-agent-ca"))
+			agentchart.MustFind(t, objects, "Role", constants.GitOpsNamespace, "gitops-addon:agent:argocd-agent-certificate")
 		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tt.check(t, mustRender(t, withValues(tt.values)))
+			tt.check(t, agentchart.MustRender(t, agentchart.WithValues(tt.values)))
 		})
 	}
 }
 
 func agentArgs(t *testing.T, objects []*unstructured.Unstructured) []string {
 	t.Helper()
-	return typedDeployment(t, objects, testInstallNamespace, constants.AgentDeployment).Spec.Template.Spec.Containers[0].Args
+	return typedDeployment(t, objects, agentchart.InstallNamespace, constants.AgentDeployment).Spec.Template.Spec.Containers[0].Args
 }
 
 // ruleOf is the rule of a Role that grants resource.
-func ruleOf(t *testing.T, role *unstructured.Unstructured, resource string) policyRule {
+func ruleOf(t *testing.T, role *unstructured.Unstructured, resource string) agentchart.PolicyRule {
 	t.Helper()
-	for _, r := range rulesOf(t, role) {
+	for _, r := range agentchart.RulesOf(t, role) {
 		if slices.Contains(r.Resources, resource) && len(r.ResourceNames) > 0 {
 			return r
 		}
 	}
 	t.Fatalf("%s %s/%s grants no named %s", role.GetKind(), role.GetNamespace(), role.GetName(), resource)
-	return policyRule{}
+	return agentchart.PolicyRule{}
 }

@@ -1,4 +1,4 @@
-package manifests
+package manifests_test
 
 import (
 	"fmt"
@@ -16,16 +16,18 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
+	"github.com/gitops-addon/gitops-addon/manifests"
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/crdinstall"
+	"github.com/gitops-addon/gitops-addon/test/agentchart"
 )
 
 func TestChartFSHoldsTheWholeChart(t *testing.T) {
 	// Without the all: prefix go:embed drops _helpers.tpl and every template fails.
-	_, err := fs.Stat(ChartFS, AgentChartDir+"/templates/_helpers.tpl")
-	require.NoError(t, err, "_helpers.tpl missing from ChartFS: go:embed needs the all: prefix")
+	_, err := fs.Stat(manifests.ChartFS, manifests.AgentChartDir+"/templates/_helpers.tpl")
+	require.NoError(t, err, "_helpers.tpl missing from manifests.ChartFS: go:embed needs the all: prefix")
 
-	agentChart := loadAgentChart(t)
+	agentChart := agentchart.Load(t)
 	assert.Equal(t, "gitops-addon-agent", agentChart.Name())
 	assert.Empty(t, agentChart.CRDObjects(), "the agent installs the CRDs; the chart (and so every ManifestWork) carries none")
 }
@@ -35,16 +37,16 @@ func TestChartFSHoldsTheWholeChart(t *testing.T) {
 func TestAgentCRDNamesMatchTheEmbeddedCRDs(t *testing.T) {
 	embedded, err := crdinstall.Load()
 	require.NoError(t, err)
-	objects := mustRender(t, map[string]any{})
+	objects := agentchart.MustRender(t, map[string]any{})
 	var named []string
-	for _, rule := range rulesOf(t, mustFind(t, objects, "ClusterRole", "", "gitops-addon:agent")) {
+	for _, rule := range agentchart.RulesOf(t, agentchart.MustFind(t, objects, "ClusterRole", "", "gitops-addon:agent")) {
 		if slices.Contains(rule.Resources, "customresourcedefinitions") && slices.Contains(rule.Verbs, "patch") {
 			named = rule.ResourceNames
 		}
 	}
 	assert.ElementsMatch(t, embedded.Names(), named, "update/patch on CRDs must name exactly the embedded CRDs")
 
-	policy := mustFind(t, objects, "ValidatingAdmissionPolicy", "", "gitops-addon-agent-crds")
+	policy := agentchart.MustFind(t, objects, "ValidatingAdmissionPolicy", "", "gitops-addon-agent-crds")
 	variables, _, _ := unstructured.NestedSlice(policy.Object, "spec", "variables")
 	require.Len(t, variables, 1)
 	own := variables[0].(map[string]any)["expression"].(string)
@@ -56,7 +58,7 @@ func TestAgentCRDNamesMatchTheEmbeddedCRDs(t *testing.T) {
 
 func TestDefaultValuesRenderEveryObject(t *testing.T) {
 	// Only the chart's own values.yaml: what `gitops-addon render` relies on.
-	objects := mustRender(t, map[string]any{})
+	objects := agentchart.MustRender(t, map[string]any{})
 
 	expected := []struct{ kind, namespace, name string }{
 		{"Namespace", "", constants.GitOpsNamespace},
@@ -67,27 +69,27 @@ func TestDefaultValuesRenderEveryObject(t *testing.T) {
 		{"ClusterRole", "", constants.PlatformExtensionsClusterRole},
 		{"ClusterRoleBinding", "", constants.PlatformExtensionsClusterRole},
 		{"ArgoCD", constants.GitOpsNamespace, constants.ArgoCDName},
-		{"ServiceAccount", testInstallNamespace, constants.AgentDeployment},
-		{"Deployment", testInstallNamespace, constants.AgentDeployment},
+		{"ServiceAccount", agentchart.InstallNamespace, constants.AgentDeployment},
+		{"Deployment", agentchart.InstallNamespace, constants.AgentDeployment},
 		{"ClusterRole", "", "gitops-addon:agent"},
 		{"ClusterRoleBinding", "", "gitops-addon:agent"},
-		{"Role", testInstallNamespace, "gitops-addon:agent"},
-		{"RoleBinding", testInstallNamespace, "gitops-addon:agent"},
+		{"Role", agentchart.InstallNamespace, "gitops-addon:agent"},
+		{"RoleBinding", agentchart.InstallNamespace, "gitops-addon:agent"},
 		{"ValidatingAdmissionPolicy", "", "gitops-addon-agent-crds"},
 		{"ValidatingAdmissionPolicyBinding", "", "gitops-addon-agent-crds"},
 		{"Role", constants.GitOpsNamespace, "gitops-addon:agent-teardown"},
 		{"RoleBinding", constants.GitOpsNamespace, "gitops-addon:agent-teardown"},
-		{"Job", testInstallNamespace, "gitops-addon-spoke-teardown"},
+		{"Job", agentchart.InstallNamespace, "gitops-addon-spoke-teardown"},
 	}
 	for _, want := range expected {
-		assert.NotNil(t, findObject(objects, want.kind, want.namespace, want.name),
+		assert.NotNil(t, agentchart.Find(objects, want.kind, want.namespace, want.name),
 			"%s %s/%s not rendered", want.kind, want.namespace, want.name)
 	}
 	assert.Len(t, objects, len(expected), "unexpected extra objects")
 }
 
 func TestEveryObjectCarriesTheGitOpsAddonLabels(t *testing.T) {
-	objects := mustRender(t, map[string]any{})
+	objects := agentchart.MustRender(t, map[string]any{})
 	for _, object := range objects {
 		labels := object.GetLabels()
 		assert.Equal(t, constants.ManagedByValue, labels[constants.LabelManagedBy],
@@ -98,7 +100,7 @@ func TestEveryObjectCarriesTheGitOpsAddonLabels(t *testing.T) {
 }
 
 func TestGitOpsNamespaceIsOrphanedOnAddonDeletion(t *testing.T) {
-	objects := mustRender(t, map[string]any{})
+	objects := agentchart.MustRender(t, map[string]any{})
 	for _, object := range objects {
 		if object.GetKind() != "Namespace" {
 			continue
@@ -110,7 +112,7 @@ func TestGitOpsNamespaceIsOrphanedOnAddonDeletion(t *testing.T) {
 
 func TestBuiltInTypesDecodeStrictly(t *testing.T) {
 	// Catches misspelt fields: the apiserver would drop them silently.
-	objects := mustRender(t, withValues(map[string]any{
+	objects := agentchart.MustRender(t, agentchart.WithValues(map[string]any{
 		"global":      map[string]any{"imagePullSecret": "pull", "nodeSelector": map[string]any{"a": "b"}, "proxyConfig": map[string]any{"HTTP_PROXY": "http://p:3128"}},
 		"tolerations": []any{map[string]any{"key": "k", "operator": "Exists"}},
 	}))
@@ -127,8 +129,8 @@ func TestBuiltInTypesDecodeStrictly(t *testing.T) {
 func TestAgentIsToldTheHubsFlavour(t *testing.T) {
 	for _, openshift := range []bool{false, true} {
 		t.Run(fmt.Sprintf("openshift=%v", openshift), func(t *testing.T) {
-			objects := mustRender(t, withValues(map[string]any{"openshift": openshift}))
-			agent := mustFind(t, objects, "Deployment", testInstallNamespace, constants.AgentDeployment)
+			objects := agentchart.MustRender(t, agentchart.WithValues(map[string]any{"openshift": openshift}))
+			agent := agentchart.MustFind(t, objects, "Deployment", agentchart.InstallNamespace, constants.AgentDeployment)
 			containers, _, _ := unstructured.NestedSlice(agent.Object, "spec", "template", "spec", "containers")
 			args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
 			assert.Contains(t, args, fmt.Sprintf("--openshift=%v", openshift), "the agent installs the Routes CRD only where the hub did not find OpenShift")
@@ -137,8 +139,8 @@ func TestAgentIsToldTheHubsFlavour(t *testing.T) {
 }
 
 func TestPlatformExtensionsDefaultsAreLeastPrivilege(t *testing.T) {
-	objects := mustRender(t, map[string]any{})
-	rules := rulesOf(t, mustFind(t, objects, "ClusterRole", "", constants.PlatformExtensionsClusterRole))
+	objects := agentchart.MustRender(t, map[string]any{})
+	rules := agentchart.RulesOf(t, agentchart.MustFind(t, objects, "ClusterRole", "", constants.PlatformExtensionsClusterRole))
 	require.NotEmpty(t, rules)
 	for _, rule := range rules {
 		assert.NotContains(t, rule.APIGroups, "rbac.authorization.k8s.io")
@@ -149,7 +151,7 @@ func TestPlatformExtensionsDefaultsAreLeastPrivilege(t *testing.T) {
 	// What the rules allow is asked of a real authorizer (SubjectAccessReview), not read
 	// from verb strings: see TestRenderedManifestsOnARealAPIServer's RBAC rows.
 
-	binding := mustFind(t, objects, "ClusterRoleBinding", "", constants.PlatformExtensionsClusterRole)
+	binding := agentchart.MustFind(t, objects, "ClusterRoleBinding", "", constants.PlatformExtensionsClusterRole)
 	subjects, _, _ := unstructured.NestedSlice(binding.Object, "subjects")
 	require.Len(t, subjects, 1)
 	subject := subjects[0].(map[string]any)
@@ -168,11 +170,11 @@ func TestExtraAPIGroupsAddOneRuleEach(t *testing.T) {
 	}
 	for _, test := range tests {
 		t.Run(test.name, func(t *testing.T) {
-			objects := mustRender(t, withValues(map[string]any{
+			objects := agentchart.MustRender(t, agentchart.WithValues(map[string]any{
 				"platformExtensions": map[string]any{"extraAPIGroups": test.groups},
 			}))
-			defaults := rulesOf(t, mustFind(t, mustRender(t, map[string]any{}), "ClusterRole", "", constants.PlatformExtensionsClusterRole))
-			rules := rulesOf(t, mustFind(t, objects, "ClusterRole", "", constants.PlatformExtensionsClusterRole))
+			defaults := agentchart.RulesOf(t, agentchart.MustFind(t, agentchart.MustRender(t, map[string]any{}), "ClusterRole", "", constants.PlatformExtensionsClusterRole))
+			rules := agentchart.RulesOf(t, agentchart.MustFind(t, objects, "ClusterRole", "", constants.PlatformExtensionsClusterRole))
 
 			require.Len(t, rules, len(defaults)+len(test.groups))
 			assert.Equal(t, defaults, rules[:len(defaults)], "extra groups must not change the defaults")
@@ -181,7 +183,7 @@ func TestExtraAPIGroupsAddOneRuleEach(t *testing.T) {
 				if group == "rbac.authorization.k8s.io" {
 					verbs = append(verbs, "escalate", "bind") // the user's knowing choice; never impersonate
 				}
-				assert.Equal(t, policyRule{APIGroups: []string{group.(string)}, Resources: []string{"*"}, Verbs: verbs},
+				assert.Equal(t, agentchart.PolicyRule{APIGroups: []string{group.(string)}, Resources: []string{"*"}, Verbs: verbs},
 					rules[len(defaults)+i])
 			}
 		})
@@ -189,7 +191,7 @@ func TestExtraAPIGroupsAddOneRuleEach(t *testing.T) {
 }
 
 func TestExtraAPIGroupsRejectNonStrings(t *testing.T) {
-	_, err := renderChart(t, withValues(map[string]any{
+	_, err := agentchart.Render(t, agentchart.WithValues(map[string]any{
 		"platformExtensions": map[string]any{"extraAPIGroups": []any{map[string]any{"group": "x"}}},
 	}))
 	require.Error(t, err)
@@ -209,7 +211,7 @@ func TestOperatorImageChoice(t *testing.T) {
 	}
 	for _, test := range tests {
 		t.Run(test.name, func(t *testing.T) {
-			objects := mustRender(t, withValues(map[string]any{
+			objects := agentchart.MustRender(t, agentchart.WithValues(map[string]any{
 				"openshift": test.openshift,
 				"global":    map[string]any{"imageOverrides": map[string]any{"gitopsOperator": test.override}},
 			}))
@@ -220,7 +222,7 @@ func TestOperatorImageChoice(t *testing.T) {
 }
 
 func TestOperatorDeployment(t *testing.T) {
-	objects := mustRender(t, map[string]any{})
+	objects := agentchart.MustRender(t, map[string]any{})
 	deployment := typedDeployment(t, objects, constants.GitOpsNamespace, constants.OperatorDeployment)
 	pod := deployment.Spec.Template.Spec
 	require.Len(t, pod.Containers, 1)
@@ -240,8 +242,8 @@ func TestOperatorDeployment(t *testing.T) {
 }
 
 func TestAgentDeployment(t *testing.T) {
-	objects := mustRender(t, withValues(map[string]any{"agent": map[string]any{"logLevel": "debug"}}))
-	deployment := typedDeployment(t, objects, testInstallNamespace, constants.AgentDeployment)
+	objects := agentchart.MustRender(t, agentchart.WithValues(map[string]any{"agent": map[string]any{"logLevel": "debug"}}))
+	deployment := typedDeployment(t, objects, agentchart.InstallNamespace, constants.AgentDeployment)
 	pod := deployment.Spec.Template.Spec
 	require.Len(t, pod.Containers, 1)
 	container := pod.Containers[0]
@@ -252,7 +254,7 @@ func TestAgentDeployment(t *testing.T) {
 		"agent",
 		"--hub-kubeconfig=/var/run/hub/kubeconfig",
 		"--cluster-name=cluster1",
-		"--addon-namespace=" + testInstallNamespace,
+		"--addon-namespace=" + agentchart.InstallNamespace,
 		"--zap-log-level=debug",
 		"--openshift=false",
 	}, container.Args)
@@ -293,8 +295,8 @@ func TestAgentFollowsTheInstallNamespace(t *testing.T) {
 	// An AddOnDeploymentConfig can move the agent; the framework passes the namespace as
 	// .Release.Namespace and as addonInstallNamespace.
 	const custom = "gitops-addon-custom"
-	values := withValues(map[string]any{"addonInstallNamespace": custom})
-	objects, err := renderChartInNamespace(t, custom, values)
+	values := agentchart.WithValues(map[string]any{"addonInstallNamespace": custom})
+	objects, err := agentchart.RenderInNamespace(t, custom, values)
 	require.NoError(t, err)
 
 	for _, id := range [][2]string{
@@ -303,13 +305,13 @@ func TestAgentFollowsTheInstallNamespace(t *testing.T) {
 		{"Role", "gitops-addon:agent"},
 		{"RoleBinding", "gitops-addon:agent"},
 	} {
-		mustFind(t, objects, id[0], custom, id[1])
+		agentchart.MustFind(t, objects, id[0], custom, id[1])
 	}
 	agent := typedDeployment(t, objects, custom, constants.AgentDeployment)
 	assert.Contains(t, agent.Spec.Template.Spec.Containers[0].Args, "--addon-namespace="+custom)
 
 	for _, kind := range []string{"ClusterRoleBinding", "RoleBinding"} {
-		binding := mustFind(t, objects, kind, map[string]string{"RoleBinding": custom}[kind], "gitops-addon:agent")
+		binding := agentchart.MustFind(t, objects, kind, map[string]string{"RoleBinding": custom}[kind], "gitops-addon:agent")
 		subjects, _, _ := unstructured.NestedSlice(binding.Object, "subjects")
 		require.Len(t, subjects, 1)
 		assert.Equal(t, custom, subjects[0].(map[string]any)["namespace"], kind)
@@ -317,8 +319,8 @@ func TestAgentFollowsTheInstallNamespace(t *testing.T) {
 }
 
 func TestAgentRBACIsScopedByResourceName(t *testing.T) {
-	objects := mustRender(t, map[string]any{})
-	rules := rulesOf(t, mustFind(t, objects, "ClusterRole", "", "gitops-addon:agent"))
+	objects := agentchart.MustRender(t, map[string]any{})
+	rules := agentchart.RulesOf(t, agentchart.MustFind(t, objects, "ClusterRole", "", "gitops-addon:agent"))
 
 	for _, rule := range rules {
 		if slices.Contains(rule.Resources, "customresourcedefinitions") && slices.Contains(rule.Verbs, "delete") {
@@ -362,10 +364,10 @@ func TestResourceRequirementsFromAddOnDeploymentConfig(t *testing.T) {
 	}
 	for _, test := range tests {
 		t.Run(test.name, func(t *testing.T) {
-			objects := mustRender(t, withValues(map[string]any{
+			objects := agentchart.MustRender(t, agentchart.WithValues(map[string]any{
 				"global": map[string]any{"resourceRequirements": test.requirements},
 			}))
-			agent := typedDeployment(t, objects, testInstallNamespace, constants.AgentDeployment)
+			agent := typedDeployment(t, objects, agentchart.InstallNamespace, constants.AgentDeployment)
 			operator := typedDeployment(t, objects, constants.GitOpsNamespace, constants.OperatorDeployment)
 			assertCPURequest(t, test.wantAgentCPU, agent.Spec.Template.Spec.Containers[0])
 			assertCPURequest(t, test.wantOperator, operator.Spec.Template.Spec.Containers[0])
@@ -374,7 +376,7 @@ func TestResourceRequirementsFromAddOnDeploymentConfig(t *testing.T) {
 }
 
 func TestProxyPlacementAndPullSecretReachBothDeployments(t *testing.T) {
-	objects := mustRender(t, withValues(map[string]any{
+	objects := agentchart.MustRender(t, agentchart.WithValues(map[string]any{
 		"global": map[string]any{
 			"imagePullSecret": "registry-pull",
 			"nodeSelector":    map[string]any{"node-role.kubernetes.io/infra": ""},
@@ -387,7 +389,7 @@ func TestProxyPlacementAndPullSecretReachBothDeployments(t *testing.T) {
 		"tolerations": []any{map[string]any{"key": "infra", "operator": "Exists", "effect": "NoSchedule"}},
 	}))
 	for _, id := range [][2]string{
-		{testInstallNamespace, constants.AgentDeployment},
+		{agentchart.InstallNamespace, constants.AgentDeployment},
 		{constants.GitOpsNamespace, constants.OperatorDeployment},
 	} {
 		pod := typedDeployment(t, objects, id[0], id[1]).Spec.Template.Spec
@@ -402,8 +404,8 @@ func TestProxyPlacementAndPullSecretReachBothDeployments(t *testing.T) {
 	}
 
 	// And nothing of it by default.
-	defaults := mustRender(t, map[string]any{})
-	pod := typedDeployment(t, defaults, testInstallNamespace, constants.AgentDeployment).Spec.Template.Spec
+	defaults := agentchart.MustRender(t, map[string]any{})
+	pod := typedDeployment(t, defaults, agentchart.InstallNamespace, constants.AgentDeployment).Spec.Template.Spec
 	assert.NotContains(t, envMap(pod.Containers[0].Env), "HTTP_PROXY")
 	assert.Empty(t, pod.NodeSelector)
 	assert.Empty(t, pod.Tolerations)
@@ -441,8 +443,8 @@ func TestArgoCDInstance(t *testing.T) {
 				// A nil map would be a YAML null, which Helm reads as "delete the key".
 				overrides["argoCD"] = test.argoCD
 			}
-			objects := mustRender(t, withValues(overrides))
-			argoCD := mustFind(t, objects, "ArgoCD", constants.GitOpsNamespace, constants.ArgoCDName)
+			objects := agentchart.MustRender(t, agentchart.WithValues(overrides))
+			argoCD := agentchart.MustFind(t, objects, "ArgoCD", constants.GitOpsNamespace, constants.ArgoCDName)
 			assert.Equal(t, "argoproj.io/v1beta1", argoCD.GetAPIVersion())
 
 			want := map[string]any{
@@ -463,7 +465,7 @@ func typedDeployment(t *testing.T, objects []*unstructured.Unstructured, namespa
 	t.Helper()
 	deployment := &appsv1.Deployment{}
 	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(
-		mustFind(t, objects, "Deployment", namespace, name).Object, deployment, true))
+		agentchart.MustFind(t, objects, "Deployment", namespace, name).Object, deployment, true))
 	return deployment
 }
 
@@ -517,7 +519,7 @@ func assertCPURequest(t *testing.T, want string, container corev1.Container) {
 // The teardown Job is the addon's pre-delete hook: addon-framework recognises it by this
 // annotation, keeps it out of the deploy ManifestWork and runs it before deleting that.
 func TestTheTeardownJobIsThePreDeleteHook(t *testing.T) {
-	job := mustFind(t, mustRender(t, map[string]any{}), "Job", testInstallNamespace, "gitops-addon-spoke-teardown")
+	job := agentchart.MustFind(t, agentchart.MustRender(t, map[string]any{}), "Job", agentchart.InstallNamespace, "gitops-addon-spoke-teardown")
 	assert.Contains(t, job.GetAnnotations(), "addon.open-cluster-management.io/addon-pre-delete")
 	args, _, _ := unstructured.NestedSlice(job.Object, "spec", "template", "spec", "containers")
 	require.Len(t, args, 1)

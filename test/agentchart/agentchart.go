@@ -1,4 +1,8 @@
-package manifests
+// Package agentchart renders the embedded gitops-addon-agent chart the way the addon
+// framework does, for the tests that read what a managed cluster receives: the unit
+// tests beside the chart (manifests) and the integration tests that apply it to a real
+// kube-apiserver.
+package agentchart
 
 import (
 	"bufio"
@@ -21,26 +25,27 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gitops-addon/gitops-addon/manifests"
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
 )
 
-// testInstallNamespace is the addon framework's default agent install namespace.
-const testInstallNamespace = "open-cluster-management-agent-addon"
+// InstallNamespace is the addon framework's default agent install namespace.
+const InstallNamespace = "open-cluster-management-agent-addon"
 
-// loadAgentChart loads the chart the way the addon framework does: every file of
+// Load loads the chart the way the addon framework does: every file of
 // ChartFS under AgentChartDir, named relative to the chart.
-func loadAgentChart(t *testing.T) *chart.Chart {
+func Load(t *testing.T) *chart.Chart {
 	t.Helper()
 	var files []*loader.BufferedFile
-	err := fs.WalkDir(ChartFS, AgentChartDir, func(path string, entry fs.DirEntry, err error) error {
+	err := fs.WalkDir(manifests.ChartFS, manifests.AgentChartDir, func(path string, entry fs.DirEntry, err error) error {
 		if err != nil || entry.IsDir() {
 			return err
 		}
-		data, err := fs.ReadFile(ChartFS, path)
+		data, err := fs.ReadFile(manifests.ChartFS, path)
 		if err != nil {
 			return err
 		}
-		files = append(files, &loader.BufferedFile{Name: strings.TrimPrefix(path, AgentChartDir+"/"), Data: data})
+		files = append(files, &loader.BufferedFile{Name: strings.TrimPrefix(path, manifests.AgentChartDir+"/"), Data: data})
 		return nil
 	})
 	require.NoError(t, err)
@@ -49,18 +54,18 @@ func loadAgentChart(t *testing.T) *chart.Chart {
 	return loaded
 }
 
-// builtinValues are the values the addon framework always sets.
-func builtinValues() map[string]any {
+// BuiltinValues are the values the addon framework always sets.
+func BuiltinValues() map[string]any {
 	return map[string]any{
 		"clusterName":           "cluster1",
-		"addonInstallNamespace": testInstallNamespace,
+		"addonInstallNamespace": InstallNamespace,
 		"hubKubeConfigSecret":   constants.HubKubeconfigSecret,
 	}
 }
 
-// withValues returns the built-in values with overrides merged in (maps deeply).
-func withValues(overrides map[string]any) map[string]any {
-	values := builtinValues()
+// WithValues returns the built-in values with overrides merged in (maps deeply).
+func WithValues(overrides map[string]any) map[string]any {
+	values := BuiltinValues()
 	mergeInto(values, overrides)
 	return values
 }
@@ -77,18 +82,18 @@ func mergeInto(dst, src map[string]any) {
 	}
 }
 
-// renderChart renders the chart with the Helm engine in strict mode (a reference to a
+// Render renders the chart with the Helm engine in strict mode (a reference to a
 // missing value is an error) and returns every object: the crds/ files first, as the
 // addon framework emits them, then the templates in name order.
-func renderChart(t *testing.T, values map[string]any) ([]*unstructured.Unstructured, error) {
+func Render(t *testing.T, values map[string]any) ([]*unstructured.Unstructured, error) {
 	t.Helper()
-	return renderChartInNamespace(t, testInstallNamespace, values)
+	return RenderInNamespace(t, InstallNamespace, values)
 }
 
-// renderChartInNamespace renders with releaseNamespace as the agent install namespace.
-func renderChartInNamespace(t *testing.T, releaseNamespace string, values map[string]any) ([]*unstructured.Unstructured, error) {
+// RenderInNamespace renders with releaseNamespace as the agent install namespace.
+func RenderInNamespace(t *testing.T, releaseNamespace string, values map[string]any) ([]*unstructured.Unstructured, error) {
 	t.Helper()
-	agentChart := loadAgentChart(t)
+	agentChart := Load(t)
 	renderValues, err := chartutil.ToRenderValues(agentChart, values,
 		chartutil.ReleaseOptions{Name: constants.AddonName, Namespace: releaseNamespace},
 		&chartutil.Capabilities{KubeVersion: chartutil.KubeVersion{Version: "v1.35.4"}})
@@ -98,7 +103,7 @@ func renderChartInNamespace(t *testing.T, releaseNamespace string, values map[st
 
 	var objects []*unstructured.Unstructured
 	for _, crd := range agentChart.CRDObjects() {
-		decoded, err := decodeDocuments(crd.Filename, string(crd.File.Data))
+		decoded, err := Decode(crd.Filename, string(crd.File.Data))
 		if err != nil {
 			return nil, err
 		}
@@ -110,7 +115,7 @@ func renderChartInNamespace(t *testing.T, releaseNamespace string, values map[st
 		return nil, err
 	}
 	for _, name := range slices.Sorted(maps.Keys(rendered)) {
-		decoded, err := decodeDocuments(name, rendered[name])
+		decoded, err := Decode(name, rendered[name])
 		if err != nil {
 			return nil, err
 		}
@@ -119,17 +124,17 @@ func renderChartInNamespace(t *testing.T, releaseNamespace string, values map[st
 	return objects, nil
 }
 
-// mustRender renders and fails the test on error.
-func mustRender(t *testing.T, values map[string]any) []*unstructured.Unstructured {
+// MustRender renders and fails the test on error.
+func MustRender(t *testing.T, values map[string]any) []*unstructured.Unstructured {
 	t.Helper()
-	objects, err := renderChart(t, values)
+	objects, err := Render(t, values)
 	require.NoError(t, err)
 	return objects
 }
 
-// decodeDocuments splits a rendered file into objects. A document that is only
+// Decode splits a rendered file into objects. A document that is only
 // whitespace or comments is skipped, as the addon framework skips empty documents.
-func decodeDocuments(name, data string) ([]*unstructured.Unstructured, error) {
+func Decode(name, data string) ([]*unstructured.Unstructured, error) {
 	var objects []*unstructured.Unstructured
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(data)))
 	for {
@@ -155,8 +160,8 @@ func decodeDocuments(name, data string) ([]*unstructured.Unstructured, error) {
 	}
 }
 
-// findObject returns the object of that kind, namespace and name, or nil.
-func findObject(objects []*unstructured.Unstructured, kind, namespace, name string) *unstructured.Unstructured {
+// Find returns the object of that kind, namespace and name, or nil.
+func Find(objects []*unstructured.Unstructured, kind, namespace, name string) *unstructured.Unstructured {
 	for _, object := range objects {
 		if object.GetKind() == kind && object.GetNamespace() == namespace && object.GetName() == name {
 			return object
@@ -165,16 +170,16 @@ func findObject(objects []*unstructured.Unstructured, kind, namespace, name stri
 	return nil
 }
 
-// mustFind returns the object or fails the test.
-func mustFind(t *testing.T, objects []*unstructured.Unstructured, kind, namespace, name string) *unstructured.Unstructured {
+// MustFind returns the object or fails the test.
+func MustFind(t *testing.T, objects []*unstructured.Unstructured, kind, namespace, name string) *unstructured.Unstructured {
 	t.Helper()
-	object := findObject(objects, kind, namespace, name)
+	object := Find(objects, kind, namespace, name)
 	require.NotNil(t, object, "%s %s/%s not rendered", kind, namespace, name)
 	return object
 }
 
-// policyRule is the part of an RBAC rule the tests look at.
-type policyRule struct {
+// PolicyRule is the part of an RBAC rule the tests look at.
+type PolicyRule struct {
 	APIGroups       []string `json:"apiGroups"`
 	Resources       []string `json:"resources"`
 	ResourceNames   []string `json:"resourceNames"`
@@ -182,15 +187,15 @@ type policyRule struct {
 	Verbs           []string `json:"verbs"`
 }
 
-// rulesOf decodes the rules of a rendered Role or ClusterRole.
-func rulesOf(t *testing.T, role *unstructured.Unstructured) []policyRule {
+// RulesOf decodes the rules of a rendered Role or ClusterRole.
+func RulesOf(t *testing.T, role *unstructured.Unstructured) []PolicyRule {
 	t.Helper()
 	raw, found, err := unstructured.NestedSlice(role.Object, "rules")
 	require.NoError(t, err)
 	require.True(t, found, "%s %s has no rules", role.GetKind(), role.GetName())
 	asJSON, err := yaml.Marshal(raw)
 	require.NoError(t, err)
-	var rules []policyRule
+	var rules []PolicyRule
 	require.NoError(t, yaml.UnmarshalStrict(asJSON, &rules))
 	return rules
 }

@@ -1,9 +1,8 @@
-package manifests
+package integration
 
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -20,16 +19,17 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/agentsigner"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/agentcert"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/crdinstall"
+	"github.com/gitops-addon/gitops-addon/test/agentchart"
+	"github.com/gitops-addon/gitops-addon/test/pki"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
 )
 
@@ -41,19 +41,8 @@ const applicationControllerSA = "openshift-gitops-argocd-application-controller"
 // repository's bin directory and returns its config and a client.
 func startAPIServer(t *testing.T) (*rest.Config, client.Client) {
 	t.Helper()
-	binaries, err := filepath.Abs(filepath.Join("..", "bin"))
-	require.NoError(t, err)
-	environment := &envtest.Environment{BinaryAssetsDirectory: binaries}
-	config, err := environment.Start()
-	require.NoError(t, err, "starting envtest with binaries from %s", binaries)
-	t.Cleanup(func() { assert.NoError(t, environment.Stop()) })
-
-	scheme := runtime.NewScheme()
-	require.NoError(t, clientgoscheme.AddToScheme(scheme))
-	require.NoError(t, apiextensionsv1.AddToScheme(scheme))
-	kubeClient, err := client.New(config, client.Options{Scheme: scheme})
-	require.NoError(t, err)
-	return config, kubeClient
+	env := testenv.Start(t)
+	return env.Config, env.Client
 }
 
 // applyRendered creates every object the way a strict apply would: the CRDs the agent
@@ -120,20 +109,20 @@ func TestRenderedManifestsOnARealAPIServer(t *testing.T) {
 	defer cancel()
 	config, kubeClient := startAPIServer(t)
 
-	objects := mustRender(t, withValues(map[string]any{
+	objects := agentchart.MustRender(t, agentchart.WithValues(map[string]any{
 		"platformExtensions": map[string]any{"extraAPIGroups": []any{"cert-manager.io"}},
 		"argoCD":             map[string]any{"image": "quay.io/argoproj/argocd:v3.1.0", "redisImage": "mirror:5000/redis@sha256:0123"},
 		"global":             map[string]any{"proxyConfig": map[string]any{"HTTPS_PROXY": "http://proxy:3128"}},
 		// Argo CD Agent mode: the ArgoCD CR's agent settings, the CA Secret and the
 		// agent's certificate RBAC are applied too.
-		"argoCDAgent": map[string]any{"mode": "managed", "principalAddress": "principal.example.com", "principalPort": "443", "caCertificate": testCACertificate},
+		"argoCDAgent": map[string]any{"mode": "managed", "principalAddress": "principal.example.com", "principalPort": "443", "caCertificate": agentChartTestCA(t)},
 	}))
 	// The klusterlet creates the default addon namespace; the chart does not.
-	require.NoError(t, kubeClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testInstallNamespace}}))
+	require.NoError(t, kubeClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: agentchart.InstallNamespace}}))
 	applyRendered(t, ctx, kubeClient, objects)
 
 	t.Run("ArgoCD CR is stored as rendered", func(t *testing.T) {
-		rendered := mustFind(t, objects, "ArgoCD", constants.GitOpsNamespace, constants.ArgoCDName)
+		rendered := agentchart.MustFind(t, objects, "ArgoCD", constants.GitOpsNamespace, constants.ArgoCDName)
 		stored := &unstructured.Unstructured{}
 		stored.SetGroupVersionKind(constants.ArgoCDGVK)
 		require.NoError(t, kubeClient.Get(ctx, client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: constants.ArgoCDName}, stored))
@@ -145,7 +134,7 @@ func TestRenderedManifestsOnARealAPIServer(t *testing.T) {
 	})
 
 	t.Run("RBAC grants exactly what the comments say", func(t *testing.T) {
-		agent := serviceAccountUser(testInstallNamespace, constants.AgentDeployment)
+		agent := serviceAccountUser(agentchart.InstallNamespace, constants.AgentDeployment)
 		operator := serviceAccountUser(constants.GitOpsNamespace, constants.OperatorDeployment)
 		controller := serviceAccountUser(constants.GitOpsNamespace, applicationControllerSA)
 
@@ -170,11 +159,11 @@ func TestRenderedManifestsOnARealAPIServer(t *testing.T) {
 			{"agent cannot update other admission policies", agent, vapAttrs("update", "someone-elses"), "", false},
 			{"agent cannot delete other admission policies", agent, vapAttrs("delete", "someone-elses"), "", false},
 			{"agent reads OpenAPI v3", agent, authorizationv1.ResourceAttributes{}, "/openapi/v3/apis/route.openshift.io/v1", true},
-			{"agent updates its lease", agent, authorizationv1.ResourceAttributes{Namespace: testInstallNamespace, Group: "coordination.k8s.io", Resource: "leases", Verb: "update"}, "", true},
+			{"agent updates its lease", agent, authorizationv1.ResourceAttributes{Namespace: agentchart.InstallNamespace, Group: "coordination.k8s.io", Resource: "leases", Verb: "update"}, "", true},
 			{"agent has no leases elsewhere", agent, authorizationv1.ResourceAttributes{Namespace: "default", Group: "coordination.k8s.io", Resource: "leases", Verb: "update"}, "", false},
-			{"agent cannot read secrets", agent, authorizationv1.ResourceAttributes{Namespace: testInstallNamespace, Resource: "secrets", Verb: "get"}, "", false},
-			{"agent (agent mode) reads the certificate OCM keeps for argocd-agent", agent, authorizationv1.ResourceAttributes{Namespace: testInstallNamespace, Resource: "secrets", Verb: "watch", Name: argoCDAgentCertificateSecret}, "", true},
-			{"agent (agent mode) cannot read its own hub credential", agent, authorizationv1.ResourceAttributes{Namespace: testInstallNamespace, Resource: "secrets", Verb: "get", Name: constants.HubKubeconfigSecret}, "", false},
+			{"agent cannot read secrets", agent, authorizationv1.ResourceAttributes{Namespace: agentchart.InstallNamespace, Resource: "secrets", Verb: "get"}, "", false},
+			{"agent (agent mode) reads the certificate OCM keeps for argocd-agent", agent, authorizationv1.ResourceAttributes{Namespace: agentchart.InstallNamespace, Resource: "secrets", Verb: "watch", Name: agentcert.SourceSecretName(constants.AddonName, agentsigner.SignerName)}, "", true},
+			{"agent (agent mode) cannot read its own hub credential", agent, authorizationv1.ResourceAttributes{Namespace: agentchart.InstallNamespace, Resource: "secrets", Verb: "get", Name: constants.HubKubeconfigSecret}, "", false},
 			{"agent (agent mode) keeps argocd-agent-client-tls", agent, authorizationv1.ResourceAttributes{Namespace: constants.GitOpsNamespace, Resource: "secrets", Verb: "update", Name: "argocd-agent-client-tls"}, "", true},
 			{"agent (agent mode) cannot read Argo CD's admin Secret", agent, authorizationv1.ResourceAttributes{Namespace: constants.GitOpsNamespace, Resource: "secrets", Verb: "get", Name: "argocd-secret"}, "", false},
 			{"agent (agent mode) cannot list Secrets of the Argo CD namespace", agent, authorizationv1.ResourceAttributes{Namespace: constants.GitOpsNamespace, Resource: "secrets", Verb: "list"}, "", false},
@@ -220,7 +209,7 @@ func TestRenderedManifestsOnARealAPIServer(t *testing.T) {
 	})
 
 	t.Run("the agent's identity cannot create or change a CRD it does not own", func(t *testing.T) {
-		asAgent := impersonating(t, config, testInstallNamespace, constants.AgentDeployment)
+		asAgent := impersonating(t, config, agentchart.InstallNamespace, constants.AgentDeployment)
 		widgets := &apiextensionsv1.CustomResourceDefinition{
 			ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com"},
 			Spec: apiextensionsv1.CustomResourceDefinitionSpec{
@@ -301,4 +290,12 @@ func vapAttrs(verb, name string) authorizationv1.ResourceAttributes {
 func impersonating(t *testing.T, config *rest.Config, namespace, name string) client.Client {
 	t.Helper()
 	return testenv.Impersonating(t, config, serviceAccountUser(namespace, name), []string{"system:serviceaccounts", "system:authenticated"})
+}
+
+// agentChartTestCA is a CA certificate (PEM), as the hub propagates it.
+func agentChartTestCA(t *testing.T) string {
+	t.Helper()
+	ca, err := pki.NewCA("argocd-agent-ca")
+	require.NoError(t, err)
+	return string(ca.CertPEM)
 }

@@ -1,0 +1,112 @@
+// Package repo checks what the repository tracks: source, not build outputs. A 112 MB
+// binary once got in through `git add -A`; these tests keep the next one out.
+package repo
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gitops-addon/gitops-addon/test/testenv"
+)
+
+// maxFileSize is the size above which a tracked file is taken for a build output.
+const maxFileSize = 2 << 20
+
+// generatedLarge are the only files allowed past maxFileSize: the upstream CRDs that
+// hack/crdgen writes whole (descriptions included) for the spoke agent to install. They
+// are still text, and crdgen bounds each by etcd's request size limit.
+var generatedLarge = map[string]bool{
+	"pkg/spoke/crdinstall/crds/applications.argoproj.io.yaml":    true,
+	"pkg/spoke/crdinstall/crds/applicationsets.argoproj.io.yaml": true,
+	"pkg/spoke/crdinstall/crds/appprojects.argoproj.io.yaml":     true,
+	"pkg/spoke/crdinstall/crds/argocds.argoproj.io.yaml":         true,
+}
+
+// trackedFiles lists the files git tracks, relative to the repository root.
+func trackedFiles(t *testing.T, root string) []string {
+	t.Helper()
+	cmd := exec.Command("git", "ls-files", "-z")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	require.NoError(t, err, "git ls-files in %s: the repository tests need a git checkout", root)
+	return strings.Split(strings.TrimRight(string(out), "\x00"), "\x00")
+}
+
+// problem says what is wrong with a tracked file, or "" when nothing is.
+func problem(path string, content []byte) string {
+	switch {
+	case len(content) > maxFileSize && !generatedLarge[path]:
+		return fmt.Sprintf("%s is %d bytes, over %d: a build output? `git rm --cached` it and ignore it in .gitignore", path, len(content), maxFileSize)
+	case isBinary(content):
+		return fmt.Sprintf("%s is binary: build outputs do not belong in the repository; `git rm --cached` it and ignore it in .gitignore", path)
+	}
+	return ""
+}
+
+// isBinary tells binary from text as git does: a NUL byte in the first 8,000 bytes.
+func isBinary(content []byte) bool {
+	return bytes.IndexByte(content[:min(len(content), 8000)], 0) >= 0
+}
+
+func TestNoTrackedFileIsABuildOutput(t *testing.T) {
+	root := testenv.RepoRoot()
+	files := trackedFiles(t, root)
+	require.NotEmpty(t, files)
+	for _, path := range files {
+		content, err := os.ReadFile(filepath.Join(root, path))
+		if os.IsNotExist(err) {
+			continue // deleted in the work tree, not yet committed
+		}
+		require.NoError(t, err)
+		assert.Empty(t, problem(path, content))
+	}
+	for path := range generatedLarge {
+		_, err := os.Stat(filepath.Join(root, path))
+		assert.NoError(t, err, "%s is named as a generated large file but does not exist: update generatedLarge", path)
+	}
+}
+
+func TestBuildOutputsAreRecognised(t *testing.T) {
+	elf := append([]byte{0x7f, 'E', 'L', 'F', 2, 1, 1, 0}, bytes.Repeat([]byte("x"), 100)...)
+	tests := []struct {
+		name    string
+		path    string
+		content []byte
+		want    string
+	}{
+		{"a Go binary at the root", "demo", elf, "demo is binary"},
+		{"a large text file", "docs/huge.md", bytes.Repeat([]byte("a"), maxFileSize+1), "docs/huge.md is 2097153 bytes"},
+		{"a generated CRD past the size", "pkg/spoke/crdinstall/crds/argocds.argoproj.io.yaml", bytes.Repeat([]byte("a"), maxFileSize+1), ""},
+		{"a generated CRD that is binary", "pkg/spoke/crdinstall/crds/argocds.argoproj.io.yaml", elf, "is binary"},
+		{"source", "pkg/version/version.go", []byte("package version\n"), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := problem(tt.path, tt.content)
+			if tt.want == "" {
+				assert.Empty(t, got)
+				return
+			}
+			assert.Contains(t, got, tt.want)
+		})
+	}
+}
+
+// TestBuildOutputsAreIgnored checks that what the Makefile and `go build` write in the
+// work tree is ignored, so that `git add -A` cannot pick it up.
+func TestBuildOutputsAreIgnored(t *testing.T) {
+	root := testenv.RepoRoot()
+	for _, path := range []string{"bin/gitops-addon", "demo", "gitops-addon", "dist/gitops-addon-0.1.0.tgz", "pkg/hub/addon/addon.test", "cover.out"} {
+		cmd := exec.Command("git", "check-ignore", "-q", "--no-index", path)
+		cmd.Dir = root
+		assert.NoError(t, cmd.Run(), "%s is not ignored by .gitignore", path)
+	}
+}
