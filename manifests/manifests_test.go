@@ -248,7 +248,7 @@ func TestAgentDeployment(t *testing.T) {
 	require.Len(t, pod.Containers, 1)
 	container := pod.Containers[0]
 
-	assert.Equal(t, "quay.io/gitops-addon/gitops-addon:latest", container.Image)
+	assert.Equal(t, "ghcr.io/gitops-addon/gitops-addon:0.1.0", container.Image, "the release image of the chart's appVersion")
 	assert.Equal(t, constants.AgentDeployment, pod.ServiceAccountName)
 	assert.Equal(t, []string{
 		"agent",

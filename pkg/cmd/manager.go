@@ -13,6 +13,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/hub/agentsigner"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/manager"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
+	"github.com/gitops-addon/gitops-addon/pkg/version"
 )
 
 // DefaultKubeAPIQPS and DefaultKubeAPIBurst size the manager's hub client for fleet work:
@@ -61,7 +62,7 @@ func newManagerCommand() *cobra.Command {
 	f.StringVar(&o.PprofBindAddress, "pprof-bind-address", "", "address of Go's /debug/pprof profiling endpoints, for diagnosing CPU or memory use; empty disables them")
 	f.BoolVar(&o.LeaderElection, "leader-elect", true, "elect one active replica through a Lease")
 	f.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "namespace of the leader election Lease (default $POD_NAMESPACE)")
-	f.StringVar(&o.AgentImage, "agent-image", "quay.io/gitops-addon/gitops-addon:latest", "image of the spoke agent (this binary)")
+	f.StringVar(&o.AgentImage, "agent-image", version.Image(), "image of the spoke agent (this binary, of the same version)")
 	f.StringVar(&o.OperatorImage, "operator-image", "", "GitOps operator image for every cluster; empty picks the default for each cluster's flavour")
 	f.BoolVar(&o.PullModel, "pull-model", true, "deliver hub Applications labelled "+pullmodel.LabelPull+"=true to their cluster through ManifestWorks, once Argo CD's CRDs exist on the hub; false stops propagation and leaves existing ManifestWorks alone")
 	f.IntVar(&o.PullWorkers, "pull-workers", 4, "Applications the pull model propagates concurrently")

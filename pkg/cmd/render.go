@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gitops-addon/gitops-addon/pkg/render"
+	"github.com/gitops-addon/gitops-addon/pkg/version"
 )
 
 func newRenderCommand() *cobra.Command {
@@ -32,7 +33,7 @@ func newRenderCommand() *cobra.Command {
 	f.BoolVar(&o.OpenShift, "openshift", false, "render for an OpenShift cluster")
 	f.StringSliceVarP(&o.ValueFiles, "values", "f", nil, "chart values file(s), as helm --values")
 	f.StringArrayVar(&o.Values, "set", nil, "chart value key=value, as helm --set")
-	f.StringVar(&o.AgentImage, "agent-image", "quay.io/gitops-addon/gitops-addon:latest", "spoke agent image, as the manager's --agent-image")
+	f.StringVar(&o.AgentImage, "agent-image", version.Image(), "spoke agent image, as the manager's --agent-image")
 	f.StringVar(&o.OperatorImage, "operator-image", "", "GitOps operator image, as the manager's --operator-image")
 	f.BoolVar(&explainRBAC, "explain-rbac", false, "explain in words what the spoke's Argo CD may manage, instead of printing the objects")
 	_ = c.MarkFlagRequired("cluster")

@@ -96,7 +96,7 @@ func TestDefaults(t *testing.T) {
 	}
 	args := managerArgs(t, objects)
 	assert.Contains(t, args, "--leader-elect=true")
-	assert.Contains(t, args, "--agent-image=quay.io/gitops-addon/gitops-addon:0.1.0", "the agent defaults to the manager's image")
+	assert.Contains(t, args, "--agent-image=ghcr.io/gitops-addon/gitops-addon:0.1.0", "the agent defaults to the manager's image")
 	for _, a := range args {
 		assert.NotContains(t, a, "--operator-image", "no operator override by default")
 	}

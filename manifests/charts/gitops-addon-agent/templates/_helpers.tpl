@@ -8,6 +8,14 @@ app.kubernetes.io/part-of: gitops-addon
 {{- end }}
 
 {{/*
+The spoke agent image: the hub's choice, else the release image of this chart's
+appVersion (pkg/version.ImageRepository; test/chart checks that they agree).
+*/}}
+{{- define "gitops-addon.agentImage" -}}
+{{- .Values.global.imageOverrides.gitopsAddonAgent | default (printf "ghcr.io/gitops-addon/gitops-addon:%s" .Chart.AppVersion) -}}
+{{- end }}
+
+{{/*
 The GitOps operator image: the hub's choice when it made one, else the default image
 of the cluster's flavour.
 */}}
