@@ -3,8 +3,10 @@ SHELL := /usr/bin/env bash -o pipefail
 .DEFAULT_GOAL := help
 
 BIN            := $(CURDIR)/bin
-IMAGE          ?= quay.io/gitops-addon/gitops-addon:latest
-VERSION        ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
+# The version comes from the release tag (vX.Y.Z); between tags, `git describe` says how far.
+VERSION        ?= $(shell git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null || echo v0.0.0-dev)
+IMAGE_REPO     ?= ghcr.io/gitops-addon/gitops-addon
+IMAGE          ?= $(IMAGE_REPO):$(patsubst v%,%,$(VERSION))
 GIT_COMMIT     ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS        := -s -w -X github.com/gitops-addon/gitops-addon/pkg/version.Version=$(VERSION) -X github.com/gitops-addon/gitops-addon/pkg/version.GitCommit=$(GIT_COMMIT)
 KUBE_VERSION   ?= v1.35.4
@@ -22,6 +24,16 @@ TEST_PARALLEL  ?= 1
 PULL_BENCH_SIZES ?= 100x1000,1000x5000
 # The fleet benchmark's sizes: numbers of managed clusters, comma-separated.
 FLEET_BENCH_SIZES ?= 100,300,1000
+
+# Tools of the verify gate, pinned (installed into ./bin with `go install tool@version`).
+GOLANGCI_LINT_VERSION ?= v2.15.0
+ACTIONLINT_VERSION    ?= v1.7.12
+HELM_VERSION          ?= v3.19.5
+# The packages whose tests `make verify` runs (static checks of the tree, the image build);
+# `make test` runs the others after it.
+VERIFY_PKGS    := ./test/generated/... ./hack/crdgen/... ./test/repo/... ./test/chart/... ./test/image/...
+# The tests that need no kube-apiserver, no root and no ./bin but controller-gen.
+UNIT_PKGS       = $(shell go list ./... | grep -v -e /test/integration -e /test/e2e -e /test/harness -e /test/bench -e /test/image)
 
 export KUBE_VERSION ETCD_VERSION OCM_VERSION ARGOCD_VERSION ARGOCD_OPERATOR_VERSION
 
@@ -42,10 +54,19 @@ generate: controller-gen ## Generate deepcopy functions and the agent chart's CR
 manifests: controller-gen ## Generate the GitOpsCluster CRD into the manager chart.
 	$(BIN)/controller-gen crd paths=./pkg/api/... output:crd:dir=charts/gitops-addon/crds
 
-.PHONY: lint
-lint: ## Check formatting (gofmt) and run go vet.
+.PHONY: verify
+verify: verify-tools controller-gen ## The gate CI runs before the tests: gofmt, go vet, golangci-lint, generated files current, helm lint, the image built from the Dockerfile, the repository clean, the workflows linted.
 	@out=$$(gofmt -l cmd pkg test manifests hack charts); if [[ -n "$$out" ]]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 	go vet ./...
+	$(BIN)/golangci-lint run ./...
+	$(BIN)/actionlint -shellcheck=$$(command -v shellcheck) .github/workflows/*.yaml
+	go test -count=1 $(VERIFY_PKGS)
+
+.PHONY: lint
+lint: golangci-lint ## Check formatting and run go vet and golangci-lint (the static part of verify).
+	@out=$$(gofmt -l cmd pkg test manifests hack charts); if [[ -n "$$out" ]]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+	go vet ./...
+	$(BIN)/golangci-lint run ./...
 
 .PHONY: build
 build: ## Build bin/gitops-addon.
@@ -58,12 +79,24 @@ render: ## Print the objects shipped to a sample vanilla cluster (CLUSTER=name, 
 ##@ Tests
 
 .PHONY: test
-test: e2e-env controller-gen ## Run every test: unit, generated files, chart, integration (real kube-apiserver) and end-to-end (real OCM hub, spokes, Argo CD and GitOps operator).
-	go test -count=1 -timeout $(TEST_TIMEOUT) -p $(TEST_PARALLEL) ./...
+test: verify e2e-env ## Run every check and test: make verify, then unit, integration (real kube-apiserver) and end-to-end (real OCM hub, spokes, Argo CD and GitOps operator).
+	@$(MAKE) --no-print-directory argocd-agent-notice
+	go test -count=1 -timeout $(TEST_TIMEOUT) -p $(TEST_PARALLEL) $$(go list ./... | grep -v -e /test/generated -e /hack/crdgen -e /test/repo -e /test/chart -e /test/image)
 
 .PHONY: test-unit
-test-unit: controller-gen ## Run the tests that need no apiserver.
-	go test $$(go list ./... | grep -v -e /test/integration -e /test/e2e -e /test/harness)
+test-unit: controller-gen ## Run the tests that need no kube-apiserver, no root and nothing in ./bin but controller-gen.
+	go test -count=1 $(UNIT_PKGS)
+
+.PHONY: argocd-agent-notice
+argocd-agent-notice:
+	@if [[ -z "$(ARGOCD_AGENT_BIN)" ]]; then \
+	  printf '\n%s\n%s\n%s\n%s\n\n' \
+	    '************************************************************************************' \
+	    '* NOT RUN: the Argo CD Agent interop subtest (the real argocd-agent principal and    *' \
+	    '* agents carrying Applications). argocd-agent is not on the Go module proxy: build  *' \
+	    '* it yourself and run `make test-argocd-agent ARGOCD_AGENT_BIN=...` (see README).  *'; \
+	  printf '%s\n\n' '************************************************************************************'; \
+	fi
 
 .PHONY: test-integration
 test-integration: test-env ## Run the integration tests on a real kube-apiserver + etcd.
@@ -113,13 +146,59 @@ demo: e2e-env ## Start a local OCM hub + 2 spokes (vanilla, OpenShift-like), ins
 
 ##@ Tools
 
+.PHONY: verify-tools
+verify-tools: golangci-lint actionlint ## Install what verify needs: golangci-lint, actionlint, and (Debian) buildah, busybox-static, shellcheck.
+	hack/ensure-debian-packages.sh buildah=buildah busybox=busybox-static shellcheck=shellcheck
+
+.PHONY: golangci-lint
+golangci-lint: $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION) ## Build golangci-lint (pinned above) into ./bin.
+$(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION):
+	GOBIN=$(BIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+	@touch $@
+
+.PHONY: actionlint
+actionlint: $(BIN)/actionlint-$(ACTIONLINT_VERSION) ## Build actionlint (pinned above) into ./bin.
+$(BIN)/actionlint-$(ACTIONLINT_VERSION):
+	GOBIN=$(BIN) go install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION)
+	@touch $@
+
+.PHONY: helm
+helm: $(BIN)/helm-$(HELM_VERSION) ## Build the helm CLI (pinned above, the SDK version of go.mod) into ./bin.
+$(BIN)/helm-$(HELM_VERSION):
+	GOBIN=$(BIN) go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+	@touch $@
+
 .PHONY: controller-gen
 controller-gen: $(BIN)/controller-gen ## Build controller-gen (pinned in hack/tools) into ./bin.
 $(BIN)/controller-gen: hack/tools/go.mod
 	cd hack/tools && go build -o $(BIN)/controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen
 
-##@ Image
+##@ Image and release
 
 .PHONY: image
-image: ## Build the container image (needs a Docker engine).
-	docker build --build-arg VERSION=$(VERSION) --build-arg GIT_COMMIT=$(GIT_COMMIT) -t $(IMAGE) .
+image: ## Build the image (IMAGE, default ghcr.io/gitops-addon/gitops-addon:<version>) from the Dockerfile: with docker when a Docker engine runs, else with buildah.
+	@if docker info >/dev/null 2>&1; then \
+	  docker build --build-arg VERSION=$(VERSION) --build-arg GIT_COMMIT=$(GIT_COMMIT) -t $(IMAGE) . ; \
+	else \
+	  buildah bud --isolation chroot --build-arg VERSION=$(VERSION) --build-arg GIT_COMMIT=$(GIT_COMMIT) -t $(IMAGE) . ; \
+	fi
+
+.PHONY: release-prep
+release-prep: ## Set both charts' version and appVersion to VERSION=vX.Y.Z (commit, then tag vX.Y.Z).
+	@[[ "$(VERSION)" =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$$ ]] || { echo "VERSION must be vX.Y.Z[-pre], got $(VERSION)"; exit 2; }
+	for chart in charts/gitops-addon/Chart.yaml manifests/charts/gitops-addon-agent/Chart.yaml; do \
+	  sed -i -E 's/^version: .*/version: $(patsubst v%,%,$(VERSION))/; s/^appVersion: .*/appVersion: "$(patsubst v%,%,$(VERSION))"/' $$chart; \
+	done
+	@echo "charts set to $(patsubst v%,%,$(VERSION)): run make test-unit, commit, then git tag $(VERSION)"
+
+.PHONY: release-check
+release-check: ## Check that VERSION=vX.Y.Z (the tag being released) is both charts' version and appVersion.
+	@v=$(patsubst v%,%,$(VERSION)); for chart in charts/gitops-addon/Chart.yaml manifests/charts/gitops-addon-agent/Chart.yaml; do \
+	  grep -qx "version: $$v" $$chart && grep -qx "appVersion: \"$$v\"" $$chart || \
+	    { echo "$$chart is not at $$v: run make release-prep VERSION=$(VERSION), commit, and tag that commit"; exit 1; }; \
+	done; echo "both charts are at $$v"
+
+.PHONY: chart-package
+chart-package: helm ## Package the manager chart for VERSION=vX.Y.Z into dist/ (the release pushes it as an OCI artifact).
+	@mkdir -p dist
+	$(BIN)/helm package charts/gitops-addon --destination dist --version $(patsubst v%,%,$(VERSION)) --app-version $(patsubst v%,%,$(VERSION))
