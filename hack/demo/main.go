@@ -37,8 +37,9 @@ func main() {
 	exitWhenReady := flag.Bool("exit-when-ready", false, "print the table and stop (for scripts), instead of waiting for Ctrl-C")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, *timeout, *exitWhenReady); err != nil && !errors.Is(err, context.Canceled) {
+	err := run(ctx, *timeout, *exitWhenReady)
+	stop()
+	if err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}

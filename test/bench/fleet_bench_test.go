@@ -13,6 +13,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/stretchr/testify/require"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -112,8 +114,8 @@ const (
 var (
 	secretGVK = corev1.SchemeGroupVersion.WithKind("SecretList")
 	// addonGVK is the addon API's storage version: listing it needs no conversion webhook.
-	addonGVK = addonv1alpha1.SchemeGroupVersion.WithKind("ManagedClusterAddOnList")
-	workGVK  = workv1.SchemeGroupVersion.WithKind("ManifestWorkList")
+	addonGVK = schema.GroupVersion(addonv1alpha1.GroupVersion).WithKind("ManagedClusterAddOnList")
+	workGVK  = schema.GroupVersion(workv1.GroupVersion).WithKind("ManifestWorkList")
 )
 
 func ownerLabels() client.MatchingLabels {

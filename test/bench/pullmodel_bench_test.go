@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
@@ -260,7 +262,7 @@ func waitAtLeast(b *testing.B, ctx context.Context, c client.Client, n int) {
 	deadline := time.Now().Add(15 * time.Minute)
 	for time.Now().Before(deadline) {
 		list := &metav1.PartialObjectMetadataList{}
-		list.SetGroupVersionKind(workv1.SchemeGroupVersion.WithKind("ManifestWorkList"))
+		list.SetGroupVersionKind(schema.GroupVersion(workv1.GroupVersion).WithKind("ManifestWorkList"))
 		require.NoError(b, c.List(ctx, list, client.MatchingLabels{pullmodel.LabelPullWork: "true"}, client.Limit(int64(n))))
 		if len(list.Items) >= n {
 			return
@@ -275,7 +277,7 @@ func waitCount(b *testing.B, ctx context.Context, c client.Client, n int) {
 	deadline := time.Now().Add(15 * time.Minute)
 	for time.Now().Before(deadline) {
 		list := &metav1.PartialObjectMetadataList{}
-		list.SetGroupVersionKind(workv1.SchemeGroupVersion.WithKind("ManifestWorkList"))
+		list.SetGroupVersionKind(schema.GroupVersion(workv1.GroupVersion).WithKind("ManifestWorkList"))
 		require.NoError(b, c.List(ctx, list, client.MatchingLabels{pullmodel.LabelPullWork: "true"}))
 		if len(list.Items) == n {
 			return

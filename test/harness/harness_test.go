@@ -129,7 +129,9 @@ func testAddonRegistration(ctx context.Context, t *testing.T, hub *Cluster, spok
 	user := "system:open-cluster-management:cluster:" + spoke.Name + ":addon:" + addon + ":agent:harness"
 	mca := &addonv1alpha1.ManagedClusterAddOn{
 		ObjectMeta: metav1.ObjectMeta{Namespace: spoke.Name, Name: addon},
-		Spec:       addonv1alpha1.ManagedClusterAddOnSpec{InstallNamespace: AddonNamespace},
+		// No addon-manager runs in this test to place the agent through an AddOnDeploymentConfig:
+		// the deprecated field is the one OCM's registration agent still reads directly.
+		Spec: addonv1alpha1.ManagedClusterAddOnSpec{InstallNamespace: AddonNamespace}, //nolint:staticcheck // SA1019, see above
 	}
 	require.NoError(t, hub.Client.Create(ctx, mca))
 	mca.Status.Registrations = []addonv1alpha1.RegistrationConfig{{

@@ -291,7 +291,7 @@ func SetCustomizedVariable(ctx context.Context, hub *harness.Cluster, cluster, n
 		return err
 	default:
 		vars := slices.DeleteFunc(adc.Spec.CustomizedVariables, func(v addonv1beta1.CustomizedVariable) bool { return v.Name == name })
-		adc.Spec.CustomizedVariables = append(vars, addonv1beta1.CustomizedVariable{Name: name, Value: value})
+		adc.Spec.CustomizedVariables = slices.Concat(vars, []addonv1beta1.CustomizedVariable{{Name: name, Value: value}})
 		if err := hub.Client.Update(ctx, adc); err != nil {
 			return fmt.Errorf("updating AddOnDeploymentConfig %s: %w", key, err)
 		}

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"path/filepath"
 	"strings"
@@ -173,7 +174,7 @@ func TestArgoCDAgentCertificateReachesArgoCDAgent(t *testing.T) {
 		renewed := renew(t)
 		require.Eventually(t, func() bool {
 			s := clientTLS()
-			return s != nil && string(s.Data[corev1.TLSCertKey]) == string(renewed) && restartedWith() != before
+			return s != nil && bytes.Equal(s.Data[corev1.TLSCertKey], renewed) && restartedWith() != before
 		}, 30*time.Second, 100*time.Millisecond, "argocd-agent-client-tls renewed and argocd-agent restarted")
 		require.Eventually(t, func() bool {
 			c, _ := o.Report.Condition(agentcert.ConditionCertificate)

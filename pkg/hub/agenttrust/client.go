@@ -1,6 +1,7 @@
 package agenttrust
 
 import (
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -43,7 +44,7 @@ func (st State) ClientConfigFor(agent string, current []byte, now time.Time) (co
 	if len(current) > 0 && json.Unmarshal(current, &existing) == nil {
 		if pair, err := parsePair(existing.TLSClientConfig.CertData, existing.TLSClientConfig.KeyData); err == nil &&
 			pair.cert.Subject.CommonName == agent && pair.cert.CheckSignatureFrom(st.ca.cert) == nil &&
-			now.Before(renewalTime(pair.cert)) && string(existing.TLSClientConfig.CAData) == string(st.ca.certPEM) {
+			now.Before(renewalTime(pair.cert)) && bytes.Equal(existing.TLSClientConfig.CAData, st.ca.certPEM) {
 			return current, false, nil
 		}
 	}

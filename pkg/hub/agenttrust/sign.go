@@ -23,10 +23,10 @@ func (k *Keeper) ReadCA(ctx context.Context, namespace string) (*corev1.Secret, 
 func SignClientRequest(caSecret *corev1.Secret, req *x509.CertificateRequest, now time.Time, lifetime time.Duration) ([]byte, error) {
 	ca, err := parsePair(caSecret.Data[corev1.TLSCertKey], caSecret.Data[corev1.TLSPrivateKeyKey])
 	if err != nil {
-		return nil, fmt.Errorf("Secret %s/%s: %w", caSecret.Namespace, caSecret.Name, err)
+		return nil, fmt.Errorf("secret %s/%s: %w", caSecret.Namespace, caSecret.Name, err)
 	}
 	if ca.key == nil || !ca.cert.IsCA {
-		return nil, fmt.Errorf("Secret %s/%s must hold a CA certificate and its key (tls.crt, tls.key) to sign agent certificates", caSecret.Namespace, caSecret.Name)
+		return nil, fmt.Errorf("secret %s/%s must hold a CA certificate and its key (tls.crt, tls.key) to sign agent certificates", caSecret.Namespace, caSecret.Name)
 	}
 	if !now.Before(ca.cert.NotAfter) {
 		return nil, fmt.Errorf("the CA of Secret %s/%s expired on %s", caSecret.Namespace, caSecret.Name, ca.cert.NotAfter.Format(time.RFC3339))

@@ -15,10 +15,10 @@ import (
 
 // Names of the Secrets in the Argo CD namespace, as argocd-agent's principal reads them.
 const (
-	CASecret            = "argocd-agent-ca"
-	PrincipalSecret     = "argocd-agent-principal-tls"
-	ResourceProxySecret = "argocd-agent-resource-proxy-tls"
-	JWTSecret           = "argocd-agent-jwt"
+	CASecret            = "argocd-agent-ca"                 //nolint:gosec // G101: a Secret's name, not a credential
+	PrincipalSecret     = "argocd-agent-principal-tls"      //nolint:gosec // G101: a Secret's name, not a credential
+	ResourceProxySecret = "argocd-agent-resource-proxy-tls" //nolint:gosec // G101: a Secret's name, not a credential
+	JWTSecret           = "argocd-agent-jwt"                //nolint:gosec // G101: a Secret's name, not a credential
 	// JWTKey is the key of the JWT signing key in JWTSecret.
 	JWTKey = "jwt.key"
 )
@@ -150,10 +150,10 @@ func (k *Keeper) ensureCA(ctx context.Context, ns string, now time.Time, issued 
 	}
 	cas, err := loadCASet(secret)
 	if err != nil {
-		return nil, false, fmt.Errorf("Secret %s/%s: %w; fix it or delete it to let gitops-addon issue a CA", ns, CASecret, err)
+		return nil, false, fmt.Errorf("secret %s/%s: %w; fix it or delete it to let gitops-addon issue a CA", ns, CASecret, err)
 	}
 	if cas.signer.key == nil || !cas.signer.cert.IsCA {
-		return nil, false, fmt.Errorf("Secret %s/%s must hold a CA certificate and its key (tls.crt, tls.key) to sign the principal's certificates", ns, CASecret)
+		return nil, false, fmt.Errorf("secret %s/%s must hold a CA certificate and its key (tls.crt, tls.key) to sign the principal's certificates", ns, CASecret)
 	}
 	if !ours(secret) {
 		return cas, true, nil
@@ -176,7 +176,7 @@ func (k *Keeper) ensureServing(ctx context.Context, ns, name, commonName string,
 	why := "missing"
 	if secret != nil {
 		if !ours(secret) {
-			return nil, fmt.Errorf("Secret %s/%s exists and was not created by gitops-addon; it is left unchanged: delete it to let gitops-addon issue it", ns, name)
+			return nil, fmt.Errorf("secret %s/%s exists and was not created by gitops-addon; it is left unchanged: delete it to let gitops-addon issue it", ns, name)
 		}
 		current, err := parsePair(secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey])
 		if err != nil {

@@ -17,7 +17,7 @@ import (
 
 const (
 	// labelSecretType makes Argo CD read a Secret as a cluster definition.
-	labelSecretType = "argocd.argoproj.io/secret-type"
+	labelSecretType = "argocd.argoproj.io/secret-type" //nolint:gosec // G101: a label key, not a credential
 	// labelACMCluster is set by Red Hat Advanced Cluster Management on its cluster
 	// secrets; ApplicationSets written for it select on it, so we set it too.
 	labelACMCluster = "apps.open-cluster-management.io/acm-cluster"

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -142,9 +143,9 @@ func isNamespaceNotFound(err error) bool {
 func computeStatus(gc *appsv1beta1.GitOpsCluster, obs observation, now metav1.Time) appsv1beta1.GitOpsClusterStatus {
 	st := *gc.Status.DeepCopy()
 	st.ObservedGeneration = gc.Generation
-	st.SelectedClusters = int32(len(obs.placement.clusters))
-	st.AddonEnabledClusters = int32(obs.addons.withAddon)
-	st.AddonAvailableClusters = int32(obs.addons.available)
+	st.SelectedClusters = clusterCount(len(obs.placement.clusters))
+	st.AddonEnabledClusters = clusterCount(obs.addons.withAddon)
+	st.AddonAvailableClusters = clusterCount(obs.addons.available)
 
 	conds := []metav1.Condition{
 		placementCondition(obs.placement),
@@ -329,4 +330,10 @@ func unsupportedFields(gc *appsv1beta1.GitOpsCluster) []string {
 	}
 	sort.Strings(fields)
 	return fields
+}
+
+// clusterCount converts a count of clusters for the status's int32 fields, saturating
+// instead of wrapping (a fleet is far below 2^31 clusters, but a wrapped count would lie).
+func clusterCount(n int) int32 {
+	return int32(min(n, math.MaxInt32)) //nolint:gosec // G115: bounded by the min above
 }

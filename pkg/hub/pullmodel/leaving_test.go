@@ -68,7 +68,7 @@ func TestLeavingNamesTheApplicationsOnTheirWayOut(t *testing.T) {
 		}
 		return o
 	}
-	appSet := func(doc string) *unstructured.Unstructured { return hubApp(doc) }
+	appSet := hubApp
 	matrix := appSet(`
 apiVersion: argoproj.io/v1alpha1
 kind: ApplicationSet

@@ -149,7 +149,7 @@ func setConditions(status map[string]any, ours []any) {
 		t, _ := m["type"].(string)
 		return t == ConditionPullError || t == ConditionPullWarning
 	})
-	all := append(kept, ours...)
+	all := slices.Concat(kept, ours)
 	if len(all) == 0 {
 		delete(status, "conditions")
 		return

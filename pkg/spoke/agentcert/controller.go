@@ -7,6 +7,7 @@
 package agentcert
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/x509"
@@ -38,7 +39,7 @@ import (
 
 const (
 	// ClientTLSSecret is the Secret argocd-agent reads its client certificate from.
-	ClientTLSSecret = "argocd-agent-client-tls"
+	ClientTLSSecret = "argocd-agent-client-tls" //nolint:gosec // G101: a Secret's name, not a credential
 	// AnnotationCertificate, on argocd-agent's pod template, is the fingerprint of the
 	// certificate it was started with; changing it restarts argocd-agent.
 	AnnotationCertificate = "gitops-addon.open-cluster-management.io/argocd-agent-client-certificate"
@@ -147,7 +148,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	}
 	cert, err := parseCertificate(source.Data[corev1.TLSCertKey])
 	if err != nil {
-		return reconcile.Result{}, r.fail(fmt.Errorf("Secret %s/%s: %w", r.SourceNamespace, r.SourceSecret, err))
+		return reconcile.Result{}, r.fail(fmt.Errorf("secret %s/%s: %w", r.SourceNamespace, r.SourceSecret, err))
 	}
 	if err := r.ensureClientTLS(ctx, source); errors.Is(err, errInstanceAbsent) {
 		r.report(metav1.ConditionFalse, ReasonNoInstance, fmt.Sprintf(
@@ -189,11 +190,11 @@ func (r *Reconciler) ensureClientTLS(ctx context.Context, source *corev1.Secret)
 		return fmt.Errorf("reading Secret %s/%s: %w", r.ArgoNamespace, ClientTLSSecret, err)
 	}
 	if current.Labels[constants.LabelManagedBy] != constants.ManagedByValue {
-		return fmt.Errorf("Secret %s/%s exists and was not created by gitops-addon: it is left as it is and argocd-agent uses it. "+
+		return fmt.Errorf("secret %s/%s exists and was not created by gitops-addon: it is left as it is and argocd-agent uses it. "+
 			"Fix: delete it to let gitops-addon keep the certificate OCM issues there", r.ArgoNamespace, ClientTLSSecret)
 	}
-	if string(current.Data[corev1.TLSCertKey]) == string(want[corev1.TLSCertKey]) &&
-		string(current.Data[corev1.TLSPrivateKeyKey]) == string(want[corev1.TLSPrivateKeyKey]) {
+	if bytes.Equal(current.Data[corev1.TLSCertKey], want[corev1.TLSCertKey]) &&
+		bytes.Equal(current.Data[corev1.TLSPrivateKeyKey], want[corev1.TLSPrivateKeyKey]) {
 		return nil
 	}
 	if err := r.instancePresent(ctx); err != nil {

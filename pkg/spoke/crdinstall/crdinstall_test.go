@@ -146,8 +146,7 @@ func newFixture(t *testing.T, openShift bool, objects ...client.Object) *fixture
 	embedded, err := Load()
 	require.NoError(t, err)
 	f := &fixture{failing: map[string]error{}}
-	var base client.WithWatch
-	base = fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).WithInterceptorFuncs(interceptor.Funcs{
+	base := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).WithInterceptorFuncs(interceptor.Funcs{
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 			require.Equal(t, types.ApplyPatchType, patch.Type())
 			name := obj.GetName()
