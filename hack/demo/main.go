@@ -182,7 +182,8 @@ func showProgress(ctx context.Context, step func(string, ...any), what string, p
 // startArgoCD runs the hub's Argo CD and each spoke's operator and instance, then applies
 // the seed's ApplicationSet over the local repository's guestbook.
 func startArgoCD(ctx context.Context, f *harness.Fleet, agentBinary string, step func(string, ...any)) (*argocd.Fleet, error) {
-	step("starting Argo CD: on the hub the ApplicationSet and application controllers, repo-server and redis; on each spoke the GitOps operator, then the application controller and repo-server it makes from the delivered ArgoCD CR")
+	step("starting Argo CD: on the hub the ApplicationSet and application controllers, repo-server and redis; on each spoke the GitOps operator, then the " +
+		"application controller and repo-server it makes from the delivered ArgoCD CR")
 	var spokeList []*harness.Spoke
 	for _, name := range spokes {
 		spokeList = append(spokeList, f.Spokes[name])
@@ -272,17 +273,22 @@ func printHowToLookAround(f *harness.Fleet, p *install.Product, argo *argocd.Fle
 	fmt.Printf("     kubectl --kubeconfig %s -n guestbook patch configmap guestbook-ui --type merge -p '{\"data\":{\"color\":\"red\"}}'\n", vanilla)
 	fmt.Printf("     kubectl --kubeconfig %s -n guestbook get configmap guestbook-ui -o jsonpath='{.data.color}'\n", vanilla)
 	fmt.Println("  2. A new commit: its revision reaches the hub's Applications (about 20 s):")
-	fmt.Printf("     cd %s && sed -i 's/color: blue/color: green/' guestbook/configmap.yaml && git commit -qam green && git push -q origin main\n", argo.Repo.WorkDir())
-	fmt.Printf("     kubectl --kubeconfig %s get applications -n openshift-gitops -o custom-columns=NAME:.metadata.name,SYNC:.status.sync.status,REVISION:.status.sync.revision\n", hub)
+	fmt.Printf("     cd %s && sed -i 's/color: blue/color: green/' guestbook/configmap.yaml && git commit -qam green && git push -q origin "+
+		"main\n", argo.Repo.WorkDir())
+	fmt.Printf("     kubectl --kubeconfig %s get applications -n openshift-gitops -o "+
+		"custom-columns=NAME:.metadata.name,SYNC:.status.sync.status,REVISION:.status.sync.revision\n", hub)
 	fmt.Println("  3. RBAC: an Application with a kind outside the spoke's allowlist fails with the forbidden error on the hub:")
-	fmt.Printf("     kubectl --kubeconfig %s -n openshift-gitops patch applicationset guestbook --type json -p '[{\"op\":\"replace\",\"path\":\"/spec/template/spec/source/path\",\"value\":\"priority\"}]'\n", hub)
-	fmt.Printf("     kubectl --kubeconfig %s get applications -n openshift-gitops -o jsonpath='{range .items[*]}{.metadata.name}: {.status.conditions[*].message}{\"\\n\"}{end}'\n", hub)
+	fmt.Printf("     kubectl --kubeconfig %s -n openshift-gitops patch applicationset guestbook --type json -p "+
+		"'[{\"op\":\"replace\",\"path\":\"/spec/template/spec/source/path\",\"value\":\"priority\"}]'\n", hub)
+	fmt.Printf("     kubectl --kubeconfig %s get applications -n openshift-gitops -o jsonpath='{range .items[*]}{.metadata.name}: "+
+		"{.status.conditions[*].message}{\"\\n\"}{end}'\n", hub)
 	fmt.Println("  4. The Routes trap: a duplicate Routes CRD on the OpenShift-like spoke is refused by the agent's admission policy:")
 	fmt.Printf("     kubectl --kubeconfig %s apply -f %s\n", openshift, writeRoutesCRD(f))
 	fmt.Println("  5. Take a cluster out of the Placement: its Argo CD stays until it has pruned the guestbook Application, then the")
 	fmt.Println("     GitOps stack leaves it; CRDs and its own Applications stay. Watch AddOnsReady say WaitingForApplications:")
 	fmt.Printf("     kubectl --kubeconfig %s label managedcluster vanilla gitops-\n", hub)
-	fmt.Printf("     kubectl --kubeconfig %s -n openshift-gitops get gitopscluster gitops-managed -o jsonpath='{.status.conditions[?(@.type==\"AddOnsReady\")].message}{\"\\n\"}'\n", hub)
+	fmt.Printf("     kubectl --kubeconfig %s -n openshift-gitops get gitopscluster gitops-managed -o "+
+		"jsonpath='{.status.conditions[?(@.type==\"AddOnsReady\")].message}{\"\\n\"}'\n", hub)
 }
 
 // writeRoutesCRD writes the Routes CRD the agent installs on vanilla clusters to the

@@ -36,9 +36,11 @@ func newAgentCommand() *cobra.Command {
 	f.BoolVar(&o.OpenShift, "openshift", false,
 		"the hub found this cluster to be OpenShift or MicroShift: never install the routes.route.openshift.io CRD (set by the hub)")
 	f.StringVar(&o.ArgoCDAgentCertificateSecret, "argocd-agent-certificate-secret", "",
-		"Argo CD Agent mode (set by the hub): the Secret of the agent's namespace where OCM keeps argocd-agent's client certificate; the agent copies it to argocd-agent-client-tls and restarts argocd-agent on every renewal")
+		"Argo CD Agent mode (set by the hub): the Secret of the agent's namespace where OCM keeps argocd-agent's client certificate; the agent copies it to "+
+			"argocd-agent-client-tls and restarts argocd-agent on every renewal")
 	f.StringVar(&o.ArgoCDAgentHealthURL, "argocd-agent-health-url", "",
-		"Argo CD Agent mode: argocd-agent's health endpoint, asked for whether it is connected to the principal (default: the GitOps operator's <argocd>-agent-agent-healthz Service)")
+		"Argo CD Agent mode: argocd-agent's health endpoint, asked for whether it is connected to the principal (default: the GitOps operator's "+
+			"<argocd>-agent-agent-healthz Service)")
 	f.DurationVar(&o.ArgoCDAgentHealthInterval, "argocd-agent-health-interval", agenthealth.DefaultInterval,
 		"Argo CD Agent mode: how often argocd-agent's health endpoint is asked; the hub is written only when the answer changes")
 	f.BoolVar(&o.LeaderElection, "leader-elect", false, "elect one active replica through a Lease on the spoke")

@@ -39,7 +39,8 @@ func newManagerCommand() *cobra.Command {
 				return fmt.Errorf("--pull-workers is %d: it must be at least 1", o.PullWorkers)
 			}
 			if o.ArgoCDAgentCertificateLifetime < 10*time.Minute {
-				return fmt.Errorf("--argocd-agent-certificate-lifetime is %v: it must be at least 10m, or agents spend their time renewing", o.ArgoCDAgentCertificateLifetime)
+				return fmt.Errorf("--argocd-agent-certificate-lifetime is %v: it must be at least 10m, or agents spend their time "+
+					"renewing", o.ArgoCDAgentCertificateLifetime)
 			}
 			if o.AddonWorkers < 1 {
 				return fmt.Errorf("--addon-workers is %d: it must be at least 1", o.AddonWorkers)
@@ -59,18 +60,27 @@ func newManagerCommand() *cobra.Command {
 	f.StringVar(&kubeconfig, "kubeconfig", "", "hub kubeconfig file; empty uses $KUBECONFIG or the in-cluster config")
 	f.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
 	f.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
-	f.StringVar(&o.PprofBindAddress, "pprof-bind-address", "", "address of Go's /debug/pprof profiling endpoints, for diagnosing CPU or memory use; empty disables them")
+	f.StringVar(&o.PprofBindAddress, "pprof-bind-address", "", "address of Go's /debug/pprof profiling endpoints, for diagnosing CPU or memory use; empty "+
+		"disables them")
 	f.BoolVar(&o.LeaderElection, "leader-elect", true, "elect one active replica through a Lease")
-	f.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "namespace of the leader election Lease (default $POD_NAMESPACE)")
+	f.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "namespace of the leader election Lease (default "+
+		"$POD_NAMESPACE)")
 	f.StringVar(&o.AgentImage, "agent-image", version.Image(), "image of the spoke agent (this binary, of the same version)")
 	f.StringVar(&o.OperatorImage, "operator-image", "", "GitOps operator image for every cluster; empty picks the default for each cluster's flavour")
-	f.BoolVar(&o.PullModel, "pull-model", true, "deliver hub Applications labelled "+pullmodel.LabelPull+"=true to their cluster through ManifestWorks, once Argo CD's CRDs exist on the hub; false stops propagation and leaves existing ManifestWorks alone")
+	f.BoolVar(&o.PullModel, "pull-model", true, "deliver hub Applications labelled "+pullmodel.LabelPull+"=true to their cluster through ManifestWorks, once "+
+		"Argo CD's CRDs exist on the hub; false stops propagation and leaves existing ManifestWorks alone")
 	f.IntVar(&o.PullWorkers, "pull-workers", 4, "Applications the pull model propagates concurrently")
-	f.BoolVar(&o.UpgradeCRDs, "upgrade-crds", true, "at start, bring the GitOpsCluster and MulticlusterApplicationSetReport CRDs to this manager's schema by server-side apply (never deletes or downgrades a CRD, never touches one another installer owns); false leaves them to the installer")
-	f.StringSliceVar(&o.ArgoNamespaces, "argo-namespaces", nil, "the only namespaces a GitOpsCluster may name in spec.argoServer.argoNamespace, comma-separated: the manager reads and writes Secrets and ConfigMaps there only (the chart's argoNamespaces grant exactly these); empty allows any namespace, which needs Secrets and ConfigMaps granted cluster-wide")
-	f.DurationVar(&o.ArgoCDAgentCertificateLifetime, "argocd-agent-certificate-lifetime", agentsigner.DefaultLifetime, "how long the Argo CD Agent client certificates the manager signs are valid; OCM's registration agent renews them before they expire")
-	f.IntVar(&o.AddonWorkers, "addon-workers", manager.DefaultAddonWorkers, "clusters whose ManifestWork, agent registration and CSRs addon-framework's controllers sync concurrently")
-	f.Float32Var(&qps, "kube-api-qps", DefaultKubeAPIQPS, "requests per second to the hub's apiserver, sustained; a negative value disables client-side throttling (the apiserver's API Priority and Fairness still applies)")
+	f.BoolVar(&o.UpgradeCRDs, "upgrade-crds", true, "at start, bring the GitOpsCluster and MulticlusterApplicationSetReport CRDs to this manager's schema by "+
+		"server-side apply (never deletes or downgrades a CRD, never touches one another installer owns); false leaves them to the installer")
+	f.StringSliceVar(&o.ArgoNamespaces, "argo-namespaces", nil, "the only namespaces a GitOpsCluster may name in spec.argoServer.argoNamespace, "+
+		"comma-separated: the manager reads and writes Secrets and ConfigMaps there only (the chart's argoNamespaces grant exactly these); empty allows any "+
+		"namespace, which needs Secrets and ConfigMaps granted cluster-wide")
+	f.DurationVar(&o.ArgoCDAgentCertificateLifetime, "argocd-agent-certificate-lifetime", agentsigner.DefaultLifetime, "how long the Argo CD Agent client "+
+		"certificates the manager signs are valid; OCM's registration agent renews them before they expire")
+	f.IntVar(&o.AddonWorkers, "addon-workers", manager.DefaultAddonWorkers, "clusters whose ManifestWork, agent registration and CSRs addon-framework's "+
+		"controllers sync concurrently")
+	f.Float32Var(&qps, "kube-api-qps", DefaultKubeAPIQPS, "requests per second to the hub's apiserver, sustained; a negative value disables client-side "+
+		"throttling (the apiserver's API Priority and Fairness still applies)")
 	f.IntVar(&burst, "kube-api-burst", DefaultKubeAPIBurst, "requests to the hub's apiserver allowed in a burst above --kube-api-qps")
 	return c
 }

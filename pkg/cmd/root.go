@@ -62,6 +62,15 @@ func NewRootCommand() *cobra.Command {
 	goflags := flag.NewFlagSet("zap", flag.ContinueOnError)
 	zapOpts.BindFlags(goflags)
 	root.PersistentFlags().AddGoFlagSet(goflags)
-	root.AddCommand(newManagerCommand(), newAgentCommand(), newRenderCommand(), newDoctorCommand(), newUninstallCommand(), newSpokeTeardownCommand(), newWaitForAPIsCommand(), newVersionCommand())
+	root.AddCommand(
+		newManagerCommand(),
+		newAgentCommand(),
+		newRenderCommand(),
+		newDoctorCommand(),
+		newUninstallCommand(),
+		newSpokeTeardownCommand(),
+		newWaitForAPIsCommand(),
+		newVersionCommand(),
+	)
 	return root
 }

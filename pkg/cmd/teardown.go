@@ -51,6 +51,7 @@ func newSpokeTeardownCommand() *cobra.Command {
 	f.StringVar(&o.Namespace, "namespace", o.Namespace, "namespace of the ArgoCD instance")
 	f.StringVar(&o.Name, "name", o.Name, "name of the ArgoCD instance")
 	f.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "how long to wait for the GitOps operator to finalize the instance")
-	f.DurationVar(&o.DrainTimeout, "drain-timeout", 2*time.Minute, "how long the instance waits first for the Applications being deleted in its namespace (pruned by it); 0 does not wait")
+	f.DurationVar(&o.DrainTimeout, "drain-timeout", 2*time.Minute, "how long the instance waits first for the Applications being deleted in its namespace "+
+		"(pruned by it); 0 does not wait")
 	return c
 }

@@ -83,7 +83,8 @@ func check(ctx context.Context, c client.Reader, checker *openapicheck.Checker, 
 		if d.CRD == constants.RoutesCRDName {
 			fmt.Fprintf(out, "  kubectl delete crd %s\n    Routes stay: %s serves them natively. (The gitops-addon agent does this by itself.)\n", d.CRD, d.APIService)
 		} else {
-			fmt.Fprintf(out, "  kubectl delete crd %s\n    only if %s should serve %s/%s; otherwise remove the APIService %s.\n", d.CRD, d.Service, d.Group, d.Version, d.APIService)
+			fmt.Fprintf(out, "  kubectl delete crd %s\n    only if %s should serve %s/%s; otherwise remove the APIService "+
+				"%s.\n", d.CRD, d.Service, d.Group, d.Version, d.APIService)
 		}
 	}
 	if len(dups) == 0 {

@@ -69,7 +69,8 @@ func Principal(w io.Writer, o PrincipalOptions) error {
 		"# Secrets %s, %s, %s and %s are kept by gitops-addon in %s.\n",
 		o.Namespace, o.Name, agenttrust.CASecret, agenttrust.PrincipalSecret, agenttrust.ResourceProxySecret, agenttrust.JWTSecret, o.Namespace)
 	if len(allowed) == 0 {
-		header += "# No --clusters given: add the agents' names (their cluster namespaces) to spec.argoCDAgent.principal.namespace.allowedNamespaces for managed mode.\n"
+		header += "# No --clusters given: add the agents' names (their cluster namespaces) to spec.argoCDAgent.principal.namespace.allowedNamespaces for managed " +
+			"mode.\n"
 	}
 	_, err = fmt.Fprint(w, header+string(out))
 	return err

@@ -180,7 +180,11 @@ func (s *Server) list(namespace string) http.HandlerFunc {
 			items = append(items, s.routes[k])
 		}
 		s.mu.Unlock()
-		writeJSON(w, 200, map[string]any{"apiVersion": "route.openshift.io/v1", "kind": "RouteList", "metadata": map[string]any{"resourceVersion": "1"}, "items": items})
+		writeJSON(
+			w,
+			200,
+			map[string]any{"apiVersion": "route.openshift.io/v1", "kind": "RouteList", "metadata": map[string]any{"resourceVersion": "1"}, "items": items},
+		)
 	}
 }
 
@@ -311,8 +315,13 @@ func (s *Server) openAPIV2(w http.ResponseWriter, r *http.Request) {
 // The OpenAPI documents, built once.
 var (
 	v2Document, v2ETag = buildV2()
-	v3Document         = map[string]any{"openapi": "3.0.0", "info": map[string]any{"title": "OpenShift", "version": "v1"},
-		"paths": map[string]any{"/apis/route.openshift.io/v1/namespaces/{namespace}/routes": map[string]any{"get": map[string]any{"operationId": "listRouteOpenshiftIoV1NamespacedRoute"}}}}
+	v3Document         = map[string]any{
+		"openapi": "3.0.0",
+		"info":    map[string]any{"title": "OpenShift", "version": "v1"},
+		"paths": map[string]any{
+			"/apis/route.openshift.io/v1/namespaces/{namespace}/routes": map[string]any{"get": map[string]any{"operationId": "listRouteOpenshiftIoV1NamespacedRoute"}},
+		},
+	}
 	v3Hash = "0123456789abcdef"
 )
 
@@ -326,16 +335,25 @@ func buildV2() ([]byte, string) {
 		"info":    map[string]any{"title": "OpenShift", "version": "v1"},
 		"paths": map[string]any{
 			// The group-version discovery path every k8s.io/apiserver-based server publishes.
-			"/apis/route.openshift.io/v1/":                                            map[string]any{"get": op("getRouteOpenshiftIoV1APIResources")},
-			"/apis/route.openshift.io/v1/routes":                                      map[string]any{"get": op("listRouteOpenshiftIoV1RouteForAllNamespaces")},
-			"/apis/route.openshift.io/v1/namespaces/{namespace}/routes":               map[string]any{"get": op("listRouteOpenshiftIoV1NamespacedRoute"), "post": op("createRouteOpenshiftIoV1NamespacedRoute")},
-			"/apis/route.openshift.io/v1/namespaces/{namespace}/routes/{name}":        map[string]any{"get": op("readRouteOpenshiftIoV1NamespacedRoute"), "delete": op("deleteRouteOpenshiftIoV1NamespacedRoute")},
+			"/apis/route.openshift.io/v1/":       map[string]any{"get": op("getRouteOpenshiftIoV1APIResources")},
+			"/apis/route.openshift.io/v1/routes": map[string]any{"get": op("listRouteOpenshiftIoV1RouteForAllNamespaces")},
+			"/apis/route.openshift.io/v1/namespaces/{namespace}/routes": map[string]any{
+				"get":  op("listRouteOpenshiftIoV1NamespacedRoute"),
+				"post": op("createRouteOpenshiftIoV1NamespacedRoute"),
+			},
+			"/apis/route.openshift.io/v1/namespaces/{namespace}/routes/{name}": map[string]any{
+				"get":    op("readRouteOpenshiftIoV1NamespacedRoute"),
+				"delete": op("deleteRouteOpenshiftIoV1NamespacedRoute"),
+			},
 			"/apis/route.openshift.io/v1/namespaces/{namespace}/routes/{name}/status": map[string]any{"get": op("readRouteOpenshiftIoV1NamespacedRouteStatus")},
 			"/apis/route.openshift.io/v1/watch/routes":                                map[string]any{"get": op("watchRouteOpenshiftIoV1RouteListForAllNamespaces")},
 		},
 		"definitions": map[string]any{
-			"com.github.openshift.api.route.v1.Route":     map[string]any{"type": "object", "x-kubernetes-group-version-kind": gvk},
-			"com.github.openshift.api.route.v1.RouteList": map[string]any{"type": "object", "x-kubernetes-group-version-kind": []any{map[string]any{"group": "route.openshift.io", "version": "v1", "kind": "RouteList"}}},
+			"com.github.openshift.api.route.v1.Route": map[string]any{"type": "object", "x-kubernetes-group-version-kind": gvk},
+			"com.github.openshift.api.route.v1.RouteList": map[string]any{
+				"type":                            "object",
+				"x-kubernetes-group-version-kind": []any{map[string]any{"group": "route.openshift.io", "version": "v1", "kind": "RouteList"}},
+			},
 		},
 	}
 	raw, err := json.Marshal(doc)

@@ -186,7 +186,8 @@ func (f *Fleet) conversionWebhook() *apiextensionsv1.CustomResourceConversion {
 // registerAdmissionWebhooks registers what the cluster-manager registers (its manifests
 // under cluster-manager/hub/{registration,work}), reached by URL instead of a Service.
 func (f *Fleet) registerAdmissionWebhooks(ctx context.Context) error {
-	hook := func(path, group string, versions []string, resource string) (admissionregistrationv1.WebhookClientConfig, []admissionregistrationv1.RuleWithOperations) {
+	hook := func(path, group string, versions []string, resource string) (
+		admissionregistrationv1.WebhookClientConfig, []admissionregistrationv1.RuleWithOperations) {
 		return admissionregistrationv1.WebhookClientConfig{URL: f.webhookURL(path), CABundle: f.servingCA.CertPEM},
 			[]admissionregistrationv1.RuleWithOperations{{
 				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
@@ -216,8 +217,13 @@ func (f *Fleet) registerAdmissionWebhooks(ctx context.Context) error {
 	objs := []client.Object{
 		validating("managedclustervalidators.admission.cluster.open-cluster-management.io",
 			"/validate-cluster-open-cluster-management-io-v1-managedcluster", "cluster.open-cluster-management.io", []string{"*"}, "managedclusters"),
-		validating("managedclustersetbindingvalidators.admission.cluster.open-cluster-management.io",
-			"/validate-cluster-open-cluster-management-io-v1beta2-managedclustersetbinding", "cluster.open-cluster-management.io", []string{"v1beta2"}, "managedclustersetbindings"),
+		validating(
+			"managedclustersetbindingvalidators.admission.cluster.open-cluster-management.io",
+			"/validate-cluster-open-cluster-management-io-v1beta2-managedclustersetbinding",
+			"cluster.open-cluster-management.io",
+			[]string{"v1beta2"},
+			"managedclustersetbindings",
+		),
 		validating("manifestworkvalidators.admission.work.open-cluster-management.io",
 			"/validate-work-open-cluster-management-io-v1-manifestwork", "work.open-cluster-management.io", []string{"*"}, "manifestworks"),
 		mutating,

@@ -272,7 +272,9 @@ func (f *Fleet) waitJoined(ctx context.Context, name string) error {
 			if err := f.Hub.Client.Get(ctx, client.ObjectKey{Name: name}, mc); err != nil {
 				return false, err.Error()
 			}
-			for _, t := range []string{clusterv1.ManagedClusterConditionHubAccepted, clusterv1.ManagedClusterConditionJoined, clusterv1.ManagedClusterConditionAvailable} {
+			for _, t := range []string{
+				clusterv1.ManagedClusterConditionHubAccepted, clusterv1.ManagedClusterConditionJoined, clusterv1.ManagedClusterConditionAvailable,
+			} {
 				if !meta.IsStatusConditionTrue(mc.Status.Conditions, t) {
 					return false, fmt.Sprintf("condition %s is not True: %v", t, mc.Status.Conditions)
 				}

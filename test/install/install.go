@@ -90,8 +90,16 @@ func OnHub(ctx context.Context, f *harness.Fleet, binary string) (*Product, erro
 	}
 	fleetCtx, cancel := context.WithCancel(context.Background())
 	f.OnStop(cancel)
-	return &Product{Fleet: f, Binary: binary, managerArgs: deployment.Spec.Template.Spec.Containers[0].Args,
-		agents: map[string]*harness.Process{}, agentProbes: map[string]string{}, agentFlags: map[string]map[string]string{}, hooks: map[string]bool{}, ctx: fleetCtx}, nil
+	return &Product{
+		Fleet:       f,
+		Binary:      binary,
+		managerArgs: deployment.Spec.Template.Spec.Containers[0].Args,
+		agents:      map[string]*harness.Process{},
+		agentProbes: map[string]string{},
+		agentFlags:  map[string]map[string]string{},
+		hooks:       map[string]bool{},
+		ctx:         fleetCtx,
+	}, nil
 }
 
 // RenderRelease is `helm template charts/gitops-addon -n open-cluster-management-addon

@@ -159,8 +159,18 @@ func hubRole(cluster string) *rbacv1.Role {
 		ObjectMeta: metav1.ObjectMeta{Name: "gitops-addon-agent", Namespace: cluster},
 		Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},
-			{APIGroups: []string{"addon.open-cluster-management.io"}, Resources: []string{"managedclusteraddons"}, ResourceNames: []string{constants.AddonName}, Verbs: []string{"get", "list", "watch"}},
-			{APIGroups: []string{"addon.open-cluster-management.io"}, Resources: []string{"managedclusteraddons/status"}, ResourceNames: []string{constants.AddonName}, Verbs: []string{"get", "patch", "update"}},
+			{
+				APIGroups:     []string{"addon.open-cluster-management.io"},
+				Resources:     []string{"managedclusteraddons"},
+				ResourceNames: []string{constants.AddonName},
+				Verbs:         []string{"get", "list", "watch"},
+			},
+			{
+				APIGroups:     []string{"addon.open-cluster-management.io"},
+				Resources:     []string{"managedclusteraddons/status"},
+				ResourceNames: []string{constants.AddonName},
+				Verbs:         []string{"get", "patch", "update"},
+			},
 			{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 		},
 	}

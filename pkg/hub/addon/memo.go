@@ -72,7 +72,11 @@ func newRenderMemo() *renderMemo { return &renderMemo{entries: lru.New(maxRememb
 
 // render returns copies of the remembered objects when the inputs are unchanged, else
 // renders, remembers and returns copies.
-func (m *renderMemo) render(cluster *clusterv1.ManagedCluster, addon *addonv1beta1.ManagedClusterAddOn, render func() ([]runtime.Object, error)) ([]runtime.Object, error) {
+func (m *renderMemo) render(
+	cluster *clusterv1.ManagedCluster,
+	addon *addonv1beta1.ManagedClusterAddOn,
+	render func() ([]runtime.Object, error),
+) ([]runtime.Object, error) {
 	id, key, ok := inputsKey(cluster, addon)
 	if !ok {
 		return render()

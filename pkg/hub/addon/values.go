@@ -153,7 +153,8 @@ func (s valuesSources) warnIgnored(addon *addonv1beta1.ManagedClusterAddOn, adc 
 	}
 	message := ""
 	if len(unknown) > 0 {
-		message = fmt.Sprintf("AddOnDeploymentConfig %s/%s: ignored customizedVariables %s, which gitops-addon does not know; it understands %s (names are case-sensitive)",
+		message = fmt.Sprintf("AddOnDeploymentConfig %s/%s: ignored customizedVariables %s, which gitops-addon does not know; it understands %s (names are "+
+			"case-sensitive)",
 			adc.Namespace, adc.Name, strings.Join(unknown, ", "), strings.Join(knownVariables, ", "))
 	}
 	s.warn(addon, message)

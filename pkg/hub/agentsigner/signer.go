@@ -84,7 +84,8 @@ func Configurations(base agent.RegistrationConfigurationsFunc) agent.Registratio
 // Approve approves the requests of our signer after its own checks and passes every
 // other request to base.
 func Approve(base agent.CSRApproveFunc) agent.CSRApproveFunc {
-	return func(ctx context.Context, cluster *clusterv1.ManagedCluster, addon *addonv1beta1.ManagedClusterAddOn, csr *certificatesv1.CertificateSigningRequest) bool {
+	return func(ctx context.Context, cluster *clusterv1.ManagedCluster, addon *addonv1beta1.ManagedClusterAddOn,
+		csr *certificatesv1.CertificateSigningRequest) bool {
 		if csr.Spec.SignerName != SignerName {
 			return base(ctx, cluster, addon, csr)
 		}
@@ -152,7 +153,12 @@ func parseRequest(csr *certificatesv1.CertificateSigningRequest) (*x509.Certific
 // Sign signs an approved request of our signer with the argocd-agent-ca of the cluster's
 // GitOpsCluster; the checks are made again, since anyone allowed to approve could have
 // approved it.
-func (s *Signer) Sign(ctx context.Context, cluster *clusterv1.ManagedCluster, addon *addonv1beta1.ManagedClusterAddOn, csr *certificatesv1.CertificateSigningRequest) ([]byte, error) {
+func (s *Signer) Sign(
+	ctx context.Context,
+	cluster *clusterv1.ManagedCluster,
+	addon *addonv1beta1.ManagedClusterAddOn,
+	csr *certificatesv1.CertificateSigningRequest,
+) ([]byte, error) {
 	if csr.Spec.SignerName != SignerName {
 		return nil, fmt.Errorf("signer %s is not gitops-addon's", csr.Spec.SignerName)
 	}

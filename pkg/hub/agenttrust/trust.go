@@ -168,7 +168,14 @@ func (k *Keeper) ensureCA(ctx context.Context, ns string, now time.Time, issued 
 	return cas, false, k.write(ctx, secret, desired)
 }
 
-func (k *Keeper) ensureServing(ctx context.Context, ns, name, commonName string, names []string, cas *caSet, now time.Time, issued map[string]string) (*keyPair, error) {
+func (k *Keeper) ensureServing(
+	ctx context.Context,
+	ns, name, commonName string,
+	names []string,
+	cas *caSet,
+	now time.Time,
+	issued map[string]string,
+) (*keyPair, error) {
 	secret, err := k.get(ctx, ns, name)
 	if err != nil {
 		return nil, err

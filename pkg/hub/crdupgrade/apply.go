@@ -51,7 +51,8 @@ func Ensure(ctx context.Context, c client.Client, recorder events.EventRecorder)
 		case apply:
 			if err := c.Patch(ctx, applyObject(desired), client.RawPatch(types.ApplyPatchType, desired.Apply),
 				client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
-				return outcomes, fmt.Errorf("applying CRD %s (schema revision %d): %w; check that the manager's ClusterRole allows create, and update/patch on it", desired.Name, SchemaRevision, err)
+				return outcomes, fmt.Errorf("applying CRD %s (schema revision %d): %w; check that the manager's ClusterRole allows create, and update/patch on "+
+					"it", desired.Name, SchemaRevision, err)
 			}
 			log.Info("CRD applied", "crd", desired.Name, "schemaRevision", SchemaRevision, "was", v.why)
 			if current == nil {

@@ -150,8 +150,10 @@ func decide(desired CRD, current *apiextensionsv1.CustomResourceDefinition) verd
 	}
 	for _, stored := range current.Status.StoredVersions {
 		if !slices.Contains(desired.Versions, stored) {
-			return verdict{action: refuse, why: fmt.Sprintf("CRD %s still has objects stored as version %s, which this manager's schema (%s) does not serve: refusing to apply it. "+
-				"Migrate the stored objects to a served version and remove %s from status.storedVersions first.", current.Name, stored, strings.Join(desired.Versions, ", "), stored)}
+			return verdict{action: refuse, why: fmt.Sprintf("CRD %s still has objects stored as version %s, which this manager's schema (%s) does not serve: refusing "+
+				"to apply it. "+
+				"Migrate the stored objects to a served version and remove %s from status.storedVersions "+
+				"first.", current.Name, stored, strings.Join(desired.Versions, ", "), stored)}
 		}
 	}
 	return verdict{action: apply, why: "upgrading"}

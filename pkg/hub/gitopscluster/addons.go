@@ -76,7 +76,10 @@ func (r *Reconciler) managementAddonRef(ctx context.Context) (*metav1.OwnerRefer
 	case err != nil:
 		return nil, fmt.Errorf("reading ClusterManagementAddOn %s: %w", constants.AddonName, err)
 	}
-	return metav1.NewControllerRef(cma, schema.GroupVersionKind{Group: addonv1alpha1.GroupName, Version: addonv1alpha1.GroupVersion.Version, Kind: "ClusterManagementAddOn"}), nil
+	return metav1.NewControllerRef(
+		cma,
+		schema.GroupVersionKind{Group: addonv1alpha1.GroupName, Version: addonv1alpha1.GroupVersion.Version, Kind: "ClusterManagementAddOn"},
+	), nil
 }
 
 // updateAddon sets our labels and image annotations on an owned ManagedClusterAddOn and
@@ -179,7 +182,8 @@ func (r *Reconciler) agentModeOf(ctx context.Context, gc *appsv1beta1.GitOpsClus
 	case label == appsv1beta1.ArgoCDAgentModeManaged || label == appsv1beta1.ArgoCDAgentModeAutonomous:
 		return label, "", nil
 	default:
-		return mode, fmt.Sprintf("ManagedCluster %s has label %s=%q, which is not an Argo CD Agent mode: using the GitOpsCluster's mode %q. Fix: set the label to %s or %s, or remove it.",
+		return mode, fmt.Sprintf("ManagedCluster %s has label %s=%q, which is not an Argo CD Agent mode: using the GitOpsCluster's mode %q. Fix: set the label to "+
+			"%s or %s, or remove it.",
 			cluster, constants.ArgoCDAgentMode, label, mode, appsv1beta1.ArgoCDAgentModeManaged, appsv1beta1.ArgoCDAgentModeAutonomous), nil
 	}
 }
@@ -216,7 +220,13 @@ func (res *addonResult) add(cluster string, state addonState) {
 	}
 }
 
-func (r *Reconciler) ensureAddon(ctx context.Context, gc *appsv1beta1.GitOpsCluster, cluster string, agent agentResult, cma *metav1.OwnerReference) (addonState, error) {
+func (r *Reconciler) ensureAddon(
+	ctx context.Context,
+	gc *appsv1beta1.GitOpsCluster,
+	cluster string,
+	agent agentResult,
+	cma *metav1.OwnerReference,
+) (addonState, error) {
 	mode, problem, err := r.agentModeOf(ctx, gc, cluster)
 	if err != nil {
 		return addonState{}, err
@@ -292,7 +302,8 @@ func (r *Reconciler) removeStaleAddons(ctx context.Context, gc *appsv1beta1.GitO
 	}
 	stuckAddons, recheckAfter := overdue(terminating)
 	if len(stuckAddons) > 0 {
-		res.stuck = append(res.stuck, fmt.Sprintf("Removing the addon has taken more than %v on %s. OCM removes a ManagedClusterAddOn's finalizers once the cluster's klusterlet "+
+		res.stuck = append(res.stuck, fmt.Sprintf("Removing the addon has taken more than %v on %s. OCM removes a ManagedClusterAddOn's finalizers once the "+
+			"cluster's klusterlet "+
 			"has uninstalled the addon; a cluster that is offline keeps its own until it returns or is detached from the hub.", StuckAfter, WaitingAddOns(stuckAddons)))
 	}
 	res.recheckAfter = recheckAfter

@@ -145,13 +145,15 @@ func foreignOutcome(current client.Object, gc *appsv1beta1.GitOpsCluster, kind s
 	case ownedByOtherGitOpsCluster:
 		return applyOutcome{
 			conflict: true, existing: current,
-			problem: fmt.Sprintf("%s %s belongs to GitOpsCluster %s, which selects the same cluster; it is left unchanged. Fix: make the Placements of the two GitOpsClusters disjoint, or delete one of them.",
+			problem: fmt.Sprintf("%s %s belongs to GitOpsCluster %s, which selects the same cluster; it is left unchanged. Fix: make the Placements of the two "+
+				"GitOpsClusters disjoint, or delete one of them.",
 				kind, key, other),
 		}, true
 	default:
 		return applyOutcome{
 			existing: current,
-			problem: fmt.Sprintf("%s %s already exists and was not created by gitops-addon; it is left unchanged. Fix: annotate GitOpsCluster %s/%s with %s=true to adopt it (as when migrating from Red Hat ACM), delete it, or remove the cluster from the Placement.",
+			problem: fmt.Sprintf("%s %s already exists and was not created by gitops-addon; it is left unchanged. Fix: annotate GitOpsCluster %s/%s with %s=true to "+
+				"adopt it (as when migrating from Red Hat ACM), delete it, or remove the cluster from the Placement.",
 				kind, key, gc.Namespace, gc.Name, constants.AnnotationAdopt),
 		}, true
 	}

@@ -108,7 +108,8 @@ func (r *Reconciler) refuseArgoNamespace(gc *appsv1beta1.GitOpsCluster) *stepFai
 	return &stepFailure{
 		condition: appsv1beta1.ConditionClustersRegistered,
 		reason:    appsv1beta1.ReasonArgoNamespaceNotAllowed,
-		err: fmt.Errorf("spec.argoServer.argoNamespace %q is not one of the namespaces the manager was installed for (%s), the only ones where it may read and write Argo CD's Secrets and ConfigMaps; nothing was registered. "+
+		err: fmt.Errorf("spec.argoServer.argoNamespace %q is not one of the namespaces the manager was installed for (%s), the only ones where it may read and "+
+			"write Argo CD's Secrets and ConfigMaps; nothing was registered. "+
 			"Fix: add %q to the chart value argoNamespaces and run helm upgrade, or set spec.argoServer.argoNamespace to one of them",
 			ns, strings.Join(r.ArgoNamespaces, ", "), ns),
 	}
@@ -216,7 +217,8 @@ func (r *Reconciler) event(gc *appsv1beta1.GitOpsCluster, eventType, reason, for
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
-		For(&appsv1beta1.GitOpsCluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, finalizerDeletion()))).
+		For(&appsv1beta1.GitOpsCluster{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, finalizerDeletion()))).
 		Watches(&clusterv1beta1.Placement{}, handler.EnqueueRequestsFromMapFunc(r.forPlacement)).
 		Watches(&clusterv1beta1.PlacementDecision{}, handler.EnqueueRequestsFromMapFunc(r.forPlacementDecision)).
 		Watches(&clusterv1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(r.forAll),

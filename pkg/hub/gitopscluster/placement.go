@@ -27,8 +27,10 @@ func (r *Reconciler) resolvePlacement(ctx context.Context, gc *appsv1beta1.GitOp
 	if ref.Namespace != "" && ref.Namespace != gc.Namespace {
 		return placementResult{
 			reason: appsv1beta1.ReasonPlacementNamespace,
-			message: fmt.Sprintf("spec.placementRef names Placement %q in namespace %q, but a GitOpsCluster in namespace %q can only use a Placement in its own namespace. "+
-				"Fix: create the Placement (and a ManagedClusterSetBinding) in namespace %q and remove placementRef.namespace, or create this GitOpsCluster in namespace %q.",
+			message: fmt.Sprintf("spec.placementRef names Placement %q in namespace %q, but a GitOpsCluster in namespace %q can only use a Placement in its own "+
+				"namespace. "+
+				"Fix: create the Placement (and a ManagedClusterSetBinding) in namespace %q and remove placementRef.namespace, or create this GitOpsCluster in namespace "+
+				"%q.",
 				ref.Name, ref.Namespace, gc.Namespace, gc.Namespace, ref.Namespace),
 		}, nil
 	}

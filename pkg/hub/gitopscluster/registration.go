@@ -201,7 +201,12 @@ func (r *Reconciler) ensureApplicationSetAccess(ctx context.Context, gc *appsv1b
 // ensureShared creates or updates a shared object. One created by someone else is never
 // changed, unless the GitOpsCluster adopts (AnnotationAdopt): it is fine when it already
 // says what we need, a problem otherwise.
-func (r *Reconciler) ensureShared(ctx context.Context, gc *appsv1beta1.GitOpsCluster, desired, current client.Object, update func(current, desired client.Object) bool) (string, error) {
+func (r *Reconciler) ensureShared(
+	ctx context.Context,
+	gc *appsv1beta1.GitOpsCluster,
+	desired, current client.Object,
+	update func(current, desired client.Object) bool,
+) (string, error) {
 	key := client.ObjectKeyFromObject(desired)
 	kind := kindOf(desired)
 	err := r.Client.Get(ctx, key, current)
@@ -216,7 +221,12 @@ func (r *Reconciler) ensureShared(ctx context.Context, gc *appsv1beta1.GitOpsClu
 
 // ensureSharedNotInCache creates a shared object, or finds the foreign one that holds its
 // name (remembered, so that later reconciles read it instead of failing a create).
-func (r *Reconciler) ensureSharedNotInCache(ctx context.Context, gc *appsv1beta1.GitOpsCluster, desired, current client.Object, update func(current, desired client.Object) bool) (string, error) {
+func (r *Reconciler) ensureSharedNotInCache(
+	ctx context.Context,
+	gc *appsv1beta1.GitOpsCluster,
+	desired, current client.Object,
+	update func(current, desired client.Object) bool,
+) (string, error) {
 	key := client.ObjectKeyFromObject(desired)
 	kind := kindOf(desired)
 	if !r.foreign.known(kind, key) {
@@ -241,7 +251,8 @@ func (r *Reconciler) ensureSharedNotInCache(ctx context.Context, gc *appsv1beta1
 	}
 	r.foreign.add(kind, key)
 	if update(current, desired) {
-		return fmt.Sprintf("%s %s exists, was not created by gitops-addon and differs from what ApplicationSets need; it is left unchanged. Fix: annotate GitOpsCluster %s/%s with %s=true to adopt it, or delete it and gitops-addon recreates it.",
+		return fmt.Sprintf("%s %s exists, was not created by gitops-addon and differs from what ApplicationSets need; it is left unchanged. Fix: annotate "+
+			"GitOpsCluster %s/%s with %s=true to adopt it, or delete it and gitops-addon recreates it.",
 			kind, key, gc.Namespace, gc.Name, constants.AnnotationAdopt), nil
 	}
 	return "", nil

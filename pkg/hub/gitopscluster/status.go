@@ -247,11 +247,15 @@ func addonsCondition(obs observation) metav1.Condition {
 	if a.enabled && obs.placement.resolved && a.agentMode > 0 {
 		c.Message += fmt.Sprintf(" Argo CD Agent client certificate in place on %d of %d agent-mode cluster(s)", a.agentCertificates, a.agentMode)
 		if len(a.agentWithoutCertificate) > 0 {
-			c.Message += "; not yet on: " + listNames(a.agentWithoutCertificate) + " (see their ManagedClusterAddOn's " + constants.ConditionArgoCDAgentCertificate + " condition)"
+			c.Message += "; not yet on: " + listNames(
+				a.agentWithoutCertificate,
+			) + " (see their ManagedClusterAddOn's " + constants.ConditionArgoCDAgentCertificate + " condition)"
 		}
 		c.Message += fmt.Sprintf("; argocd-agent connected to the principal on %d of %d", a.agentConnected, a.agentMode)
 		if len(a.agentNotConnected) > 0 {
-			c.Message += "; not connected: " + listNames(a.agentNotConnected) + " (see their ManagedClusterAddOn's " + constants.ConditionArgoCDAgentConnected + " condition)"
+			c.Message += "; not connected: " + listNames(
+				a.agentNotConnected,
+			) + " (see their ManagedClusterAddOn's " + constants.ConditionArgoCDAgentConnected + " condition)"
 		}
 		c.Message += "."
 	}
@@ -274,9 +278,15 @@ func readyCondition(conds []metav1.Condition) metav1.Condition {
 		}
 	}
 	if len(notReady) == 0 {
-		return metav1.Condition{Type: appsv1beta1.ConditionReady, Status: metav1.ConditionTrue, Reason: appsv1beta1.ReasonReady, Message: "All clusters are registered and every addon is Available."}
+		return metav1.Condition{Type: appsv1beta1.ConditionReady, Status: metav1.ConditionTrue, Reason: appsv1beta1.ReasonReady, Message: "All clusters are " +
+			"registered and every addon is Available."}
 	}
-	return metav1.Condition{Type: appsv1beta1.ConditionReady, Status: metav1.ConditionFalse, Reason: appsv1beta1.ReasonNotReady, Message: strings.Join(notReady, " ")}
+	return metav1.Condition{
+		Type:    appsv1beta1.ConditionReady,
+		Status:  metav1.ConditionFalse,
+		Reason:  appsv1beta1.ReasonNotReady,
+		Message: strings.Join(notReady, " "),
+	}
 }
 
 // listNames lists at most maxListed names, sorted, and says how many more there are.

@@ -209,7 +209,8 @@ func servesRoutes(cfg *rest.Config) (bool, error) {
 	case apierrors.IsNotFound(err):
 		return false, nil
 	case err != nil:
-		ctrl.Log.WithName("manager").Error(err, "the hub's Route API does not answer: starting without discovering the Argo CD Agent principal's Route (set serverAddress, or restart the manager once it answers)",
+		ctrl.Log.WithName("manager").Error(err, "the hub's Route API does not answer: starting without discovering the Argo CD Agent principal's Route (set "+
+			"serverAddress, or restart the manager once it answers)",
 			"groupVersion", routev1.GroupVersion.String())
 		return false, nil
 	}

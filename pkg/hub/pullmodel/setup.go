@@ -226,14 +226,15 @@ func (r *Reconciler) forDecisionChanges() handler.TypedEventHandler[*clusterv1be
 			r.enqueue(q, r.applicationsBy(ctx, indexAppByNsCluster, ns+"/"+c))
 		}
 	}
+	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 	return handler.TypedFuncs[*clusterv1beta1.PlacementDecision, reconcile.Request]{
-		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[*clusterv1beta1.PlacementDecision], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[*clusterv1beta1.PlacementDecision], q queue) {
 			wake(ctx, q, e.Object.Namespace, decided(e.Object))
 		},
-		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[*clusterv1beta1.PlacementDecision], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[*clusterv1beta1.PlacementDecision], q queue) {
 			wake(ctx, q, e.Object.Namespace, decided(e.Object))
 		},
-		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[*clusterv1beta1.PlacementDecision], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[*clusterv1beta1.PlacementDecision], q queue) {
 			wake(ctx, q, e.ObjectNew.Namespace, symmetricDifference(decided(e.ObjectOld), decided(e.ObjectNew)))
 		},
 	}

@@ -93,7 +93,8 @@ func Run(ctx context.Context, c client.Client, o Options) error {
 			return err
 		}
 	}
-	u.printf("Kept: the CRDs, every GitOpsCluster, the hub's Argo CD Applications, the Argo CD cluster Secrets and the ApplicationSet placement ConfigMap and RBAC; on the spokes, the GitOps operator, Argo CD and their applications, running as they are.\n")
+	u.printf("Kept: the CRDs, every GitOpsCluster, the hub's Argo CD Applications, the Argo CD cluster Secrets and the ApplicationSet placement ConfigMap and " +
+		"RBAC; on the spokes, the GitOps operator, Argo CD and their applications, running as they are.\n")
 	return nil
 }
 
@@ -150,7 +151,8 @@ func (u uninstaller) stopManager(ctx context.Context) error {
 	})
 	switch {
 	case err != nil && holder != "":
-		return fmt.Errorf("the manager's leader Lease %s is still held by %s after %v: a manager is still running (check its pods and that nothing scales it up again), so its finalizers and ManifestWorks cannot be released safely", key, holder, u.o.Timeout)
+		return fmt.Errorf("the manager's leader Lease %s is still held by %s after %v: a manager is still running (check its pods and that nothing scales it up "+
+			"again), so its finalizers and ManifestWorks cannot be released safely", key, holder, u.o.Timeout)
 	case err != nil:
 		return fmt.Errorf("waiting for the manager to stop: %w", err)
 	}
@@ -285,7 +287,8 @@ func (u uninstaller) releasePulledApplications(ctx context.Context) error {
 			held = append(held, &apps.Items[i])
 		}
 	}
-	u.printf("   Release %d pull-model Application(s) on the hub: remove Argo CD's resource finalizer, which only the manager removes (their spoke copies stay)%s.\n",
+	u.printf("   Release %d pull-model Application(s) on the hub: remove Argo CD's resource finalizer, which only the manager removes (their spoke copies "+
+		"stay)%s.\n",
 		len(held), names(held))
 	if !u.o.Yes {
 		return nil
@@ -336,7 +339,8 @@ func (u uninstaller) removeAddons(ctx context.Context) error {
 		return len(remaining) == 0, nil
 	})
 	if err != nil {
-		return fmt.Errorf("%d ManagedClusterAddOn(s) still there after %v: %s. Each waits for its finalizers, removed by OCM once the cluster's klusterlet has cleaned up; "+
+		return fmt.Errorf("%d ManagedClusterAddOn(s) still there after %v: %s. Each waits for its finalizers, removed by OCM once the cluster's klusterlet has "+
+			"cleaned up; "+
 			"a cluster that is offline keeps its own until it returns or is detached: %w", len(remaining), u.o.Timeout, gitopscluster.WaitingAddOns(remaining), err)
 	}
 	return nil

@@ -139,7 +139,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	err := r.Client.Get(ctx, types.NamespacedName{Namespace: r.SourceNamespace, Name: r.SourceSecret}, source)
 	if apierrors.IsNotFound(err) || (err == nil && (len(source.Data[corev1.TLSCertKey]) == 0 || len(source.Data[corev1.TLSPrivateKeyKey]) == 0)) {
 		r.report(metav1.ConditionFalse, ReasonWaitingForOCM, fmt.Sprintf(
-			"Waiting for OCM's registration agent to write the certificate the hub signs into Secret %s/%s (the hub approves it once the GitOpsCluster's argocd-agent-ca exists).",
+			"Waiting for OCM's registration agent to write the certificate the hub signs into Secret %s/%s (the hub approves it once the GitOpsCluster's "+
+				"argocd-agent-ca exists).",
 			r.SourceNamespace, r.SourceSecret))
 		return reconcile.Result{}, nil
 	}

@@ -53,7 +53,8 @@ func condition(argo []result, routes *result, decision routesDecision) metav1.Co
 	case len(failed) > 0:
 		c.Status, c.Reason = metav1.ConditionFalse, ReasonInstallFailed
 		c.Message = "Could not install " + strings.Join(failed, "; ") +
-			". Fix what the apiserver refused (the agent may create CRDs and change only its own: check its ClusterRole gitops-addon:agent and admission policies), or install the CRD yourself."
+			". Fix what the apiserver refused (the agent may create CRDs and change only its own: check its ClusterRole gitops-addon:agent and admission policies), " +
+			"or install the CRD yourself."
 	case len(waiting) > 0:
 		c.Status, c.Reason = metav1.ConditionFalse, ReasonWaiting
 		c.Message = "Waiting: " + strings.Join(waiting, "; ") + "."
