@@ -210,17 +210,7 @@ func TestRenderedManifestsOnARealAPIServer(t *testing.T) {
 
 	t.Run("the agent's identity cannot create or change a CRD it does not own", func(t *testing.T) {
 		asAgent := impersonating(t, config, agentchart.InstallNamespace, constants.AgentDeployment)
-		widgets := &apiextensionsv1.CustomResourceDefinition{
-			ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com"},
-			Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-				Group: "example.com", Scope: apiextensionsv1.NamespaceScoped,
-				Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Singular: "widget", Kind: "Widget", ListKind: "WidgetList"},
-				Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
-					Name: "v1", Served: true, Storage: true,
-					Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object"}},
-				}},
-			},
-		}
+		widgets := unrelatedCRD()
 		// The policy is enforced once the apiserver has loaded it: wait for the denial.
 		var createErr error
 		require.Eventually(t, func() bool {

@@ -155,17 +155,7 @@ func TestHubRBACIsLeastPrivilege(t *testing.T) {
 		assert.True(t, apierrors.IsForbidden(err), "%v", err)
 	})
 	t.Run("manager cannot create a CRD that is not its own (the chart's admission policy)", func(t *testing.T) {
-		widgets := &apiextensionsv1.CustomResourceDefinition{
-			ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com"},
-			Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-				Group: "example.com", Scope: apiextensionsv1.NamespaceScoped,
-				Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Singular: "widget", Kind: "Widget", ListKind: "WidgetList"},
-				Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
-					Name: "v1", Served: true, Storage: true,
-					Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object"}},
-				}},
-			},
-		}
+		widgets := unrelatedCRD()
 		// RBAC allows the create (it cannot name what is created); the policy denies it
 		// once the apiserver has loaded it.
 		var createErr error
@@ -219,4 +209,20 @@ func grantAgentHubPermissions(t *testing.T, ctx context.Context, c client.Client
 	subject, ok := configs[0].(*agent.KubeClientRegistration)
 	require.True(t, ok, "a kube-apiserver client registration: %T", configs[0])
 	return subject.User, append(subject.Groups, "system:authenticated")
+}
+
+// unrelatedCRD is a CRD neither gitops-addon nor Argo CD owns: the admission policies of
+// the manager's and the agent's charts must deny their identities creating it.
+func unrelatedCRD() *apiextensionsv1.CustomResourceDefinition {
+	return &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "example.com", Scope: apiextensionsv1.NamespaceScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Singular: "widget", Kind: "Widget", ListKind: "WidgetList"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+				Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object"}},
+			}},
+		},
+	}
 }
