@@ -121,11 +121,11 @@ type ArgoServerSpec struct {
 	Cluster string `json:"cluster,omitempty"`
 
 	// ArgoNamespace is the namespace of the Argo CD instance on the hub; the cluster secrets
-	// and the ApplicationSet placement ConfigMap are written there.
+	// and the ApplicationSet placement ConfigMap are written there. Empty means the
+	// GitOpsCluster's own namespace, as in Red Hat Advanced Cluster Management.
 	// +required
-	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$`
 	ArgoNamespace string `json:"argoNamespace"`
 }
 
@@ -168,29 +168,31 @@ type GitOpsAddonSpec struct {
 	// +kubebuilder:default=false
 	Enabled *bool `json:"enabled,omitempty"`
 
-	// GitOpsOperatorImage overrides the GitOps operator image on these clusters.
+	// GitOpsOperatorImage overrides the GitOps operator image on these clusters; empty, as
+	// for the other image fields, means no override (as in Red Hat Advanced Cluster Management).
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
-	// +kubebuilder:validation:Pattern=`^[^\s]+$`
+	// +kubebuilder:validation:Pattern=`^[^\s]*$`
 	GitOpsOperatorImage string `json:"gitOpsOperatorImage,omitempty"`
 
 	// GitOpsImage overrides the Argo CD image of the ArgoCD instance on these clusters.
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
-	// +kubebuilder:validation:Pattern=`^[^\s]+$`
+	// +kubebuilder:validation:Pattern=`^[^\s]*$`
 	GitOpsImage string `json:"gitOpsImage,omitempty"`
 
 	// RedisImage overrides the Redis image of the ArgoCD instance on these clusters.
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
-	// +kubebuilder:validation:Pattern=`^[^\s]+$`
+	// +kubebuilder:validation:Pattern=`^[^\s]*$`
 	RedisImage string `json:"redisImage,omitempty"`
 
 	// GitOpsOperatorNamespace, GitOpsNamespace, ReconcileScope, Uninstall,
-	// OverrideExistingConfigs, ArgoCDAgent and OLMSubscription are accepted for
-	// compatibility with Red Hat Advanced Cluster Management. gitops-addon does not act on
-	// them yet and says so in the GitOpsCluster's status message when one is set;
-	// ArgoCDAgent is validated as ACM's typed field is, and more strictly.
+	// OverrideExistingConfigs and OLMSubscription are accepted for compatibility with Red
+	// Hat Advanced Cluster Management. gitops-addon does not act on them yet and says so in
+	// the GitOpsCluster's status message when one is set. ArgoCDAgent turns Argo CD Agent
+	// mode on (validated as ACM's typed field is, and more strictly); of its fields, image
+	// and uninstall are not acted on yet, and the status message says so too.
 	// +optional
 	GitOpsOperatorNamespace string `json:"gitOpsOperatorNamespace,omitempty"`
 	// +optional
@@ -236,7 +238,7 @@ type ArgoCDAgentSpec struct {
 	// Image overrides the agent's container image.
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
-	// +kubebuilder:validation:Pattern=`^[^\s]+$`
+	// +kubebuilder:validation:Pattern=`^[^\s]*$`
 	Image string `json:"image,omitempty"`
 
 	// ServerAddress is the principal's address (a DNS name or an IP address) as the
@@ -324,6 +326,15 @@ func (g *GitOpsCluster) ArgoCDAgentMode() string {
 		return m
 	}
 	return ArgoCDAgentModeManaged
+}
+
+// ArgoNamespace is the hub namespace of the Argo CD instance: spec.argoServer.argoNamespace,
+// or the GitOpsCluster's own namespace when that is empty (Red Hat ACM's meaning).
+func (g *GitOpsCluster) ArgoNamespace() string {
+	if ns := g.Spec.ArgoServer.ArgoNamespace; ns != "" {
+		return ns
+	}
+	return g.Namespace
 }
 
 // AddonEnabled tells whether spec.gitopsAddon.enabled is true.

@@ -203,5 +203,5 @@ func (s *Signer) caNamespace(ctx context.Context, addon *addonv1beta1.ManagedClu
 	if !gc.ArgoCDAgentEnabled() {
 		return "", fmt.Errorf("GitOpsCluster %s is not in Argo CD Agent mode", owner)
 	}
-	return gc.Spec.ArgoServer.ArgoNamespace, nil
+	return gc.ArgoNamespace(), nil
 }

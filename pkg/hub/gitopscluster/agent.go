@@ -29,7 +29,7 @@ type agentResult struct {
 // principalNames are the names the principal's certificate holds: its Service in the Argo
 // CD namespace (the operator's, when found) and the address agents reach it at.
 func principalNames(gc *appsv1beta1.GitOpsCluster, p principal) []string {
-	ns := gc.Spec.ArgoServer.ArgoNamespace
+	ns := gc.ArgoNamespace()
 	names := []string{"argocd-agent-principal", "argocd-agent-principal." + ns + ".svc"}
 	if p.service != "" && p.service != names[0] {
 		names = append(names, p.service, p.service+"."+ns+".svc")
@@ -46,7 +46,7 @@ func principalNames(gc *appsv1beta1.GitOpsCluster, p principal) []string {
 // turn when their serverAddresses differ.
 func (r *Reconciler) sharedPrincipalNames(ctx context.Context, gc *appsv1beta1.GitOpsCluster, own principal) ([]string, error) {
 	names := principalNames(gc, own)
-	sharing, err := r.sharingPrincipal(ctx, gc.Spec.ArgoServer.ArgoNamespace)
+	sharing, err := r.sharingPrincipal(ctx, gc.ArgoNamespace())
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +90,7 @@ func (r *Reconciler) ensureAgentTrust(ctx context.Context, gc *appsv1beta1.GitOp
 	if err != nil {
 		return res, err
 	}
-	st, err := r.Trust.Ensure(ctx, agenttrust.Request{Namespace: gc.Spec.ArgoServer.ArgoNamespace, PrincipalNames: sans})
+	st, err := r.Trust.Ensure(ctx, agenttrust.Request{Namespace: gc.ArgoNamespace(), PrincipalNames: sans})
 	if err != nil {
 		return res, fmt.Errorf("keeping the Argo CD Agent certificates: %w", err)
 	}
@@ -103,10 +103,10 @@ func (r *Reconciler) ensureAgentTrust(ctx context.Context, gc *appsv1beta1.GitOp
 		why := st.Issued[name]
 		if why != "missing" && name != agenttrust.JWTSecret {
 			// argocd-agent's principal reads its certificates only when it starts.
-			why += "; restart the principal to use it (kubectl -n " + gc.Spec.ArgoServer.ArgoNamespace + " rollout restart deployment " +
+			why += "; restart the principal to use it (kubectl -n " + gc.ArgoNamespace() + " rollout restart deployment " +
 				cmp.Or(res.principal.service, "<the principal's Deployment>") + ")"
 		}
-		r.event(gc, corev1.EventTypeNormal, "AgentCertificateIssued", "Issued Secret %s/%s (%s)", gc.Spec.ArgoServer.ArgoNamespace, name, why)
+		r.event(gc, corev1.EventTypeNormal, "AgentCertificateIssued", "Issued Secret %s/%s (%s)", gc.ArgoNamespace(), name, why)
 	}
 	res.state = st
 	return res, nil

@@ -65,7 +65,7 @@ func desiredClusterSecret(gc *appsv1beta1.GitOpsCluster, mc *clusterv1.ManagedCl
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        ClusterSecretName(mc.Name),
-			Namespace:   gc.Spec.ArgoServer.ArgoNamespace,
+			Namespace:   gc.ArgoNamespace(),
 			Labels:      labels,
 			Annotations: secretAnnotations(gc, labels),
 		},

@@ -101,18 +101,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // refuseArgoNamespace refuses an argoNamespace outside the manager's: its Secrets and
 // ConfigMaps are neither granted nor cached there, so every step would fail.
 func (r *Reconciler) refuseArgoNamespace(gc *appsv1beta1.GitOpsCluster) *stepFailure {
-	ns := gc.Spec.ArgoServer.ArgoNamespace
+	ns := gc.ArgoNamespace()
 	if len(r.ArgoNamespaces) == 0 || slices.Contains(r.ArgoNamespaces, ns) {
 		return nil
 	}
 	return &stepFailure{
 		condition: appsv1beta1.ConditionClustersRegistered,
 		reason:    appsv1beta1.ReasonArgoNamespaceNotAllowed,
-		err: fmt.Errorf("spec.argoServer.argoNamespace %q is not one of the namespaces the manager was installed for (%s), the only ones where it may read and "+
+		err: fmt.Errorf("%s is not one of the namespaces the manager was installed for (%s), the only ones where it may read and "+
 			"write Argo CD's Secrets and ConfigMaps; nothing was registered. "+
 			"Fix: add %q to the chart value argoNamespaces and run helm upgrade, or set spec.argoServer.argoNamespace to one of them",
-			ns, strings.Join(r.ArgoNamespaces, ", "), ns),
+			describeArgoNamespace(gc), strings.Join(r.ArgoNamespaces, ", "), ns),
 	}
+}
+
+// describeArgoNamespace names the Argo CD namespace as the user wrote it: an empty
+// spec.argoServer.argoNamespace means the GitOpsCluster's own namespace.
+func describeArgoNamespace(gc *appsv1beta1.GitOpsCluster) string {
+	if gc.Spec.ArgoServer.ArgoNamespace == "" {
+		return fmt.Sprintf("spec.argoServer.argoNamespace is empty, which means the GitOpsCluster's own namespace %q, and that", gc.Namespace)
+	}
+	return fmt.Sprintf("spec.argoServer.argoNamespace %q", gc.Spec.ArgoServer.ArgoNamespace)
 }
 
 // earliest is the shortest of the non-zero durations, 0 when there is none.

@@ -222,19 +222,30 @@ func TestArgoNamespaceOutsideTheManagersIsRefused(t *testing.T) {
 		name       string
 		allowed    []string
 		agentMode  bool
+		emptyArgo  bool // spec.argoServer.argoNamespace "": the GitOpsCluster's own namespace (gitops)
 		wantReason string
 		refusedOn  string
+		refusedAs  string
 	}{
 		{name: "any namespace when none is configured", wantReason: appsv1beta1.ReasonRegistered},
 		{name: "a listed namespace", allowed: []string{"openshift-gitops", "gitops"}, wantReason: appsv1beta1.ReasonRegistered},
-		{name: "an unlisted namespace", allowed: []string{"openshift-gitops"}, wantReason: appsv1beta1.ReasonArgoNamespaceNotAllowed, refusedOn: appsv1beta1.ConditionClustersRegistered},
-		{name: "an unlisted namespace in agent mode", allowed: []string{"openshift-gitops"}, agentMode: true, wantReason: appsv1beta1.ReasonArgoNamespaceNotAllowed, refusedOn: appsv1beta1.ConditionArgoCDAgentTrust},
+		{name: "an unlisted namespace", allowed: []string{"openshift-gitops"}, wantReason: appsv1beta1.ReasonArgoNamespaceNotAllowed, refusedOn: appsv1beta1.ConditionClustersRegistered,
+			refusedAs: `spec.argoServer.argoNamespace "gitops" is not one of`},
+		{name: "an unlisted namespace in agent mode", allowed: []string{"openshift-gitops"}, agentMode: true, wantReason: appsv1beta1.ReasonArgoNamespaceNotAllowed, refusedOn: appsv1beta1.ConditionArgoCDAgentTrust,
+			refusedAs: `spec.argoServer.argoNamespace "gitops" is not one of`},
+		{name: "empty argoNamespace: the GitOpsCluster's own namespace, listed", allowed: []string{"openshift-gitops", "gitops"}, emptyArgo: true, wantReason: appsv1beta1.ReasonRegistered},
+		{name: "empty argoNamespace: the GitOpsCluster's own namespace, unlisted", allowed: []string{"openshift-gitops"}, emptyArgo: true,
+			wantReason: appsv1beta1.ReasonArgoNamespaceNotAllowed, refusedOn: appsv1beta1.ConditionClustersRegistered,
+			refusedAs: `spec.argoServer.argoNamespace is empty, which means the GitOpsCluster's own namespace "gitops", and that is not one of`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			gc := gitOpsCluster("gc", "p", true)
 			if tt.agentMode {
 				gc.Spec.GitOpsAddon.ArgoCDAgent = &appsv1beta1.ArgoCDAgentSpec{Enabled: ptr.To(true)}
+			}
+			if tt.emptyArgo {
+				gc.Spec.ArgoServer.ArgoNamespace = ""
 			}
 			r, c := newReconciler(t, append(placementObjects("p", "c1"), gc)...)
 			r.ArgoNamespaces = tt.allowed
@@ -254,7 +265,7 @@ func TestArgoNamespaceOutsideTheManagersIsRefused(t *testing.T) {
 			require.NotNil(t, refused)
 			assert.Equal(t, metav1.ConditionFalse, refused.Status)
 			assert.Equal(t, tt.wantReason, refused.Reason)
-			assert.Contains(t, refused.Message, `"gitops" is not one of the namespaces the manager was installed for (openshift-gitops)`)
+			assert.Contains(t, refused.Message, tt.refusedAs+` the namespaces the manager was installed for (openshift-gitops)`)
 			assert.Contains(t, refused.Message, "Fix: add \"gitops\" to the chart value argoNamespaces")
 			addons := meta.FindStatusCondition(got.Status.Conditions, appsv1beta1.ConditionAddOnsReady)
 			assert.Equal(t, metav1.ConditionUnknown, addons.Status, "later steps not evaluated")

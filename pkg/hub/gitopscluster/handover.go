@@ -120,5 +120,5 @@ func (r *Reconciler) handOver(ctx context.Context, gc, next *appsv1beta1.GitOpsC
 func wantsAddon(o *appsv1beta1.GitOpsCluster) bool { return o.AddonEnabled() }
 
 func wantsSecretIn(namespace string) func(*appsv1beta1.GitOpsCluster) bool {
-	return func(o *appsv1beta1.GitOpsCluster) bool { return o.Spec.ArgoServer.ArgoNamespace == namespace }
+	return func(o *appsv1beta1.GitOpsCluster) bool { return o.ArgoNamespace() == namespace }
 }

@@ -54,7 +54,7 @@ type principal struct {
 // Routes), else the LoadBalancer of the principal's Service in argoNamespace.
 func (r *Reconciler) findPrincipal(ctx context.Context, gc *appsv1beta1.GitOpsCluster) (principal, error) {
 	spec := gc.Spec.GitOpsAddon.ArgoCDAgent
-	ns := gc.Spec.ArgoServer.ArgoNamespace
+	ns := gc.ArgoNamespace()
 	p := principal{address: spec.ServerAddress, port: cmp.Or(spec.ServerPort, "443")}
 	svc, err := r.principalService(ctx, ns)
 	if err != nil {
@@ -173,7 +173,7 @@ func (r *Reconciler) sharingPrincipal(ctx context.Context, argoNamespace string)
 	}
 	var out []*appsv1beta1.GitOpsCluster
 	for i := range list.Items {
-		if gc := &list.Items[i]; gc.ArgoCDAgentEnabled() && gc.Spec.ArgoServer.ArgoNamespace == argoNamespace {
+		if gc := &list.Items[i]; gc.ArgoCDAgentEnabled() && gc.ArgoNamespace() == argoNamespace {
 			out = append(out, gc)
 		}
 	}

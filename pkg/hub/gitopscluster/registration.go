@@ -176,7 +176,7 @@ func (r *Reconciler) removeStaleSecrets(ctx context.Context, gc *appsv1beta1.Git
 // clusterDecisionResource generator needs. They are shared by every GitOpsCluster of the
 // same namespaces, so they carry no owner labels.
 func (r *Reconciler) ensureApplicationSetAccess(ctx context.Context, gc *appsv1beta1.GitOpsCluster) ([]string, error) {
-	argoNS := gc.Spec.ArgoServer.ArgoNamespace
+	argoNS := gc.ArgoNamespace()
 	shared := []struct {
 		desired, current client.Object
 		update           func(current, desired client.Object) bool

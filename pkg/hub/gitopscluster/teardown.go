@@ -150,7 +150,7 @@ func (r *Reconciler) removeUnneededSharedObjects(ctx context.Context, gc *appsv1
 	}
 	needed := map[string]bool{}
 	for _, o := range live {
-		argoNS := o.Spec.ArgoServer.ArgoNamespace
+		argoNS := o.ArgoNamespace()
 		needed[sharedKey(&corev1.ConfigMap{}, argoNS, PlacementConfigMapName)] = true
 		needed[sharedKey(&rbacv1.RoleBinding{}, o.Namespace, placementReaderBindingName(argoNS))] = true
 		needed[sharedKey(&rbacv1.Role{}, o.Namespace, PlacementReaderName)] = true
