@@ -24,8 +24,19 @@ import (
 // ApplicationSet placement ConfigMap and RBAC.
 func (r *Reconciler) registerClusters(ctx context.Context, gc *appsv1beta1.GitOpsCluster, clusters []string, agent agentResult) (registrationResult, error) {
 	var res registrationResult
+	plan, err := r.planClusterSecrets(ctx, gc, clusters)
+	if err != nil {
+		return res, err
+	}
 	secrets, err := forEachCluster(ctx, clusters, func(ctx context.Context, cluster string) (secretState, error) {
-		return r.ensureClusterSecret(ctx, gc, cluster, agent)
+		if problem, blocked := plan.blocked[cluster]; blocked {
+			return secretState{problem: problem}, nil
+		}
+		state, err := r.ensureClusterSecret(ctx, gc, cluster, plan.name(cluster), agent)
+		if err == nil && state.problem == "" && state.name != (types.NamespacedName{}) {
+			err = r.removeDuplicates(ctx, gc, state.name.Name, plan.duplicates[cluster])
+		}
+		return state, err
 	})
 	if err != nil {
 		return res, err
@@ -63,8 +74,8 @@ type secretState struct {
 	conflict bool
 }
 
-// ensureClusterSecret writes one decided cluster's Argo CD cluster secret.
-func (r *Reconciler) ensureClusterSecret(ctx context.Context, gc *appsv1beta1.GitOpsCluster, cluster string, agent agentResult) (secretState, error) {
+// ensureClusterSecret writes one decided cluster's Argo CD cluster secret, named name.
+func (r *Reconciler) ensureClusterSecret(ctx context.Context, gc *appsv1beta1.GitOpsCluster, cluster, name string, agent agentResult) (secretState, error) {
 	mc := &clusterv1.ManagedCluster{}
 	if err := r.Client.Get(ctx, types.NamespacedName{Name: cluster}, mc); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -73,6 +84,7 @@ func (r *Reconciler) ensureClusterSecret(ctx context.Context, gc *appsv1beta1.Gi
 		return secretState{}, fmt.Errorf("reading ManagedCluster %s: %w", cluster, err)
 	}
 	desired := desiredClusterSecret(gc, mc)
+	desired.Name = name
 	if agent.enabled && r.Trust != nil {
 		if err := r.toAgentFormat(ctx, desired, cluster, agent); err != nil {
 			return secretState{}, err
