@@ -50,7 +50,7 @@ func (r *Reconciler) planClusterSecrets(ctx context.Context, gc *appsv1beta1.Git
 		return plan, err
 	}
 	foreign := map[string]*corev1.Secret{}
-	if adopts(gc) || slices.ContainsFunc(clusters, func(c string) bool { return keptName(c, owned) == "" }) {
+	if adopts(gc) || slices.ContainsFunc(clusters, func(c string) bool { return r.unregistered(gc, c, owned) }) {
 		if foreign, err = r.acmSecrets(ctx, gc, owned); err != nil {
 			return plan, err
 		}
@@ -90,6 +90,13 @@ func keptName(cluster string, owned map[string]bool) string {
 		}
 	}
 	return ""
+}
+
+// unregistered tells whether a cluster has no Secret of this GitOpsCluster yet: none in
+// the cache, and none created moments ago that the cache has not caught up with.
+func (r *Reconciler) unregistered(gc *appsv1beta1.GitOpsCluster, cluster string, owned map[string]bool) bool {
+	key := client.ObjectKey{Namespace: gc.ArgoNamespace(), Name: ClusterSecretName(cluster)}
+	return keptName(cluster, owned) == "" && !r.recent.created(kindOf(&corev1.Secret{}), key)
 }
 
 // ownedSecretNames are the names of the Secrets this GitOpsCluster keeps in its Argo CD
