@@ -13,6 +13,7 @@ import (
 var revisionHashes = map[int]string{
 	1: "d632e748974311f5e263ac23c5e6821ca6dfe41c9ad40bf24e9a06e6539691ef",
 	2: "7e3b61aaf2cbb9ecb0d650e1d1b5b3e735b1004abddfbe10a8c3112a401aba09", // spec.gitopsAddon.argoCDAgent typed and validated
+	3: "1eec8ab7f9332cfd0a4f808d96ebba0c149ae671fc6c06f5d23f1797c2b331e1", // ACM's empty strings accepted: argoNamespace "" and empty image overrides
 }
 
 func TestSchemaRevisionIsBumpedWhenACRDChanges(t *testing.T) {
