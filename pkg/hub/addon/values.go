@@ -46,12 +46,23 @@ type knobs struct {
 	agentLogLevel  string
 	// routeCRDAdmissionGuard is "true", "false" or "" (unset: the chart's default, true).
 	routeCRDAdmissionGuard string
+	// proxy is Red Hat ACM's HTTP_PROXY, HTTPS_PROXY and NO_PROXY variables; what the ADC's
+	// spec.proxyConfig sets wins, variable by variable.
+	proxy map[string]string
 }
 
-// parseCustomizedVariables reads our customizedVariables, with an error naming the bad
-// value and what it accepts; it returns the names it does not know.
-func parseCustomizedVariables(vars []addonv1beta1.CustomizedVariable) (knobs, []string, error) {
-	var k knobs
+// parseCustomizedVariables reads our customizedVariables and Red Hat ACM's (ours win
+// where both say the same thing), with an error naming the bad value and what it accepts;
+// it returns the names it does not know and what of ACM's it does not carry out.
+func parseCustomizedVariables(vars []addonv1beta1.CustomizedVariable) (knobs, []string, []string, error) {
+	acm := translateACMVariables(vars)
+	k := knobs{proxy: acm.proxy}
+	unknown, err := parseOurVariables(&k, append(acm.ours, acm.others...))
+	return k, unknown, acm.warnings, err
+}
+
+// parseOurVariables reads our customizedVariables into k; later ones win.
+func parseOurVariables(k *knobs, vars []addonv1beta1.CustomizedVariable) ([]string, error) {
 	var unknown []string
 	for _, v := range vars {
 		value := strings.TrimSpace(v.Value)
@@ -59,7 +70,7 @@ func parseCustomizedVariables(vars []addonv1beta1.CustomizedVariable) (knobs, []
 		case VarExtraAPIGroups:
 			groups, err := parseAPIGroups(value)
 			if err != nil {
-				return k, nil, err
+				return nil, err
 			}
 			k.extraAPIGroups = groups
 		case VarGitOpsOperatorImage:
@@ -70,12 +81,12 @@ func parseCustomizedVariables(vars []addonv1beta1.CustomizedVariable) (knobs, []
 			k.redisImage = value
 		case VarAgentLogLevel:
 			if !logLevels[value] {
-				return k, nil, fmt.Errorf("customizedVariable %s=%q: want one of debug, info, error", VarAgentLogLevel, value)
+				return nil, fmt.Errorf("customizedVariable %s=%q: want one of debug, info, error", VarAgentLogLevel, value)
 			}
 			k.agentLogLevel = value
 		case VarRouteCRDAdmissionGuard:
 			if value != "true" && value != "false" {
-				return k, nil, fmt.Errorf("customizedVariable %s=%q: want true or false", VarRouteCRDAdmissionGuard, value)
+				return nil, fmt.Errorf("customizedVariable %s=%q: want true or false", VarRouteCRDAdmissionGuard, value)
 			}
 			k.routeCRDAdmissionGuard = value
 		default:
@@ -83,10 +94,10 @@ func parseCustomizedVariables(vars []addonv1beta1.CustomizedVariable) (knobs, []
 			continue
 		}
 		if strings.ContainsAny(value, " \t\n") && v.Name != VarExtraAPIGroups {
-			return k, nil, fmt.Errorf("customizedVariable %s=%q must not contain white space", v.Name, value)
+			return nil, fmt.Errorf("customizedVariable %s=%q must not contain white space", v.Name, value)
 		}
 	}
-	return k, unknown, nil
+	return unknown, nil
 }
 
 // parseAPIGroups reads a comma-separated list of API group names.
@@ -129,11 +140,11 @@ func (s valuesSources) values(mc *clusterv1.ManagedCluster, addon *addonv1beta1.
 	k := knobs{operatorImage: s.operatorImage}
 	var registries []addonv1beta1.ImageMirror
 	if adc != nil {
-		fromADC, unknown, err := parseCustomizedVariables(adc.Spec.CustomizedVariables)
+		fromADC, unknown, notCarried, err := parseCustomizedVariables(adc.Spec.CustomizedVariables)
 		if err != nil {
 			return nil, fmt.Errorf("AddOnDeploymentConfig %s/%s: %w", adc.Namespace, adc.Name, err)
 		}
-		s.warnIgnored(addon, adc, unknown)
+		s.warnIgnored(addon, adc, unknown, notCarried)
 		k = overlay(k, fromADC)
 		registries = adc.Spec.Registries
 	}
@@ -147,15 +158,20 @@ func (s valuesSources) values(mc *clusterv1.ManagedCluster, addon *addonv1beta1.
 
 // warnIgnored names the customizedVariables of the AddOnDeploymentConfig that were
 // ignored, and what gitops-addon understands (empty: nothing was ignored).
-func (s valuesSources) warnIgnored(addon *addonv1beta1.ManagedClusterAddOn, adc *addonv1beta1.AddOnDeploymentConfig, unknown []string) {
+func (s valuesSources) warnIgnored(addon *addonv1beta1.ManagedClusterAddOn, adc *addonv1beta1.AddOnDeploymentConfig, unknown, notCarried []string) {
 	if s.warn == nil || addon == nil {
 		return
 	}
-	message := ""
+	var parts []string
 	if len(unknown) > 0 {
-		message = fmt.Sprintf("AddOnDeploymentConfig %s/%s: ignored customizedVariables %s, which gitops-addon does not know; it understands %s (names are "+
-			"case-sensitive)",
-			adc.Namespace, adc.Name, strings.Join(unknown, ", "), strings.Join(knownVariables, ", "))
+		parts = append(parts, fmt.Sprintf("ignored customizedVariables %s, which gitops-addon does not know; it understands %s and Red Hat ACM's "+
+			"gitops-addon-config variables (names are case-sensitive)",
+			strings.Join(unknown, ", "), strings.Join(knownVariables, ", ")))
+	}
+	parts = append(parts, notCarried...)
+	message := ""
+	if len(parts) > 0 {
+		message = fmt.Sprintf("AddOnDeploymentConfig %s/%s: %s", adc.Namespace, adc.Name, strings.Join(parts, "; "))
 	}
 	s.warn(addon, message)
 }
@@ -203,6 +219,9 @@ func argoCDAgentValues(addon *addonv1beta1.ManagedClusterAddOn) map[string]any {
 func overlay(base, top knobs) knobs {
 	if top.extraAPIGroups != nil {
 		base.extraAPIGroups = top.extraAPIGroups
+	}
+	if top.proxy != nil {
+		base.proxy = top.proxy
 	}
 	for _, f := range []struct {
 		dst *string
@@ -274,8 +293,19 @@ func buildValues(f flavour, k knobs, mirror func(string) string) addonfactory.Va
 	if operator == "" {
 		operator = defaultOperatorImage(f)
 	}
+	global := map[string]any{}
 	if operator != "" {
-		values["global"] = map[string]any{"imageOverrides": map[string]any{"gitopsOperator": mirror(operator)}}
+		global["imageOverrides"] = map[string]any{"gitopsOperator": mirror(operator)}
+	}
+	if len(k.proxy) > 0 {
+		proxy := map[string]any{}
+		for name, value := range k.proxy {
+			proxy[name] = value
+		}
+		global["proxyConfig"] = proxy
+	}
+	if len(global) > 0 {
+		values["global"] = global
 	}
 	return values
 }

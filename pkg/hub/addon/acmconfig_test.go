@@ -1,0 +1,158 @@
+package addon
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gitops-addon/gitops-addon/pkg/constants"
+)
+
+// acmGitOpsAddonConfig reads the AddOnDeploymentConfig gitops-addon-config as Red Hat
+// ACM's GitOpsCluster controller writes it (reconstructed from its code in the shared
+// fixtures, beside the checkout; $GITOPS_ADDON_FIXTURES elsewhere).
+func acmGitOpsAddonConfig(t *testing.T) *addonv1beta1.AddOnDeploymentConfig {
+	t.Helper()
+	root := os.Getenv("GITOPS_ADDON_FIXTURES")
+	if root == "" {
+		root = filepath.Join("..", "..", "..", "..", "shared", "fixtures")
+	}
+	data, err := os.ReadFile(filepath.Join(root, "acm", "derived", "gitops-addon-config-adc-and-mca.yaml"))
+	require.NoError(t, err, "Red Hat ACM's fixtures (set GITOPS_ADDON_FIXTURES to the fixtures directory)")
+	adc := &addonv1beta1.AddOnDeploymentConfig{}
+	require.NoError(t, yaml.Unmarshal([]byte(strings.SplitN(string(data), "\n---\n", 2)[0]), adc))
+	require.Equal(t, "gitops-addon-config", adc.Name)
+	adc.Namespace = "c1"
+	return adc
+}
+
+// acmValue is the value of one of ACM's variables in adc.
+func acmValue(adc *addonv1beta1.AddOnDeploymentConfig, name string) string {
+	for _, v := range adc.Spec.CustomizedVariables {
+		if v.Name == name {
+			return v.Value
+		}
+	}
+	return ""
+}
+
+// setVariable sets (or adds) a customizedVariable.
+func setVariable(adc *addonv1beta1.AddOnDeploymentConfig, name, value string) {
+	for i, v := range adc.Spec.CustomizedVariables {
+		if v.Name == name {
+			adc.Spec.CustomizedVariables[i].Value = value
+			return
+		}
+	}
+	adc.Spec.CustomizedVariables = append(adc.Spec.CustomizedVariables, addonv1beta1.CustomizedVariable{Name: name, Value: value})
+}
+
+// containerEnv is the environment of a Deployment's first container.
+func containerEnv(d *appsv1.Deployment) map[string]string {
+	env := map[string]string{}
+	for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+		env[e.Name] = e.Value
+	}
+	return env
+}
+
+func TestACMGitOpsAddonConfigIsUnderstood(t *testing.T) {
+	tests := []struct {
+		name         string
+		edit         func(adc *addonv1beta1.AddOnDeploymentConfig)
+		wantOperator func(adc *addonv1beta1.AddOnDeploymentConfig) string
+		wantProxy    map[string]string
+		wantWarnings []string
+	}{
+		{
+			name:         "as ACM writes it: images carried over, only the argocd-agent image named",
+			wantOperator: func(adc *addonv1beta1.AddOnDeploymentConfig) string { return acmValue(adc, "GITOPS_OPERATOR_IMAGE") },
+			wantWarnings: []string{"ARGOCD_AGENT_IMAGE is not carried over yet"},
+		},
+		{
+			name: "ACM's proxy variables reach the operator and the agent",
+			edit: func(adc *addonv1beta1.AddOnDeploymentConfig) {
+				setVariable(adc, "HTTPS_PROXY", "http://proxy.example.com:3128")
+				setVariable(adc, "NO_PROXY", ".cluster.local,.svc")
+			},
+			wantOperator: func(adc *addonv1beta1.AddOnDeploymentConfig) string { return acmValue(adc, "GITOPS_OPERATOR_IMAGE") },
+			wantProxy:    map[string]string{"HTTPS_PROXY": "http://proxy.example.com:3128", "NO_PROXY": ".cluster.local,.svc"},
+			wantWarnings: []string{"ARGOCD_AGENT_IMAGE"},
+		},
+		{
+			name: "the ADC's spec.proxyConfig wins over ACM's variables",
+			edit: func(adc *addonv1beta1.AddOnDeploymentConfig) {
+				setVariable(adc, "HTTPS_PROXY", "http://acm-proxy.example.com:3128")
+				adc.Spec.ProxyConfig = addonv1beta1.ProxyConfig{HTTPSProxy: "http://spec-proxy.example.com:3128"}
+			},
+			wantOperator: func(adc *addonv1beta1.AddOnDeploymentConfig) string { return acmValue(adc, "GITOPS_OPERATOR_IMAGE") },
+			wantProxy:    map[string]string{"HTTPS_PROXY": "http://spec-proxy.example.com:3128"},
+			wantWarnings: []string{"ARGOCD_AGENT_IMAGE"},
+		},
+		{
+			name: "our own variable wins over ACM's",
+			edit: func(adc *addonv1beta1.AddOnDeploymentConfig) {
+				setVariable(adc, VarGitOpsOperatorImage, "mirror.example.com/gitops/operator:v1")
+			},
+			wantOperator: func(*addonv1beta1.AddOnDeploymentConfig) string { return "mirror.example.com/gitops/operator:v1" },
+			wantWarnings: []string{"ARGOCD_AGENT_IMAGE"},
+		},
+		{
+			name: "OLM mode and a separate repo-server image are named with the fix",
+			edit: func(adc *addonv1beta1.AddOnDeploymentConfig) {
+				setVariable(adc, "OLM_SUBSCRIPTION_ENABLED", "true")
+				setVariable(adc, "ARGOCD_REPOSERVER_IMAGE", "registry.example.com/repo-server:v1")
+				setVariable(adc, "ARGOCD_AGENT_IMAGE", "")
+			},
+			wantOperator: func(adc *addonv1beta1.AddOnDeploymentConfig) string { return acmValue(adc, "GITOPS_OPERATOR_IMAGE") },
+			wantWarnings: []string{"ARGOCD_REPOSERVER_IMAGE differs from ARGOCD_IMAGE", "OLM_SUBSCRIPTION_ENABLED is true"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			adc := acmGitOpsAddonConfig(t)
+			if tt.edit != nil {
+				tt.edit(adc)
+			}
+			var warnings []string
+			warn := func(_ *addonv1beta1.ManagedClusterAddOn, message string) { warnings = append(warnings, message) }
+			objects := render(t, Options{AgentImage: "a:1", ADCGetter: fakeADCGetter{"c1/gitops-addon-config": adc}, Warn: warn},
+				vanilla(), mca("gitops-addon-config", nil, ""))
+
+			operator := find[*appsv1.Deployment](objects, constants.OperatorDeployment)
+			require.NotNil(t, operator)
+			assert.Equal(t, tt.wantOperator(adc), operator.Spec.Template.Spec.Containers[0].Image)
+			argocd := find[*unstructured.Unstructured](objects, constants.ArgoCDName)
+			require.NotNil(t, argocd)
+			argoImage, _, _ := unstructured.NestedString(argocd.Object, "spec", "image")
+			argoVersion, _, _ := unstructured.NestedString(argocd.Object, "spec", "version")
+			assert.Contains(t, acmValue(adc, "ARGOCD_IMAGE"), argoImage, "ArgoCD spec.image from ARGOCD_IMAGE")
+			assert.Contains(t, acmValue(adc, "ARGOCD_IMAGE"), argoVersion, "ArgoCD spec.version from ARGOCD_IMAGE")
+			redisImage, _, _ := unstructured.NestedString(argocd.Object, "spec", "redis", "image")
+			require.NotEmpty(t, argoImage)
+			require.NotEmpty(t, argoVersion)
+			require.NotEmpty(t, redisImage)
+			assert.Contains(t, acmValue(adc, "ARGOCD_REDIS_IMAGE"), redisImage, "ArgoCD spec.redis.image from ARGOCD_REDIS_IMAGE")
+			for _, name := range []string{constants.OperatorDeployment, constants.AgentDeployment} {
+				env := containerEnv(find[*appsv1.Deployment](objects, name))
+				for _, variable := range []string{"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"} {
+					assert.Equal(t, tt.wantProxy[variable], env[variable], "%s of %s", variable, name)
+				}
+			}
+
+			require.Len(t, warnings, 1, "one message for the ADC")
+			assert.NotContains(t, warnings[0], "ignored customizedVariables", "every one of ACM's variables is understood")
+			for _, want := range tt.wantWarnings {
+				assert.Contains(t, warnings[0], want)
+			}
+		})
+	}
+}
