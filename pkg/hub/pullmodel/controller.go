@@ -50,6 +50,11 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// Now is the clock of condition transition times (tests set it).
 	Now func() metav1.Time
+	// APIReader reads uncached: Red Hat ACM's pull ManifestWorks, which the cache does not
+	// hold, when taking them over.
+	APIReader client.Reader
+
+	acm *acmWorks
 }
 
 // Reconcile brings the ManifestWork of one hub Application, and the Application's status,
@@ -63,6 +68,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			if err != nil {
 				return ctrl.Result{}, err
 			}
+			if err := r.retireACMWorks(ctx, nil, req.NamespacedName, "", nil); err != nil {
+				return ctrl.Result{}, err
+			}
 			return ctrl.Result{}, r.deleteWorksExcept(ctx, works, "")
 		}
 		return ctrl.Result{}, fmt.Errorf("reading Application %s: %w", req.NamespacedName, err)
@@ -72,6 +80,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	if !app.GetDeletionTimestamp().IsZero() {
+		if err := r.retireACMWorks(ctx, app, req.NamespacedName, "", nil); err != nil {
+			return ctrl.Result{}, err
+		}
 		return ctrl.Result{}, r.finalize(ctx, app, works)
 	}
 	v, err := validate(ctx, app, r)
@@ -80,6 +91,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if !v.ship {
 		if err := r.deleteWorksExcept(ctx, works, ""); err != nil {
+			return ctrl.Result{}, err
+		}
+		if err := r.retireACMWorks(ctx, app, req.NamespacedName, "", nil); err != nil {
 			return ctrl.Result{}, err
 		}
 		return ctrl.Result{}, r.writeHubApplication(ctx, app, v, spokeStatus{}, nil)
@@ -93,6 +107,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	plan := planRequests(app, existing, spoke)
 	plan.cluster, plan.project = v.cluster, v.project
 	if err := r.applyWork(ctx, app, plan, existing); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.retireACMWorks(ctx, app, req.NamespacedName, v.cluster, existing); err != nil {
 		return ctrl.Result{}, err
 	}
 	if spoke.applyFailure != "" {

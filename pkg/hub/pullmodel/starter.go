@@ -97,7 +97,8 @@ func (s *Starter) start() error {
 			s.startErr = fmt.Errorf("adding the pull model's cache: %w", err)
 			return
 		}
-		propagation := &Reconciler{Client: s.mgr.GetClient(), Cache: c, Recorder: s.mgr.GetEventRecorder(ControllerName)}
+		propagation := &Reconciler{Client: s.mgr.GetClient(), Cache: c, Recorder: s.mgr.GetEventRecorder(ControllerName),
+			APIReader: s.mgr.GetAPIReader(), acm: newACMWorks(s.mgr.GetAPIReader())}
 		if err := propagation.SetupWithManager(s.mgr, s.workers, s.skipNames); err != nil {
 			s.startErr = fmt.Errorf("setting up the pull model's propagation controller: %w", err)
 			return
