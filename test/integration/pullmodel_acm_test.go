@@ -34,7 +34,7 @@ func acmPullWork(t *testing.T, cluster, appNS, appName string) *workv1.ManifestW
 	return &workv1.ManifestWork{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: appName + "-ab12c", Namespace: cluster, Finalizers: []string{workAgentFinalizer},
-			Labels: map[string]string{pullmodel.LabelPull: "true"},
+			Labels:      map[string]string{pullmodel.LabelPull: "true"},
 			Annotations: map[string]string{pullmodel.AnnotationHubAppNamespace: appNS, pullmodel.AnnotationHubAppName: appName},
 		},
 		Spec: workv1.ManifestWorkSpec{Workload: workv1.ManifestsTemplate{Manifests: []workv1.Manifest{{RawExtension: runtime.RawExtension{Raw: app}}}}},
