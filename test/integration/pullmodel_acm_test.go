@@ -9,11 +9,16 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
+	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
+	"github.com/gitops-addon/gitops-addon/pkg/constants"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
+	"github.com/gitops-addon/gitops-addon/test/install"
 )
 
 // workAgentFinalizer is what OCM's work agent puts on a ManifestWork: the hub keeps a
@@ -125,4 +130,32 @@ func TestPullModelTakesOverACMsManifestWorks(t *testing.T) {
 		_, err := get(ours)
 		assert.NoError(t, err)
 	})
+}
+
+// TestPullModelTakesOverACMsReport: ACM's MulticlusterApplicationSetReport of an
+// ApplicationSet (same name, not ours) becomes ours in place, with our entries.
+func TestPullModelTakesOverACMsReport(t *testing.T) {
+	p := startPullHub(t, false)
+	appSet := &unstructured.Unstructured{}
+	require.NoError(t, yaml.Unmarshal(install.SeedYAML("applicationset.yaml"), &appSet.Object))
+	require.NoError(t, p.c.Create(p.ctx, appSet))
+	acmReport := &v1alpha1.MulticlusterApplicationSetReport{
+		ObjectMeta: metav1.ObjectMeta{Namespace: appSet.GetNamespace(), Name: appSet.GetName(),
+			Labels: map[string]string{pullmodel.LabelHostingAppSetReport: appSet.GetNamespace() + "." + appSet.GetName()}},
+		Statuses: v1alpha1.AppConditions{ClusterConditions: []v1alpha1.ClusterCondition{{Cluster: "acm-era-cluster", SyncStatus: "Synced", HealthStatus: "Healthy"}}},
+	}
+	require.NoError(t, p.c.Create(p.ctx, acmReport))
+
+	p.application(pullApp("guestbook-cluster1", "openshift-gitops", "cluster1"), appSet)
+	p.waitWork("cluster1", "openshift-gitops", "guestbook-cluster1", func(*workv1.ManifestWork) bool { return true }, "created")
+	report := &v1alpha1.MulticlusterApplicationSetReport{}
+	require.Eventually(t, func() bool {
+		return p.c.Get(p.ctx, client.ObjectKeyFromObject(acmReport), report) == nil &&
+			report.Labels[constants.LabelManagedBy] == constants.ManagedByValue
+	}, timeout, poll, "ACM's report taken over")
+	assert.Equal(t, acmReport.UID, report.UID, "the same report, in place")
+	require.Len(t, report.Statuses.ClusterConditions, 1)
+	assert.Equal(t, "cluster1", report.Statuses.ClusterConditions[0].Cluster, "our entries replace ACM's")
+	require.Len(t, report.OwnerReferences, 1)
+	assert.Equal(t, appSet.GetUID(), report.OwnerReferences[0].UID)
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,6 +36,9 @@ type ReportReconciler struct {
 	Client client.Client
 	// Cache holds the pull ManifestWorks and our reports.
 	Cache cache.Cache
+	// APIReader reads uncached: a report of the ApplicationSet's name that is not ours
+	// (Red Hat ACM's), which the cache does not hold.
+	APIReader client.Reader
 }
 
 // Reconcile rebuilds the report of one ApplicationSet (the request's namespace/name).
@@ -67,7 +71,11 @@ func (r *ReportReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 	desired := buildReport(req.NamespacedName, live)
 	if existing == nil {
-		if err := r.Client.Create(ctx, desired); err != nil {
+		err := r.Client.Create(ctx, desired)
+		if apierrors.IsAlreadyExists(err) && r.APIReader != nil {
+			return ctrl.Result{}, r.takeOver(ctx, desired)
+		}
+		if err != nil {
 			return ctrl.Result{}, fmt.Errorf("creating report %s: %w", req, err)
 		}
 		return ctrl.Result{}, nil
@@ -85,6 +93,29 @@ func (r *ReportReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, fmt.Errorf("updating report %s: %w", req, err)
 	}
 	return ctrl.Result{}, nil
+}
+
+// takeOver makes ours the report of an ApplicationSet that Red Hat ACM's pull controller
+// wrote (same name, same schema): our label and statuses on it, in place, so that
+// whoever reads the report never sees it missing. From then on the cache holds it.
+func (r *ReportReconciler) takeOver(ctx context.Context, desired *v1alpha1.MulticlusterApplicationSetReport) error {
+	key := client.ObjectKeyFromObject(desired)
+	existing := &v1alpha1.MulticlusterApplicationSetReport{}
+	if err := r.APIReader.Get(ctx, key, existing); err != nil {
+		return fmt.Errorf("reading the existing report %s: %w", key, err)
+	}
+	updated := existing.DeepCopy()
+	if updated.Labels == nil {
+		updated.Labels = map[string]string{}
+	}
+	maps.Copy(updated.Labels, desired.Labels)
+	updated.Statuses = desired.Statuses
+	updated.OwnerReferences = desired.OwnerReferences
+	if err := r.Client.Update(ctx, updated); err != nil {
+		return fmt.Errorf("taking over report %s (not written by gitops-addon, Red Hat ACM's): %w", key, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("took over the MulticlusterApplicationSetReport of another writer (Red Hat ACM)", "report", key.String())
+	return nil
 }
 
 // buildReport aggregates the ManifestWorks of one ApplicationSet's pull Applications.

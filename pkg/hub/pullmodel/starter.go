@@ -103,7 +103,7 @@ func (s *Starter) start() error {
 			s.startErr = fmt.Errorf("setting up the pull model's propagation controller: %w", err)
 			return
 		}
-		report := &ReportReconciler{Client: s.mgr.GetClient(), Cache: c}
+		report := &ReportReconciler{Client: s.mgr.GetClient(), Cache: c, APIReader: s.mgr.GetAPIReader()}
 		if err := report.SetupWithManager(s.mgr, s.skipNames); err != nil {
 			s.startErr = fmt.Errorf("setting up the ApplicationSet report controller: %w", err)
 			return
