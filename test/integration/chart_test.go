@@ -14,6 +14,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	addonv1alpha1 "open-cluster-management.io/api/addon/v1alpha1"
 
@@ -71,4 +72,40 @@ func TestChartInstallsAndUninstallsOnARealAPIServer(t *testing.T) {
 		"Helm never deletes CRDs: every GitOpsCluster survives an uninstall")
 	err = env.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: "gitops-addon-manager"}, &appsv1.Deployment{})
 	assert.Error(t, err, "the Deployment is removed")
+}
+
+// TestChartRefusesToInstallBesideACMsGitOpsAddon: on a hub where Red Hat ACM's gitops-addon
+// (its ClusterManagementAddOn of the same name, with AddOnTemplates) exists, helm install
+// fails with a message that names it and the fix, and leaves ACM's untouched.
+func TestChartRefusesToInstallBesideACMsGitOpsAddon(t *testing.T) {
+	env := testenv.Start(t, testenv.WithCRDPaths(testenv.OCMCRDPaths()...))
+	ctx := context.Background()
+	acm := &addonv1alpha1.ClusterManagementAddOn{
+		ObjectMeta: metav1.ObjectMeta{Name: constants.AddonName},
+		Spec: addonv1alpha1.ClusterManagementAddOnSpec{
+			AddOnMeta:       addonv1alpha1.AddOnMeta{DisplayName: "gitops-addon"},
+			InstallStrategy: addonv1alpha1.InstallStrategy{Type: addonv1alpha1.AddonInstallStrategyManual},
+			SupportedConfigs: []addonv1alpha1.ConfigMeta{{
+				ConfigGroupResource: addonv1alpha1.ConfigGroupResource{Group: "addon.open-cluster-management.io", Resource: "addontemplates"},
+				DefaultConfig:       &addonv1alpha1.ConfigReferent{Name: "gitops-addon"},
+			}},
+		},
+	}
+	require.NoError(t, env.Client.Create(ctx, acm))
+
+	const namespace = "open-cluster-management-addon"
+	chart, err := loader.Load(filepath.Join(testenv.RepoRoot(), "charts", "gitops-addon"))
+	require.NoError(t, err)
+	install := action.NewInstall(helmConfig(t, env.KubeconfigFile(t), namespace))
+	install.ReleaseName, install.Namespace, install.CreateNamespace = "gitops-addon", namespace, true
+	install.Timeout = 2 * time.Minute
+	_, err = install.RunWithContext(ctx, chart, map[string]any{})
+	require.Error(t, err, "helm install beside ACM's gitops-addon")
+	assert.Contains(t, err.Error(), "ClusterManagementAddOn gitops-addon already exists and was not installed by this chart")
+	assert.Contains(t, err.Error(), "docs/migrating-from-acm.md")
+
+	after := &addonv1alpha1.ClusterManagementAddOn{}
+	require.NoError(t, env.Client.Get(ctx, types.NamespacedName{Name: constants.AddonName}, after))
+	assert.Equal(t, acm.UID, after.UID, "ACM's ClusterManagementAddOn untouched")
+	assert.Empty(t, after.Labels)
 }
