@@ -27,6 +27,9 @@ type secretPlan struct {
 	keep       map[string]string
 	duplicates map[string][]*corev1.Secret
 	blocked    map[string]string
+	// doubled are clusters registered by ours and by ACM's Secret, seen without adoption:
+	// what the Warning Event says.
+	doubled map[string]string
 }
 
 // name is the Secret to keep for cluster (ours unless planned otherwise).
@@ -44,16 +47,18 @@ func (p secretPlan) name(cluster string) string {
 // unregistered and says why. Else ours is created. ACM's other Secrets for a cluster are
 // duplicates of the one kept.
 func (r *Reconciler) planClusterSecrets(ctx context.Context, gc *appsv1beta1.GitOpsCluster, clusters []string) (secretPlan, error) {
-	plan := secretPlan{keep: map[string]string{}, duplicates: map[string][]*corev1.Secret{}, blocked: map[string]string{}}
+	plan := secretPlan{keep: map[string]string{}, duplicates: map[string][]*corev1.Secret{}, blocked: map[string]string{}, doubled: map[string]string{}}
 	owned, err := r.ownedSecretNames(ctx, gc)
 	if err != nil {
 		return plan, err
 	}
 	foreign := map[string]*corev1.Secret{}
-	if adopts(gc) || slices.ContainsFunc(clusters, func(c string) bool { return r.unregistered(gc, c, owned) }) {
+	_, checked := r.acmSecretsChecked.Load(gc.UID)
+	if !checked || adopts(gc) || slices.ContainsFunc(clusters, func(c string) bool { return r.unregistered(gc, c, owned) }) {
 		if foreign, err = r.acmSecrets(ctx, gc, owned); err != nil {
 			return plan, err
 		}
+		r.acmSecretsChecked.Store(gc.UID, true)
 	}
 	for _, cluster := range clusters {
 		keep := keptName(cluster, owned)
@@ -69,6 +74,10 @@ func (r *Reconciler) planClusterSecrets(ctx context.Context, gc *appsv1beta1.Git
 					s.Namespace, s.Name, cluster, gc.Namespace, gc.Name, constants.AnnotationAdopt)
 			case adopts(gc):
 				plan.duplicates[cluster] = append(plan.duplicates[cluster], s)
+			default:
+				plan.doubled[cluster] = fmt.Sprintf("Red Hat ACM's cluster secret %s/%s registers cluster %q too, beside %s/%s: Argo CD sees the cluster "+
+					"twice and refuses it as a destination name. Fix: annotate GitOpsCluster %s/%s with %s=true (ACM's is then removed), or delete ACM's.",
+					s.Namespace, s.Name, cluster, s.Namespace, keep, gc.Namespace, gc.Name, constants.AnnotationAdopt)
 			}
 			if plan.blocked[cluster] != "" {
 				break
@@ -115,8 +124,9 @@ func (r *Reconciler) ownedSecretNames(ctx context.Context, gc *appsv1beta1.GitOp
 
 // acmSecrets reads, uncached (our cache holds only our own Secrets), the cluster Secrets
 // of ACM's names in the Argo CD namespace that no GitOpsCluster of ours owns, by name. It
-// runs only while a cluster has no Secret of ours yet, or while the GitOpsCluster adopts:
-// a steady state that adopts nothing reads nothing. The ones this GitOpsCluster adopted
+// runs once per GitOpsCluster after the manager starts (an upgrade finds a double
+// registration an earlier version left), then only while a cluster has no Secret of ours
+// yet, or while the GitOpsCluster adopts: a steady state that adopts nothing reads nothing. The ones this GitOpsCluster adopted
 // are added to owned: the cache may not show them yet, and taking them for absent would
 // create a second Secret for their cluster.
 func (r *Reconciler) acmSecrets(ctx context.Context, gc *appsv1beta1.GitOpsCluster, owned map[string]bool) (map[string]*corev1.Secret, error) {
@@ -141,8 +151,14 @@ func (r *Reconciler) acmSecrets(ctx context.Context, gc *appsv1beta1.GitOpsClust
 }
 
 // removeDuplicates deletes ACM's other Secrets for a cluster once the one kept is ours and
-// current (the caller checks), each only if unchanged since it was read.
-func (r *Reconciler) removeDuplicates(ctx context.Context, gc *appsv1beta1.GitOpsCluster, kept string, duplicates []*corev1.Secret) error {
+// current (the caller checks), each only if unchanged since it was read. Without adoption
+// nothing is deleted: a double registration found is a Warning Event (once per manager
+// start: the search runs once per GitOpsCluster then), not a condition that would come
+// and go with the searches.
+func (r *Reconciler) removeDuplicates(ctx context.Context, gc *appsv1beta1.GitOpsCluster, kept, doubled string, duplicates []*corev1.Secret) error {
+	if doubled != "" {
+		r.event(gc, corev1.EventTypeWarning, "DoubleRegistration", "%s", doubled)
+	}
 	for _, s := range duplicates {
 		if err := r.deleteExact(ctx, s); err != nil {
 			return err

@@ -3,6 +3,7 @@ package gitopscluster
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
@@ -47,6 +49,7 @@ func TestACMClusterSecretsAreTakenOverNeverDoubled(t *testing.T) {
 		oursFirst   bool // a Secret of ours existed before ACM's was seen (an earlier gitops-addon beside ACM)
 		acm         []string
 		wantKept    string // "" when the cluster stays unregistered
+		wantBoth    bool   // ours and ACM's both stay (nothing may be removed without adoption)
 		wantProblem string
 	}{
 		{name: "ACM 2.9+ name, adopted in place", adopt: true, acm: []string{"c1-application-manager-cluster-secret"}, wantKept: "c1-application-manager-cluster-secret"},
@@ -58,6 +61,9 @@ func TestACMClusterSecretsAreTakenOverNeverDoubled(t *testing.T) {
 		{name: "without adopt: ACM's left alone, no second Secret, the reason on the status",
 			acm: []string{"c1-application-manager-cluster-secret"}, wantProblem: `Red Hat ACM's cluster secret gitops/c1-application-manager-cluster-secret registers cluster "c1"`},
 		{name: "no ACM Secret: ours", adopt: true, wantKept: "c1-cluster-secret"},
+		{name: "ours beside ACM's without adopt (an earlier gitops-addon): both stay, a Warning Event names the double registration", oursFirst: true,
+			acm: []string{"c1-application-manager-cluster-secret"}, wantBoth: true,
+			wantProblem: `Red Hat ACM's cluster secret gitops/c1-application-manager-cluster-secret registers cluster "c1" too, beside gitops/c1-cluster-secret`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -65,9 +71,12 @@ func TestACMClusterSecretsAreTakenOverNeverDoubled(t *testing.T) {
 			objs := placementObjects("p", "c1")
 			r, c := newReconciler(t, append(objs, gc)...)
 			ctx := context.Background()
+			recorder := events.NewFakeRecorder(20)
 			if tt.oursFirst {
 				reconcileOnce(t, r, gc)
+				r = &Reconciler{Client: c, APIReader: c} // the upgraded manager starts afresh
 			}
+			r.Recorder = recorder
 			uids := map[string]string{}
 			for _, name := range tt.acm {
 				s := acmSecret(name, "c1")
@@ -90,6 +99,19 @@ func TestACMClusterSecretsAreTakenOverNeverDoubled(t *testing.T) {
 			}
 			registered := meta.FindStatusCondition(got.Status.Conditions, appsv1beta1.ConditionClustersRegistered)
 			require.NotNil(t, registered)
+			if tt.wantBoth {
+				assert.ElementsMatch(t, append([]string{ClusterSecretName("c1")}, tt.acm...), names, "nothing removed without adoption")
+				close(recorder.Events)
+				var warnings []string
+				for e := range recorder.Events {
+					if strings.HasPrefix(e, "Warning DoubleRegistration") {
+						warnings = append(warnings, e)
+					}
+				}
+				require.Len(t, warnings, 1, "one Warning Event for the double registration")
+				assert.Contains(t, warnings[0], tt.wantProblem)
+				return
+			}
 			if tt.wantKept == "" {
 				assert.ElementsMatch(t, tt.acm, names, "ACM's Secrets untouched, none added")
 				assert.Equal(t, metav1.ConditionFalse, registered.Status)

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	routev1 "github.com/openshift/api/route/v1"
@@ -65,6 +66,9 @@ type Reconciler struct {
 	recent recentCreates
 	// foreign are the wanted names held by objects that are not ours.
 	foreign foreignObjects
+	// acmSecretsChecked holds the UIDs of the GitOpsClusters whose Argo CD namespace was
+	// searched for Red Hat ACM's cluster Secrets since the manager started.
+	acmSecretsChecked sync.Map
 	// drains are the addon removals held for departing Applications.
 	drains drains
 }

@@ -34,7 +34,7 @@ func (r *Reconciler) registerClusters(ctx context.Context, gc *appsv1beta1.GitOp
 		}
 		state, err := r.ensureClusterSecret(ctx, gc, cluster, plan.name(cluster), agent)
 		if err == nil && state.problem == "" && state.name != (types.NamespacedName{}) {
-			err = r.removeDuplicates(ctx, gc, state.name.Name, plan.duplicates[cluster])
+			err = r.removeDuplicates(ctx, gc, state.name.Name, plan.doubled[cluster], plan.duplicates[cluster])
 		}
 		return state, err
 	})
