@@ -104,6 +104,9 @@ func (r *ReportReconciler) takeOver(ctx context.Context, desired *v1alpha1.Multi
 	if err := r.APIReader.Get(ctx, key, existing); err != nil {
 		return fmt.Errorf("reading the existing report %s: %w", key, err)
 	}
+	if existing.Labels[constants.LabelManagedBy] == constants.ManagedByValue {
+		return nil // ours, created moments ago: the cache has not caught up; the next reconcile does
+	}
 	updated := existing.DeepCopy()
 	if updated.Labels == nil {
 		updated.Labels = map[string]string{}
