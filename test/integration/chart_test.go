@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -14,9 +15,10 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	addonv1alpha1 "open-cluster-management.io/api/addon/v1alpha1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
 	"github.com/gitops-addon/gitops-addon/test/install"
@@ -80,17 +82,12 @@ func TestChartInstallsAndUninstallsOnARealAPIServer(t *testing.T) {
 func TestChartRefusesToInstallBesideACMsGitOpsAddon(t *testing.T) {
 	env := testenv.Start(t, testenv.WithCRDPaths(testenv.OCMCRDPaths()...))
 	ctx := context.Background()
-	acm := &addonv1alpha1.ClusterManagementAddOn{
-		ObjectMeta: metav1.ObjectMeta{Name: constants.AddonName},
-		Spec: addonv1alpha1.ClusterManagementAddOnSpec{
-			AddOnMeta:       addonv1alpha1.AddOnMeta{DisplayName: "gitops-addon"},
-			InstallStrategy: addonv1alpha1.InstallStrategy{Type: addonv1alpha1.AddonInstallStrategyManual},
-			SupportedConfigs: []addonv1alpha1.ConfigMeta{{
-				ConfigGroupResource: addonv1alpha1.ConfigGroupResource{Group: "addon.open-cluster-management.io", Resource: "addontemplates"},
-				DefaultConfig:       &addonv1alpha1.ConfigReferent{Name: "gitops-addon"},
-			}},
-		},
-	}
+	// ACM's own ClusterManagementAddOn, as its repository ships it.
+	data, err := os.ReadFile(filepath.Join(acmFixturesDir(t), "addon", "clusterManagementAddon.yaml"))
+	require.NoError(t, err)
+	acm := &unstructured.Unstructured{}
+	require.NoError(t, yaml.Unmarshal(data, &acm.Object))
+	require.Equal(t, constants.AddonName, acm.GetName())
 	require.NoError(t, env.Client.Create(ctx, acm))
 
 	const namespace = "open-cluster-management-addon"
@@ -106,6 +103,6 @@ func TestChartRefusesToInstallBesideACMsGitOpsAddon(t *testing.T) {
 
 	after := &addonv1alpha1.ClusterManagementAddOn{}
 	require.NoError(t, env.Client.Get(ctx, types.NamespacedName{Name: constants.AddonName}, after))
-	assert.Equal(t, acm.UID, after.UID, "ACM's ClusterManagementAddOn untouched")
+	assert.Equal(t, acm.GetUID(), after.UID, "ACM's ClusterManagementAddOn untouched")
 	assert.Empty(t, after.Labels)
 }
