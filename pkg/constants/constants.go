@@ -91,6 +91,9 @@ const (
 	AnnotationOperatorImage = "gitops-addon.open-cluster-management.io/gitops-operator-image"
 	AnnotationArgoCDImage   = "gitops-addon.open-cluster-management.io/argocd-image"
 	AnnotationRedisImage    = "gitops-addon.open-cluster-management.io/redis-image"
+	// AnnotationArgoCDAgentImage carries spec.gitopsAddon.argoCDAgent.image: argocd-agent's
+	// image in Argo CD Agent mode.
+	AnnotationArgoCDAgentImage = "gitops-addon.open-cluster-management.io/argocd-agent-image"
 
 	// ArgoCDAgentMode, as a ManagedCluster label, sets that cluster's Argo CD Agent mode
 	// (managed or autonomous) over its GitOpsCluster's spec.gitopsAddon.argoCDAgent.mode,

@@ -191,8 +191,8 @@ type GitOpsAddonSpec struct {
 	// OverrideExistingConfigs and OLMSubscription are accepted for compatibility with Red
 	// Hat Advanced Cluster Management. gitops-addon does not act on them yet and says so in
 	// the GitOpsCluster's status message when one is set. ArgoCDAgent turns Argo CD Agent
-	// mode on (validated as ACM's typed field is, and more strictly); of its fields, image
-	// and uninstall are not acted on yet, and the status message says so too.
+	// mode on (validated as ACM's typed field is, and more strictly); of its fields,
+	// uninstall is not acted on yet, and the status message says so too.
 	// +optional
 	GitOpsOperatorNamespace string `json:"gitOpsOperatorNamespace,omitempty"`
 	// +optional
@@ -235,7 +235,8 @@ type ArgoCDAgentSpec struct {
 	// +kubebuilder:default=true
 	PropagateHubCA *bool `json:"propagateHubCA,omitempty"`
 
-	// Image overrides the agent's container image.
+	// Image overrides argocd-agent's container image on these clusters (mirrored by the
+	// AddOnDeploymentConfig's registries like every other image).
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
 	// +kubebuilder:validation:Pattern=`^[^\s]*$`

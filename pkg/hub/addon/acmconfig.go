@@ -17,6 +17,7 @@ var acmImageVariables = map[string]string{
 	"GITOPS_OPERATOR_IMAGE": VarGitOpsOperatorImage,
 	"ARGOCD_IMAGE":          VarArgoCDImage,
 	"ARGOCD_REDIS_IMAGE":    VarRedisImage,
+	"ARGOCD_AGENT_IMAGE":    VarArgoCDAgentImage,
 }
 
 // acmProxyVariables are ACM's proxy variables; they reach the spoke's operator and agent
@@ -83,11 +84,6 @@ func translateACMVariables(vars []addonv1beta1.CustomizedVariable) acmTranslatio
 			if value != "" && value != values["ARGOCD_IMAGE"] {
 				t.warnings = append(t.warnings, fmt.Sprintf("ARGOCD_REPOSERVER_IMAGE differs from ARGOCD_IMAGE: gitops-addon runs every Argo CD component "+
 					"from one image, ARGOCD_IMAGE (%s); set ARGOCD_IMAGE to the image you want", values["ARGOCD_IMAGE"]))
-			}
-		case v.Name == "ARGOCD_AGENT_IMAGE":
-			if value != "" {
-				t.warnings = append(t.warnings, "ARGOCD_AGENT_IMAGE is not carried over yet: argocd-agent runs the GitOps operator's default image; "+
-					"mirror it with the ADC's spec.registries")
 			}
 		case acmComponentsNotDeployed[v.Name] != "", acmCopiesOfGitOpsCluster[v.Name]:
 			// Understood: a component gitops-addon does not deploy, or a copy of the GitOpsCluster.

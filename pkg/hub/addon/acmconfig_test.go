@@ -70,12 +70,13 @@ func TestACMGitOpsAddonConfigIsUnderstood(t *testing.T) {
 		edit         func(adc *addonv1beta1.AddOnDeploymentConfig)
 		wantOperator func(adc *addonv1beta1.AddOnDeploymentConfig) string
 		wantProxy    map[string]string
-		wantWarnings []string
+		wantWarnings []string // none: the ADC warning is empty (everything understood)
+		agentMode    bool     // the cluster is in Argo CD Agent mode: argocd-agent's image applies
 	}{
 		{
-			name:         "as ACM writes it: images carried over, only the argocd-agent image named",
+			name:         "as ACM writes it (agent mode): every image carried over, nothing to warn about",
 			wantOperator: func(adc *addonv1beta1.AddOnDeploymentConfig) string { return acmValue(adc, "GITOPS_OPERATOR_IMAGE") },
-			wantWarnings: []string{"ARGOCD_AGENT_IMAGE is not carried over yet"},
+			agentMode:    true,
 		},
 		{
 			name: "ACM's proxy variables reach the operator and the agent",
@@ -85,7 +86,6 @@ func TestACMGitOpsAddonConfigIsUnderstood(t *testing.T) {
 			},
 			wantOperator: func(adc *addonv1beta1.AddOnDeploymentConfig) string { return acmValue(adc, "GITOPS_OPERATOR_IMAGE") },
 			wantProxy:    map[string]string{"HTTPS_PROXY": "http://proxy.example.com:3128", "NO_PROXY": ".cluster.local,.svc"},
-			wantWarnings: []string{"ARGOCD_AGENT_IMAGE"},
 		},
 		{
 			name: "the ADC's spec.proxyConfig wins over ACM's variables",
@@ -95,7 +95,6 @@ func TestACMGitOpsAddonConfigIsUnderstood(t *testing.T) {
 			},
 			wantOperator: func(adc *addonv1beta1.AddOnDeploymentConfig) string { return acmValue(adc, "GITOPS_OPERATOR_IMAGE") },
 			wantProxy:    map[string]string{"HTTPS_PROXY": "http://spec-proxy.example.com:3128"},
-			wantWarnings: []string{"ARGOCD_AGENT_IMAGE"},
 		},
 		{
 			name: "our own variable wins over ACM's",
@@ -103,7 +102,6 @@ func TestACMGitOpsAddonConfigIsUnderstood(t *testing.T) {
 				setVariable(adc, VarGitOpsOperatorImage, "mirror.example.com/gitops/operator:v1")
 			},
 			wantOperator: func(*addonv1beta1.AddOnDeploymentConfig) string { return "mirror.example.com/gitops/operator:v1" },
-			wantWarnings: []string{"ARGOCD_AGENT_IMAGE"},
 		},
 		{
 			name: "OLM mode and a separate repo-server image are named with the fix",
@@ -124,8 +122,12 @@ func TestACMGitOpsAddonConfigIsUnderstood(t *testing.T) {
 			}
 			var warnings []string
 			warn := func(_ *addonv1beta1.ManagedClusterAddOn, message string) { warnings = append(warnings, message) }
+			var annotations map[string]string
+			if tt.agentMode {
+				annotations = map[string]string{constants.ArgoCDAgentMode: "managed", constants.AnnotationArgoCDAgentPrincipal: "principal.example.com:443"}
+			}
 			objects := render(t, Options{AgentImage: "a:1", ADCGetter: fakeADCGetter{"c1/gitops-addon-config": adc}, Warn: warn},
-				vanilla(), mca("gitops-addon-config", nil, ""))
+				vanilla(), mca("gitops-addon-config", annotations, ""))
 
 			operator := find[*appsv1.Deployment](objects, constants.OperatorDeployment)
 			require.NotNil(t, operator)
@@ -148,11 +150,63 @@ func TestACMGitOpsAddonConfigIsUnderstood(t *testing.T) {
 				}
 			}
 
+			agentImage, _, _ := unstructured.NestedString(argocd.Object, "spec", "argoCDAgent", "agent", "image")
+			if tt.agentMode {
+				assert.Equal(t, acmValue(adc, "ARGOCD_AGENT_IMAGE"), agentImage, "argocd-agent's image from ARGOCD_AGENT_IMAGE")
+			} else {
+				assert.Empty(t, agentImage, "no argocd-agent outside agent mode")
+			}
 			require.Len(t, warnings, 1, "one message for the ADC")
+			if len(tt.wantWarnings) == 0 {
+				assert.Empty(t, warnings[0], "every one of ACM's variables understood and carried out")
+			}
 			assert.NotContains(t, warnings[0], "ignored customizedVariables", "every one of ACM's variables is understood")
 			for _, want := range tt.wantWarnings {
 				assert.Contains(t, warnings[0], want)
 			}
+		})
+	}
+}
+
+// TestArgoCDAgentImage: argocd-agent's image reaches the ArgoCD CR in agent mode, from the
+// GitOpsCluster (annotation) over the AddOnDeploymentConfig, mirrored by its registries.
+func TestArgoCDAgentImage(t *testing.T) {
+	agentMode := map[string]string{constants.ArgoCDAgentMode: "managed", constants.AnnotationArgoCDAgentPrincipal: "principal.example.com:443"}
+	withImage := map[string]string{constants.AnnotationArgoCDAgentImage: "registry.example.com/argocd-agent:v1"}
+	for k, v := range agentMode {
+		withImage[k] = v
+	}
+	adc := func(variable string, mirrors ...addonv1beta1.ImageMirror) fakeADCGetter {
+		spec := addonv1beta1.AddOnDeploymentConfigSpec{Registries: mirrors}
+		if variable != "" {
+			spec.CustomizedVariables = []addonv1beta1.CustomizedVariable{{Name: VarArgoCDAgentImage, Value: variable}}
+		}
+		return fakeADCGetter{"c1/cfg": {Spec: spec}}
+	}
+	tests := []struct {
+		name        string
+		annotations map[string]string
+		adcs        fakeADCGetter
+		want        string
+	}{
+		{name: "not set: the operator's default", annotations: agentMode, adcs: adc(""), want: ""},
+		{name: "from the GitOpsCluster", annotations: withImage, adcs: adc(""), want: "registry.example.com/argocd-agent:v1"},
+		{name: "from the AddOnDeploymentConfig", annotations: agentMode, adcs: adc("adc.example.com/argocd-agent:v2"), want: "adc.example.com/argocd-agent:v2"},
+		{name: "the GitOpsCluster wins over the AddOnDeploymentConfig", annotations: withImage, adcs: adc("adc.example.com/argocd-agent:v2"),
+			want: "registry.example.com/argocd-agent:v1"},
+		{name: "mirrored by the registries", annotations: withImage,
+			adcs: adc("", addonv1beta1.ImageMirror{Source: "registry.example.com", Mirror: "mirror.example.com/gitops"}),
+			want: "mirror.example.com/gitops/argocd-agent:v1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			objects := render(t, Options{AgentImage: "a:1", ADCGetter: tt.adcs}, vanilla(), mca("cfg", tt.annotations, ""))
+			argocd := find[*unstructured.Unstructured](objects, constants.ArgoCDName)
+			require.NotNil(t, argocd)
+			enabled, _, _ := unstructured.NestedBool(argocd.Object, "spec", "argoCDAgent", "agent", "enabled")
+			require.True(t, enabled, "agent mode")
+			image, _, _ := unstructured.NestedString(argocd.Object, "spec", "argoCDAgent", "agent", "image")
+			assert.Equal(t, tt.want, image)
 		})
 	}
 }

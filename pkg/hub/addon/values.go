@@ -24,13 +24,17 @@ const (
 	VarGitOpsOperatorImage = "gitOpsOperatorImage"
 	VarArgoCDImage         = "argoCDImage"
 	VarRedisImage          = "redisImage"
-	VarAgentLogLevel       = "agentLogLevel"
+	// VarArgoCDAgentImage is argocd-agent's image in Argo CD Agent mode.
+	VarArgoCDAgentImage = "argoCDAgentImage"
+	VarAgentLogLevel    = "agentLogLevel"
 	// VarRouteCRDAdmissionGuard "false" leaves out the spoke's ValidatingAdmissionPolicy
 	// against a duplicate Routes CRD (the agent still deletes a duplicate).
 	VarRouteCRDAdmissionGuard = "routeCRDAdmissionGuard"
 )
 
-var knownVariables = []string{VarAgentLogLevel, VarArgoCDImage, VarExtraAPIGroups, VarGitOpsOperatorImage, VarRedisImage, VarRouteCRDAdmissionGuard}
+var knownVariables = []string{
+	VarAgentLogLevel, VarArgoCDAgentImage, VarArgoCDImage, VarExtraAPIGroups, VarGitOpsOperatorImage, VarRedisImage, VarRouteCRDAdmissionGuard,
+}
 
 // apiGroupPattern is a DNS subdomain, the form of every Kubernetes API group name.
 var apiGroupPattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
@@ -43,7 +47,9 @@ type knobs struct {
 	operatorImage  string
 	argoCDImage    string
 	redisImage     string
-	agentLogLevel  string
+	// argoCDAgentImage is argocd-agent's image, used in Argo CD Agent mode only.
+	argoCDAgentImage string
+	agentLogLevel    string
 	// routeCRDAdmissionGuard is "true", "false" or "" (unset: the chart's default, true).
 	routeCRDAdmissionGuard string
 	// proxy is Red Hat ACM's HTTP_PROXY, HTTPS_PROXY and NO_PROXY variables; what the ADC's
@@ -79,6 +85,8 @@ func parseOurVariables(k *knobs, vars []addonv1beta1.CustomizedVariable) ([]stri
 			k.argoCDImage = value
 		case VarRedisImage:
 			k.redisImage = value
+		case VarArgoCDAgentImage:
+			k.argoCDAgentImage = value
 		case VarAgentLogLevel:
 			if !logLevels[value] {
 				return nil, fmt.Errorf("customizedVariable %s=%q: want one of debug, info, error", VarAgentLogLevel, value)
@@ -149,8 +157,12 @@ func (s valuesSources) values(mc *clusterv1.ManagedCluster, addon *addonv1beta1.
 		registries = adc.Spec.Registries
 	}
 	k = overlay(k, fromAnnotations(addon))
-	values := buildValues(clusterFlavour(mc), k, mirrorFunc(mc, registries))
+	mirror := mirrorFunc(mc, registries)
+	values := buildValues(clusterFlavour(mc), k, mirror)
 	if agent := argoCDAgentValues(addon); agent != nil {
+		if image := mirror(k.argoCDAgentImage); image != "" {
+			agent["image"] = image
+		}
 		values["argoCDAgent"] = agent
 	}
 	return values, nil
@@ -194,9 +206,10 @@ func fromAnnotations(addon *addonv1beta1.ManagedClusterAddOn) knobs {
 	}
 	a := addon.Annotations
 	return knobs{
-		operatorImage: a[constants.AnnotationOperatorImage],
-		argoCDImage:   a[constants.AnnotationArgoCDImage],
-		redisImage:    a[constants.AnnotationRedisImage],
+		operatorImage:    a[constants.AnnotationOperatorImage],
+		argoCDImage:      a[constants.AnnotationArgoCDImage],
+		redisImage:       a[constants.AnnotationRedisImage],
+		argoCDAgentImage: a[constants.AnnotationArgoCDAgentImage],
 	}
 }
 
@@ -230,6 +243,7 @@ func overlay(base, top knobs) knobs {
 		{&base.operatorImage, top.operatorImage},
 		{&base.argoCDImage, top.argoCDImage},
 		{&base.redisImage, top.redisImage},
+		{&base.argoCDAgentImage, top.argoCDAgentImage},
 		{&base.agentLogLevel, top.agentLogLevel},
 		{&base.routeCRDAdmissionGuard, top.routeCRDAdmissionGuard},
 	} {

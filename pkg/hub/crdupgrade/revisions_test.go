@@ -13,7 +13,7 @@ import (
 var revisionHashes = map[int]string{
 	1: "d632e748974311f5e263ac23c5e6821ca6dfe41c9ad40bf24e9a06e6539691ef",
 	2: "7e3b61aaf2cbb9ecb0d650e1d1b5b3e735b1004abddfbe10a8c3112a401aba09", // spec.gitopsAddon.argoCDAgent typed and validated
-	3: "1eec8ab7f9332cfd0a4f808d96ebba0c149ae671fc6c06f5d23f1797c2b331e1", // ACM's empty strings accepted: argoNamespace "" and empty image overrides
+	3: "49f129782af02a40d75c5bbd0ac33b9efaccb32cc6a0d79e4a4d6da642e77bc9", // ACM's empty strings accepted (argoNamespace "", empty image overrides); argoCDAgent.image acted upon
 }
 
 func TestSchemaRevisionIsBumpedWhenACRDChanges(t *testing.T) {

@@ -37,6 +37,9 @@ func imageAnnotations(gc *appsv1beta1.GitOpsCluster) map[string]string {
 			out[key] = value
 		}
 	}
+	if agent := a.ArgoCDAgent; agent != nil && agent.Image != "" {
+		out[constants.AnnotationArgoCDAgentImage] = agent.Image
+	}
 	return out
 }
 
@@ -100,7 +103,8 @@ func updateAddon(current, desired client.Object) bool {
 		annotations = map[string]string{}
 	}
 	want := desired.GetAnnotations()
-	for _, key := range []string{constants.AnnotationOperatorImage, constants.AnnotationArgoCDImage, constants.AnnotationRedisImage,
+	for _, key := range []string{
+		constants.AnnotationOperatorImage, constants.AnnotationArgoCDImage, constants.AnnotationRedisImage, constants.AnnotationArgoCDAgentImage,
 		constants.ArgoCDAgentMode, constants.AnnotationArgoCDAgentPrincipal, constants.AnnotationArgoCDAgentCA} {
 		value, wanted := want[key]
 		if got, has := annotations[key]; wanted && got != value || !wanted && has {

@@ -328,9 +328,8 @@ func unsupportedFields(gc *appsv1beta1.GitOpsCluster) []string {
 		"spec.gitopsAddon.overrideExistingConfigs": a.OverrideExistingConfigs != nil && *a.OverrideExistingConfigs,
 		"spec.gitopsAddon.olmSubscription":         a.OLMSubscription != nil,
 	}
-	// Argo CD Agent mode itself is acted upon; of its fields, only these two are not.
+	// Argo CD Agent mode itself is acted upon; of its fields, only uninstall is not.
 	if agent := a.ArgoCDAgent; agent != nil {
-		set["spec.gitopsAddon.argoCDAgent.image"] = agent.Image != ""
 		set["spec.gitopsAddon.argoCDAgent.uninstall"] = agent.Uninstall != nil && *agent.Uninstall
 	}
 	for name, isSet := range set {

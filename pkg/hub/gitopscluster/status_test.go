@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
+	"github.com/gitops-addon/gitops-addon/pkg/constants"
 )
 
 func TestComputeStatus(t *testing.T) {
@@ -111,9 +112,9 @@ func TestAgentModeStatusMessageSaysWhatIsActedUpon(t *testing.T) {
 			wantNoExtra: true,
 		},
 		{
-			name:      "agent image and uninstall are named",
+			name:      "uninstall is named, the agent image is acted upon",
 			agent:     appsv1beta1.ArgoCDAgentSpec{Enabled: ptr.To(true), Image: "registry.example.com/argocd-agent:v1", Uninstall: ptr.To(true)},
-			wantNamed: []string{"spec.gitopsAddon.argoCDAgent.image", "spec.gitopsAddon.argoCDAgent.uninstall"},
+			wantNamed: []string{"spec.gitopsAddon.argoCDAgent.uninstall"},
 		},
 	}
 	for _, tt := range tests {
@@ -140,4 +141,15 @@ func TestListNamesIsBounded(t *testing.T) {
 		names[i] = string(rune('a' + i))
 	}
 	assert.Equal(t, "a, b, c, d, e, f, g, h, i, j and 15 more", listNames(names))
+}
+
+func TestImageAnnotationsCarryTheAgentImage(t *testing.T) {
+	gc := &appsv1beta1.GitOpsCluster{Spec: appsv1beta1.GitOpsClusterSpec{GitOpsAddon: &appsv1beta1.GitOpsAddonSpec{
+		Enabled: ptr.To(true), GitOpsImage: "example.com/argocd:v3",
+		ArgoCDAgent: &appsv1beta1.ArgoCDAgentSpec{Enabled: ptr.To(true), Image: "example.com/argocd-agent:v1"},
+	}}}
+	assert.Equal(t, map[string]string{
+		constants.AnnotationArgoCDImage:      "example.com/argocd:v3",
+		constants.AnnotationArgoCDAgentImage: "example.com/argocd-agent:v1",
+	}, imageAnnotations(gc))
 }
