@@ -10,7 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/release"
 	appsv1 "k8s.io/api/apps/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
@@ -34,20 +36,31 @@ func helmConfig(t *testing.T, kubeconfig, namespace string) *action.Configuratio
 	return cfg
 }
 
+// managerChart loads the manager chart of this checkout.
+func managerChart(t *testing.T) *chart.Chart {
+	t.Helper()
+	c, err := loader.Load(filepath.Join(testenv.RepoRoot(), "charts", "gitops-addon"))
+	require.NoError(t, err)
+	return c
+}
+
+// installChart runs `helm install gitops-addon` of c into chartNamespace with values,
+// through the Helm SDK, as a user would with the CLI.
+func installChart(ctx context.Context, cfg *action.Configuration, c *chart.Chart, values map[string]any) (*release.Release, error) {
+	install := action.NewInstall(cfg)
+	install.ReleaseName, install.Namespace, install.CreateNamespace = "gitops-addon", chartNamespace, true
+	install.Timeout = 2 * time.Minute
+	return install.RunWithContext(ctx, c, values)
+}
+
 // TestChartInstallsAndUninstallsOnARealAPIServer installs the manager chart with the Helm
 // SDK, checks what landed, uninstalls it and checks that the CRD stays.
 func TestChartInstallsAndUninstallsOnARealAPIServer(t *testing.T) {
 	env := testenv.Start(t, testenv.WithCRDPaths(testenv.OCMCRDPaths()...))
 	ctx := context.Background()
-	const namespace = "open-cluster-management-addon"
+	const namespace = chartNamespace
 	cfg := helmConfig(t, env.KubeconfigFile(t), namespace)
-
-	chart, err := loader.Load(filepath.Join(testenv.RepoRoot(), "charts", "gitops-addon"))
-	require.NoError(t, err)
-	install := action.NewInstall(cfg)
-	install.ReleaseName, install.Namespace, install.CreateNamespace = "gitops-addon", namespace, true
-	install.Timeout = 2 * time.Minute
-	rel, err := install.RunWithContext(ctx, chart, map[string]any{"replicas": 2})
+	rel, err := installChart(ctx, cfg, managerChart(t), map[string]any{"replicas": 2})
 	require.NoError(t, err, "helm install")
 	assert.Equal(t, "deployed", rel.Info.Status.String())
 
@@ -90,13 +103,7 @@ func TestChartRefusesToInstallBesideACMsGitOpsAddon(t *testing.T) {
 	require.Equal(t, constants.AddonName, acm.GetName())
 	require.NoError(t, env.Client.Create(ctx, acm))
 
-	const namespace = "open-cluster-management-addon"
-	chart, err := loader.Load(filepath.Join(testenv.RepoRoot(), "charts", "gitops-addon"))
-	require.NoError(t, err)
-	install := action.NewInstall(helmConfig(t, env.KubeconfigFile(t), namespace))
-	install.ReleaseName, install.Namespace, install.CreateNamespace = "gitops-addon", namespace, true
-	install.Timeout = 2 * time.Minute
-	_, err = install.RunWithContext(ctx, chart, map[string]any{})
+	_, err = installChart(ctx, helmConfig(t, env.KubeconfigFile(t), chartNamespace), managerChart(t), map[string]any{})
 	require.Error(t, err, "helm install beside ACM's gitops-addon")
 	assert.Contains(t, err.Error(), "ClusterManagementAddOn gitops-addon already exists and was not installed by this chart")
 	assert.Contains(t, err.Error(), "docs/migrating-from-acm.md")

@@ -102,10 +102,7 @@ func TestHelmUpgradeCarriesTheCRDForward(t *testing.T) {
 	helm := helmConfig(t, env.KubeconfigFile(t), chartNamespace)
 	admin := env.Client
 
-	install := action.NewInstall(helm)
-	install.ReleaseName, install.Namespace, install.CreateNamespace = "gitops-addon", chartNamespace, true
-	install.Timeout = 2 * time.Minute
-	_, err := install.RunWithContext(ctx, olderChart(t), nil)
+	_, err := installChart(ctx, helm, olderChart(t), nil)
 	require.NoError(t, err, "helm install with the older CRD")
 	redisImage, kindRule, _ := servedSchema(t, admin)
 	require.False(t, redisImage, "the older schema is served")

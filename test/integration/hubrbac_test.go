@@ -3,14 +3,11 @@ package integration
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart/loader"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -37,13 +34,8 @@ import (
 func TestHubRBACIsLeastPrivilege(t *testing.T) {
 	env := testenv.Start(t, testenv.WithCRDPaths(testenv.OCMCRDPaths()...))
 	ctx := context.Background()
-	const namespace = "open-cluster-management-addon"
-	chart, err := loader.Load(filepath.Join(testenv.RepoRoot(), "charts", "gitops-addon"))
-	require.NoError(t, err)
-	install := action.NewInstall(helmConfig(t, env.KubeconfigFile(t), namespace))
-	install.ReleaseName, install.Namespace, install.CreateNamespace = "gitops-addon", namespace, true
-	install.Timeout = 2 * time.Minute
-	_, err = install.RunWithContext(ctx, chart, map[string]any{})
+	const namespace = chartNamespace
+	_, err := installChart(ctx, helmConfig(t, env.KubeconfigFile(t), namespace), managerChart(t), map[string]any{})
 	require.NoError(t, err, "helm install")
 
 	argoNS := &corev1.Namespace{}
