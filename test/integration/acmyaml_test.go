@@ -19,23 +19,12 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gitops-addon/gitops-addon/test/fixtures"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
 )
 
-// acmFixturesDir is where Red Hat ACM's own YAML is kept as data: ../shared/fixtures/acm
-// beside the checkout (as CI has it), or $GITOPS_ADDON_FIXTURES/acm.
-func acmFixturesDir(t *testing.T) string {
-	t.Helper()
-	root := os.Getenv("GITOPS_ADDON_FIXTURES")
-	if root == "" {
-		root = filepath.Join(testenv.RepoRoot(), "..", "shared", "fixtures")
-	}
-	dir := filepath.Join(root, "acm")
-	if _, err := os.Stat(dir); err != nil {
-		t.Fatalf("Red Hat ACM's fixtures are not at %s (set GITOPS_ADDON_FIXTURES to the fixtures directory): %v", dir, err)
-	}
-	return dir
-}
+// acmFixturesDir is where Red Hat ACM's own YAML is kept as data.
+func acmFixturesDir(t *testing.T) string { return fixtures.Dir(t, "acm") }
 
 // acmGitOpsClusters reads every GitOpsCluster document of apps.open-cluster-management.io/v1beta1
 // in ACM's fixtures (not its CRDs), by file and position.

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/test/fixtures"
 )
 
 // acmGitOpsAddonConfig reads the AddOnDeploymentConfig gitops-addon-config as Red Hat
@@ -21,12 +22,8 @@ import (
 // fixtures, beside the checkout; $GITOPS_ADDON_FIXTURES elsewhere).
 func acmGitOpsAddonConfig(t *testing.T) *addonv1beta1.AddOnDeploymentConfig {
 	t.Helper()
-	root := os.Getenv("GITOPS_ADDON_FIXTURES")
-	if root == "" {
-		root = filepath.Join("..", "..", "..", "..", "shared", "fixtures")
-	}
-	data, err := os.ReadFile(filepath.Join(root, "acm", "derived", "gitops-addon-config-adc-and-mca.yaml"))
-	require.NoError(t, err, "Red Hat ACM's fixtures (set GITOPS_ADDON_FIXTURES to the fixtures directory)")
+	data, err := os.ReadFile(filepath.Join(fixtures.Dir(t, "acm"), "derived", "gitops-addon-config-adc-and-mca.yaml"))
+	require.NoError(t, err)
 	adc := &addonv1beta1.AddOnDeploymentConfig{}
 	require.NoError(t, yaml.Unmarshal([]byte(strings.SplitN(string(data), "\n---\n", 2)[0]), adc))
 	require.Equal(t, "gitops-addon-config", adc.Name)
