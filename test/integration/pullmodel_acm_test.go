@@ -2,7 +2,10 @@ package integration
 
 import (
 	"encoding/json"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -11,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -19,6 +23,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
 	"github.com/gitops-addon/gitops-addon/test/install"
+	"github.com/gitops-addon/gitops-addon/test/testenv"
 )
 
 // workAgentFinalizer is what OCM's work agent puts on a ManifestWork: the hub keeps a
@@ -158,4 +163,47 @@ func TestPullModelTakesOverACMsReport(t *testing.T) {
 	assert.Equal(t, "cluster1", report.Statuses.ClusterConditions[0].Cluster, "our entries replace ACM's")
 	require.Len(t, report.OwnerReferences, 1)
 	assert.Equal(t, appSet.GetUID(), report.OwnerReferences[0].UID)
+}
+
+// olderOCM is the newest OCM API release whose ManifestWork CRD predates feedbackScrapeType
+// (older OCM hubs, as many ACM hubs run): the apiserver prunes that field on write.
+const olderOCM = "open-cluster-management.io/api@v0.16.0"
+
+// TestPullModelSteadyOnAnOlderManifestWorkCRD: on a hub whose ManifestWork CRD prunes
+// feedbackScrapeType, the pull model must not see a difference on every reconcile and
+// write forever: zero manager writes over 60 s of triggered reconciles.
+func TestPullModelSteadyOnAnOlderManifestWorkCRD(t *testing.T) {
+	dir, err := testenv.ModuleDir(olderOCM)
+	require.NoError(t, err)
+	olderWork := filepath.Join(dir, "work", "v1", "0000_00_work.open-cluster-management.io_manifestworks.crd.yaml")
+	var crds []string
+	for _, path := range testenv.OCMCRDPaths() {
+		if strings.HasSuffix(path, "_manifestworks.crd.yaml") {
+			path = olderWork
+		}
+		crds = append(crds, path)
+	}
+	p := startPullHubOn(t, false, crds)
+	appSet := &unstructured.Unstructured{}
+	require.NoError(t, yaml.Unmarshal(install.SeedYAML("applicationset.yaml"), &appSet.Object))
+	require.NoError(t, p.c.Create(p.ctx, appSet))
+	p.application(pullApp("guestbook-cluster1", "openshift-gitops", "cluster1"), appSet)
+	w := p.waitWork("cluster1", "openshift-gitops", "guestbook-cluster1", func(*workv1.ManifestWork) bool { return true }, "created")
+
+	raw := &unstructured.Unstructured{}
+	raw.SetGroupVersionKind(schema.GroupVersion(workv1.GroupVersion).WithKind("ManifestWork"))
+	require.NoError(t, p.c.Get(p.ctx, client.ObjectKeyFromObject(w), raw))
+	configs, _, _ := unstructured.NestedSlice(raw.Object, "spec", "manifestConfigs")
+	require.NotEmpty(t, configs)
+	for _, c := range configs {
+		_, kept, _ := unstructured.NestedString(c.(map[string]any), "feedbackScrapeType")
+		require.False(t, kept, "the older CRD prunes feedbackScrapeType: the scenario this test is about")
+	}
+
+	p.report(w, map[string]string{pullmodel.FeedbackHealth: "Healthy", pullmodel.FeedbackSync: "Synced"}, nil)
+	require.Eventually(t, func() bool {
+		h, _, _ := unstructured.NestedString(p.getApp("openshift-gitops", "guestbook-cluster1").Object, "status", "health", "status")
+		return h == "Healthy"
+	}, timeout, poll, "the spoke's status reached the hub: the controller runs on this CRD")
+	p.assertNoWritesWhileTriggering(60 * time.Second)
 }

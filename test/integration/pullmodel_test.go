@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -81,7 +82,12 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // startPullHub starts the apiserver and the manager, and installs Argo CD's CRDs after
 // the manager runs (the pull model must start by itself) unless argoFirst.
 func startPullHub(t *testing.T, argoFirst bool) *pullHub {
-	paths := append(testenv.OCMCRDPaths(), filepath.Join(testenv.RepoRoot(), "charts", "gitops-addon", "crds"))
+	return startPullHubOn(t, argoFirst, testenv.OCMCRDPaths())
+}
+
+// startPullHubOn is startPullHub with the OCM CRDs at ocmCRDs (an older OCM's, say).
+func startPullHubOn(t *testing.T, argoFirst bool, ocmCRDs []string) *pullHub {
+	paths := append(slices.Clone(ocmCRDs), filepath.Join(testenv.RepoRoot(), "charts", "gitops-addon", "crds"))
 	if argoFirst {
 		paths = append(paths, testenv.ArgoCDCRDPaths(t)...)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
+	workv1 "open-cluster-management.io/api/work/v1"
 )
 
 func TestSpokeApplication(t *testing.T) {
@@ -179,6 +180,16 @@ func TestDesiredWork(t *testing.T) {
 		stored.Labels["other"] = "kept"
 		stored.Annotations["other"] = "kept"
 		assert.False(t, workDiffers(stored, w))
+	})
+	t.Run("feedbackScrapeType pruned by an older ManifestWork CRD does not differ; another value does", func(t *testing.T) {
+		pruned := w.DeepCopy()
+		for i := range pruned.Spec.ManifestConfigs {
+			pruned.Spec.ManifestConfigs[i].FeedbackScrapeType = ""
+		}
+		assert.False(t, workDiffers(pruned, w), "the hub cannot keep the field: no write on every reconcile")
+		other := w.DeepCopy()
+		other.Spec.ManifestConfigs[0].FeedbackScrapeType = workv1.FeedbackPollType
+		assert.True(t, workDiffers(other, w), "a stored Poll where Watch is wanted is a real difference")
 	})
 	t.Run("a spec change differs", func(t *testing.T) {
 		changed := hub.DeepCopy()

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -174,7 +175,7 @@ func workDiffers(existing, desired *workv1.ManifestWork) bool {
 	if !sameOwnAnnotations(existing.Annotations, desired.Annotations) {
 		return true
 	}
-	if !equality.Semantic.DeepEqual(existing.Spec.ManifestConfigs, desired.Spec.ManifestConfigs) ||
+	if !sameManifestConfigs(existing.Spec.ManifestConfigs, desired.Spec.ManifestConfigs) ||
 		!equality.Semantic.DeepEqual(existing.Spec.DeleteOption, desired.Spec.DeleteOption) ||
 		len(existing.Spec.Workload.Manifests) != len(desired.Spec.Workload.Manifests) {
 		return true
@@ -191,6 +192,23 @@ func workDiffers(existing, desired *workv1.ManifestWork) bool {
 var ownAnnotations = []string{
 	AnnotationHubAppNamespace, AnnotationHubAppName, AnnotationHostingAppSet, AnnotationHostingAppSetUID,
 	AnnotationOperationBaseline, AnnotationRefreshBaseline,
+}
+
+// sameManifestConfigs compares the stored manifestConfigs with the desired ones. A stored
+// feedbackScrapeType that is empty was pruned by a ManifestWork CRD that predates the field
+// (the current CRD defaults it): that hub cannot keep it, so it is no difference, else the
+// ManifestWork would be written on every reconcile.
+func sameManifestConfigs(existing, desired []workv1.ManifestConfigOption) bool {
+	if len(existing) != len(desired) {
+		return false
+	}
+	stored := slices.Clone(existing)
+	for i := range stored {
+		if stored[i].FeedbackScrapeType == "" {
+			stored[i].FeedbackScrapeType = desired[i].FeedbackScrapeType
+		}
+	}
+	return equality.Semantic.DeepEqual(stored, desired)
 }
 
 func sameOwnAnnotations(existing, desired map[string]string) bool {
