@@ -10,6 +10,9 @@ IMAGE          ?= $(IMAGE_REPO):$(patsubst v%,%,$(VERSION))
 GIT_COMMIT     ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS        := -s -w -X github.com/gitops-addon/gitops-addon/pkg/version.Version=$(VERSION) -X github.com/gitops-addon/gitops-addon/pkg/version.GitCommit=$(GIT_COMMIT)
 KUBE_VERSION   ?= v1.35.4
+# The oldest Kubernetes the hub and spokes support (README, Supported Kubernetes versions):
+# its kube-apiserver runs the integration test TestOnTheOldestSupportedKubernetes.
+OLDEST_KUBE_VERSION ?= v1.29.6
 ETCD_VERSION   ?= v3.6.8
 OCM_VERSION    ?= v1.2.1
 # Argo CD and the GitOps operator of the local fleet (hack/build-argocd.sh says why these).
@@ -35,7 +38,7 @@ VERIFY_PKGS    := ./test/generated/... ./hack/crdgen/... ./test/repo/... ./test/
 # The tests that need no kube-apiserver, no root and no ./bin but controller-gen.
 UNIT_PKGS       = $(shell go list ./... | grep -v -e /test/integration -e /test/e2e -e /test/harness -e /test/bench -e /test/image)
 
-export KUBE_VERSION ETCD_VERSION OCM_VERSION ARGOCD_VERSION ARGOCD_OPERATOR_VERSION
+export KUBE_VERSION OLDEST_KUBE_VERSION ETCD_VERSION OCM_VERSION ARGOCD_VERSION ARGOCD_OPERATOR_VERSION
 
 ##@ General
 
@@ -124,12 +127,12 @@ bench-fleet: e2e-env build ## Benchmark the hub manager at fleet scale on a real
 	FLEET_BENCH_SIZES=$(FLEET_BENCH_SIZES) go test -run '^$$' -bench BenchmarkFleet -benchtime 1x -timeout 120m ./test/bench/
 
 .PHONY: test-env
-test-env: ## Build kube-apiserver v1.35.4 and etcd v3.6.8 from source into ./bin (cached; versions pinned above).
-	hack/build-k8s.sh $(BIN) etcd kube-apiserver
+test-env: ## Build kube-apiserver v1.35.4 (and v1.29.6, the oldest supported) and etcd v3.6.8 from source into ./bin (cached; versions pinned above).
+	hack/build-k8s.sh $(BIN) etcd kube-apiserver kube-apiserver@$(OLDEST_KUBE_VERSION)
 
 .PHONY: e2e-env
 e2e-env: argocd-env ## Build everything a local fleet runs: test-env, kube-controller-manager v1.35.4, OCM v1.2.1, Argo CD and the GitOps operator (cached in ./bin).
-	hack/build-k8s.sh $(BIN) etcd kube-apiserver kube-controller-manager
+	hack/build-k8s.sh $(BIN) etcd kube-apiserver kube-apiserver@$(OLDEST_KUBE_VERSION) kube-controller-manager
 	hack/build-ocm.sh $(BIN)
 
 .PHONY: argocd-env

@@ -4,16 +4,17 @@
 # product's dependency graph stays clean. Binaries are cached: a second run is a no-op.
 #
 # usage: hack/build-k8s.sh BIN_DIR component...   (components: kube-apiserver
-#        kube-controller-manager etcd)
+#        kube-controller-manager etcd; NAME@vX.Y.Z builds another Kubernetes version
+#        into BIN_DIR/NAME-vX.Y.Z, e.g. kube-apiserver@v1.29.6 for the oldest supported)
 set -euo pipefail
+# A failure inside $(...) stops the script too (a failed go mod tidy, say).
+shopt -s inherit_errexit
 
 KUBE_VERSION="${KUBE_VERSION:-v1.35.4}"
 ETCD_VERSION="${ETCD_VERSION:-v3.6.8}"
 bin_dir="$(mkdir -p "$1" && cd "$1" && pwd)"
 shift
 
-staging_version="v0${KUBE_VERSION#v1}"   # v1.35.4 -> v0.35.4
-kube_minor="$(echo "$KUBE_VERSION" | cut -d. -f2)"
 work="$bin_dir/.build"
 mkdir -p "$work"
 
@@ -22,13 +23,17 @@ log() { printf '[build-k8s] %s\n' "$*" >&2; }
 # kube_module writes a module that requires k8s.io/kubernetes and replaces every
 # staging module (as listed in kubernetes' own go.mod replace block) by its
 # published v0.x.y twin, because the main module's ./staging paths do not exist
-# outside the kubernetes repository.
+# outside the kubernetes repository. It imports only the command to build, and the
+# build (-mod=mod, -tags providerless) resolves only what that command compiles:
+# `go mod tidy` would also want the in-tree cloud providers of older releases, whose
+# staging modules the proxy does not serve (k8s.io/legacy-cloud-providers v0.29.6).
 kube_module() {
-  local dir="$work/kubernetes-$KUBE_VERSION"
-  if [[ -f "$dir/go.sum" ]]; then echo "$dir"; return; fi
-  mkdir -p "$dir"
+  local name="$1" dir="$work/kubernetes-$KUBE_VERSION-$1"
+  local staging_version="v0${KUBE_VERSION#v1}"   # v1.35.4 -> v0.35.4
+  if [[ -f "$dir/go.mod" ]]; then echo "$dir"; return; fi
+  mkdir -p "$dir.tmp"
   local gomod
-  gomod="$(cd "$dir" && GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/.*"GoMod": "\(.*\)",/\1/p')"
+  gomod="$(cd "$dir.tmp" && GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/.*"GoMod": "\(.*\)",/\1/p')"
   {
     echo "module local/build-kubernetes"
     echo
@@ -40,30 +45,22 @@ kube_module() {
     awk '/^replace \(/{inblk=1; next} inblk && /^\)/{inblk=0} inblk && $1 ~ /^k8s.io\// && $2 == "=>" {print $1}' "$gomod" |
       sort -u | while read -r m; do echo "	$m => $m $staging_version"; done
     echo ")"
-  } > "$dir/go.mod"
-  cat > "$dir/tools.go" <<GO
-//go:build tools
-
-package tools
-
-import (
-	_ "k8s.io/kubernetes/cmd/kube-apiserver"
-	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
-)
-GO
-  (cd "$dir" && go mod tidy >&2)
+  } > "$dir.tmp/go.mod"
+  printf '//go:build tools\n\npackage tools\n\nimport _ "k8s.io/kubernetes/cmd/%s"\n' "$name" > "$dir.tmp/tools.go"
+  mv "$dir.tmp" "$dir"
   echo "$dir"
 }
 
 build_kube() {
-  local name="$1" out="$bin_dir/$1"
+  local name="$1" out="$bin_dir/${2:-$1}"
+  local kube_minor; kube_minor="$(echo "$KUBE_VERSION" | cut -d. -f2)"
   if [[ -x "$out" ]] && "$out" --version 2>/dev/null | grep -q "$KUBE_VERSION"; then
     log "$name $KUBE_VERSION cached"; return
   fi
-  local dir; dir="$(kube_module)"
+  local dir; dir="$(kube_module "$name")"
   log "building $name $KUBE_VERSION from source (several minutes on 2 cores)..."
   local ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$kube_minor"
-  (cd "$dir" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$out.tmp" "k8s.io/kubernetes/cmd/$name")
+  (cd "$dir" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -tags providerless -trimpath -ldflags "$ldflags" -o "$out.tmp" "k8s.io/kubernetes/cmd/$name")
   mv "$out.tmp" "$out"
   log "$name: $("$out" --version)"
 }
@@ -90,6 +87,8 @@ build_etcd() {
 for c in "$@"; do
   case "$c" in
     kube-apiserver|kube-controller-manager) build_kube "$c" ;;
+    kube-apiserver@v*|kube-controller-manager@v*)
+      (KUBE_VERSION="${c#*@}"; build_kube "${c%@*}" "${c%@*}-${c#*@}") ;;
     etcd) build_etcd ;;
     *) echo "unknown component $c" >&2; exit 2 ;;
   esac

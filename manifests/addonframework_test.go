@@ -26,6 +26,12 @@ import (
 // framework's Helm agent addon, with values merged over the chart defaults.
 func frameworkManifests(t *testing.T, scheme *runtime.Scheme, values addonfactory.Values) ([]runtime.Object, error) {
 	t.Helper()
+	return frameworkManifestsFor(t, scheme, "v1.35.4", values)
+}
+
+// frameworkManifestsFor renders for a managed cluster that reports kubeVersion in its status.
+func frameworkManifestsFor(t *testing.T, scheme *runtime.Scheme, kubeVersion string, values addonfactory.Values) ([]runtime.Object, error) {
+	t.Helper()
 	factory := addonfactory.NewAgentAddonFactory(constants.AddonName, manifests.ChartFS, manifests.AgentChartDir).
 		WithAgentRegistrationOption(&agent.RegistrationOption{}).
 		WithGetValuesFuncs(func(*clusterv1.ManagedCluster, *addonapiv1beta1.ManagedClusterAddOn) (addonfactory.Values, error) {
@@ -38,7 +44,7 @@ func frameworkManifests(t *testing.T, scheme *runtime.Scheme, values addonfactor
 	require.NoError(t, err)
 
 	cluster := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "cluster1"}}
-	cluster.Status.Version.Kubernetes = "v1.35.4"
+	cluster.Status.Version.Kubernetes = kubeVersion
 	addon := &addonapiv1beta1.ManagedClusterAddOn{
 		ObjectMeta: metav1.ObjectMeta{Name: constants.AddonName, Namespace: "cluster1"},
 	}
@@ -94,4 +100,36 @@ func TestFrameworkNeedsTheArgoCDKindInItsScheme(t *testing.T) {
 	_, err := frameworkManifests(t, nil, addonfactory.Values{})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `no kind "ArgoCD" is registered`)
+}
+
+// TestAdmissionPolicyFollowsTheClustersKubernetesVersion: ValidatingAdmissionPolicy v1 is
+// GA in Kubernetes 1.30; on an older spoke a manifest of that kind would fail the whole
+// ManifestWork, so the chart leaves the agent's policy out there (the agent says so on its
+// ArgoCDCRDsInstalled condition). The addon framework gives the chart the version the
+// ManagedCluster reports.
+func TestAdmissionPolicyFollowsTheClustersKubernetesVersion(t *testing.T) {
+	scheme := runtime.NewScheme()
+	scheme.AddKnownTypeWithName(constants.ArgoCDGVK, &unstructured.Unstructured{})
+	for _, tc := range []struct {
+		kubeVersion string
+		want        bool
+	}{
+		{"v1.35.4", true},
+		{"v1.30.0", true},
+		{"v1.30.0-rc.1", true},
+		{"v1.30.14+e5b6f0a", true}, // OpenShift 4.17 reports a build suffix
+		{"v1.29.6", false},
+		{"v1.29.10+67d3387", false}, // OpenShift 4.16
+		{"v1.27.16", false},
+		{"", true}, // not reported yet: a current cluster
+	} {
+		t.Run(tc.kubeVersion, func(t *testing.T) {
+			objects, err := frameworkManifestsFor(t, scheme, tc.kubeVersion, addonfactory.Values{})
+			require.NoError(t, err)
+			seen := kindsAndNames(t, objects)
+			assert.Equal(t, tc.want, seen["ValidatingAdmissionPolicy/gitops-addon-agent-crds"], "the policy")
+			assert.Equal(t, tc.want, seen["ValidatingAdmissionPolicyBinding/gitops-addon-agent-crds"], "its binding")
+			assert.True(t, seen["Deployment/"+constants.AgentDeployment], "the rest is rendered alike")
+		})
+	}
 }

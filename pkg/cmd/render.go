@@ -31,6 +31,8 @@ func newRenderCommand() *cobra.Command {
 	f := c.Flags()
 	f.StringVar(&o.Cluster, "cluster", "", "managed cluster name (required)")
 	f.BoolVar(&o.OpenShift, "openshift", false, "render for an OpenShift cluster")
+	f.StringVar(&o.KubeVersion, "kube-version", "",
+		"the cluster's Kubernetes version, as its ManagedCluster reports it (before v1.30 the agent's admission policy is left out); empty: a current one")
 	f.StringSliceVarP(&o.ValueFiles, "values", "f", nil, "chart values file(s), as helm --values")
 	f.StringArrayVar(&o.Values, "set", nil, "chart value key=value, as helm --set")
 	f.StringVar(&o.AgentImage, "agent-image", version.Image(), "spoke agent image, as the manager's --agent-image")

@@ -28,6 +28,9 @@ type Options struct {
 	// OpenShift renders for an OpenShift cluster; otherwise for a Kubernetes cluster
 	// known to have no Route API (which receives the Routes CRD).
 	OpenShift bool
+	// KubeVersion is the Kubernetes version the cluster reports (ManagedCluster
+	// status.version.kubernetes); empty: a current one.
+	KubeVersion string
 	// ValueFiles and Values (key=value) override chart values, as `helm --values/--set`.
 	ValueFiles []string
 	Values     []string
@@ -81,7 +84,7 @@ func managedCluster(o Options) *clusterv1.ManagedCluster {
 	claims = append(claims, clusterv1.ManagedClusterClaim{Name: "product.open-cluster-management.io", Value: product})
 	return &clusterv1.ManagedCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: o.Cluster, Labels: map[string]string{"name": o.Cluster}},
-		Status:     clusterv1.ManagedClusterStatus{ClusterClaims: claims},
+		Status:     clusterv1.ManagedClusterStatus{ClusterClaims: claims, Version: clusterv1.ManagedClusterVersion{Kubernetes: o.KubeVersion}},
 	}
 }
 

@@ -93,10 +93,20 @@ func Render(t *testing.T, values map[string]any) ([]*unstructured.Unstructured, 
 // RenderInNamespace renders with releaseNamespace as the agent install namespace.
 func RenderInNamespace(t *testing.T, releaseNamespace string, values map[string]any) ([]*unstructured.Unstructured, error) {
 	t.Helper()
+	return RenderFor(t, releaseNamespace, DefaultKubeVersion, values)
+}
+
+// DefaultKubeVersion is the managed cluster's Kubernetes version Render assumes.
+const DefaultKubeVersion = "v1.35.4"
+
+// RenderFor renders as the addon framework does for a managed cluster that reports
+// kubeVersion (empty: not reported yet).
+func RenderFor(t *testing.T, releaseNamespace, kubeVersion string, values map[string]any) ([]*unstructured.Unstructured, error) {
+	t.Helper()
 	agentChart := Load(t)
 	renderValues, err := chartutil.ToRenderValues(agentChart, values,
 		chartutil.ReleaseOptions{Name: constants.AddonName, Namespace: releaseNamespace},
-		&chartutil.Capabilities{KubeVersion: chartutil.KubeVersion{Version: "v1.35.4"}})
+		&chartutil.Capabilities{KubeVersion: chartutil.KubeVersion{Version: kubeVersion}})
 	if err != nil {
 		return nil, fmt.Errorf("computing render values: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -69,6 +70,12 @@ func acmGitOpsClusters(t *testing.T) map[string]*unstructured.Unstructured {
 // protects users stays: the last subtest shows values no cluster could use still refused.
 func TestACMGitOpsClusterYAMLIsAccepted(t *testing.T) {
 	env := testenv.Start(t, testenv.WithCRDPaths(filepath.Join(testenv.RepoRoot(), "charts", "gitops-addon", "crds")))
+	checkACMGitOpsClusterYAML(t, env)
+}
+
+// checkACMGitOpsClusterYAML is TestACMGitOpsClusterYAMLIsAccepted's body, on an apiserver
+// with our GitOpsCluster CRD installed: TestOnTheOldestSupportedKubernetes runs it too.
+func checkACMGitOpsClusterYAML(t *testing.T, env *testenv.Env) {
 	ctx := context.Background()
 	docs := acmGitOpsClusters(t)
 	require.GreaterOrEqual(t, len(docs), 13, "ACM's GitOpsCluster documents in the fixtures")
@@ -110,6 +117,20 @@ func TestACMGitOpsClusterYAMLIsAccepted(t *testing.T) {
 		})
 	}
 
+	t.Run("the principal's serverAddress: a DNS name, an IPv4 or an IPv6 address", func(t *testing.T) {
+		var base *unstructured.Unstructured
+		for _, doc := range docs {
+			base = doc
+			break
+		}
+		for i, address := range []string{"principal.example.com", "argocd-agent-principal", "10.0.0.12", "2001:db8::12", "::ffff:10.0.0.12", "FE80::1"} {
+			variant := base.DeepCopy()
+			require.NoError(t, unstructured.SetNestedField(variant.Object, address, "spec", "gitopsAddon", "argoCDAgent", "serverAddress"))
+			variant.SetName(fmt.Sprintf("server-address-%d", i))
+			assert.NoError(t, apply(t, variant, "acm-yaml-addresses"), "serverAddress %q", address)
+		}
+	})
+
 	t.Run("values no cluster could use are still refused", func(t *testing.T) {
 		var base *unstructured.Unstructured
 		for _, doc := range docs {
@@ -122,6 +143,9 @@ func TestACMGitOpsClusterYAMLIsAccepted(t *testing.T) {
 		}{
 			"argoNamespace not a namespace name": {[]string{"spec", "argoServer", "argoNamespace"}, "Not_A_Namespace"},
 			"image with a space":                 {[]string{"spec", "gitopsAddon", "gitOpsImage"}, "quay.io/argoproj/argocd v3"},
+			"serverAddress with a scheme":        {[]string{"spec", "gitopsAddon", "argoCDAgent", "serverAddress"}, "https://principal.example.com"},
+			"serverAddress with a port":          {[]string{"spec", "gitopsAddon", "argoCDAgent", "serverAddress"}, "principal.example.com:443"},
+			"serverAddress upper case":           {[]string{"spec", "gitopsAddon", "argoCDAgent", "serverAddress"}, "Principal.Example.com"},
 		} {
 			variant := base.DeepCopy()
 			require.NoError(t, unstructured.SetNestedField(variant.Object, bad.value, bad.path...))

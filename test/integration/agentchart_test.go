@@ -62,6 +62,13 @@ func applyRendered(t *testing.T, ctx context.Context, kubeClient client.Client, 
 	for _, crd := range crds {
 		waitEstablished(t, ctx, kubeClient, crd.Name())
 	}
+	createInInstallOrder(t, ctx, kubeClient, objects)
+}
+
+// createInInstallOrder creates the objects in the addon framework's order, with strict
+// field validation.
+func createInInstallOrder(t *testing.T, ctx context.Context, kubeClient client.Client, objects []*unstructured.Unstructured) {
+	t.Helper()
 	for _, object := range inInstallOrder(objects) {
 		// The client's REST mapper learns about new CRDs lazily: retry while it does not
 		// know the kind yet, fail at once on any other error.

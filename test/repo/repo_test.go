@@ -110,3 +110,14 @@ func TestBuildOutputsAreIgnored(t *testing.T) {
 		assert.NoError(t, cmd.Run(), "%s is not ignored by .gitignore", path)
 	}
 }
+
+// TestOldestKubeVersionIsOneValue: the Makefile builds the oldest supported kube-apiserver
+// and exports its version; outside make the integration tests use testenv's default.
+// Both must name the same release, or a test run outside make looks for a binary make
+// never built.
+func TestOldestKubeVersionIsOneValue(t *testing.T) {
+	makefile, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "Makefile"))
+	require.NoError(t, err)
+	assert.Contains(t, string(makefile), "\nOLDEST_KUBE_VERSION ?= "+testenv.DefaultOldestKubeVersion+"\n",
+		"the Makefile's OLDEST_KUBE_VERSION must equal testenv.DefaultOldestKubeVersion")
+}

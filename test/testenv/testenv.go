@@ -46,6 +46,7 @@ type Env struct {
 }
 
 type options struct {
+	kubeVersion   string
 	crdPaths      []string
 	schemeAdders  []func(*k8sruntime.Scheme) error
 	apiServerArgs map[string][]string
@@ -58,6 +59,25 @@ type Option func(*options)
 func WithCRDPaths(paths ...string) Option {
 	return func(o *options) { o.crdPaths = append(o.crdPaths, paths...) }
 }
+
+// WithKubeAPIServerVersion runs bin/kube-apiserver-<version> (built by `make test-env`
+// as hack/build-k8s.sh kube-apiserver@<version>) instead of the current kube-apiserver.
+func WithKubeAPIServerVersion(version string) Option {
+	return func(o *options) { o.kubeVersion = version }
+}
+
+// OldestKubeVersion is the oldest Kubernetes gitops-addon supports (README, Supported
+// Kubernetes versions): the Makefile's OLDEST_KUBE_VERSION, which it exports.
+func OldestKubeVersion() string {
+	if v := os.Getenv("OLDEST_KUBE_VERSION"); v != "" {
+		return v
+	}
+	return DefaultOldestKubeVersion
+}
+
+// DefaultOldestKubeVersion is OldestKubeVersion outside make; a test keeps it equal to the
+// Makefile's OLDEST_KUBE_VERSION.
+const DefaultOldestKubeVersion = "v1.29.6"
 
 // WithSchemeAdder adds types to the scheme of Env.Client.
 func WithSchemeAdder(fns ...func(*k8sruntime.Scheme) error) Option {
@@ -93,7 +113,11 @@ func Start(t testing.TB, opts ...Option) *Env {
 	for _, opt := range opts {
 		opt(o)
 	}
-	for _, bin := range []string{"kube-apiserver", "etcd"} {
+	kubeAPIServer := "kube-apiserver"
+	if o.kubeVersion != "" {
+		kubeAPIServer += "-" + o.kubeVersion
+	}
+	for _, bin := range []string{kubeAPIServer, "etcd"} {
 		if _, err := os.Stat(filepath.Join(BinDir(), bin)); err != nil {
 			t.Fatalf("%s is missing from %s: run `make test-env` (make test does) to build it from source", bin, BinDir())
 		}
@@ -111,6 +135,7 @@ func Start(t testing.TB, opts ...Option) *Env {
 		ControlPlaneStopTimeout: 2 * time.Minute,
 	}
 	apiServer := env.ControlPlane.GetAPIServer()
+	apiServer.Path = filepath.Join(BinDir(), kubeAPIServer)
 	// A directory of our own keeps the serving certificate and service-account keys
 	// across RestartAPIServer; envtest regenerates them in a directory it allocated.
 	apiServer.CertDir = t.TempDir()

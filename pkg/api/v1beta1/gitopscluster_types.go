@@ -244,9 +244,12 @@ type ArgoCDAgentSpec struct {
 
 	// ServerAddress is the principal's address (a DNS name or an IP address) as the
 	// agents reach it; empty: discovered from the principal's Service or Route.
+	// The rule uses only regular expressions, not CEL's isIP() (Kubernetes 1.31+), so
+	// that the CRD installs on every supported Kubernetes: an IPv4 address is a DNS name
+	// of digits to it, an IPv6 address is hexadecimal digits, colons and dots.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:XValidation:rule="self == '' || self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$') || isIP(self)",message="serverAddress must be a DNS name (lower case) or an IP address, without scheme or port"
+	// +kubebuilder:validation:XValidation:rule="self == '' || self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$') || self.matches('^[0-9A-Fa-f.]*:[0-9A-Fa-f:.]*$')",message="serverAddress must be a DNS name (lower case) or an IP address, without scheme or port"
 	ServerAddress string `json:"serverAddress,omitempty"`
 
 	// ServerPort is the principal's port as a string, as in ACM (1 to 65535); empty: 443.

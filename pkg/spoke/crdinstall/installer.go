@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"slices"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
@@ -42,11 +45,13 @@ type Options struct {
 
 // Installer installs and repairs the embedded CRDs on the spoke.
 type Installer struct {
-	Client    client.Client
-	Recorder  events.EventRecorder
-	Report    *addonstatus.Report
-	CRDs      Embedded
-	OpenShift bool
+	Client client.Client
+	// RESTMapper tells whether the cluster serves the admission policy API; nil: assume it does.
+	RESTMapper meta.RESTMapper
+	Recorder   events.EventRecorder
+	Report     *addonstatus.Report
+	CRDs       Embedded
+	OpenShift  bool
 
 	// applied remembers, per CRD name, the UID and generation of our last apply. Only
 	// Reconcile touches it, and the queue's one key never runs twice at once.
@@ -67,7 +72,7 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Installer, error) {
 		o.Report = addonstatus.NewReport()
 	}
 	i := &Installer{
-		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("gitops-addon-agent"),
+		Client: mgr.GetClient(), RESTMapper: mgr.GetRESTMapper(), Recorder: mgr.GetEventRecorder("gitops-addon-agent"),
 		Report: o.Report, CRDs: crds, OpenShift: o.OpenShift, applied: map[string]applied{},
 	}
 	toSingleton := routeguard.EnqueueAlways(singleton)
@@ -122,8 +127,28 @@ func (i *Installer) Reconcile(ctx context.Context, _ reconcile.Request) (reconci
 		routesResult = &r
 		errs = append(errs, r.err)
 	}
-	i.Report.Set(condition(argoResults, routesResult, routes))
+	c := condition(argoResults, routesResult, routes)
+	if !i.admissionPolicyServed() {
+		c.Message += " " + noAdmissionPolicyNote
+	}
+	i.Report.Set(c)
 	return reconcile.Result{}, errors.Join(errs...)
+}
+
+// noAdmissionPolicyNote tells, on clusters before Kubernetes 1.30, that the chart left out
+// the admission policy holding the agent's CRD writes to its own names (RBAC cannot
+// restrict create by name).
+const noAdmissionPolicyNote = "This cluster serves no admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy (Kubernetes before 1.30), " +
+	"so no admission policy holds the agent's permission to create CRDs to the names it installs; upgrade the cluster to Kubernetes 1.30 or later for that guard."
+
+// admissionPolicyServed says whether the apiserver serves ValidatingAdmissionPolicy v1.
+// The manager's REST mapper answers from its discovery cache.
+func (i *Installer) admissionPolicyServed() bool {
+	if i.RESTMapper == nil {
+		return true
+	}
+	_, err := i.RESTMapper.RESTMapping(schema.GroupKind{Group: admissionregistrationv1.GroupName, Kind: "ValidatingAdmissionPolicy"}, "v1")
+	return err == nil
 }
 
 // routesDecision says whether the Routes CRD is wanted on this cluster, and why.

@@ -150,3 +150,15 @@ impersonate, escalate and bind where they apply. */}}
 {{- define "gitops-addon.syncVerbs" -}}
 [get, list, watch, create, update, patch, delete]
 {{- end }}
+
+{{/*
+"true" when the managed cluster serves admissionregistration.k8s.io/v1
+ValidatingAdmissionPolicy (GA in Kubernetes 1.30). The addon framework renders with the
+Kubernetes version the cluster reports in its ManagedCluster status; before that is known
+the cluster counts as a current one. On older clusters the policy is left out (a manifest
+of a kind the spoke does not serve would fail the whole ManifestWork) and the agent says
+so on its ArgoCDCRDsInstalled condition.
+*/}}
+{{- define "gitops-addon.servesAdmissionPolicyV1" -}}
+{{- if semverCompare ">=1.30.0-0" (.Capabilities.KubeVersion.Version | default "v1.30.0") }}true{{ end -}}
+{{- end }}
