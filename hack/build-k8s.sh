@@ -59,10 +59,11 @@ build_kube() {
   fi
   local dir; dir="$(kube_module "$name")"
   log "building $name $KUBE_VERSION from source (several minutes on 2 cores)..."
+  local started=$SECONDS
   local ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$kube_minor"
   (cd "$dir" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -tags providerless -trimpath -ldflags "$ldflags" -o "$out.tmp" "k8s.io/kubernetes/cmd/$name")
   mv "$out.tmp" "$out"
-  log "$name: $("$out" --version)"
+  log "$name: $("$out" --version) in $((SECONDS - started)) s"
 }
 
 build_etcd() {
