@@ -30,6 +30,7 @@ func newManagerCommand() *cobra.Command {
 	var kubeconfig string
 	var qps float32
 	var burst int
+	deliverAddon := true
 	c := &cobra.Command{
 		Use:   "manager",
 		Short: "Run the hub addon manager: GitOpsCluster controller and gitops-addon ManifestWorks",
@@ -53,6 +54,7 @@ func newManagerCommand() *cobra.Command {
 				return err
 			}
 			cfg.QPS, cfg.Burst = qps, burst
+			o.HubOnly = !deliverAddon
 			return manager.Run(c.Context(), cfg, o)
 		},
 	}
@@ -69,6 +71,9 @@ func newManagerCommand() *cobra.Command {
 	f.StringVar(&o.OperatorImage, "operator-image", "", "GitOps operator image for every cluster; empty picks the default for each cluster's flavour")
 	f.BoolVar(&o.PullModel, "pull-model", true, "deliver hub Applications labelled "+pullmodel.LabelPull+"=true to their cluster through ManifestWorks, once "+
 		"Argo CD's CRDs exist on the hub; false stops propagation and leaves existing ManifestWorks alone")
+	f.BoolVar(&deliverAddon, "deliver-addon", true, "deliver the addon (GitOps operator, Argo CD, spoke agent) to the clusters of GitOpsClusters with "+
+		"spec.gitopsAddon.enabled; false is hub-only: cluster registration, the placement ConfigMap and the pull model only, the addon left to the "+
+		"ClusterManagementAddOn gitops-addon of another installation (Red Hat ACM's), no ManagedClusterAddOn created, changed or removed")
 	f.IntVar(&o.PullWorkers, "pull-workers", 4, "Applications the pull model propagates concurrently")
 	f.BoolVar(&o.UpgradeCRDs, "upgrade-crds", true, "at start, bring the GitOpsCluster and MulticlusterApplicationSetReport CRDs to this manager's schema by "+
 		"server-side apply (never deletes or downgrades a CRD, never touches one another installer owns); false leaves them to the installer")

@@ -37,6 +37,13 @@ const (
 	ReasonAddOnsAvailable    = "AddOnsAvailable"
 	ReasonAddOnsProgressing  = "AddOnsProgressing"
 	ReasonAddOnDisabled      = "AddOnDisabled"
+	// ReasonAddOnDeliveredElsewhere: the installation is hub-only (manager
+	// --deliver-addon=false) and another ClusterManagementAddOn gitops-addon, such as Red
+	// Hat ACM's AddOnTemplate addon, delivers the spokes' GitOps stack.
+	ReasonAddOnDeliveredElsewhere = "AddOnDeliveredElsewhere"
+	// ReasonAddOnNotDelivered: the addon is asked for, the installation is hub-only, and
+	// no ClusterManagementAddOn gitops-addon exists to deliver it.
+	ReasonAddOnNotDelivered = "AddOnNotDelivered"
 	// ReasonWaitingForApplications: a cluster left the Placement, and its addon stays
 	// until the Applications leaving it with it are pruned by its Argo CD.
 	ReasonWaitingForApplications = "WaitingForApplications"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -85,6 +86,47 @@ func (r *Reconciler) managementAddonRef(ctx context.Context) (*metav1.OwnerRefer
 	), nil
 }
 
+// addonDeliverer names what delivers the addon when this installation does not: the
+// ClusterManagementAddOn gitops-addon's installer, "" when there is none. It is read as
+// v1alpha1, the version OCM stores and every OCM hub serves without conversion.
+func (r *Reconciler) addonDeliverer(ctx context.Context) (string, error) {
+	cma := &addonv1alpha1.ClusterManagementAddOn{}
+	err := r.Client.Get(ctx, client.ObjectKey{Name: constants.AddonName}, cma)
+	switch {
+	case apierrors.IsNotFound(err):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("reading ClusterManagementAddOn %s: %w", constants.AddonName, err)
+	}
+	return DescribeManagementAddon(cma), nil
+}
+
+// DescribeManagementAddon says who delivers the addon through a ClusterManagementAddOn
+// gitops-addon: Red Hat ACM's AddOnTemplate addon, this chart, or another installer.
+func DescribeManagementAddon(cma *addonv1alpha1.ClusterManagementAddOn) string {
+	if IsTemplateAddon(cma) {
+		return "an AddOnTemplate addon, as Red Hat ACM delivers its gitops-addon"
+	}
+	if by := cma.Labels["app.kubernetes.io/managed-by"]; by != "" {
+		return "installed by " + by
+	}
+	return "installed by another installer"
+}
+
+// IsTemplateAddon tells whether a ClusterManagementAddOn is delivered through
+// AddOnTemplates (Red Hat ACM's gitops-addon is): OCM's addon manager then renders its
+// ManifestWorks, and removing it runs the template's pre-delete hooks on every cluster.
+func IsTemplateAddon(cma *addonv1alpha1.ClusterManagementAddOn) bool {
+	isTemplate := func(group, resource string) bool {
+		return group == addonv1alpha1.GroupName && resource == "addontemplates"
+	}
+	return slices.ContainsFunc(cma.Spec.SupportedConfigs, func(c addonv1alpha1.ConfigMeta) bool {
+		return isTemplate(c.Group, c.Resource)
+	}) || slices.ContainsFunc(cma.Spec.InstallStrategy.Placements, func(p addonv1alpha1.PlacementStrategy) bool {
+		return slices.ContainsFunc(p.Configs, func(c addonv1alpha1.AddOnConfig) bool { return isTemplate(c.Group, c.Resource) })
+	})
+}
+
 // updateAddon sets our labels and image annotations on an owned ManagedClusterAddOn and
 // leaves everything else (spec.configs, annotations of OCM or users) as it is.
 func updateAddon(current, desired client.Object) bool {
@@ -129,6 +171,15 @@ func updateAddon(current, desired client.Object) bool {
 // wanted. ManagedClusterAddOns created by users or other GitOpsClusters are never touched.
 func (r *Reconciler) reconcileAddons(ctx context.Context, gc *appsv1beta1.GitOpsCluster, clusters []string, agent agentResult) (addonResult, error) {
 	res := addonResult{enabled: gc.AddonEnabled()}
+	if r.HubOnly {
+		res.hubOnly = true
+		if res.enabled {
+			deliverer, err := r.addonDeliverer(ctx)
+			res.deliverer = deliverer
+			return res, err
+		}
+		return res, nil
+	}
 	wanted := map[string]bool{}
 	if res.enabled {
 		cma, err := r.managementAddonRef(ctx)

@@ -61,6 +61,10 @@ type Reconciler struct {
 	// Routes: the hub serves route.openshift.io/v1, and the principal's Route is
 	// discovered (its cache is RouteCacheByObject).
 	Routes bool
+	// HubOnly: this installation does not deliver the addon (manager --deliver-addon=false):
+	// no ManagedClusterAddOn is created, changed or removed, whatever spec.gitopsAddon says.
+	// The spokes' GitOps stack comes from elsewhere, e.g. Red Hat ACM's AddOnTemplate addon.
+	HubOnly bool
 
 	// recent are the objects created that the cache may not show yet.
 	recent recentCreates

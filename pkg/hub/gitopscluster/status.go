@@ -39,7 +39,11 @@ type registrationResult struct {
 
 // addonResult is what ensuring the ManagedClusterAddOns found.
 type addonResult struct {
-	enabled      bool
+	enabled bool
+	// hubOnly: the installation does not deliver the addon; deliverer then names the
+	// ClusterManagementAddOn that does ("" when there is none).
+	hubOnly      bool
+	deliverer    string
 	withAddon    int      // decided clusters with a gitops-addon ManagedClusterAddOn
 	available    int      // of those, Available=True
 	notAvailable []string // clusters whose addon is not (yet) Available
@@ -220,6 +224,16 @@ func addonsCondition(obs observation) metav1.Condition {
 	case !a.enabled:
 		c.Status, c.Reason = metav1.ConditionTrue, appsv1beta1.ReasonAddOnDisabled
 		c.Message = "spec.gitopsAddon.enabled is not true: no ManagedClusterAddOn is managed."
+	case a.hubOnly && a.deliverer == "":
+		c.Status, c.Reason = metav1.ConditionFalse, appsv1beta1.ReasonAddOnNotDelivered
+		c.Message = "spec.gitopsAddon.enabled is true, but nothing delivers the addon: this installation is hub-only (manager --deliver-addon=false, " +
+			"chart addonManager.enabled=false) and there is no ClusterManagementAddOn " + constants.AddonName + ". Fix: install the chart with addonManager.enabled=true, " +
+			"or set spec.gitopsAddon.enabled to false."
+	case a.hubOnly:
+		c.Status, c.Reason = metav1.ConditionTrue, appsv1beta1.ReasonAddOnDeliveredElsewhere
+		c.Message = "spec.gitopsAddon.enabled is true; this installation is hub-only (manager --deliver-addon=false, chart addonManager.enabled=false), so " +
+			"the ManagedClusterAddOns and each spoke's GitOps stack are left to the ClusterManagementAddOn " + constants.AddonName + " (" + a.deliverer +
+			"): none is created, changed or removed here."
 	case !obs.placement.resolved:
 		c.Status, c.Reason = metav1.ConditionUnknown, appsv1beta1.ReasonPlacementUnresolved
 		c.Message = "Waiting for the Placement to resolve; existing addons are left unchanged."

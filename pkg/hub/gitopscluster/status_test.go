@@ -34,6 +34,19 @@ func TestComputeStatus(t *testing.T) {
 			reason: map[string]string{"AddOnsReady": appsv1beta1.ReasonAddOnDisabled},
 		},
 		{
+			name: "hub-only beside another installation's addon is ready",
+			obs: observation{placement: resolved, registration: registrationResult{registered: 2},
+				addons: addonResult{enabled: true, hubOnly: true, deliverer: "an AddOnTemplate addon, as Red Hat ACM delivers its gitops-addon"}},
+			want:   map[string]metav1.ConditionStatus{"AddOnsReady": "True", "Ready": "True"},
+			reason: map[string]string{"AddOnsReady": appsv1beta1.ReasonAddOnDeliveredElsewhere},
+		},
+		{
+			name:   "hub-only with nothing delivering the addon is not ready",
+			obs:    observation{placement: resolved, registration: registrationResult{registered: 2}, addons: addonResult{enabled: true, hubOnly: true}},
+			want:   map[string]metav1.ConditionStatus{"AddOnsReady": "False", "Ready": "False"},
+			reason: map[string]string{"AddOnsReady": appsv1beta1.ReasonAddOnNotDelivered},
+		},
+		{
 			name:   "placement missing",
 			obs:    observation{placement: placementResult{reason: appsv1beta1.ReasonPlacementNotFound, message: "not found"}, addons: addonResult{enabled: true}},
 			want:   map[string]metav1.ConditionStatus{"PlacementResolved": "False", "ClustersRegistered": "Unknown", "AddOnsReady": "Unknown", "Ready": "False"},

@@ -64,6 +64,11 @@ type Options struct {
 	// PullModel runs the pull model (hub Applications -> ManifestWorks) once Argo CD's
 	// CRDs exist on the hub; false is the kill switch, which leaves ManifestWorks as they are.
 	PullModel bool
+	// HubOnly leaves the addon to another installation (Red Hat ACM's AddOnTemplate
+	// gitops-addon on a hub being moved from ACM): no addon-framework manager runs and no
+	// ManagedClusterAddOn is created, changed or removed; cluster registration, the
+	// placement ConfigMap and the pull model work as usual.
+	HubOnly bool
 	// PullWorkers is how many Applications the pull model propagates concurrently.
 	PullWorkers int
 	// AddonWorkers is how many clusters addon-framework's per-cluster controllers (deploy,
@@ -173,12 +178,18 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 		ArgoNamespaces: o.ArgoNamespaces,
 		Trust:          trust,
 		Routes:         routes,
+		HubOnly:        o.HubOnly,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the GitOpsCluster controller: %w", err)
 	}
-	signer := &agentsigner.Signer{Reader: mgr.GetClient(), CAs: trust, Lifetime: o.ArgoCDAgentCertificateLifetime}
-	if err := addAddonManager(mgr, cfg, o, signer); err != nil {
-		return nil, err
+	if o.HubOnly {
+		ctrl.Log.WithName("manager").Info("hub-only: the addon is not delivered by this installation (--deliver-addon=false); no ManagedClusterAddOn is " +
+			"created, changed or removed")
+	} else {
+		signer := &agentsigner.Signer{Reader: mgr.GetClient(), CAs: trust, Lifetime: o.ArgoCDAgentCertificateLifetime}
+		if err := addAddonManager(mgr, cfg, o, signer); err != nil {
+			return nil, err
+		}
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("adding the health check: %w", err)

@@ -14,7 +14,13 @@
 //  4. deletes the ManagedClusterAddOns gitops-addon created, releases their spoke
 //     teardown hook (the spokes keep their stack), and waits until OCM removed them,
 //     naming any that does not go and what it waits for;
-//  5. deletes the ClusterManagementAddOn, last.
+//  5. deletes the pull-model ManifestWorks (now orphaning): the spoke Applications stay,
+//     running as they are, and nothing re-applies a hub Application the manager no longer
+//     follows beside whatever delivers it next (Red Hat ACM's pull controller on a hub
+//     moved back to ACM, or gitops-addon installed again, which writes its own);
+//  6. deletes the ClusterManagementAddOn, last, only when this chart installed it: a
+//     hub-only installation leaves the addon to another one's (Red Hat ACM's AddOnTemplate
+//     gitops-addon), and removing that would take its addon off every cluster.
 //
 // It keeps the CRDs, the GitOpsClusters, the hub's Argo CD Applications, the Argo CD
 // cluster Secrets and the ApplicationSet placement ConfigMap and RBAC (the hub's Argo CD
@@ -39,6 +45,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
+	addonv1alpha1 "open-cluster-management.io/api/addon/v1alpha1"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -50,6 +57,10 @@ import (
 )
 
 const (
+	// ChartNameLabel and ChartNameValue mark what the manager chart installed, the
+	// ClusterManagementAddOn included.
+	ChartNameLabel = "app.kubernetes.io/name"
+	ChartNameValue = "gitops-addon-manager"
 	// ManagerName is the manager's Deployment and leader election Lease, as the chart names them.
 	ManagerName = "gitops-addon-manager"
 	// pollInterval paces the waits of a command a person runs once.
@@ -87,7 +98,7 @@ func Run(ctx context.Context, c client.Client, o Options) error {
 		u.printf("Dry run: nothing is changed. Run again with --yes to do this.\n")
 	}
 	for _, step := range []func(context.Context) error{
-		u.stopManager, u.orphanWorks, u.releaseGitOpsClusters, u.releasePulledApplications, u.removeAddons, u.removeManagementAddon,
+		u.stopManager, u.orphanWorks, u.releaseGitOpsClusters, u.releasePulledApplications, u.removeAddons, u.removePullWorks, u.removeManagementAddon,
 	} {
 		if err := step(ctx); err != nil {
 			return err
@@ -182,21 +193,21 @@ func (u uninstaller) leaseFree(ctx context.Context, key types.NamespacedName) (h
 }
 
 // orphanWorks makes every gitops-addon ManifestWork leave its objects on its spoke when
-// it is deleted.
+// it is deleted: the addon's (unless another installation's ClusterManagementAddOn
+// delivers the addon, whose ManifestWorks are not ours) and the pull model's.
 func (u uninstaller) orphanWorks(ctx context.Context) error {
-	works := &workv1.ManifestWorkList{}
-	if err := u.c.List(ctx, works, client.MatchingLabels{addonv1beta1.AddonLabelKey: constants.AddonName}); err != nil {
-		return fmt.Errorf("listing gitops-addon ManifestWorks: %w", err)
+	works, err := u.ourWorks(ctx)
+	if err != nil {
+		return err
 	}
 	var toOrphan []*workv1.ManifestWork
-	for i := range works.Items {
-		w := &works.Items[i]
+	for _, w := range works {
 		if w.Spec.DeleteOption == nil || w.Spec.DeleteOption.PropagationPolicy != workv1.DeletePropagationPolicyTypeOrphan {
 			toOrphan = append(toOrphan, w)
 		}
 	}
-	u.printf("2. Mark %d gitops-addon ManifestWork(s) to orphan their objects, so that every spoke keeps its GitOps stack running%s, "+
-		"and wait until each cluster's work agent has applied that.\n", len(toOrphan), names(toOrphan))
+	u.printf("2. Mark %d gitops-addon ManifestWork(s) to orphan their objects, so that every spoke keeps its GitOps stack and its Applications "+
+		"running%s, and wait until each cluster's work agent has applied that.\n", len(toOrphan), names(toOrphan))
 	if !u.o.Yes {
 		return nil
 	}
@@ -210,6 +221,44 @@ func (u uninstaller) orphanWorks(ctx context.Context) error {
 	return u.waitOrphaningApplied(ctx)
 }
 
+// ourWorks lists the ManifestWorks gitops-addon wrote: the pull model's, and the addon's
+// unless the ClusterManagementAddOn is another installation's.
+func (u uninstaller) ourWorks(ctx context.Context) ([]*workv1.ManifestWork, error) {
+	var out []*workv1.ManifestWork
+	pull := &workv1.ManifestWorkList{}
+	if err := u.c.List(ctx, pull, client.MatchingLabels{pullmodel.LabelPullWork: "true", constants.LabelManagedBy: constants.ManagedByValue}); err != nil {
+		return nil, fmt.Errorf("listing pull-model ManifestWorks: %w", err)
+	}
+	for i := range pull.Items {
+		out = append(out, &pull.Items[i])
+	}
+	_, foreign, err := u.managementAddon(ctx)
+	if err != nil || foreign {
+		return out, err
+	}
+	addon := &workv1.ManifestWorkList{}
+	if err := u.c.List(ctx, addon, client.MatchingLabels{addonv1beta1.AddonLabelKey: constants.AddonName}); err != nil {
+		return nil, fmt.Errorf("listing gitops-addon ManifestWorks: %w", err)
+	}
+	for i := range addon.Items {
+		out = append(out, &addon.Items[i])
+	}
+	return out, nil
+}
+
+// managementAddon reads the ClusterManagementAddOn gitops-addon (nil when there is none)
+// and tells whether another installation made it (this chart labels its own).
+func (u uninstaller) managementAddon(ctx context.Context) (*addonv1alpha1.ClusterManagementAddOn, bool, error) {
+	cma := &addonv1alpha1.ClusterManagementAddOn{}
+	switch err := u.c.Get(ctx, types.NamespacedName{Name: constants.AddonName}, cma); {
+	case apierrors.IsNotFound(err):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, fmt.Errorf("reading ClusterManagementAddOn %s: %w", constants.AddonName, err)
+	}
+	return cma, cma.Labels[ChartNameLabel] != ChartNameValue, nil
+}
+
 // waitOrphaningApplied waits until the work agent of every cluster has applied its
 // ManifestWork's current spec: the agent orphans an object by dropping its owner reference
 // to the work when it applies the delete option, so a ManifestWork deleted before that
@@ -217,13 +266,12 @@ func (u uninstaller) orphanWorks(ctx context.Context) error {
 func (u uninstaller) waitOrphaningApplied(ctx context.Context) error {
 	var pending []*workv1.ManifestWork
 	err := wait.PollUntilContextTimeout(ctx, pollInterval, u.o.Timeout, true, func(ctx context.Context) (bool, error) {
-		works := &workv1.ManifestWorkList{}
-		if err := u.c.List(ctx, works, client.MatchingLabels{addonv1beta1.AddonLabelKey: constants.AddonName}); err != nil {
-			return false, fmt.Errorf("listing gitops-addon ManifestWorks: %w", err)
+		works, err := u.ourWorks(ctx)
+		if err != nil {
+			return false, err
 		}
 		pending = pending[:0]
-		for i := range works.Items {
-			w := &works.Items[i]
+		for _, w := range works {
 			applied := meta.FindStatusCondition(w.Status.Conditions, workv1.WorkApplied)
 			if applied == nil || applied.ObservedGeneration < w.Generation {
 				pending = append(pending, w)
@@ -367,21 +415,56 @@ func releasePreDeleteHook(ctx context.Context, c client.Client, a *addonv1beta1.
 	})
 }
 
-// removeManagementAddon deletes the ClusterManagementAddOn, last.
-func (u uninstaller) removeManagementAddon(ctx context.Context) error {
-	cma := &addonv1beta1.ClusterManagementAddOn{}
-	switch err := u.c.Get(ctx, types.NamespacedName{Name: constants.AddonName}, cma); {
-	case apierrors.IsNotFound(err):
-		u.printf("5. The ClusterManagementAddOn %s is not there.\n", constants.AddonName)
-		return nil
-	case err != nil:
-		return fmt.Errorf("reading ClusterManagementAddOn %s: %w", constants.AddonName, err)
+// removePullWorks deletes the pull-model ManifestWorks, which orphan their objects by now:
+// each spoke keeps its Applications as they are.
+func (u uninstaller) removePullWorks(ctx context.Context) error {
+	list := &workv1.ManifestWorkList{}
+	if err := u.c.List(ctx, list, client.MatchingLabels{pullmodel.LabelPullWork: "true", constants.LabelManagedBy: constants.ManagedByValue}); err != nil {
+		return fmt.Errorf("listing pull-model ManifestWorks: %w", err)
 	}
-	u.printf("5. Delete the ClusterManagementAddOn %s, last.\n", constants.AddonName)
+	works := make([]*workv1.ManifestWork, 0, len(list.Items))
+	for i := range list.Items {
+		works = append(works, &list.Items[i])
+	}
+	u.printf("5. Delete the %d pull-model ManifestWork(s), which orphan their objects: each spoke keeps its Applications running as they are, and "+
+		"nothing re-applies a hub Application beside what delivers it next (Red Hat ACM's pull controller, or gitops-addon installed again)%s.\n",
+		len(works), names(works))
 	if !u.o.Yes {
 		return nil
 	}
-	if err := u.c.Delete(ctx, cma); err != nil && !apierrors.IsNotFound(err) {
+	for _, w := range works {
+		if w.Spec.DeleteOption == nil || w.Spec.DeleteOption.PropagationPolicy != workv1.DeletePropagationPolicyTypeOrphan {
+			// Made after step 2 listed (a manager still running would do that): not ours to
+			// delete with its objects.
+			return fmt.Errorf("pull-model ManifestWork %s/%s does not orphan its objects: something wrote it after step 2 (is a manager still "+
+				"running?); nothing deleted, run this again", w.Namespace, w.Name)
+		}
+		if err := u.c.Delete(ctx, w, client.Preconditions{UID: &w.UID}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting pull-model ManifestWork %s/%s: %w", w.Namespace, w.Name, err)
+		}
+	}
+	return nil
+}
+
+// removeManagementAddon deletes the ClusterManagementAddOn, last, when this chart made it.
+func (u uninstaller) removeManagementAddon(ctx context.Context) error {
+	cma, foreign, err := u.managementAddon(ctx)
+	switch {
+	case err != nil:
+		return err
+	case cma == nil:
+		u.printf("6. The ClusterManagementAddOn %s is not there.\n", constants.AddonName)
+		return nil
+	case foreign:
+		u.printf("6. The ClusterManagementAddOn %s is not this chart's (%s): left as it is, since deleting it would take its addon off every cluster.\n",
+			constants.AddonName, gitopscluster.DescribeManagementAddon(cma))
+		return nil
+	}
+	u.printf("6. Delete the ClusterManagementAddOn %s, last.\n", constants.AddonName)
+	if !u.o.Yes {
+		return nil
+	}
+	if err := u.c.Delete(ctx, cma, client.Preconditions{UID: &cma.UID}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting ClusterManagementAddOn %s: %w", constants.AddonName, err)
 	}
 	return nil
