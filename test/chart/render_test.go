@@ -399,3 +399,25 @@ func TestArgoNamespacesScopeSecretsAndConfigMaps(t *testing.T) {
 		})
 	}
 }
+
+// TestHubOnlyValues: addonManager.enabled=false installs no ClusterManagementAddOn (the
+// addon is left to another installation's, such as Red Hat ACM's) and tells the manager.
+func TestHubOnlyValues(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		set     []string
+		wantArg string
+		wantCMA bool
+	}{
+		{name: "delivers the addon by default", wantArg: "--deliver-addon=true", wantCMA: true},
+		{name: "hub-only", set: []string{"addonManager.enabled=false"}, wantArg: "--deliver-addon=false"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			objects, err := render(t, tt.set...)
+			require.NoError(t, err)
+			assert.Contains(t, managerArgs(t, objects), tt.wantArg)
+			_, hasCMA := objects["ClusterManagementAddOn/gitops-addon"]
+			assert.Equal(t, tt.wantCMA, hasCMA)
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -333,6 +334,12 @@ func TestFleet(t *testing.T) {
 	t.Run("helm uninstall leaves nothing stuck and keeps what the README says", func(t *testing.T) {
 		hub, spoke := f.Hub.Client, spokes[openshift].Client
 		applicationsBefore, pullWorksBefore := hubApplications(ctx, t, hub), pullWorks(ctx, t, hub)
+		require.NotEmpty(t, pullWorksBefore, "the pull model's round trip left its ManifestWorks")
+		spokeAppsBefore := map[string][]string{}
+		for name, s := range spokes {
+			spokeAppsBefore[name] = applicationUIDs(ctx, t, s.Client)
+		}
+		require.NotEmpty(t, slices.Concat(slices.Collect(maps.Values(spokeAppsBefore))...), "the spokes run pulled Applications")
 		out, err := p.UninstallRelease(ctx, 5*time.Minute)
 		require.NoError(t, err, "the pre-delete hook said:\n%s", out)
 		t.Logf("the pre-delete hook said:\n%s", out)
@@ -351,7 +358,13 @@ func TestFleet(t *testing.T) {
 		assert.True(t, exists(ctx, hub, &corev1.ConfigMap{}, constants.GitOpsNamespace+"/"+gitopscluster.PlacementConfigMapName), "acm-placement ConfigMap kept")
 		assert.True(t, exists(ctx, hub, &rbacv1.Role{}, gitOpsClusters.Items[0].Namespace+"/"+gitopscluster.PlacementReaderName), "placement Role kept")
 		assert.Equal(t, applicationsBefore, hubApplications(ctx, t, hub), "the hub's Argo CD Applications kept")
-		assert.Equal(t, pullWorksBefore, pullWorks(ctx, t, hub), "the pull-model ManifestWorks kept")
+		// The pull-model ManifestWorks go, orphaning: each spoke keeps its Applications.
+		require.Eventually(t, func() bool { return len(pullWorks(ctx, t, hub)) == 0 }, 2*time.Minute, time.Second,
+			"the pull-model ManifestWorks removed (orphaning): %v", pullWorks(ctx, t, hub))
+		time.Sleep(3 * time.Second) // what a work agent would still do after, it has done by now
+		for name, s := range spokes {
+			assert.Equal(t, spokeAppsBefore[name], applicationUIDs(ctx, t, s.Client), "spoke %s: its Applications kept, same UIDs", name)
+		}
 		agents := &appsv1.DeploymentList{}
 		require.NoError(t, spoke.List(ctx, agents, client.MatchingFields{"metadata.name": constants.AgentDeployment}))
 		assert.Len(t, agents.Items, 1, "spoke: the agent kept")
@@ -659,6 +672,19 @@ func hubApplications(ctx context.Context, t *testing.T, c client.Client) []strin
 		names = append(names, app.GetNamespace()+"/"+app.GetName())
 	}
 	return names
+}
+
+// applicationUIDs lists a cluster's Argo CD Applications as namespace/name/UID.
+func applicationUIDs(ctx context.Context, t *testing.T, c client.Client) []string {
+	list := &unstructured.UnstructuredList{}
+	list.SetAPIVersion("argoproj.io/v1alpha1")
+	list.SetKind("ApplicationList")
+	require.NoError(t, c.List(ctx, list))
+	var out []string
+	for _, app := range list.Items {
+		out = append(out, app.GetNamespace()+"/"+app.GetName()+"/"+string(app.GetUID()))
+	}
+	return out
 }
 
 // pullWorks names the pull model's ManifestWorks on the hub.

@@ -107,9 +107,18 @@ func TestChartRefusesToInstallBesideACMsGitOpsAddon(t *testing.T) {
 	require.Error(t, err, "helm install beside ACM's gitops-addon")
 	assert.Contains(t, err.Error(), "ClusterManagementAddOn gitops-addon already exists and was not installed by this chart")
 	assert.Contains(t, err.Error(), "docs/migrating-from-acm.md")
+	assert.Contains(t, err.Error(), "addonManager.enabled=false", "the refusal says how to run beside it")
 
 	after := &addonv1alpha1.ClusterManagementAddOn{}
 	require.NoError(t, env.Client.Get(ctx, types.NamespacedName{Name: constants.AddonName}, after))
 	assert.Equal(t, acm.GetUID(), after.UID, "ACM's ClusterManagementAddOn untouched")
 	assert.Empty(t, after.Labels)
+
+	// What the refusal says to do: hub-only beside ACM's addon.
+	_, err = installChart(ctx, helmConfig(t, env.KubeconfigFile(t), chartNamespace), managerChart(t),
+		map[string]any{"addonManager": map[string]any{"enabled": false}})
+	require.NoError(t, err, "helm install hub-only beside ACM's gitops-addon")
+	require.NoError(t, env.Client.Get(ctx, types.NamespacedName{Name: constants.AddonName}, after))
+	assert.Equal(t, acm.GetUID(), after.UID, "ACM's ClusterManagementAddOn is still ACM's")
+	assert.Equal(t, acm.GetResourceVersion(), after.ResourceVersion, "and unchanged")
 }

@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -43,6 +44,23 @@ type installedHub struct {
 	gc                *appsv1beta1.GitOpsCluster
 	ours, users       client.ObjectKey
 	work, secret, crd client.ObjectKey
+	pull              client.ObjectKey
+}
+
+// pullWork is a pull-model ManifestWork as the manager labels it.
+func pullWork(cluster, name string) *workv1.ManifestWork {
+	return &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Namespace: cluster, Name: name,
+		Labels: map[string]string{pullmodel.LabelPullWork: "true", constants.LabelManagedBy: constants.ManagedByValue}}}
+}
+
+// markApplied sets Applied at the ManifestWork's generation, as a cluster's work agent does.
+func markApplied(t *testing.T, ctx context.Context, c client.Client, key client.ObjectKey) {
+	t.Helper()
+	work := &workv1.ManifestWork{}
+	require.NoError(t, c.Get(ctx, key, work))
+	meta.SetStatusCondition(&work.Status.Conditions, metav1.Condition{Type: workv1.WorkApplied, Status: metav1.ConditionTrue,
+		Reason: "AppliedManifestWorkComplete", ObservedGeneration: work.Generation})
+	require.NoError(t, c.Status().Update(ctx, work))
 }
 
 func installHub(t *testing.T, ctx context.Context, c client.Client) installedHub {
@@ -64,12 +82,14 @@ func installHub(t *testing.T, ctx context.Context, c client.Client) installedHub
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("manager-pod-1"), LeaseDurationSeconds: ptr.To[int32](3600),
 				RenewTime: &metav1.MicroTime{Time: time.Now()}},
 		},
-		&addonv1beta1.ClusterManagementAddOn{ObjectMeta: metav1.ObjectMeta{Name: constants.AddonName},
+		&addonv1beta1.ClusterManagementAddOn{ObjectMeta: metav1.ObjectMeta{Name: constants.AddonName,
+			Labels: map[string]string{uninstall.ChartNameLabel: uninstall.ChartNameValue, "app.kubernetes.io/managed-by": "Helm"}},
 			Spec: addonv1beta1.ClusterManagementAddOnSpec{InstallStrategy: addonv1beta1.InstallStrategy{Type: addonv1beta1.AddonInstallStrategyManual}}},
 		&addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: constants.AddonName, Labels: ours}},
 		&addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: "c2", Name: constants.AddonName}},
 		&workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: "addon-gitops-addon-deploy-0",
 			Labels: map[string]string{addonv1beta1.AddonLabelKey: constants.AddonName}}},
+		pullWork("c1", "gitops-guestbook"),
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "gitops", Name: gitopscluster.ClusterSecretName("c1"), Labels: ours}},
 	}
 	for _, obj := range objects {
@@ -88,6 +108,7 @@ func installHub(t *testing.T, ctx context.Context, c client.Client) installedHub
 		ours:   client.ObjectKey{Namespace: "c1", Name: constants.AddonName},
 		users:  client.ObjectKey{Namespace: "c2", Name: constants.AddonName},
 		work:   client.ObjectKey{Namespace: "c1", Name: "addon-gitops-addon-deploy-0"},
+		pull:   client.ObjectKey{Namespace: "c1", Name: "gitops-guestbook"},
 		secret: client.ObjectKey{Namespace: "gitops", Name: gitopscluster.ClusterSecretName("c1")},
 		crd:    client.ObjectKey{Name: gitOpsClusterCRD},
 	}
@@ -133,8 +154,8 @@ func TestUninstall(t *testing.T) {
 
 	out, err := run(false, time.Second)
 	require.NoError(t, err)
-	for _, step := range []string{"Dry run", "Scale the manager Deployment", "1 gitops-addon ManifestWork", "Release 1 GitOpsCluster",
-		"Release 1 pull-model Application", "Delete the 1 ManagedClusterAddOn", "Delete the ClusterManagementAddOn"} {
+	for _, step := range []string{"Dry run", "Scale the manager Deployment", "2 gitops-addon ManifestWork", "Release 1 GitOpsCluster",
+		"Release 1 pull-model Application", "Delete the 1 ManagedClusterAddOn", "Delete the 1 pull-model ManifestWork", "Delete the ClusterManagementAddOn"} {
 		assert.Contains(t, out, step)
 	}
 	d := &appsv1.Deployment{}
@@ -158,16 +179,13 @@ func TestUninstall(t *testing.T) {
 	// The cluster's work agent has not applied the orphaning yet (it is offline).
 	_, err = run(true, 3*time.Second)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "has not applied the orphaning of 1 ManifestWork(s)")
+	assert.Contains(t, err.Error(), "has not applied the orphaning of 2 ManifestWork(s)")
 	assert.Contains(t, err.Error(), h.work.String(), "the work that waits is named")
 	assert.True(t, exists(t, c, h.ours, &addonv1beta1.ManagedClusterAddOn{}), "nothing deleted while a spoke could lose its stack")
 	assert.Contains(t, mustGitOpsCluster(t, c, h.gc).Finalizers, gitopscluster.Finalizer, "nothing released either")
 	// The work agent applies it, as OCM's does: Applied at the work's new generation.
-	work := &workv1.ManifestWork{}
-	require.True(t, exists(t, c, h.work, work))
-	meta.SetStatusCondition(&work.Status.Conditions, metav1.Condition{Type: workv1.WorkApplied, Status: metav1.ConditionTrue,
-		Reason: "AppliedManifestWorkComplete", ObservedGeneration: work.Generation})
-	require.NoError(t, c.Status().Update(ctx, work))
+	markApplied(t, ctx, c, h.work)
+	markApplied(t, ctx, c, h.pull)
 
 	// A ManagedClusterAddOn held by a finalizer nobody removes (its cluster is offline),
 	// and by addon-framework's pre-delete hook, which no manager runs any more.
@@ -191,6 +209,9 @@ func TestUninstall(t *testing.T) {
 		require.True(t, exists(t, c, h.work, w))
 		require.NotNil(t, w.Spec.DeleteOption)
 		assert.Equal(t, workv1.DeletePropagationPolicyTypeOrphan, w.Spec.DeleteOption.PropagationPolicy)
+	})
+	t.Run("the pull-model ManifestWork is gone, deleted only once orphaning: the spoke keeps its Application", func(t *testing.T) {
+		assert.False(t, exists(t, c, h.pull, &workv1.ManifestWork{}))
 	})
 	t.Run("the GitOpsCluster is released: it stays, and deleting it finishes at once", func(t *testing.T) {
 		gc := mustGitOpsCluster(t, c, h.gc)
@@ -249,4 +270,75 @@ func hookClient(t *testing.T, ctx context.Context, env *testenv.Env) client.Clie
 	hook, err := client.New(asChartServiceAccount(env.Config, "gitops-addon-uninstall"), client.Options{Scheme: env.Scheme})
 	require.NoError(t, err)
 	return hook
+}
+
+// acmManagementAddon creates Red Hat ACM's own ClusterManagementAddOn gitops-addon (its
+// AddOnTemplate addon), as its repository ships it.
+func acmManagementAddon(t *testing.T, ctx context.Context, c client.Client) *unstructured.Unstructured {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(acmFixturesDir(t), "addon", "clusterManagementAddon.yaml"))
+	require.NoError(t, err)
+	acm := &unstructured.Unstructured{}
+	require.NoError(t, yaml.Unmarshal(data, &acm.Object))
+	require.Equal(t, constants.AddonName, acm.GetName())
+	require.NoError(t, c.Create(ctx, acm))
+	return acm
+}
+
+// TestUninstallOfAHubOnlyInstallationLeavesACMsAddonAlone: gitops-addon installed hub-only
+// beside Red Hat ACM's AddOnTemplate gitops-addon, uninstalled (moving back to ACM, or
+// simply removed): ACM's ClusterManagementAddOn and the ManifestWorks OCM renders from its
+// AddOnTemplate are left exactly as they are (deleting the ClusterManagementAddOn would
+// run ACM's cleanup Job on every spoke, which removes the GitOps operator and Argo CD);
+// gitops-addon's pull-model ManifestWork is orphaned, then deleted.
+func TestUninstallOfAHubOnlyInstallationLeavesACMsAddonAlone(t *testing.T) {
+	env := testenv.Start(t, testenv.WithCRDPaths(append(testenv.OCMCRDPaths(),
+		filepath.Join(testenv.RepoRoot(), "charts", "gitops-addon", "crds"))...))
+	ctx := context.Background()
+	c := env.Client
+	for _, ns := range []string{chartNamespace, "c1"} {
+		require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	}
+	acm := acmManagementAddon(t, ctx, c)
+	acmWork := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: "addon-gitops-addon-deploy-0",
+		Labels: map[string]string{addonv1beta1.AddonLabelKey: constants.AddonName}}}
+	require.NoError(t, c.Create(ctx, acmWork))
+	ours := pullWork("c1", "gitops-guestbook")
+	require.NoError(t, c.Create(ctx, ours))
+
+	// The cluster's work agent, applying each ManifestWork's spec as it changes.
+	agentCtx, stopAgent := context.WithCancel(ctx)
+	defer stopAgent()
+	go func() {
+		for agentCtx.Err() == nil {
+			w := &workv1.ManifestWork{}
+			if c.Get(agentCtx, client.ObjectKeyFromObject(ours), w) != nil {
+				time.Sleep(100 * time.Millisecond)
+				continue
+			}
+			if applied := meta.FindStatusCondition(w.Status.Conditions, workv1.WorkApplied); applied == nil || applied.ObservedGeneration < w.Generation {
+				meta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{Type: workv1.WorkApplied, Status: metav1.ConditionTrue,
+					Reason: "AppliedManifestWorkComplete", ObservedGeneration: w.Generation})
+				_ = c.Status().Update(agentCtx, w)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+
+	var out bytes.Buffer
+	asHook := hookClient(t, ctx, env)
+	require.NoError(t, uninstall.Run(ctx, asHook, uninstall.Options{Namespace: chartNamespace, Yes: true, Timeout: 30 * time.Second, Out: &out}))
+	t.Log(out.String())
+
+	assert.Contains(t, out.String(), "Mark 1 gitops-addon ManifestWork(s) to orphan", "only gitops-addon's pull-model ManifestWork")
+	assert.Contains(t, out.String(), "is not this chart's (an AddOnTemplate addon, as Red Hat ACM delivers its gitops-addon): left as it is")
+	after := &unstructured.Unstructured{}
+	after.SetGroupVersionKind(acm.GroupVersionKind())
+	require.True(t, exists(t, c, client.ObjectKeyFromObject(acm), after), "ACM's ClusterManagementAddOn is not deleted")
+	assert.Equal(t, acm.GetResourceVersion(), after.GetResourceVersion(), "nor changed")
+	w := &workv1.ManifestWork{}
+	require.True(t, exists(t, c, client.ObjectKeyFromObject(acmWork), w), "ACM's addon ManifestWork is not deleted")
+	assert.Equal(t, acmWork.ResourceVersion, w.ResourceVersion, "nor changed (OCM renders it from ACM's AddOnTemplate)")
+	assert.False(t, exists(t, c, client.ObjectKeyFromObject(ours), &workv1.ManifestWork{}),
+		"gitops-addon's pull-model ManifestWork is gone, after orphaning its Application")
 }
