@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -27,6 +29,8 @@ import (
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/uninstall"
+	"github.com/gitops-addon/gitops-addon/test/install"
 )
 
 // What Red Hat ACM 2.9 and later write, in the shapes of ../shared/fixtures/acm/.
@@ -79,7 +83,7 @@ func TestMovingFromACM(t *testing.T) {
 	}
 	require.NoError(t, hub.Create(ctx, acmReport(appSet)))
 
-	watch := watchSpokeApplications(ctx, a, spokeUIDs)
+	watch := watchSpokeApplications(ctx, a, acmMovedAppSet, spokeUIDs)
 
 	// The move: the GitOpsCluster adopts, the manager starts.
 	gc := &appsv1beta1.GitOpsCluster{}
@@ -170,6 +174,64 @@ func TestMovingFromACM(t *testing.T) {
 			}, 3*time.Minute, time.Second, "the spoke Application %s leaves %s", name, cluster)
 		}
 	})
+
+	t.Run("and back: gitops-addon uninstalled, ACM's pull controller resumes, the spoke Applications never go", func(t *testing.T) {
+		movingBackToACM(t, ctx, a, clusters)
+	})
+}
+
+// movingBackToACM delivers an ApplicationSet's Applications through gitops-addon's pull
+// model, then hands the hub back as docs/migrating-from-acm.md says: gitops-addon
+// uninstalled (its pull-model ManifestWorks orphaned, then deleted), and ACM's pull
+// controller writing its own ManifestWorks again. Each spoke Application keeps its UID and
+// stays Synced/Healthy throughout, and ends with exactly one ManifestWork: ACM's.
+func movingBackToACM(t *testing.T, ctx context.Context, a *argoFleet, clusters []string) {
+	hub := a.f.Hub.Client
+	const back = "acm-back"
+	appSet := applicationSetOver(t, a.argo, back, "gitops-managed", "guestbook", back, false)
+	require.NoError(t, hub.Create(ctx, appSet))
+	spokeUIDs := map[string]types.UID{}
+	hubApps := map[string]*unstructured.Unstructured{}
+	for _, cluster := range clusters {
+		name := back + "-" + cluster
+		waitAppStatus(t, ctx, a.spokes[cluster].Cluster, name, "Synced", "Healthy", 3*time.Minute)
+		spokeApp := application(constants.GitOpsNamespace, name)
+		require.NoError(t, a.spokes[cluster].Client.Get(ctx, client.ObjectKeyFromObject(spokeApp), spokeApp))
+		spokeUIDs[cluster] = spokeApp.GetUID()
+		hubApp := application(constants.GitOpsNamespace, name)
+		require.NoError(t, hub.Get(ctx, client.ObjectKeyFromObject(hubApp), hubApp))
+		hubApps[cluster] = hubApp
+		require.Equal(t, []string{pullmodel.WorkName(constants.GitOpsNamespace, name)}, worksOf(ctx, t, hub, cluster, name), "delivered by gitops-addon")
+	}
+	watch := watchSpokeApplications(ctx, a, back, spokeUIDs)
+
+	// 1. gitops-addon uninstalled (what helm uninstall's pre-delete hook runs).
+	require.NoError(t, a.p.KillManager())
+	var out bytes.Buffer
+	err := uninstall.Run(ctx, hub, uninstall.Options{Namespace: install.Namespace, Yes: true, Timeout: 3 * time.Minute, Out: &out})
+	t.Logf("gitops-addon uninstall said:\n%s", out.String())
+	require.NoError(t, err)
+	for _, cluster := range clusters {
+		name := back + "-" + cluster
+		require.Eventually(t, func() bool { return len(worksOf(ctx, t, hub, cluster, name)) == 0 }, 2*time.Minute, time.Second,
+			"gitops-addon's ManifestWork of %s goes, orphaning", name)
+	}
+
+	// 2. ACM's pull controller resumes and writes its own.
+	for _, cluster := range clusters {
+		require.NoError(t, hub.Create(ctx, acmPullWork(t, hubApps[cluster], cluster)))
+	}
+	for _, cluster := range clusters {
+		name := back + "-" + cluster
+		acmWork := acmPullWork(t, hubApps[cluster], cluster)
+		require.Eventually(t, func() bool {
+			w := &workv1.ManifestWork{}
+			return hub.Get(ctx, client.ObjectKeyFromObject(acmWork), w) == nil && meta.IsStatusConditionTrue(w.Status.Conditions, workv1.WorkApplied)
+		}, 2*time.Minute, time.Second, "ACM's ManifestWork of %s applied", name)
+		assert.Equal(t, []string{acmWork.Name}, worksOf(ctx, t, hub, cluster, name), "one ManifestWork for %s: ACM's", name)
+	}
+	time.Sleep(10 * time.Second) // Argo CD reconciles what ACM's ManifestWork applied
+	assert.Empty(t, watch.stop(), "what the spokes showed while the hub moved back to ACM")
 }
 
 // replaceWithACMClusterSecret gives a cluster the Argo CD cluster Secret ACM 2.9+ writes
@@ -305,7 +367,7 @@ type spokeWatch struct {
 	stop func() []string
 }
 
-func watchSpokeApplications(ctx context.Context, a *argoFleet, uids map[string]types.UID) spokeWatch {
+func watchSpokeApplications(ctx context.Context, a *argoFleet, appSet string, uids map[string]types.UID) spokeWatch {
 	ctx, cancel := context.WithCancel(ctx)
 	var (
 		mu   sync.Mutex
@@ -323,7 +385,7 @@ func watchSpokeApplications(ctx context.Context, a *argoFleet, uids map[string]t
 		defer close(done)
 		for ctx.Err() == nil {
 			for cluster, uid := range uids {
-				name := acmMovedAppSet + "-" + cluster
+				name := appSet + "-" + cluster
 				app := application(constants.GitOpsNamespace, name)
 				err := a.spokes[cluster].Client.Get(ctx, client.ObjectKeyFromObject(app), app)
 				switch {
