@@ -131,9 +131,15 @@ test-env: ## Build kube-apiserver v1.35.4 (and v1.29.6, the oldest supported) an
 	hack/build-k8s.sh $(BIN) etcd kube-apiserver kube-apiserver@$(OLDEST_KUBE_VERSION)
 
 .PHONY: e2e-env
-e2e-env: argocd-env ## Build everything a local fleet runs: test-env, kube-controller-manager v1.35.4, OCM v1.2.1, Argo CD and the GitOps operator (cached in ./bin).
+e2e-env: argocd-env pods-env ## Build everything a local fleet runs: test-env, kube-controller-manager v1.35.4, OCM v1.2.1, Argo CD and the GitOps operator, and what nodes that run real pods need (cached in ./bin).
 	hack/build-k8s.sh $(BIN) etcd kube-apiserver kube-apiserver@$(OLDEST_KUBE_VERSION) kube-controller-manager
 	hack/build-ocm.sh $(BIN)
+
+.PHONY: pods-env
+pods-env: ## Install containerd, runc, the CNI plugins and iptables (Debian) when missing; build kubelet, kube-scheduler, kube-proxy v1.35.4 and a small CoreDNS from source into ./bin (cached): what nodes that run real pods need.
+	hack/ensure-debian-packages.sh containerd=containerd ctr=containerd runc=runc /usr/lib/cni/bridge=containernetworking-plugins iptables=iptables ip=iproute2
+	hack/build-k8s.sh $(BIN) kubelet kube-scheduler kube-proxy
+	hack/build-coredns.sh $(BIN)
 
 .PHONY: argocd-env
 argocd-env: ## Install redis-server and git (Debian) when missing; build Argo CD v3.2.11 and argocd-operator v0.18.0 from source into ./bin (cached).

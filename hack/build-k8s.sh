@@ -4,7 +4,8 @@
 # product's dependency graph stays clean. Binaries are cached: a second run is a no-op.
 #
 # usage: hack/build-k8s.sh BIN_DIR component...   (components: kube-apiserver
-#        kube-controller-manager etcd; NAME@vX.Y.Z builds another Kubernetes version
+#        kube-controller-manager etcd, and for nodes that run real pods kubelet
+#        kube-scheduler kube-proxy; NAME@vX.Y.Z builds another Kubernetes version
 #        into BIN_DIR/NAME-vX.Y.Z, e.g. kube-apiserver@v1.29.6 for the oldest supported)
 set -euo pipefail
 # A failure inside $(...) stops the script too (a failed go mod tidy, say).
@@ -87,7 +88,7 @@ build_etcd() {
 
 for c in "$@"; do
   case "$c" in
-    kube-apiserver|kube-controller-manager) build_kube "$c" ;;
+    kube-apiserver|kube-controller-manager|kubelet|kube-scheduler|kube-proxy) build_kube "$c" ;;
     kube-apiserver@v*|kube-controller-manager@v*)
       (KUBE_VERSION="${c#*@}"; build_kube "${c%@*}" "${c%@*}-${c#*@}") ;;
     etcd) build_etcd ;;

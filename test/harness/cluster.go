@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -108,7 +109,11 @@ func (c *Cluster) writeCredentials(servingCA *authority) error {
 }
 
 func (f *Fleet) startAPIServer(ctx context.Context, c *Cluster) error {
-	serving, err := f.servingCA.serving(c.Dir, "apiserver", "kubernetes", "kubernetes.default", "kubernetes.default.svc")
+	names := []string{"kubernetes", "kubernetes.default", "kubernetes.default.svc"}
+	if f.opts.RealPods {
+		names = append(names, FleetIP, kubernetesServiceIP, "kubernetes.default.svc.cluster.local")
+	}
+	serving, err := f.servingCA.serving(c.Dir, "apiserver", names...)
 	if err != nil {
 		return err
 	}
@@ -123,6 +128,14 @@ func (f *Fleet) startAPIServer(ctx context.Context, c *Cluster) error {
 		return fmt.Errorf("writing the audit policy: %w", err)
 	}
 	args := f.apiServerArgs(c, serving, proxyClient, policy)
+	if f.opts.RealPods {
+		// kubectl logs and exec: the kube-apiserver authenticates to kubelets with this.
+		kubeletClient, err := c.clientCA.client(c.Dir, "kubelet-client", "kube-apiserver-kubelet-client", "system:masters")
+		if err != nil {
+			return err
+		}
+		args = append(realPodsAPIServerArgs(args), "--kubelet-client-certificate="+kubeletClient.CertFile, "--kubelet-client-key="+kubeletClient.KeyFile)
+	}
 	if c.APIServer, err = f.run(c.Name+"-kube-apiserver", args, nil, tierAPIServer); err != nil {
 		return err
 	}
@@ -132,7 +145,7 @@ func (f *Fleet) startAPIServer(ctx context.Context, c *Cluster) error {
 // apiServerArgs are kube-apiserver's flags: loopback only, RBAC, the cluster's own
 // client CA and service-account key, API aggregation, an audit log of writes.
 func (f *Fleet) apiServerArgs(c *Cluster, serving, proxyClient *keyPair, policy string) []string {
-	return []string{
+	args := []string{
 		f.bin("kube-apiserver"),
 		"--etcd-servers=" + f.etcdURL, "--etcd-prefix=/" + c.Name,
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port=" + strconv.Itoa(c.port),
@@ -157,6 +170,16 @@ func (f *Fleet) apiServerArgs(c *Cluster, serving, proxyClient *keyPair, policy 
 		"--audit-policy-file=" + policy, "--audit-log-path=" + c.AuditLog, "--audit-log-format=json",
 		"--audit-log-mode=blocking",
 	}
+	return args
+}
+
+// realPodsAPIServerArgs: nodes and pods reach the kube-apiserver at FleetIP (the
+// kubernetes Service's endpoint), and it reaches kubelets at their InternalIP.
+func realPodsAPIServerArgs(args []string) []string {
+	args = slices.DeleteFunc(args, func(a string) bool {
+		return strings.HasPrefix(a, "--bind-address=") || strings.HasPrefix(a, "--advertise-address=") || strings.HasPrefix(a, "--endpoint-reconciler-type=")
+	})
+	return append(args, "--bind-address=0.0.0.0", "--advertise-address="+FleetIP, "--kubelet-preferred-address-types=InternalIP")
 }
 
 // WaitReady waits until kube-apiserver answers /readyz: all its post-start hooks ran

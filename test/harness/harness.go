@@ -50,6 +50,10 @@ type Options struct {
 	KeepWorkDir bool
 	// Logf reports progress, one line per step; default silent.
 	Logf func(format string, args ...any)
+	// RealPods lets clusters get a node that runs pods (AddNode): the kube-apiservers then
+	// listen on every address of the machine and advertise FleetIP, where nodes and pods
+	// reach them. It needs root, overlayfs and network namespaces (make pods-env).
+	RealPods bool
 }
 
 // Binaries are the programs a fleet runs, all from Options.BinDir. ocm-webhooks is OCM's
@@ -86,13 +90,23 @@ type Fleet struct {
 	frontProxyCA *authority
 	webhookPort  int
 
-	mu       sync.Mutex
-	procs    []*Process
-	joining  map[string]bool // spokes being added
-	closed   bool            // Stop has begun: no new process
-	onStop   []func()
-	stopOnce sync.Once
-	stopErr  error
+	mu      sync.Mutex
+	procs   []*Process
+	joining map[string]bool // spokes being added
+	closed  bool            // Stop has begun: no new process
+	onStop  []func()
+	// id prefixes the names of what real-pod nodes add to the machine (network
+	// namespaces, devices, cgroups); nodes are the nodes added, bridge carries FleetIP.
+	id          string
+	nodes       []*Node
+	nodeCount   int
+	bridge      string
+	pauseBinary string
+	// netnsBefore are the machine's named network namespaces when the fleet started: a pod's
+	// that containerd leaves in /run/netns is told apart from them.
+	netnsBefore map[string]bool
+	stopOnce    sync.Once
+	stopErr     error
 }
 
 // Scheme has client-go's kinds, CRDs, APIServices, every OCM API group and version the
@@ -136,6 +150,14 @@ func newFleet(o Options) (*Fleet, error) {
 	if missing := MissingBinaries(o.BinDir); len(missing) > 0 {
 		return nil, fmt.Errorf("%v missing from %s: run `make e2e-env` to build them from source", missing, o.BinDir)
 	}
+	if o.RealPods {
+		if err := checkRealPodsHost(); err != nil {
+			return nil, err
+		}
+		if missing := missingNodeBinaries(o.BinDir); len(missing) > 0 {
+			return nil, fmt.Errorf("%v missing from %s: run `make pods-env` to build them from source", missing, o.BinDir)
+		}
+	}
 	if o.WorkDir == "" {
 		dir, err := os.MkdirTemp("", "gitops-addon-harness-")
 		if err != nil {
@@ -148,7 +170,27 @@ func newFleet(o Options) (*Fleet, error) {
 			return nil, fmt.Errorf("creating the fleet's directories: %w", err)
 		}
 	}
-	return &Fleet{Spokes: map[string]*Spoke{}, joining: map[string]bool{}, WorkDir: o.WorkDir, opts: o}, nil
+	f := &Fleet{Spokes: map[string]*Spoke{}, joining: map[string]bool{}, WorkDir: o.WorkDir, opts: o, id: fmt.Sprintf("ga%04x", os.Getpid()%0x10000)}
+	if o.RealPods {
+		f.netnsBefore = namedNetns()
+		f.bridge = f.id + "f"
+		if err := addFleetBridge(f.bridge); err != nil {
+			_ = removeNetwork("", f.bridge)
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+// missingNodeBinaries lists the NodeBinaries absent from dir.
+func missingNodeBinaries(dir string) []string {
+	var missing []string
+	for _, b := range NodeBinaries {
+		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
+			missing = append(missing, b)
+		}
+	}
+	return missing
 }
 
 func (f *Fleet) startHub(ctx context.Context) error {
@@ -259,12 +301,36 @@ func (f *Fleet) stop() error {
 	for tier := tierClient; tier <= tierEtcd; tier++ {
 		errs = append(errs, stopTier(procs, tier)...)
 	}
+	errs = append(errs, f.removeNodes()...)
 	if f.opts.KeepWorkDir {
 		f.opts.Logf("fleet stopped; its files stay in %s", f.WorkDir)
 	} else if err := os.RemoveAll(f.WorkDir); err != nil {
 		errs = append(errs, fmt.Errorf("removing %s: %w", f.WorkDir, err))
 	}
 	return errors.Join(errs...)
+}
+
+// removeNodes removes what the real-pod nodes left once their processes stopped, and the
+// fleet's address.
+func (f *Fleet) removeNodes() []error {
+	f.mu.Lock()
+	nodes := f.nodes
+	f.mu.Unlock()
+	var errs []error
+	for _, n := range nodes {
+		if err := n.remove(); err != nil {
+			errs = append(errs, fmt.Errorf("removing node %s: %w", n.Name, err))
+		}
+	}
+	if f.bridge != "" {
+		if err := removeNetwork("", f.bridge); err != nil {
+			errs = append(errs, err)
+		}
+		for _, ns := range f.newNetns() {
+			errs = append(errs, removePodNetns(ns))
+		}
+	}
+	return errs
 }
 
 // stopTier stops the processes of one tier in parallel: they do not depend on each other.

@@ -18,6 +18,7 @@ import (
 // etcd (it would hang retrying) and no client outlives its apiserver for long.
 const (
 	tierClient = iota // OCM components and processes started with StartProcess
+	tierNode          // a real-pod node's containerd, kubelet, kube-proxy, CoreDNS and scheduler
 	tierControllerManager
 	tierAPIServer
 	tierEtcd

@@ -146,3 +146,21 @@ func FreeAddress() string {
 	}
 	return loopback(port)
 }
+
+// waitFor calls cond every 200 ms until it returns true, returns an error (which ends the
+// wait with it), ctx ends or timeout passes.
+func waitFor(ctx context.Context, what string, timeout time.Duration, cond func() (bool, error)) error {
+	var condErr error
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		ok, err := cond()
+		condErr = err
+		return ok, err
+	})
+	switch {
+	case condErr != nil:
+		return condErr
+	case err != nil:
+		return fmt.Errorf("waiting %s for %s: %w", timeout, what, err)
+	}
+	return nil
+}

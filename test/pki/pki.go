@@ -60,12 +60,20 @@ func NewCA(commonName string) (*CA, error) {
 	return &CA{cert: cert, key: key, KeyPair: KeyPair{CertPEM: encodePEM("CERTIFICATE", der), KeyPEM: keyPEM}}, nil
 }
 
-// Serving issues a TLS server certificate for 127.0.0.1 and localhost plus dnsNames.
-func (ca *CA) Serving(commonName string, dnsNames ...string) (KeyPair, error) {
+// Serving issues a TLS server certificate for 127.0.0.1 and localhost plus names: each
+// an IP address or a DNS name.
+func (ca *CA) Serving(commonName string, names ...string) (KeyPair, error) {
 	tmpl := template(commonName, nil)
 	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-	tmpl.DNSNames = append([]string{"localhost"}, dnsNames...)
+	tmpl.DNSNames = []string{"localhost"}
 	tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
+	for _, name := range names {
+		if ip := net.ParseIP(name); ip != nil {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		} else {
+			tmpl.DNSNames = append(tmpl.DNSNames, name)
+		}
+	}
 	return ca.issue(tmpl)
 }
 

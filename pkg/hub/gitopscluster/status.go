@@ -227,8 +227,8 @@ func addonsCondition(obs observation) metav1.Condition {
 	case a.hubOnly && a.deliverer == "":
 		c.Status, c.Reason = metav1.ConditionFalse, appsv1beta1.ReasonAddOnNotDelivered
 		c.Message = "spec.gitopsAddon.enabled is true, but nothing delivers the addon: this installation is hub-only (manager --deliver-addon=false, " +
-			"chart addonManager.enabled=false) and there is no ClusterManagementAddOn " + constants.AddonName + ". Fix: install the chart with addonManager.enabled=true, " +
-			"or set spec.gitopsAddon.enabled to false."
+			"chart addonManager.enabled=false) and there is no ClusterManagementAddOn " + constants.AddonName + ". Fix: install the chart with " +
+			"addonManager.enabled=true, or set spec.gitopsAddon.enabled to false."
 	case a.hubOnly:
 		c.Status, c.Reason = metav1.ConditionTrue, appsv1beta1.ReasonAddOnDeliveredElsewhere
 		c.Message = "spec.gitopsAddon.enabled is true; this installation is hub-only (manager --deliver-addon=false, chart addonManager.enabled=false), so " +

@@ -1,0 +1,168 @@
+package harness
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"time"
+
+	"github.com/gitops-addon/gitops-addon/test/testenv"
+)
+
+// ImageFile is one file of an image built from local files.
+type ImageFile struct {
+	// Path in the image, absolute.
+	Path string
+	// Source is a file of this machine to copy; Data is used when Source is empty.
+	Source string
+	Data   []byte
+	Mode   os.FileMode
+}
+
+// ImageSpec is an image of one layer made from local files: what a static Go binary
+// needs, with no registry and no image builder.
+type ImageSpec struct {
+	// Ref names the image, e.g. local.gitops-addon/pause:1 (pods refer to it so, with
+	// imagePullPolicy Never or IfNotPresent).
+	Ref        string
+	Files      []ImageFile
+	Entrypoint []string
+	// User runs the entrypoint, "uid:gid"; empty is root.
+	User string
+	Env  []string
+}
+
+// WriteDockerArchive writes the image as a docker-archive tarball (what `ctr images
+// import` and `docker load` read) to file.
+func (s ImageSpec) WriteDockerArchive(file string) error {
+	layer, err := s.layer()
+	if err != nil {
+		return err
+	}
+	layerDigest := sha256.Sum256(layer)
+	config, err := json.Marshal(map[string]any{
+		"architecture": runtime.GOARCH,
+		"os":           "linux",
+		"created":      time.Unix(0, 0).UTC().Format(time.RFC3339),
+		"config":       map[string]any{"Entrypoint": s.Entrypoint, "User": s.User, "Env": s.Env},
+		"rootfs":       map[string]any{"type": "layers", "diff_ids": []string{"sha256:" + hex.EncodeToString(layerDigest[:])}},
+	})
+	if err != nil {
+		return err
+	}
+	configDigest := sha256.Sum256(config)
+	configName := hex.EncodeToString(configDigest[:]) + ".json"
+	manifest, err := json.Marshal([]map[string]any{{"Config": configName, "RepoTags": []string{s.Ref}, "Layers": []string{"layer.tar"}}})
+	if err != nil {
+		return err
+	}
+	var out bytes.Buffer
+	tw := tar.NewWriter(&out)
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{{configName, config}, {"layer.tar", layer}, {"manifest.json", manifest}} {
+		if err := writeTarFile(tw, f.name, f.data, 0o644); err != nil {
+			return err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	if err := os.WriteFile(file, out.Bytes(), 0o600); err != nil {
+		return fmt.Errorf("writing image %s: %w", s.Ref, err)
+	}
+	return nil
+}
+
+// layer is the image's only layer: its files with their parent directories.
+func (s ImageSpec) layer() ([]byte, error) {
+	var out bytes.Buffer
+	tw := tar.NewWriter(&out)
+	dirs := map[string]bool{}
+	files := append([]ImageFile(nil), s.Files...)
+	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
+	for _, f := range files {
+		for d := filepath.Dir(f.Path); d != "/" && !dirs[d]; d = filepath.Dir(d) {
+			dirs[d] = true
+		}
+	}
+	sortedDirs := make([]string, 0, len(dirs))
+	for d := range dirs {
+		sortedDirs = append(sortedDirs, d)
+	}
+	sort.Strings(sortedDirs)
+	for _, d := range sortedDirs {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d[1:] + "/", Mode: 0o755, ModTime: time.Unix(0, 0)}); err != nil {
+			return nil, err
+		}
+	}
+	for _, f := range files {
+		data := f.Data
+		if f.Source != "" {
+			var err error
+			if data, err = os.ReadFile(f.Source); err != nil {
+				return nil, fmt.Errorf("image %s: %w", s.Ref, err)
+			}
+		}
+		mode := f.Mode
+		if mode == 0 {
+			mode = 0o644
+		}
+		if err := writeTarFile(tw, f.Path[1:], data, mode); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
+}
+
+func writeTarFile(tw *tar.Writer, name string, data []byte, mode os.FileMode) error {
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Size: int64(len(data)), Mode: int64(mode), ModTime: time.Unix(0, 0)}); err != nil {
+		return err
+	}
+	_, err := io.Copy(tw, bytes.NewReader(data))
+	return err
+}
+
+// passwd is an /etc/passwd with root and the non-root user images conventionally run as
+// (distroless's nonroot, 65532), and nobody (65534).
+const passwd = "root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n" +
+	"nobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\n"
+
+// StaticBinaryImage is an image with one static binary at path, run as entrypoint by
+// user, with /etc/passwd and the machine's CA bundle (for TLS clients).
+func StaticBinaryImage(ref, binary, path, user string, args ...string) ImageSpec {
+	files := []ImageFile{
+		{Path: path, Source: binary, Mode: 0o755},
+		{Path: "/etc/passwd", Data: []byte(passwd)},
+	}
+	if _, err := os.Stat("/etc/ssl/certs/ca-certificates.crt"); err == nil {
+		files = append(files, ImageFile{Path: "/etc/ssl/certs/ca-certificates.crt", Source: "/etc/ssl/certs/ca-certificates.crt"})
+	}
+	return ImageSpec{Ref: ref, Files: files, Entrypoint: append([]string{path}, args...), User: user}
+}
+
+// buildPause builds the sandbox image's program from test/harness/pause into dir.
+func buildPause(ctx context.Context, dir string) (string, error) {
+	out := filepath.Join(dir, "pause")
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", out, "./test/harness/pause")
+	cmd.Dir = testenv.RepoRoot()
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building the pause program: %w: %s", err, b)
+	}
+	return out, nil
+}
