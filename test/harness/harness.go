@@ -105,8 +105,12 @@ type Fleet struct {
 	// netnsBefore are the machine's named network namespaces when the fleet started: a pod's
 	// that containerd leaves in /run/netns is told apart from them.
 	netnsBefore map[string]bool
-	stopOnce    sync.Once
-	stopErr     error
+	// outsideBefore are the entries of the machine's directories where containerd,
+	// CNI and kubelet write whatever their configuration says (shim sockets, CNI results,
+	// container log links) when the fleet started: what is new there at Stop is removed.
+	outsideBefore map[string]bool
+	stopOnce      sync.Once
+	stopErr       error
 }
 
 // Scheme has client-go's kinds, CRDs, APIServices, every OCM API group and version the
@@ -173,6 +177,7 @@ func newFleet(o Options) (*Fleet, error) {
 	f := &Fleet{Spokes: map[string]*Spoke{}, joining: map[string]bool{}, WorkDir: o.WorkDir, opts: o, id: fmt.Sprintf("ga%04x", os.Getpid()%0x10000)}
 	if o.RealPods {
 		f.netnsBefore = namedNetns()
+		f.outsideBefore = outsideEntries()
 		f.bridge = f.id + "f"
 		if err := addFleetBridge(f.bridge); err != nil {
 			_ = removeNetwork("", f.bridge)
@@ -328,6 +333,11 @@ func (f *Fleet) removeNodes() []error {
 		}
 		for _, ns := range f.newNetns() {
 			errs = append(errs, removePodNetns(ns))
+		}
+		for _, entry := range f.newOutsideEntries() {
+			if err := os.RemoveAll(entry); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	return errs

@@ -548,6 +548,9 @@ func (f *Fleet) Leftovers() []string {
 	for _, ns := range f.newNetns() {
 		out = append(out, "pod network namespace "+ns)
 	}
+	for _, entry := range f.newOutsideEntries() {
+		out = append(out, "file "+entry)
+	}
 	if links, err := os.ReadDir("/sys/class/net"); err == nil {
 		for _, l := range links {
 			if strings.HasPrefix(l.Name(), f.id) {
@@ -565,5 +568,33 @@ func (f *Fleet) Leftovers() []string {
 			}
 		}
 	}
+	return out
+}
+
+// outsideDirs are where a node's programs write outside its directory whatever their
+// configuration: containerd's shim sockets, the CNI results cache, kubelet's links to
+// container logs.
+var outsideDirs = []string{"/run/containerd/s", "/var/lib/cni/results", "/var/log/containers"}
+
+func outsideEntries() map[string]bool {
+	out := map[string]bool{}
+	for _, dir := range outsideDirs {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			out[filepath.Join(dir, e.Name())] = true
+		}
+	}
+	return out
+}
+
+// newOutsideEntries lists what appeared in outsideDirs since the fleet started.
+func (f *Fleet) newOutsideEntries() []string {
+	var out []string
+	for entry := range outsideEntries() {
+		if !f.outsideBefore[entry] {
+			out = append(out, entry)
+		}
+	}
+	slices.Sort(out)
 	return out
 }
