@@ -85,6 +85,8 @@ func TestOnTheOldestSupportedKubernetes(t *testing.T) {
 		runManager(t, ctx, env.Config, manager.Options{
 			MetricsBindAddress: "0", HealthProbeBindAddress: "0", AgentImage: "quay.io/gitops-addon/gitops-addon:test",
 			ArgoNamespaces: []string{argoNS},
+			// Other tests of this package run managers in the same process.
+			SkipControllerNameValidation: true,
 		})
 		h.t = t
 		h.managedCluster(cluster, map[string]string{"product.open-cluster-management.io": "OpenShift"})

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	addonv1alpha1 "open-cluster-management.io/api/addon/v1alpha1"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -273,16 +274,24 @@ func hookClient(t *testing.T, ctx context.Context, env *testenv.Env) client.Clie
 }
 
 // acmManagementAddon creates Red Hat ACM's own ClusterManagementAddOn gitops-addon (its
-// AddOnTemplate addon), as its repository ships it.
-func acmManagementAddon(t *testing.T, ctx context.Context, c client.Client) *unstructured.Unstructured {
+// AddOnTemplate addon) as its repository ships it (v1alpha1), converted to v1beta1 the
+// way OCM's conversion webhook serves it (this apiserver stores the addon kinds as
+// v1beta1 without the webhook: see testenv).
+func acmManagementAddon(t *testing.T, ctx context.Context, c client.Client) *addonv1beta1.ClusterManagementAddOn {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(acmFixturesDir(t), "addon", "clusterManagementAddon.yaml"))
 	require.NoError(t, err)
-	acm := &unstructured.Unstructured{}
-	require.NoError(t, yaml.Unmarshal(data, &acm.Object))
-	require.Equal(t, constants.AddonName, acm.GetName())
-	require.NoError(t, c.Create(ctx, acm))
-	return acm
+	shipped := &addonv1alpha1.ClusterManagementAddOn{}
+	require.NoError(t, yaml.Unmarshal(data, shipped))
+	require.Equal(t, constants.AddonName, shipped.Name)
+	served := &addonv1beta1.ClusterManagementAddOn{}
+	require.NoError(t, c.Scheme().Convert(shipped, served, nil))
+	served.TypeMeta = metav1.TypeMeta{}
+	// The CRD's default for an installStrategy ACM leaves out.
+	served.Spec.InstallStrategy.Type = addonv1beta1.AddonInstallStrategyManual
+	require.NotEmpty(t, served.Spec.DefaultConfigs, "ACM's AddOnTemplate as a default config")
+	require.NoError(t, c.Create(ctx, served))
+	return served
 }
 
 // TestUninstallOfAHubOnlyInstallationLeavesACMsAddonAlone: gitops-addon installed hub-only
@@ -332,10 +341,9 @@ func TestUninstallOfAHubOnlyInstallationLeavesACMsAddonAlone(t *testing.T) {
 
 	assert.Contains(t, out.String(), "Mark 1 gitops-addon ManifestWork(s) to orphan", "only gitops-addon's pull-model ManifestWork")
 	assert.Contains(t, out.String(), "is not this chart's (an AddOnTemplate addon, as Red Hat ACM delivers its gitops-addon): left as it is")
-	after := &unstructured.Unstructured{}
-	after.SetGroupVersionKind(acm.GroupVersionKind())
+	after := &addonv1beta1.ClusterManagementAddOn{}
 	require.True(t, exists(t, c, client.ObjectKeyFromObject(acm), after), "ACM's ClusterManagementAddOn is not deleted")
-	assert.Equal(t, acm.GetResourceVersion(), after.GetResourceVersion(), "nor changed")
+	assert.Equal(t, acm.ResourceVersion, after.ResourceVersion, "nor changed")
 	w := &workv1.ManifestWork{}
 	require.True(t, exists(t, c, client.ObjectKeyFromObject(acmWork), w), "ACM's addon ManifestWork is not deleted")
 	assert.Equal(t, acmWork.ResourceVersion, w.ResourceVersion, "nor changed (OCM renders it from ACM's AddOnTemplate)")

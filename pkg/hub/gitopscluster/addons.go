@@ -87,10 +87,9 @@ func (r *Reconciler) managementAddonRef(ctx context.Context) (*metav1.OwnerRefer
 }
 
 // addonDeliverer names what delivers the addon when this installation does not: the
-// ClusterManagementAddOn gitops-addon's installer, "" when there is none. It is read as
-// v1alpha1, the version OCM stores and every OCM hub serves without conversion.
+// ClusterManagementAddOn gitops-addon's installer, "" when there is none.
 func (r *Reconciler) addonDeliverer(ctx context.Context) (string, error) {
-	cma := &addonv1alpha1.ClusterManagementAddOn{}
+	cma := &addonv1beta1.ClusterManagementAddOn{}
 	err := r.Client.Get(ctx, client.ObjectKey{Name: constants.AddonName}, cma)
 	switch {
 	case apierrors.IsNotFound(err):
@@ -103,7 +102,7 @@ func (r *Reconciler) addonDeliverer(ctx context.Context) (string, error) {
 
 // DescribeManagementAddon says who delivers the addon through a ClusterManagementAddOn
 // gitops-addon: Red Hat ACM's AddOnTemplate addon, this chart, or another installer.
-func DescribeManagementAddon(cma *addonv1alpha1.ClusterManagementAddOn) string {
+func DescribeManagementAddon(cma *addonv1beta1.ClusterManagementAddOn) string {
 	if IsTemplateAddon(cma) {
 		return "an AddOnTemplate addon, as Red Hat ACM delivers its gitops-addon"
 	}
@@ -116,15 +115,16 @@ func DescribeManagementAddon(cma *addonv1alpha1.ClusterManagementAddOn) string {
 // IsTemplateAddon tells whether a ClusterManagementAddOn is delivered through
 // AddOnTemplates (Red Hat ACM's gitops-addon is): OCM's addon manager then renders its
 // ManifestWorks, and removing it runs the template's pre-delete hooks on every cluster.
-func IsTemplateAddon(cma *addonv1alpha1.ClusterManagementAddOn) bool {
-	isTemplate := func(group, resource string) bool {
-		return group == addonv1alpha1.GroupName && resource == "addontemplates"
+// ACM writes it as v1alpha1 supportedConfigs with a defaultConfig, which OCM serves as
+// v1beta1 defaultConfigs.
+func IsTemplateAddon(cma *addonv1beta1.ClusterManagementAddOn) bool {
+	isTemplate := func(c addonv1beta1.AddOnConfig) bool {
+		return c.Group == addonv1beta1.GroupName && c.Resource == "addontemplates"
 	}
-	return slices.ContainsFunc(cma.Spec.SupportedConfigs, func(c addonv1alpha1.ConfigMeta) bool {
-		return isTemplate(c.Group, c.Resource)
-	}) || slices.ContainsFunc(cma.Spec.InstallStrategy.Placements, func(p addonv1alpha1.PlacementStrategy) bool {
-		return slices.ContainsFunc(p.Configs, func(c addonv1alpha1.AddOnConfig) bool { return isTemplate(c.Group, c.Resource) })
-	})
+	return slices.ContainsFunc(cma.Spec.DefaultConfigs, isTemplate) ||
+		slices.ContainsFunc(cma.Spec.InstallStrategy.Placements, func(p addonv1beta1.PlacementStrategy) bool {
+			return slices.ContainsFunc(p.Configs, isTemplate)
+		})
 }
 
 // updateAddon sets our labels and image annotations on an owned ManagedClusterAddOn and

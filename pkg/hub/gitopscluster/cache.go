@@ -5,7 +5,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
-	addonv1alpha1 "open-cluster-management.io/api/addon/v1alpha1"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -34,10 +33,6 @@ func CacheByObject(argoNamespaces []string) map[client.Object]cache.ByObject {
 			Field: fields.OneTermEqualSelector("metadata.name", constants.AddonName),
 		},
 		&addonv1beta1.ClusterManagementAddOn{}: {
-			Field: fields.OneTermEqualSelector("metadata.name", constants.AddonName),
-		},
-		// Read as stored, without conversion, by a hub-only installation (addonDeliverer).
-		&addonv1alpha1.ClusterManagementAddOn{}: {
 			Field: fields.OneTermEqualSelector("metadata.name", constants.AddonName),
 		},
 		&clusterv1.ManagedCluster{}: {Transform: slimManagedCluster},

@@ -24,34 +24,40 @@ import (
 )
 
 // acmManagementAddon is Red Hat ACM's ClusterManagementAddOn gitops-addon, as its
-// repository ships it (AddOnTemplates).
-func acmManagementAddon(t *testing.T) *addonv1alpha1.ClusterManagementAddOn {
+// repository ships it (v1alpha1, AddOnTemplates), served as v1beta1 the way OCM's
+// conversion does.
+func acmManagementAddon(t *testing.T) *addonv1beta1.ClusterManagementAddOn {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(fixtures.Dir(t, "acm"), "addon", "clusterManagementAddon.yaml"))
 	require.NoError(t, err)
-	cma := &addonv1alpha1.ClusterManagementAddOn{}
-	require.NoError(t, yaml.Unmarshal(data, cma))
-	require.Equal(t, constants.AddonName, cma.Name)
-	return cma
+	shipped := &addonv1alpha1.ClusterManagementAddOn{}
+	require.NoError(t, yaml.Unmarshal(data, shipped))
+	require.Equal(t, constants.AddonName, shipped.Name)
+	s := testScheme(t)
+	require.NoError(t, addonv1alpha1.Install(s))
+	served := &addonv1beta1.ClusterManagementAddOn{}
+	require.NoError(t, s.Convert(shipped, served, nil))
+	served.TypeMeta = metav1.TypeMeta{}
+	return served
 }
 
 func TestManagementAddonIsDescribed(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		cma      *addonv1alpha1.ClusterManagementAddOn
+		cma      *addonv1beta1.ClusterManagementAddOn
 		template bool
 		says     string
 	}{
 		{name: "Red Hat ACM's, as it ships", cma: acmManagementAddon(t), template: true, says: "AddOnTemplate addon, as Red Hat ACM"},
-		{name: "an AddOnTemplate given by a placement", template: true, says: "AddOnTemplate", cma: &addonv1alpha1.ClusterManagementAddOn{
-			Spec: addonv1alpha1.ClusterManagementAddOnSpec{InstallStrategy: addonv1alpha1.InstallStrategy{Placements: []addonv1alpha1.PlacementStrategy{{
-				Configs: []addonv1alpha1.AddOnConfig{{ConfigGroupResource: addonv1alpha1.ConfigGroupResource{
+		{name: "an AddOnTemplate given by a placement", template: true, says: "AddOnTemplate", cma: &addonv1beta1.ClusterManagementAddOn{
+			Spec: addonv1beta1.ClusterManagementAddOnSpec{InstallStrategy: addonv1beta1.InstallStrategy{Placements: []addonv1beta1.PlacementStrategy{{
+				Configs: []addonv1beta1.AddOnConfig{{ConfigGroupResource: addonv1beta1.ConfigGroupResource{
 					Group: "addon.open-cluster-management.io", Resource: "addontemplates"}}}}}}}}},
-		{name: "this chart's", says: "installed by Helm", cma: &addonv1alpha1.ClusterManagementAddOn{ObjectMeta: metav1.ObjectMeta{
-			Labels: map[string]string{"app.kubernetes.io/managed-by": "Helm"}}, Spec: addonv1alpha1.ClusterManagementAddOnSpec{
-			SupportedConfigs: []addonv1alpha1.ConfigMeta{{ConfigGroupResource: addonv1alpha1.ConfigGroupResource{
+		{name: "this chart's", says: "installed by Helm", cma: &addonv1beta1.ClusterManagementAddOn{ObjectMeta: metav1.ObjectMeta{
+			Labels: map[string]string{"app.kubernetes.io/managed-by": "Helm"}}, Spec: addonv1beta1.ClusterManagementAddOnSpec{
+			DefaultConfigs: []addonv1beta1.AddOnConfig{{ConfigGroupResource: addonv1beta1.ConfigGroupResource{
 				Group: "addon.open-cluster-management.io", Resource: "addondeploymentconfigs"}}}}}},
-		{name: "unlabelled", says: "another installer", cma: &addonv1alpha1.ClusterManagementAddOn{}},
+		{name: "unlabelled", says: "another installer", cma: &addonv1beta1.ClusterManagementAddOn{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.template, IsTemplateAddon(tc.cma))
@@ -67,9 +73,7 @@ func TestManagementAddonIsDescribed(t *testing.T) {
 func TestHubOnlyLeavesTheAddonToACM(t *testing.T) {
 	ctx := context.Background()
 	newHubOnly := func(t *testing.T, objs ...client.Object) (*Reconciler, client.Client) {
-		s := testScheme(t)
-		require.NoError(t, addonv1alpha1.Install(s))
-		c := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).
+		c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...).
 			WithStatusSubresource(&appsv1beta1.GitOpsCluster{}, &addonv1beta1.ManagedClusterAddOn{}).Build()
 		return &Reconciler{Client: c, APIReader: c, HubOnly: true}, c
 	}

@@ -45,7 +45,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
-	addonv1alpha1 "open-cluster-management.io/api/addon/v1alpha1"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -248,8 +247,8 @@ func (u uninstaller) ourWorks(ctx context.Context) ([]*workv1.ManifestWork, erro
 
 // managementAddon reads the ClusterManagementAddOn gitops-addon (nil when there is none)
 // and tells whether another installation made it (this chart labels its own).
-func (u uninstaller) managementAddon(ctx context.Context) (*addonv1alpha1.ClusterManagementAddOn, bool, error) {
-	cma := &addonv1alpha1.ClusterManagementAddOn{}
+func (u uninstaller) managementAddon(ctx context.Context) (*addonv1beta1.ClusterManagementAddOn, bool, error) {
+	cma := &addonv1beta1.ClusterManagementAddOn{}
 	switch err := u.c.Get(ctx, types.NamespacedName{Name: constants.AddonName}, cma); {
 	case apierrors.IsNotFound(err):
 		return nil, false, nil
