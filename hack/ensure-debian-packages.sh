@@ -3,6 +3,7 @@
 # repo-server), when a command they provide is missing. CI runs on a fresh machine as root.
 #
 # usage: hack/ensure-debian-packages.sh COMMAND=PACKAGE...   e.g. redis-server=redis-server git=git
+#        (COMMAND may be an absolute path, for a package whose programs are not on PATH)
 set -euo pipefail
 
 log() { printf '[debian] %s\n' "$*" >&2; }
@@ -10,7 +11,7 @@ log() { printf '[debian] %s\n' "$*" >&2; }
 missing=()
 for pair in "$@"; do
   cmd="${pair%%=*}" pkg="${pair#*=}"
-  command -v "$cmd" >/dev/null 2>&1 || missing+=("$pkg")
+  if ! command -v "$cmd" >/dev/null 2>&1 && [[ " ${missing[*]} " != *" $pkg "* ]]; then missing+=("$pkg"); fi
 done
 if [[ ${#missing[@]} -eq 0 ]]; then exit 0; fi
 

@@ -213,7 +213,7 @@ func (f *Fleet) startControllerManager(ctx context.Context, c *Cluster) error {
 		"--cluster-signing-cert-file=" + c.clientCA.CertFile, "--cluster-signing-key-file=" + c.clientCA.KeyFile,
 		"--service-account-private-key-file=" + c.saKey, "--root-ca-file=" + f.servingCA.CertFile,
 		"--use-service-account-credentials=false",
-		"--controllers=" + strings.Join(controllers, ","),
+		"--controllers=" + strings.Join(f.controllers(), ","),
 	}
 	if c.ControllerManager, err = f.run(c.Name+"-kube-controller-manager", args, nil, tierControllerManager); err != nil {
 		return err
@@ -234,6 +234,16 @@ var controllers = []string{"*",
 	"-persistentvolume-attach-detach-controller", "-persistentvolume-binder-controller",
 	"-persistentvolume-expander-controller", "-ephemeral-volume-controller", "-horizontal-pod-autoscaler-controller",
 	"-resourceclaim-controller", "-storage-version-migrator-controller",
+}
+
+// controllers are kube-controller-manager's controllers for this fleet: with real pods,
+// the node lifecycle controller too, which lifts the not-ready taint kubelet registers
+// its Node with once the Node is Ready.
+func (f *Fleet) controllers() []string {
+	if !f.opts.RealPods {
+		return controllers
+	}
+	return slices.DeleteFunc(slices.Clone(controllers), func(c string) bool { return c == "-node-lifecycle-controller" })
 }
 
 // waitHTTPSWithConfig polls path on the apiserver of cfg until it answers 200.

@@ -105,6 +105,8 @@ type Fleet struct {
 	// netnsBefore are the machine's named network namespaces when the fleet started: a pod's
 	// that containerd leaves in /run/netns is told apart from them.
 	netnsBefore map[string]bool
+	// netnsDirAdded: /run/netns did not exist (ip netns add creates it, mounted on itself).
+	netnsDirAdded bool
 	// outsideBefore are the entries of the machine's directories where containerd,
 	// CNI and kubelet write whatever their configuration says (shim sockets, CNI results,
 	// container log links) when the fleet started: what is new there at Stop is removed.
@@ -177,6 +179,8 @@ func newFleet(o Options) (*Fleet, error) {
 	f := &Fleet{Spokes: map[string]*Spoke{}, joining: map[string]bool{}, WorkDir: o.WorkDir, opts: o, id: fmt.Sprintf("ga%04x", os.Getpid()%0x10000)}
 	if o.RealPods {
 		f.netnsBefore = namedNetns()
+		_, err := os.Stat("/run/netns")
+		f.netnsDirAdded = os.IsNotExist(err)
 		f.outsideBefore = outsideEntries()
 		f.bridge = f.id + "f"
 		if err := addFleetBridge(f.bridge); err != nil {
@@ -333,6 +337,9 @@ func (f *Fleet) removeNodes() []error {
 		}
 		for _, ns := range f.newNetns() {
 			errs = append(errs, removePodNetns(ns))
+		}
+		if f.netnsDirAdded {
+			errs = append(errs, removeNetnsDir())
 		}
 		for _, entry := range f.newOutsideEntries() {
 			if err := os.RemoveAll(entry); err != nil {

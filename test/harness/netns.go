@@ -171,3 +171,18 @@ func removePodNetns(name string) error {
 	}
 	return nil
 }
+
+// removeNetnsDir removes /run/netns as `ip netns add` made it (a directory mounted on
+// itself), once no named network namespace is left in it.
+func removeNetnsDir() error {
+	if len(namedNetns()) > 0 {
+		return nil
+	}
+	for range 2 {
+		_ = syscall.Unmount("/run/netns", syscall.MNT_DETACH)
+	}
+	if err := os.Remove("/run/netns"); err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("removing /run/netns: %w", err)
+	}
+	return nil
+}

@@ -551,6 +551,9 @@ func (f *Fleet) Leftovers() []string {
 	for _, entry := range f.newOutsideEntries() {
 		out = append(out, "file "+entry)
 	}
+	if _, err := os.Stat("/run/netns"); err == nil && f.netnsDirAdded {
+		out = append(out, "directory /run/netns")
+	}
 	if links, err := os.ReadDir("/sys/class/net"); err == nil {
 		for _, l := range links {
 			if strings.HasPrefix(l.Name(), f.id) {
@@ -571,28 +574,36 @@ func (f *Fleet) Leftovers() []string {
 	return out
 }
 
-// outsideDirs are where a node's programs write outside its directory whatever their
-// configuration: containerd's shim sockets, the CNI results cache, kubelet's links to
-// container logs.
-var outsideDirs = []string{"/run/containerd/s", "/var/lib/cni/results", "/var/log/containers"}
+// outsideRoots are where a node's programs write outside its directory whatever their
+// configuration: containerd's shim sockets (/run/containerd/s), the CNI results cache,
+// kubelet's links to container logs.
+var outsideRoots = []string{"/run/containerd", "/var/lib/cni", "/var/log/containers"}
 
+// outsideEntries lists every path under outsideRoots (the roots included), three levels deep.
 func outsideEntries() map[string]bool {
 	out := map[string]bool{}
-	for _, dir := range outsideDirs {
-		entries, _ := os.ReadDir(dir)
-		for _, e := range entries {
-			out[filepath.Join(dir, e.Name())] = true
-		}
+	for _, root := range outsideRoots {
+		_ = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+			if err != nil {
+				return nil //nolint:nilerr // a root that does not exist, or a path gone meanwhile
+			}
+			out[path] = true
+			if d.IsDir() && strings.Count(strings.TrimPrefix(path, root), "/") >= 2 {
+				return filepath.SkipDir
+			}
+			return nil
+		})
 	}
 	return out
 }
 
-// newOutsideEntries lists what appeared in outsideDirs since the fleet started.
+// newOutsideEntries lists what appeared under outsideRoots since the fleet started: the
+// topmost new paths (a new directory stands for everything in it).
 func (f *Fleet) newOutsideEntries() []string {
 	var out []string
-	for entry := range outsideEntries() {
-		if !f.outsideBefore[entry] {
-			out = append(out, entry)
+	for path := range outsideEntries() {
+		if !f.outsideBefore[path] && f.outsideBefore[filepath.Dir(path)] || !f.outsideBefore[path] && slices.Contains(outsideRoots, path) {
+			out = append(out, path)
 		}
 	}
 	slices.Sort(out)

@@ -91,6 +91,11 @@ func TestNodeRunsPods(t *testing.T) {
 	})
 
 	stopped = true
+	if t.Failed() {
+		describeNode(t, ctx, c, node.Name)
+		f.DumpLogs(testWriter{t}, 60)
+		f.opts.KeepWorkDir = true
+	}
 	require.NoError(t, f.Stop())
 	assert.Empty(t, f.Leftovers(), "what the node left on the machine after Stop")
 }
@@ -139,5 +144,19 @@ func podObjects() []client.Object {
 				Containers:    []corev1.Container{container("check", "http://web.default.svc.cluster.local/healthz")},
 			}}},
 		},
+	}
+}
+
+// describeNode logs the Node's taints and conditions and every pod's status, for a failing test.
+func describeNode(t *testing.T, ctx context.Context, c client.Client, name string) {
+	n := &corev1.Node{}
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, n); err == nil {
+		t.Logf("node %s: taints %v, conditions %+v", name, n.Spec.Taints, n.Status.Conditions)
+	}
+	pods := &corev1.PodList{}
+	if err := c.List(ctx, pods); err == nil {
+		for _, p := range pods.Items {
+			t.Logf("pod %s/%s on %q: %s %+v %+v", p.Namespace, p.Name, p.Spec.NodeName, p.Status.Phase, p.Status.Conditions, p.Status.ContainerStatuses)
+		}
 	}
 }
