@@ -403,10 +403,9 @@ func addCgroup(name string) error {
 // what they leave behind: containers (every process in the node's cgroup), runc shims,
 // mounts under the node's directory, the network namespace with its devices, cgroups.
 func (n *Node) remove() error {
-	var errs []error
-	errs = append(errs, killCgroup(n.cgroup), killShims(n.socket))
-	errs = append(errs, unmountUnder(n.Dir), removeNetwork(n.netns, n.veth), removeCgroup(n.cgroup))
-	return errors.Join(errs...)
+	// In this order (Go evaluates the arguments left to right): nothing may run in the
+	// node when its mounts, its namespace and its cgroups go.
+	return errors.Join(killCgroup(n.cgroup), killShims(n.socket), unmountUnder(n.Dir), removeNetwork(n.netns, n.veth), removeCgroup(n.cgroup))
 }
 
 // killCgroup kills every process in a cgroup tree until it is empty.
