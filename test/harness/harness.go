@@ -66,9 +66,14 @@ var Binaries = []string{
 }
 
 // MissingBinaries lists the Binaries absent from dir.
-func MissingBinaries(dir string) []string {
+func MissingBinaries(dir string) []string { return missingFrom(dir, Binaries) }
+
+// missingNodeBinaries lists the NodeBinaries absent from dir.
+func missingNodeBinaries(dir string) []string { return missingFrom(dir, NodeBinaries) }
+
+func missingFrom(dir string, names []string) []string {
 	var missing []string
-	for _, b := range Binaries {
+	for _, b := range names {
 		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
 			missing = append(missing, b)
 		}
@@ -189,17 +194,6 @@ func newFleet(o Options) (*Fleet, error) {
 		}
 	}
 	return f, nil
-}
-
-// missingNodeBinaries lists the NodeBinaries absent from dir.
-func missingNodeBinaries(dir string) []string {
-	var missing []string
-	for _, b := range NodeBinaries {
-		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
-			missing = append(missing, b)
-		}
-	}
-	return missing
 }
 
 func (f *Fleet) startHub(ctx context.Context) error {
