@@ -608,3 +608,51 @@ func (f *Fleet) newOutsideEntries() []string {
 	slices.Sort(out)
 	return out
 }
+
+// PodProcessUsers lists the user ids the processes of a pod run as on this node (its
+// sandbox's pause included), read from the pod's cgroup and /proc: what the kernel
+// enforces, not what the manifest asks for.
+func (n *Node) PodProcessUsers(podUID string) (map[int]int, error) {
+	hierarchies, err := cgroupHierarchies()
+	if err != nil {
+		return nil, err
+	}
+	users := map[int]int{}
+	for _, h := range hierarchies {
+		_ = filepath.WalkDir(filepath.Join(h, n.cgroup), func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || d.Name() != "cgroup.procs" || !strings.Contains(path, "pod"+podUID) {
+				return nil //nolint:nilerr // a cgroup removed meanwhile
+			}
+			data, _ := os.ReadFile(path)
+			for _, field := range strings.Fields(string(data)) {
+				pid, err := strconv.Atoi(field)
+				if err != nil {
+					continue
+				}
+				if uid, ok := processUser(pid); ok {
+					users[pid] = uid
+				}
+			}
+			return nil
+		})
+	}
+	if len(users) == 0 {
+		return nil, fmt.Errorf("no process of pod %s on node %s", podUID, n.Name)
+	}
+	return users, nil
+}
+
+// processUser is the real user id of a process, from /proc/<pid>/status.
+func processUser(pid int) (int, bool) {
+	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if fields := strings.Fields(line); len(fields) > 1 && fields[0] == "Uid:" {
+			uid, err := strconv.Atoi(fields[1])
+			return uid, err == nil
+		}
+	}
+	return 0, false
+}
