@@ -131,7 +131,7 @@ test-env: ## Build kube-apiserver v1.35.4 (and v1.29.6, the oldest supported) an
 	hack/build-k8s.sh $(BIN) etcd kube-apiserver kube-apiserver@$(OLDEST_KUBE_VERSION)
 
 .PHONY: e2e-env
-e2e-env: argocd-env pods-env helm ## Build everything a local fleet runs: test-env, kube-controller-manager v1.35.4, OCM v1.2.1, Argo CD and the GitOps operator, and what nodes that run real pods need (cached in ./bin).
+e2e-env: argocd-env pods-env helm ## Build everything a local fleet runs: test-env, kube-controller-manager v1.35.4, OCM v1.2.1, Argo CD and the GitOps operator, what nodes that run real pods need, and the helm CLI (cached in ./bin).
 	hack/build-k8s.sh $(BIN) etcd kube-apiserver kube-apiserver@$(OLDEST_KUBE_VERSION) kube-controller-manager
 	hack/build-ocm.sh $(BIN)
 
