@@ -195,7 +195,12 @@ func (u uninstaller) leaseFree(ctx context.Context, key types.NamespacedName) (h
 // it is deleted: the addon's (unless another installation's ClusterManagementAddOn
 // delivers the addon, whose ManifestWorks are not ours) and the pull model's.
 func (u uninstaller) orphanWorks(ctx context.Context) error {
-	works, err := u.ourWorks(ctx)
+	_, foreign, err := u.managementAddon(ctx)
+	if err != nil {
+		return err
+	}
+	withAddon := !foreign
+	works, err := u.ourWorks(ctx, withAddon)
 	if err != nil {
 		return err
 	}
@@ -217,22 +222,14 @@ func (u uninstaller) orphanWorks(ctx context.Context) error {
 			return fmt.Errorf("marking ManifestWork %s/%s to orphan its objects: %w", w.Namespace, w.Name, err)
 		}
 	}
-	return u.waitOrphaningApplied(ctx)
+	return u.waitOrphaningApplied(ctx, withAddon)
 }
 
-// ourWorks lists the ManifestWorks gitops-addon wrote: the pull model's, and the addon's
-// unless the ClusterManagementAddOn is another installation's.
-func (u uninstaller) ourWorks(ctx context.Context) ([]*workv1.ManifestWork, error) {
-	var out []*workv1.ManifestWork
-	pull := &workv1.ManifestWorkList{}
-	if err := u.c.List(ctx, pull, client.MatchingLabels{pullmodel.LabelPullWork: "true", constants.LabelManagedBy: constants.ManagedByValue}); err != nil {
-		return nil, fmt.Errorf("listing pull-model ManifestWorks: %w", err)
-	}
-	for i := range pull.Items {
-		out = append(out, &pull.Items[i])
-	}
-	_, foreign, err := u.managementAddon(ctx)
-	if err != nil || foreign {
+// ourWorks lists the ManifestWorks gitops-addon wrote: the pull model's, and with withAddon
+// the addon's (false when the ClusterManagementAddOn is another installation's).
+func (u uninstaller) ourWorks(ctx context.Context, withAddon bool) ([]*workv1.ManifestWork, error) {
+	out, err := u.pullWorks(ctx)
+	if err != nil || !withAddon {
 		return out, err
 	}
 	addon := &workv1.ManifestWorkList{}
@@ -243,6 +240,19 @@ func (u uninstaller) ourWorks(ctx context.Context) ([]*workv1.ManifestWork, erro
 		out = append(out, &addon.Items[i])
 	}
 	return out, nil
+}
+
+// pullWorks lists the pull model's ManifestWorks.
+func (u uninstaller) pullWorks(ctx context.Context) ([]*workv1.ManifestWork, error) {
+	list := &workv1.ManifestWorkList{}
+	if err := u.c.List(ctx, list, client.MatchingLabels{pullmodel.LabelPullWork: "true", constants.LabelManagedBy: constants.ManagedByValue}); err != nil {
+		return nil, fmt.Errorf("listing pull-model ManifestWorks: %w", err)
+	}
+	works := make([]*workv1.ManifestWork, 0, len(list.Items))
+	for i := range list.Items {
+		works = append(works, &list.Items[i])
+	}
+	return works, nil
 }
 
 // managementAddon reads the ClusterManagementAddOn gitops-addon (nil when there is none)
@@ -262,10 +272,10 @@ func (u uninstaller) managementAddon(ctx context.Context) (*addonv1beta1.Cluster
 // ManifestWork's current spec: the agent orphans an object by dropping its owner reference
 // to the work when it applies the delete option, so a ManifestWork deleted before that
 // would still take the spoke's GitOps stack with it.
-func (u uninstaller) waitOrphaningApplied(ctx context.Context) error {
+func (u uninstaller) waitOrphaningApplied(ctx context.Context, withAddon bool) error {
 	var pending []*workv1.ManifestWork
 	err := wait.PollUntilContextTimeout(ctx, pollInterval, u.o.Timeout, true, func(ctx context.Context) (bool, error) {
-		works, err := u.ourWorks(ctx)
+		works, err := u.ourWorks(ctx, withAddon)
 		if err != nil {
 			return false, err
 		}
@@ -417,13 +427,9 @@ func releasePreDeleteHook(ctx context.Context, c client.Client, a *addonv1beta1.
 // removePullWorks deletes the pull-model ManifestWorks, which orphan their objects by now:
 // each spoke keeps its Applications as they are.
 func (u uninstaller) removePullWorks(ctx context.Context) error {
-	list := &workv1.ManifestWorkList{}
-	if err := u.c.List(ctx, list, client.MatchingLabels{pullmodel.LabelPullWork: "true", constants.LabelManagedBy: constants.ManagedByValue}); err != nil {
-		return fmt.Errorf("listing pull-model ManifestWorks: %w", err)
-	}
-	works := make([]*workv1.ManifestWork, 0, len(list.Items))
-	for i := range list.Items {
-		works = append(works, &list.Items[i])
+	works, err := u.pullWorks(ctx)
+	if err != nil {
+		return err
 	}
 	u.printf("5. Delete the %d pull-model ManifestWork(s), which orphan their objects: each spoke keeps its Applications running as they are, and "+
 		"nothing re-applies a hub Application beside what delivers it next (Red Hat ACM's pull controller, or gitops-addon installed again)%s.\n",
