@@ -145,7 +145,7 @@ func (f *Fleet) startAPIServer(ctx context.Context, c *Cluster) error {
 // apiServerArgs are kube-apiserver's flags: loopback only, RBAC, the cluster's own
 // client CA and service-account key, API aggregation, an audit log of writes.
 func (f *Fleet) apiServerArgs(c *Cluster, serving, proxyClient *keyPair, policy string) []string {
-	args := []string{
+	return []string{
 		f.bin("kube-apiserver"),
 		"--etcd-servers=" + f.etcdURL, "--etcd-prefix=/" + c.Name,
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port=" + strconv.Itoa(c.port),
@@ -170,7 +170,6 @@ func (f *Fleet) apiServerArgs(c *Cluster, serving, proxyClient *keyPair, policy 
 		"--audit-policy-file=" + policy, "--audit-log-path=" + c.AuditLog, "--audit-log-format=json",
 		"--audit-log-mode=blocking",
 	}
-	return args
 }
 
 // realPodsAPIServerArgs: nodes and pods reach the kube-apiserver at FleetIP (the

@@ -107,14 +107,9 @@ type Fleet struct {
 	nodeCount   int
 	bridge      string
 	pauseBinary string
-	// netnsBefore are the machine's named network namespaces when the fleet started: a pod's
-	// that containerd leaves in /run/netns is told apart from them.
-	netnsBefore map[string]bool
-	// netnsDirAdded: /run/netns did not exist (ip netns add creates it, mounted on itself).
-	netnsDirAdded bool
-	// outsideBefore are the entries of the machine's directories where containerd,
-	// CNI and kubelet write whatever their configuration says (shim sockets, CNI results,
-	// container log links) when the fleet started: what is new there at Stop is removed.
+	// outsideBefore are the paths under outsideRoots when the fleet started, where the
+	// nodes' programs write whatever their configuration says: what is new there at Stop
+	// is removed.
 	outsideBefore map[string]bool
 	stopOnce      sync.Once
 	stopErr       error
@@ -183,9 +178,6 @@ func newFleet(o Options) (*Fleet, error) {
 	}
 	f := &Fleet{Spokes: map[string]*Spoke{}, joining: map[string]bool{}, WorkDir: o.WorkDir, opts: o, id: fmt.Sprintf("ga%04x", os.Getpid()%0x10000)}
 	if o.RealPods {
-		f.netnsBefore = namedNetns()
-		_, err := os.Stat("/run/netns")
-		f.netnsDirAdded = os.IsNotExist(err)
 		f.outsideBefore = outsideEntries()
 		f.bridge = f.id + "f"
 		if err := addFleetBridge(f.bridge); err != nil {
@@ -329,13 +321,9 @@ func (f *Fleet) removeNodes() []error {
 		if err := removeNetwork("", f.bridge); err != nil {
 			errs = append(errs, err)
 		}
-		for _, ns := range f.newNetns() {
-			errs = append(errs, removePodNetns(ns))
-		}
-		if f.netnsDirAdded {
-			errs = append(errs, removeNetnsDir())
-		}
 		for _, entry := range f.newOutsideEntries() {
+			// A network namespace file is mounted (and /run/netns on itself): unmount first.
+			errs = append(errs, unmountUnder(entry))
 			if err := os.RemoveAll(entry); err != nil {
 				errs = append(errs, err)
 			}

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 )
 
 // The addresses of a fleet whose clusters run real pods. Each node lives in a network
@@ -138,51 +137,4 @@ func removeNetwork(netns, device string) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// namedNetns lists the machine's named network namespaces (/run/netns).
-func namedNetns() map[string]bool {
-	out := map[string]bool{}
-	entries, _ := os.ReadDir("/run/netns")
-	for _, e := range entries {
-		out[e.Name()] = true
-	}
-	return out
-}
-
-// newNetns lists the pods' network namespaces (cni-*) containerd left in /run/netns since
-// the fleet started.
-func (f *Fleet) newNetns() []string {
-	var out []string
-	for ns := range namedNetns() {
-		if !f.netnsBefore[ns] && strings.HasPrefix(ns, "cni-") {
-			out = append(out, ns)
-		}
-	}
-	return out
-}
-
-// removePodNetns unmounts and removes a pod's network namespace file.
-func removePodNetns(name string) error {
-	path := "/run/netns/" + name
-	_ = syscall.Unmount(path, syscall.MNT_DETACH)
-	if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
-		return fmt.Errorf("removing pod network namespace %s: %w", name, err)
-	}
-	return nil
-}
-
-// removeNetnsDir removes /run/netns as `ip netns add` made it (a directory mounted on
-// itself), once no named network namespace is left in it.
-func removeNetnsDir() error {
-	if len(namedNetns()) > 0 {
-		return nil
-	}
-	for range 2 {
-		_ = syscall.Unmount("/run/netns", syscall.MNT_DETACH)
-	}
-	if err := os.Remove("/run/netns"); err != nil && !os.IsNotExist(err) {
-		return fmt.Errorf("removing /run/netns: %w", err)
-	}
-	return nil
 }

@@ -84,7 +84,7 @@ func (f *Fleet) AddNode(ctx context.Context, c *Cluster) (*Node, error) {
 		func(ctx context.Context) error { return f.startKubelet(ctx, n) },
 		func(context.Context) error { return f.startProxy(n) },
 		func(context.Context) error { return f.startDNS(n) },
-		func(ctx context.Context) error { return f.startScheduler(ctx, n) },
+		func(context.Context) error { return f.startScheduler(n) },
 	}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
@@ -345,7 +345,7 @@ func (f *Fleet) startDNS(n *Node) error {
 	return err
 }
 
-func (f *Fleet) startScheduler(ctx context.Context, n *Node) error {
+func (f *Fleet) startScheduler(n *Node) error {
 	cert, err := n.cluster.clientCA.client(n.Dir, "kube-scheduler", "system:kube-scheduler")
 	if err != nil {
 		return err
@@ -360,11 +360,8 @@ func (f *Fleet) startScheduler(ctx context.Context, n *Node) error {
 	}
 	args := []string{f.bin("kube-scheduler"), "--kubeconfig=" + kubeconfig, "--authentication-kubeconfig=" + kubeconfig,
 		"--authorization-kubeconfig=" + kubeconfig, "--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(port), "--leader-elect=false"}
-	if n.Scheduler, err = f.run(n.cluster.Name+"-kube-scheduler", args, nil, tierNode); err != nil {
-		return err
-	}
-	_ = ctx
-	return nil
+	n.Scheduler, err = f.run(n.cluster.Name+"-kube-scheduler", args, nil, tierNode)
+	return err
 }
 
 // cgroupHierarchies are the mounted cgroup v1 hierarchies (cgroups v2 has one).
@@ -539,19 +536,8 @@ func (f *Fleet) Leftovers() []string {
 	for _, m := range mountsUnder(f.WorkDir) {
 		out = append(out, "mount "+m)
 	}
-	for ns := range namedNetns() {
-		if strings.HasPrefix(ns, f.id) {
-			out = append(out, "network namespace "+ns)
-		}
-	}
-	for _, ns := range f.newNetns() {
-		out = append(out, "pod network namespace "+ns)
-	}
 	for _, entry := range f.newOutsideEntries() {
 		out = append(out, "file "+entry)
-	}
-	if _, err := os.Stat("/run/netns"); err == nil && f.netnsDirAdded {
-		out = append(out, "directory /run/netns")
 	}
 	if links, err := os.ReadDir("/sys/class/net"); err == nil {
 		for _, l := range links {
@@ -574,9 +560,10 @@ func (f *Fleet) Leftovers() []string {
 }
 
 // outsideRoots are where a node's programs write outside its directory whatever their
-// configuration: containerd's shim sockets (/run/containerd/s), the CNI results cache,
-// kubelet's links to container logs.
-var outsideRoots = []string{"/run/containerd", "/var/lib/cni", "/var/log/containers"}
+// configuration: named network namespaces (the nodes', the pods' cni-*, and /run/netns
+// itself, which `ip netns add` creates mounted on itself), containerd's shim sockets
+// (/run/containerd/s), the CNI results cache, kubelet's links to container logs.
+var outsideRoots = []string{"/run/netns", "/run/containerd", "/var/lib/cni", "/var/log/containers"}
 
 // outsideEntries lists every path under outsideRoots (the roots included), three levels deep.
 func outsideEntries() map[string]bool {
