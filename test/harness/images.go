@@ -155,14 +155,15 @@ func StaticBinaryImage(ref, binary, path, user string, args ...string) ImageSpec
 	return ImageSpec{Ref: ref, Files: files, Entrypoint: append([]string{path}, args...), User: user}
 }
 
-// buildPause builds the sandbox image's program from test/harness/pause into dir.
-func buildPause(ctx context.Context, dir string) (string, error) {
-	out := filepath.Join(dir, "pause")
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", out, "./test/harness/pause")
+// BuildStatic builds a main package of this repository (e.g. ./test/harness/pause) as a
+// static binary into dir, for an image of StaticBinaryImage.
+func BuildStatic(ctx context.Context, dir, pkg string) (string, error) {
+	out := filepath.Join(dir, filepath.Base(pkg))
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", out, pkg)
 	cmd.Dir = testenv.RepoRoot()
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building the pause program: %w: %s", err, b)
+		return "", fmt.Errorf("building %s: %w: %s", pkg, err, b)
 	}
 	return out, nil
 }

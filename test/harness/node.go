@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,8 +49,8 @@ type Node struct {
 
 // nodeNames are the names of node index i's devices, namespace and cgroup, unique to this
 // fleet: interface names have at most 15 characters.
-func (f *Fleet) nodeNames(i int) (netns, veth, cgroup string) {
-	return fmt.Sprintf("%sn%d", f.id, i), fmt.Sprintf("%sv%d", f.id, i), fmt.Sprintf("%sn%d", f.id, i)
+func (f *Fleet) nodeNames(i int) (name, veth string) {
+	return fmt.Sprintf("%sn%d", f.id, i), fmt.Sprintf("%sv%d", f.id, i)
 }
 
 // AddNode gives a cluster of a RealPods fleet a node, and returns once the Node is
@@ -62,10 +63,11 @@ func (f *Fleet) AddNode(ctx context.Context, c *Cluster) (*Node, error) {
 	f.nodeCount++
 	i := f.nodeCount
 	f.mu.Unlock()
-	netns, veth, cgroup := f.nodeNames(i)
+	// The node's network namespace and its cgroup share one name.
+	name, veth := f.nodeNames(i)
 	n := &Node{
 		Name: c.Name + "-node", Dir: filepath.Join(c.Dir, "node"), cluster: c, addrs: addressesOf(i),
-		netns: netns, veth: veth, cgroup: cgroup,
+		netns: name, veth: veth, cgroup: name,
 	}
 	n.IP, n.PodCIDR = n.addrs.nodeIP, n.addrs.podCIDR
 	n.socket = filepath.Join(n.Dir, "containerd.sock")
@@ -219,7 +221,7 @@ func (f *Fleet) importPause(ctx context.Context, n *Node) error {
 	f.mu.Unlock()
 	if pause == "" {
 		var err error
-		if pause, err = buildPause(ctx, filepath.Join(f.WorkDir, "tmp")); err != nil {
+		if pause, err = BuildStatic(ctx, filepath.Join(f.WorkDir, "tmp"), "./test/harness/pause"); err != nil {
 			return err
 		}
 		f.mu.Lock()
@@ -407,38 +409,47 @@ func (n *Node) remove() error {
 
 // killCgroup kills every process in a cgroup tree until it is empty.
 func killCgroup(name string) error {
-	hierarchies, err := cgroupHierarchies()
-	if err != nil {
-		return err
-	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		pids := map[int]bool{}
-		for _, h := range hierarchies {
-			_ = filepath.WalkDir(filepath.Join(h, name), func(path string, d os.DirEntry, err error) error {
-				if err != nil || d.IsDir() || d.Name() != "cgroup.procs" {
-					return nil //nolint:nilerr // a cgroup removed meanwhile
-				}
-				data, _ := os.ReadFile(path)
-				for _, field := range strings.Fields(string(data)) {
-					if pid, err := strconv.Atoi(field); err == nil {
-						pids[pid] = true
-					}
-				}
-				return nil
-			})
-		}
-		if len(pids) == 0 {
-			return nil
+		pids, err := cgroupProcesses(name, "")
+		if err != nil || len(pids) == 0 {
+			return err
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("processes still in cgroup %s after 20 s: %v", name, pids)
 		}
-		for pid := range pids {
+		for _, pid := range pids {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// cgroupProcesses lists the processes in a cgroup tree, in every hierarchy, of the
+// cgroups whose path contains within ("" for all).
+func cgroupProcesses(name, within string) ([]int, error) {
+	hierarchies, err := cgroupHierarchies()
+	if err != nil {
+		return nil, err
+	}
+	seen := map[int]bool{}
+	for _, h := range hierarchies {
+		_ = filepath.WalkDir(filepath.Join(h, name), func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || d.Name() != "cgroup.procs" || !strings.Contains(path, within) {
+				return nil //nolint:nilerr // a cgroup removed meanwhile
+			}
+			data, _ := os.ReadFile(path)
+			for _, field := range strings.Fields(string(data)) {
+				if pid, err := strconv.Atoi(field); err == nil {
+					seen[pid] = true
+				}
+			}
+			return nil
+		})
+	}
+	pids := slices.Collect(maps.Keys(seen))
+	slices.Sort(pids)
+	return pids, nil
 }
 
 // killShims kills the runc shims a containerd started (they leave its process group).
@@ -600,28 +611,15 @@ func (f *Fleet) newOutsideEntries() []string {
 // sandbox's pause included), read from the pod's cgroup and /proc: what the kernel
 // enforces, not what the manifest asks for.
 func (n *Node) PodProcessUsers(podUID string) (map[int]int, error) {
-	hierarchies, err := cgroupHierarchies()
+	pids, err := cgroupProcesses(n.cgroup, "pod"+podUID)
 	if err != nil {
 		return nil, err
 	}
 	users := map[int]int{}
-	for _, h := range hierarchies {
-		_ = filepath.WalkDir(filepath.Join(h, n.cgroup), func(path string, d os.DirEntry, err error) error {
-			if err != nil || d.IsDir() || d.Name() != "cgroup.procs" || !strings.Contains(path, "pod"+podUID) {
-				return nil //nolint:nilerr // a cgroup removed meanwhile
-			}
-			data, _ := os.ReadFile(path)
-			for _, field := range strings.Fields(string(data)) {
-				pid, err := strconv.Atoi(field)
-				if err != nil {
-					continue
-				}
-				if uid, ok := processUser(pid); ok {
-					users[pid] = uid
-				}
-			}
-			return nil
-		})
+	for _, pid := range pids {
+		if uid, ok := processUser(pid); ok {
+			users[pid] = uid
+		}
 	}
 	if len(users) == 0 {
 		return nil, fmt.Errorf("no process of pod %s on node %s", podUID, n.Name)

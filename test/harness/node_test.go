@@ -2,9 +2,6 @@ package harness
 
 import (
 	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -53,11 +50,8 @@ func TestNodeRunsPods(t *testing.T) {
 	})
 	node, err := f.AddNode(ctx, f.Hub)
 	require.NoError(t, err)
-	podcheck := filepath.Join(t.TempDir(), "podcheck")
-	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", podcheck, "./test/harness/podcheck")
-	build.Dir, build.Env = testenv.RepoRoot(), append(os.Environ(), "CGO_ENABLED=0")
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	podcheck, err := BuildStatic(ctx, t.TempDir(), "./test/harness/podcheck")
+	require.NoError(t, err)
 	require.NoError(t, node.ImportImage(ctx, StaticBinaryImage(podcheckImage, podcheck, "/podcheck", "65532:65532")))
 
 	c := f.Hub.Client
