@@ -3,7 +3,6 @@ package integration
 import (
 	"bytes"
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -21,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
-	addonv1alpha1 "open-cluster-management.io/api/addon/v1alpha1"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,6 +30,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/hub/gitopscluster"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/uninstall"
+	"github.com/gitops-addon/gitops-addon/test/fixtures"
 	"github.com/gitops-addon/gitops-addon/test/install"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
 )
@@ -273,27 +272,6 @@ func hookClient(t *testing.T, ctx context.Context, env *testenv.Env) client.Clie
 	return hook
 }
 
-// acmManagementAddon creates Red Hat ACM's own ClusterManagementAddOn gitops-addon (its
-// AddOnTemplate addon) as its repository ships it (v1alpha1), converted to v1beta1 the
-// way OCM's conversion webhook serves it (this apiserver stores the addon kinds as
-// v1beta1 without the webhook: see testenv).
-func acmManagementAddon(t *testing.T, ctx context.Context, c client.Client) *addonv1beta1.ClusterManagementAddOn {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(acmFixturesDir(t), "addon", "clusterManagementAddon.yaml"))
-	require.NoError(t, err)
-	shipped := &addonv1alpha1.ClusterManagementAddOn{}
-	require.NoError(t, yaml.Unmarshal(data, shipped))
-	require.Equal(t, constants.AddonName, shipped.Name)
-	served := &addonv1beta1.ClusterManagementAddOn{}
-	require.NoError(t, c.Scheme().Convert(shipped, served, nil))
-	served.TypeMeta = metav1.TypeMeta{}
-	// The CRD's default for an installStrategy ACM leaves out.
-	served.Spec.InstallStrategy.Type = addonv1beta1.AddonInstallStrategyManual
-	require.NotEmpty(t, served.Spec.DefaultConfigs, "ACM's AddOnTemplate as a default config")
-	require.NoError(t, c.Create(ctx, served))
-	return served
-}
-
 // TestUninstallOfAHubOnlyInstallationLeavesACMsAddonAlone: gitops-addon installed hub-only
 // beside Red Hat ACM's AddOnTemplate gitops-addon, uninstalled (moving back to ACM, or
 // simply removed): ACM's ClusterManagementAddOn and the ManifestWorks OCM renders from its
@@ -308,7 +286,10 @@ func TestUninstallOfAHubOnlyInstallationLeavesACMsAddonAlone(t *testing.T) {
 	for _, ns := range []string{chartNamespace, "c1"} {
 		require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	}
-	acm := acmManagementAddon(t, ctx, c)
+	// Red Hat ACM's own, as a hub with OCM's conversion serves it (this apiserver stores
+	// the addon kinds as v1beta1 without the webhook: see testenv).
+	acm := fixtures.ACMManagementAddOn(t)
+	require.NoError(t, c.Create(ctx, acm))
 	acmWork := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: "addon-gitops-addon-deploy-0",
 		Labels: map[string]string{addonv1beta1.AddonLabelKey: constants.AddonName}}}
 	require.NoError(t, c.Create(ctx, acmWork))

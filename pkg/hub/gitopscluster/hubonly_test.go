@@ -2,8 +2,6 @@ package gitopscluster
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,34 +10,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	addonv1alpha1 "open-cluster-management.io/api/addon/v1alpha1"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/yaml"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
 	"github.com/gitops-addon/gitops-addon/test/fixtures"
 )
-
-// acmManagementAddon is Red Hat ACM's ClusterManagementAddOn gitops-addon, as its
-// repository ships it (v1alpha1, AddOnTemplates), served as v1beta1 the way OCM's
-// conversion does.
-func acmManagementAddon(t *testing.T) *addonv1beta1.ClusterManagementAddOn {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(fixtures.Dir(t, "acm"), "addon", "clusterManagementAddon.yaml"))
-	require.NoError(t, err)
-	shipped := &addonv1alpha1.ClusterManagementAddOn{}
-	require.NoError(t, yaml.Unmarshal(data, shipped))
-	require.Equal(t, constants.AddonName, shipped.Name)
-	s := testScheme(t)
-	require.NoError(t, addonv1alpha1.Install(s))
-	served := &addonv1beta1.ClusterManagementAddOn{}
-	require.NoError(t, s.Convert(shipped, served, nil))
-	served.TypeMeta = metav1.TypeMeta{}
-	return served
-}
 
 func TestManagementAddonIsDescribed(t *testing.T) {
 	for _, tc := range []struct {
@@ -48,7 +26,7 @@ func TestManagementAddonIsDescribed(t *testing.T) {
 		template bool
 		says     string
 	}{
-		{name: "Red Hat ACM's, as it ships", cma: acmManagementAddon(t), template: true, says: "AddOnTemplate addon, as Red Hat ACM"},
+		{name: "Red Hat ACM's, as it ships", cma: fixtures.ACMManagementAddOn(t), template: true, says: "AddOnTemplate addon, as Red Hat ACM"},
 		{name: "an AddOnTemplate given by a placement", template: true, says: "AddOnTemplate", cma: &addonv1beta1.ClusterManagementAddOn{
 			Spec: addonv1beta1.ClusterManagementAddOnSpec{InstallStrategy: addonv1beta1.InstallStrategy{Placements: []addonv1beta1.PlacementStrategy{{
 				Configs: []addonv1beta1.AddOnConfig{{ConfigGroupResource: addonv1beta1.ConfigGroupResource{
@@ -86,7 +64,7 @@ func TestHubOnlyLeavesTheAddonToACM(t *testing.T) {
 		gc := gitOpsCluster("gc", "p", true)
 		gc.Annotations = map[string]string{constants.AnnotationAdopt: "true"}
 		stale := ownedAddonOf(t, gitOpsCluster("gc-old", "p", true), "c3")
-		r, c := newHubOnly(t, append(placementObjects("p", "c1", "c2"), gc, acmManagementAddon(t), acmAddon("c1"), stale)...)
+		r, c := newHubOnly(t, append(placementObjects("p", "c1", "c2"), gc, fixtures.ACMManagementAddOn(t), acmAddon("c1"), stale)...)
 		before := map[string]string{}
 		for _, cluster := range []string{"c1", "c3"} {
 			mca := &addonv1beta1.ManagedClusterAddOn{}
