@@ -218,12 +218,14 @@ func movingBackToACM(t *testing.T, ctx context.Context, a *argoFleet, clusters [
 	}
 
 	// 2. ACM's pull controller resumes and writes its own.
+	acmWorks := map[string]*workv1.ManifestWork{}
 	for _, cluster := range clusters {
-		require.NoError(t, hub.Create(ctx, acmPullWork(t, hubApps[cluster], cluster)))
+		acmWorks[cluster] = acmPullWork(t, hubApps[cluster], cluster)
+		require.NoError(t, hub.Create(ctx, acmWorks[cluster]))
 	}
 	for _, cluster := range clusters {
 		name := back + "-" + cluster
-		acmWork := acmPullWork(t, hubApps[cluster], cluster)
+		acmWork := acmWorks[cluster]
 		require.Eventually(t, func() bool {
 			w := &workv1.ManifestWork{}
 			return hub.Get(ctx, client.ObjectKeyFromObject(acmWork), w) == nil && meta.IsStatusConditionTrue(w.Status.Conditions, workv1.WorkApplied)
