@@ -21,6 +21,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	workv1 "open-cluster-management.io/api/work/v1"
@@ -126,8 +127,15 @@ func (p *pullHub) waitCRDsEstablished(names ...string) {
 			if p.c.Get(p.ctx, client.ObjectKey{Name: name}, crd) != nil {
 				return false
 			}
-			return apihelpers.IsCRDConditionTrue(crd, apiextensionsv1.Established)
-		}, timeout, poll, "CRD %s established", name)
+			if !apihelpers.IsCRDConditionTrue(crd, apiextensionsv1.Established) {
+				return false
+			}
+			// Established comes before discovery serves the kind (the apiserver updates its
+			// aggregated discovery asynchronously); a Create in that gap fails with "no matches
+			// for kind", so wait for the client's RESTMapper too.
+			_, err := p.c.RESTMapper().RESTMapping(schema.GroupKind{Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind})
+			return err == nil
+		}, timeout, poll, "CRD %s established and served by discovery", name)
 	}
 }
 
