@@ -131,13 +131,14 @@ test-env: ## Build kube-apiserver v1.35.4 (and v1.29.6, the oldest supported) an
 	hack/build-k8s.sh $(BIN) etcd kube-apiserver kube-apiserver@$(OLDEST_KUBE_VERSION)
 
 .PHONY: e2e-env
-e2e-env: argocd-env pods-env helm ## Build everything a local fleet runs: test-env, kube-controller-manager v1.35.4, OCM v1.2.1, Argo CD and the GitOps operator, what nodes that run real pods need, and the helm CLI (cached in ./bin).
+e2e-env: argocd-env pods-env helm ## Build everything a local fleet runs: test-env, kube-controller-manager v1.35.4, OCM v1.2.1, Argo CD and the GitOps operator, what nodes that run real pods need, the Argo CD image's Debian root filesystem, and the helm CLI (cached in ./bin).
 	hack/build-k8s.sh $(BIN) etcd kube-apiserver kube-apiserver@$(OLDEST_KUBE_VERSION) kube-controller-manager
 	hack/build-ocm.sh $(BIN)
+	hack/build-argocd-rootfs.sh $(BIN)
 
 .PHONY: pods-env
-pods-env: ## Install containerd, runc, the CNI plugins and iptables (Debian) when missing; build kubelet, kube-scheduler, kube-proxy v1.35.4 and a small CoreDNS from source into ./bin (cached): what nodes that run real pods need.
-	hack/ensure-debian-packages.sh containerd=containerd ctr=containerd runc=runc /usr/lib/cni/bridge=containernetworking-plugins iptables=iptables ip=iproute2
+pods-env: ## Install containerd, runc, the CNI plugins, iptables and mmdebstrap (Debian) when missing; build kubelet, kube-scheduler, kube-proxy v1.35.4 and a small CoreDNS from source into ./bin (cached): what nodes that run real pods need.
+	hack/ensure-debian-packages.sh containerd=containerd ctr=containerd runc=runc /usr/lib/cni/bridge=containernetworking-plugins iptables=iptables ip=iproute2 mmdebstrap=mmdebstrap
 	hack/build-k8s.sh $(BIN) kubelet kube-scheduler kube-proxy
 	hack/build-coredns.sh $(BIN)
 
@@ -149,9 +150,9 @@ argocd-env: ## Install redis-server and git (Debian) when missing; build Argo CD
 ##@ Local fleet
 
 .PHONY: demo
-demo: e2e-env ## Start a local OCM hub + 2 spokes (vanilla, OpenShift-like), install gitops-addon, apply the seed GitOpsCluster; Ctrl-C cleans up.
+demo: e2e-env ## Start a local OCM hub + 2 spokes (vanilla, OpenShift-like), install gitops-addon, apply the seed GitOpsCluster; Ctrl-C cleans up. REAL_PODS=1: every part a real pod (root).
 	go build -o $(BIN)/demo ./hack/demo
-	$(BIN)/demo
+	$(BIN)/demo $(if $(REAL_PODS),-real-pods)
 
 ##@ Tools
 

@@ -5,6 +5,13 @@
 // local Git repository. It prints what landed where and how each Application looks from
 // the hub, keeps the fleet up until Ctrl-C, then removes every process and file it
 // started. `make demo` builds what is missing and runs it.
+//
+// With -real-pods (`make demo REAL_PODS=1`) every cluster has a node that runs pods, and
+// gitops-addon runs as users run it: the manager a pod from the image built from our
+// Dockerfile and the chart installed with helm; each spoke's agent, GitOps operator and
+// the Argo CD the operator makes, pods from the addon's ManifestWork. After Ctrl-C the
+// demo checks that the machine is as it was: no process, mount, network device, iptables
+// rule, cgroup or file outside its work directory left.
 package main
 
 import (
@@ -28,6 +35,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/test/argocd"
 	"github.com/gitops-addon/gitops-addon/test/harness"
 	"github.com/gitops-addon/gitops-addon/test/install"
+	"github.com/gitops-addon/gitops-addon/test/realpods"
 )
 
 var spokes = []string{"vanilla", "openshift"}
@@ -35,9 +43,11 @@ var spokes = []string{"vanilla", "openshift"}
 func main() {
 	timeout := flag.Duration("timeout", 5*time.Minute, "give up when the fleet has not converged by then")
 	exitWhenReady := flag.Bool("exit-when-ready", false, "print the table and stop (for scripts), instead of waiting for Ctrl-C")
+	realPods := flag.Bool("real-pods", false, "run every cluster with a node (containerd, kubelet) and gitops-addon, the GitOps operator and "+
+		"the spokes' Argo CD as pods, from the image built from the Dockerfile and the chart installed with helm (needs root: make pods-env)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, *timeout, *exitWhenReady)
+	err := run(ctx, *timeout, *exitWhenReady, *realPods)
 	stop()
 	if err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintln(os.Stderr, "demo:", err)
@@ -45,13 +55,13 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, timeout time.Duration, exitWhenReady bool) (err error) {
+func run(ctx context.Context, timeout time.Duration, exitWhenReady, realPods bool) (err error) {
 	start := time.Now()
 	step := func(format string, args ...any) {
 		fmt.Printf("[%5.1fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
 	}
 	step("starting the hub: etcd, kube-apiserver, kube-controller-manager, OCM registration, work, placement and addon-manager")
-	f, err := harness.Start(ctx, harness.Options{Logf: func(format string, args ...any) { step("  "+format, args...) }})
+	f, err := harness.Start(ctx, harness.Options{Logf: func(format string, args ...any) { step("  "+format, args...) }, RealPods: realPods})
 	if err != nil {
 		return err
 	}
@@ -60,7 +70,11 @@ func run(ctx context.Context, timeout time.Duration, exitWhenReady bool) (err er
 		if stopErr := f.Stop(); stopErr != nil {
 			fmt.Fprintln(os.Stderr, "demo: stopping the fleet:", stopErr)
 		}
-		step("stopped; nothing is left running")
+		if left := f.Leftovers(); len(left) > 0 {
+			err = errors.Join(err, fmt.Errorf("the fleet left on this machine: %s", strings.Join(left, "; ")))
+			return
+		}
+		step("stopped; nothing is left: no process, mount, network device, iptables rule, cgroup or file outside %s", f.WorkDir)
 	}()
 	defer func() {
 		if err != nil && !errors.Is(err, context.Canceled) {
@@ -70,14 +84,12 @@ func run(ctx context.Context, timeout time.Duration, exitWhenReady bool) (err er
 
 	converge, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	p, err := setUp(converge, f, step)
-	if err != nil {
-		return err
+	var look lookAround
+	if realPods {
+		look, err = setUpRealPods(converge, f, step)
+	} else {
+		look, err = setUpProcesses(converge, f, step)
 	}
-	if err := waitConverged(converge, f, p, step); err != nil {
-		return err
-	}
-	argo, err := startArgoCD(converge, f, p.Binary, step)
 	if err != nil {
 		return err
 	}
@@ -85,7 +97,7 @@ func run(ctx context.Context, timeout time.Duration, exitWhenReady bool) (err er
 		return err
 	}
 	printTable(ctx, f)
-	printHowToLookAround(f, p, argo)
+	printHowToLookAround(f, look)
 	step("ready in %s", time.Since(start).Round(time.Second))
 	if exitWhenReady {
 		return nil
@@ -94,6 +106,65 @@ func run(ctx context.Context, timeout time.Duration, exitWhenReady bool) (err er
 	<-ctx.Done()
 	fmt.Println()
 	return nil
+}
+
+// lookAround is what the demo's closing hints name: the gitops-addon binary for
+// `doctor` (empty when it runs only in pods) and the applications' repository.
+type lookAround struct {
+	binary  string
+	repo    *argocd.Repo
+	repoURL string
+}
+
+// setUpProcesses runs gitops-addon, the GitOps operator and Argo CD as processes, and
+// applies the seed ApplicationSet.
+func setUpProcesses(ctx context.Context, f *harness.Fleet, step func(string, ...any)) (lookAround, error) {
+	p, err := setUp(ctx, f, step)
+	if err != nil {
+		return lookAround{}, err
+	}
+	if err := waitConverged(ctx, f, step); err != nil {
+		return lookAround{}, err
+	}
+	argo, err := startArgoCD(ctx, f, p.Binary, step)
+	if err != nil {
+		return lookAround{}, err
+	}
+	return lookAround{binary: p.Binary, repo: argo.Repo, repoURL: argo.Repo.URL()}, nil
+}
+
+// setUpRealPods gives every cluster a node and runs everything as pods (realpods): the
+// manager from our image and chart (helm), the addon enabled with the seed, the spokes'
+// agent, operator and Argo CD from the ManifestWork; then the hub's Argo CD and the seed
+// ApplicationSet over a repository served over the Git protocol.
+func setUpRealPods(ctx context.Context, f *harness.Fleet, step func(string, ...any)) (lookAround, error) {
+	step("giving the hub and spokes %s each a node (containerd, kubelet, kube-proxy, CoreDNS, kube-scheduler); "+
+		"building the image from the Dockerfile", strings.Join(spokes, ", "))
+	r, err := realpods.Start(ctx, f, filepath.Join(f.WorkDir, "image"), spokes...)
+	if err != nil {
+		return lookAround{}, err
+	}
+	step("making %q OpenShift-like: product ClusterClaim and an aggregated route.openshift.io/v1 API server", "openshift")
+	routes, err := install.MakeOpenShiftLike(ctx, f.Hub, f.Spokes["openshift"])
+	if err != nil {
+		return lookAround{}, err
+	}
+	f.OnStop(routes.Stop)
+	step("helm install gitops-addon (the manager a pod of the hub), then the seed GitOpsCluster")
+	if err := r.InstallChart(ctx); err != nil {
+		return lookAround{}, err
+	}
+	if err := r.EnableAddon(ctx); err != nil {
+		return lookAround{}, err
+	}
+	if err := waitConverged(ctx, f, step); err != nil {
+		return lookAround{}, err
+	}
+	step("starting the hub's Argo CD and applying the seed ApplicationSet; each spoke's Argo CD runs as pods the GitOps operator made")
+	if _, err := r.ApplySeedApplicationSet(ctx); err != nil {
+		return lookAround{}, err
+	}
+	return lookAround{repo: r.Repo, repoURL: r.RepoURL}, nil
 }
 
 func setUp(ctx context.Context, f *harness.Fleet, step func(string, ...any)) (*install.Product, error) {
@@ -141,7 +212,7 @@ func setUp(ctx context.Context, f *harness.Fleet, step func(string, ...any)) (*i
 }
 
 // waitConverged shows progress until every addon is Available and the stack has landed.
-func waitConverged(ctx context.Context, f *harness.Fleet, p *install.Product, step func(string, ...any)) error {
+func waitConverged(ctx context.Context, f *harness.Fleet, step func(string, ...any)) error {
 	return showProgress(ctx, step, "the fleet did not converge", func() (string, bool) {
 		done := true
 		var parts []string
@@ -251,14 +322,14 @@ func printTable(ctx context.Context, f *harness.Fleet) {
 	_ = w.Flush()
 }
 
-func printHowToLookAround(f *harness.Fleet, p *install.Product, argo *argocd.Fleet) {
+func printHowToLookAround(f *harness.Fleet, look lookAround) {
 	hub := f.Hub.Kubeconfig
 	vanilla, openshift := f.Spokes["vanilla"].Kubeconfig, f.Spokes["openshift"].Kubeconfig
 	fmt.Printf("\nKubeconfigs:\n  hub        %s\n", hub)
 	for _, name := range spokes {
 		fmt.Printf("  %-10s %s\n", name, f.Spokes[name].Kubeconfig)
 	}
-	fmt.Printf("Git repository (file://): %s\n", argo.Repo.URL())
+	fmt.Printf("Git repository: %s\n", look.repoURL)
 	fmt.Printf("Logs of every process: %s\n", filepath.Join(f.WorkDir, "logs"))
 	fmt.Println("\nLook around:")
 	fmt.Printf("  kubectl --kubeconfig %s get gitopsclusters,applicationsets,applications -n openshift-gitops\n", hub)
@@ -267,14 +338,18 @@ func printHowToLookAround(f *harness.Fleet, p *install.Product, argo *argocd.Fle
 	for _, name := range spokes {
 		fmt.Printf("  kubectl --kubeconfig %s get deploy,statefulsets,argocds,applications -n openshift-gitops\n", f.Spokes[name].Kubeconfig)
 	}
-	fmt.Printf("  %s doctor --kubeconfig %s\n", p.Binary, openshift)
+	if look.binary != "" {
+		fmt.Printf("  %s doctor --kubeconfig %s\n", look.binary, openshift)
+	} else {
+		fmt.Printf("  kubectl --kubeconfig %s get pods -A -o wide\n", openshift)
+	}
 	fmt.Println("\nTry this:")
 	fmt.Println("  1. Drift: change the guestbook on a spoke; its Argo CD puts it back within seconds (self-heal), the hub stays Synced:")
 	fmt.Printf("     kubectl --kubeconfig %s -n guestbook patch configmap guestbook-ui --type merge -p '{\"data\":{\"color\":\"red\"}}'\n", vanilla)
 	fmt.Printf("     kubectl --kubeconfig %s -n guestbook get configmap guestbook-ui -o jsonpath='{.data.color}'\n", vanilla)
 	fmt.Println("  2. A new commit: its revision reaches the hub's Applications (about 20 s):")
 	fmt.Printf("     cd %s && sed -i 's/color: blue/color: green/' guestbook/configmap.yaml && git commit -qam green && git push -q origin "+
-		"main\n", argo.Repo.WorkDir())
+		"main\n", look.repo.WorkDir())
 	fmt.Printf("     kubectl --kubeconfig %s get applications -n openshift-gitops -o "+
 		"custom-columns=NAME:.metadata.name,SYNC:.status.sync.status,REVISION:.status.sync.revision\n", hub)
 	fmt.Println("  3. RBAC: an Application with a kind outside the spoke's allowlist fails with the forbidden error on the hub:")

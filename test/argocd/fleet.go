@@ -27,15 +27,11 @@ type Fleet struct {
 // operator (its init containers with agentBinary, gitops-addon) and the Argo CD it
 // makes; each spoke process stops with its workload.
 func Start(ctx context.Context, f *harness.Fleet, agentBinary string, spokes ...*harness.Spoke) (*Fleet, error) {
-	crdDir, err := testenv.ArgoCDCRDDir()
+	crds, err := HubCRDFiles()
 	if err != nil {
 		return nil, err
 	}
 	a := &Fleet{Spokes: map[string]*Instance{}, Operators: map[string]*harness.Process{}}
-	var crds []string
-	for _, name := range []string{"application-crd.yaml", "applicationset-crd.yaml", "appproject-crd.yaml"} {
-		crds = append(crds, filepath.Join(crdDir, name))
-	}
 	if a.Hub, err = StartHub(ctx, f, crds); err != nil {
 		return nil, fmt.Errorf("starting the hub's Argo CD: %w", err)
 	}
@@ -59,14 +55,34 @@ func Start(ctx context.Context, f *harness.Fleet, agentBinary string, spokes ...
 	return a, nil
 }
 
+// HubCRDFiles are the files of the Argo CD CRDs a hub's Argo CD serves: Application,
+// ApplicationSet, AppProject.
+func HubCRDFiles() ([]string, error) {
+	crdDir, err := testenv.ArgoCDCRDDir()
+	if err != nil {
+		return nil, err
+	}
+	var crds []string
+	for _, name := range []string{"application-crd.yaml", "applicationset-crd.yaml", "appproject-crd.yaml"} {
+		crds = append(crds, filepath.Join(crdDir, name))
+	}
+	return crds, nil
+}
+
 // ApplicationSet is an ApplicationSet document (the seed's) with its template's source
 // pointed at path in the fleet's repository.
 func (a *Fleet) ApplicationSet(doc []byte, path string) (*unstructured.Unstructured, error) {
+	return ApplicationSetFrom(doc, a.Repo.URL(), path)
+}
+
+// ApplicationSetFrom is an ApplicationSet document with its template's source pointed at
+// path in the repository at repoURL.
+func ApplicationSetFrom(doc []byte, repoURL, path string) (*unstructured.Unstructured, error) {
 	appSet := &unstructured.Unstructured{}
 	if err := yaml.Unmarshal(doc, &appSet.Object); err != nil {
 		return nil, err
 	}
-	if err := unstructured.SetNestedField(appSet.Object, a.Repo.URL(), "spec", "template", "spec", "source", "repoURL"); err != nil {
+	if err := unstructured.SetNestedField(appSet.Object, repoURL, "spec", "template", "spec", "source", "repoURL"); err != nil {
 		return nil, err
 	}
 	if err := unstructured.SetNestedField(appSet.Object, path, "spec", "template", "spec", "source", "path"); err != nil {

@@ -2,12 +2,16 @@ package argocd
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"github.com/gitops-addon/gitops-addon/test/harness"
 )
 
 // Repo is a Git repository on disk that Argo CD's repo-server reads as file://, the way
@@ -86,3 +90,20 @@ func git(dir string, args ...string) (string, error) {
 
 // WorkDir is the checkout commits are made in (push to origin main to publish).
 func (r *Repo) WorkDir() string { return r.work }
+
+// Serve serves the repository read-only over the Git protocol (git daemon) on host, for
+// repo-servers in pods, which cannot read this machine's files; it returns the repoURL to
+// use. The daemon stops with the fleet.
+func (r *Repo) Serve(ctx context.Context, f *harness.Fleet, host string) (string, error) {
+	port := freePort()
+	base := filepath.Dir(r.bare)
+	p, err := f.StartProcess("git-daemon", []string{"git", "daemon", "--reuseaddr", "--export-all", "--base-path=" + base,
+		"--listen=" + host, "--port=" + port, base})
+	if err != nil {
+		return "", err
+	}
+	if err := waitListening(ctx, p, net.JoinHostPort(host, port)); err != nil {
+		return "", err
+	}
+	return "git://" + net.JoinHostPort(host, port) + "/" + filepath.Base(r.bare), nil
+}

@@ -2,34 +2,39 @@ package e2e
 
 import (
 	"context"
-	"os/exec"
-	"path/filepath"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/test/argocd"
 	"github.com/gitops-addon/gitops-addon/test/harness"
-	"github.com/gitops-addon/gitops-addon/test/imagebuild"
 	"github.com/gitops-addon/gitops-addon/test/install"
-	"github.com/gitops-addon/gitops-addon/test/testenv"
+	"github.com/gitops-addon/gitops-addon/test/realpods"
 )
 
-// productImage is the image built from our Dockerfile, as the nodes know it: no registry,
-// so the chart is installed with pullPolicy Never, as a user with a mirror would set it.
-const productImage = "local.gitops-addon/gitops-addon:e2e"
+// nonRootUser is the user our image and the operator's run as (distroless's nonroot).
+const nonRootUser = 65532
 
-// TestRealPods runs the manager as users run it: the image built from our Dockerfile, the
-// chart installed with the real helm CLI, the manager a pod on the hub's node (containerd,
-// kubelet) that becomes Ready through its own probes, as the non-root user its manifest
-// says.
+// TestRealPods runs gitops-addon as users run it, every part a pod on a node (containerd,
+// kubelet) of its cluster: the manager from the image built from our Dockerfile and the
+// chart installed with the real helm CLI; on the spoke, the agent and the GitOps operator
+// exactly as the addon's ManifestWork delivers them, the chart told only which images to
+// use. Each becomes Ready through its own probes, as the non-root user its manifest says.
 func TestRealPods(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	var f *harness.Fleet
 	// Registered first, so it runs last: after the fleet's Stop.
@@ -39,56 +44,224 @@ func TestRealPods(t *testing.T) {
 		}
 	})
 	f = harness.StartForTest(t, harness.Options{RealPods: true})
-	node, err := f.AddNode(ctx, f.Hub)
+	r, err := realpods.Start(ctx, f, t.TempDir(), "cluster1")
 	require.NoError(t, err)
-	importProductImage(t, node)
-	helm := filepath.Join(testenv.BinDir(), "helm")
-	out, err := exec.CommandContext(ctx, helm, "install", install.ReleaseName, filepath.Join(testenv.RepoRoot(), "charts", "gitops-addon"),
-		"--kubeconfig", f.Hub.Kubeconfig, "--namespace", install.Namespace, "--create-namespace",
-		"--set", "image.repository=local.gitops-addon/gitops-addon", "--set", "image.tag=e2e", "--set", "image.pullPolicy=Never").CombinedOutput()
-	require.NoError(t, err, "helm install: %s", out)
+	hubNode, spoke := r.Nodes[f.Hub.Name], r.Spokes[0]
+	spokeNode := r.Nodes[spoke.Name]
+	require.NoError(t, r.InstallChart(ctx))
 	hub := f.Hub.Client
 
-	t.Run("the manager's pod from the chart becomes Ready", func(t *testing.T) {
-		require.Eventually(t, func() bool {
-			d := &appsv1.Deployment{}
-			return hub.Get(ctx, client.ObjectKey{Namespace: install.Namespace, Name: "gitops-addon-manager"}, d) == nil && d.Status.AvailableReplicas == 1
-		}, 3*time.Minute, time.Second, "the manager Deployment available (its readiness probe passes)")
+	require.True(t, t.Run("the manager's pod from the chart becomes Ready", func(t *testing.T) {
+		waitAvailable(t, ctx, hub, hubNode, install.Namespace, "gitops-addon-manager")
+	}), "everything after needs it")
+	t.Run("the manager runs as the non-root user its manifest says", func(t *testing.T) {
+		assertNonRoot(t, ctx, hub, hubNode, install.Namespace, "gitops-addon-manager")
 	})
 
-	t.Run("it runs as the non-root user its manifest says", func(t *testing.T) {
-		pods := &corev1.PodList{}
-		require.NoError(t, hub.List(ctx, pods, client.InNamespace(install.Namespace), client.MatchingLabels{"app.kubernetes.io/name": "gitops-addon-manager"}))
-		require.Len(t, pods.Items, 1)
-		pod := pods.Items[0]
-		require.Len(t, pod.Spec.Containers, 1)
-		nonRoot := pod.Spec.SecurityContext != nil && pod.Spec.SecurityContext.RunAsNonRoot != nil && *pod.Spec.SecurityContext.RunAsNonRoot
-		if c := pod.Spec.Containers[0].SecurityContext; c != nil && c.RunAsNonRoot != nil {
-			nonRoot = *c.RunAsNonRoot
+	// The addon enabled as users enable it: the seed Placement and GitOpsCluster, the
+	// cluster labelled to be selected.
+	require.NoError(t, r.EnableAddon(ctx))
+
+	require.True(t, t.Run("the spoke's agent and operator pods become Ready", func(t *testing.T) {
+		waitAvailable(t, ctx, spoke.Client, spokeNode, harness.AddonNamespace, constants.AgentDeployment)
+		waitAvailable(t, ctx, spoke.Client, spokeNode, constants.GitOpsNamespace, constants.OperatorDeployment)
+	}), "everything after needs it")
+	t.Run("the agent and the operator run as the non-root users their manifests say", func(t *testing.T) {
+		assertNonRoot(t, ctx, spoke.Client, spokeNode, harness.AddonNamespace, constants.AgentDeployment)
+		assertNonRoot(t, ctx, spoke.Client, spokeNode, constants.GitOpsNamespace, constants.OperatorDeployment)
+	})
+	t.Run("the hub sees the agent's health", func(t *testing.T) {
+		waitAddonAvailable(t, ctx, hub, spoke.Name)
+	})
+	t.Run("a deleted agent pod is recreated and its health is back on the hub", func(t *testing.T) {
+		deleted := deploymentPod(t, ctx, spoke.Client, harness.AddonNamespace, constants.AgentDeployment)
+		require.NoError(t, spoke.Client.Delete(ctx, &deleted))
+		var replacement corev1.Pod
+		require.Eventually(t, func() bool {
+			replacement = deploymentPodOrEmpty(ctx, spoke.Client, harness.AddonNamespace, constants.AgentDeployment)
+			return replacement.UID != "" && replacement.UID != deleted.UID && podReady(&replacement)
+		}, 3*time.Minute, time.Second, "a new agent pod, Ready")
+		// The hub's view of the agent's health is made from the Lease the agent renews on
+		// its cluster: the new pod renews it.
+		require.Eventually(t, func() bool {
+			lease := &coordinationv1.Lease{}
+			return spoke.Client.Get(ctx, client.ObjectKey{Namespace: harness.AddonNamespace, Name: constants.AddonName}, lease) == nil &&
+				lease.Spec.RenewTime != nil && lease.Spec.RenewTime.After(replacement.CreationTimestamp.Time)
+		}, 3*time.Minute, time.Second, "the health Lease renewed by the new pod")
+		waitAddonAvailable(t, ctx, hub, spoke.Name)
+	})
+	require.True(t, t.Run("the operator's Argo CD pods become Ready", func(t *testing.T) {
+		for _, component := range []string{"redis", "repo-server", "server", "applicationset-controller"} {
+			waitAvailable(t, ctx, spoke.Client, spokeNode, constants.GitOpsNamespace, constants.ArgoCDName+"-"+component)
 		}
-		assert.True(t, nonRoot, "runAsNonRoot, as rendered")
-		users, err := node.PodProcessUsers(string(pod.UID))
-		require.NoError(t, err)
-		var seen []int
-		for _, uid := range users {
-			assert.NotZero(t, uid, "no process of the manager's pod runs as root: %v", users)
-			seen = append(seen, uid)
+		waitStatefulSetReady(t, ctx, spoke.Client, spokeNode, constants.GitOpsNamespace, argocd.ControllerStatefulSet)
+	}), "everything after needs it")
+
+	_, err = r.ApplySeedApplicationSet(ctx)
+	require.NoError(t, err)
+
+	t.Run("the seed ApplicationSet syncs to the spoke through the pull model and the hub shows it Synced/Healthy", func(t *testing.T) {
+		name := "guestbook-" + spoke.Name
+		waitAppStatus(t, ctx, spoke.Cluster, name, "Synced", "Healthy", 5*time.Minute)
+		assert.True(t, exists(ctx, spoke.Client, &corev1.ConfigMap{}, "guestbook/guestbook-ui"), "the application's ConfigMap on the spoke")
+		waitAppStatus(t, ctx, f.Hub, name, "Synced", "Healthy", 2*time.Minute)
+	})
+
+	t.Run("no container was restarted: every liveness probe passes", func(t *testing.T) {
+		for _, pods := range []struct {
+			c         client.Client
+			namespace string
+		}{{hub, install.Namespace}, {spoke.Client, harness.AddonNamespace}, {spoke.Client, constants.GitOpsNamespace}} {
+			list := &corev1.PodList{}
+			require.NoError(t, pods.c.List(ctx, list, client.InNamespace(pods.namespace)))
+			for _, pod := range list.Items {
+				for _, s := range pod.Status.ContainerStatuses {
+					assert.Zero(t, s.RestartCount, "restarts of %s/%s container %s", pod.Namespace, pod.Name, s.Name)
+				}
+			}
 		}
-		assert.True(t, slices.Contains(seen, 65532), "the manager runs as the image's nonroot user 65532: %v", users)
 	})
 }
 
-// importProductImage builds our Dockerfile as it is (imagebuild) and imports the image
-// into the node's containerd.
-func importProductImage(t *testing.T, node *harness.Node) {
+// waitAvailable waits until a Deployment has its one replica available: its pod runs and
+// its readiness probe passes.
+func waitAvailable(t *testing.T, ctx context.Context, c client.Client, node *harness.Node, namespace, name string) {
 	t.Helper()
-	dir := t.TempDir()
-	b, err := imagebuild.New(dir)
+	available := assert.Eventually(t, func() bool {
+		d := &appsv1.Deployment{}
+		return c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, d) == nil && d.Status.AvailableReplicas == 1
+	}, 5*time.Minute, time.Second)
+	if !available {
+		t.Fatalf("Deployment %s/%s not available (no Ready pod):\n%s", namespace, name, describePods(ctx, c, node, namespace))
+	}
+}
+
+// describePods says what the kubelet reports of a namespace's pods, the end of the logs
+// of those not Ready, and the namespace's Events: why a container waits or ended.
+func describePods(ctx context.Context, c client.Client, node *harness.Node, namespace string) string {
+	var b strings.Builder
+	pods := &corev1.PodList{}
+	if err := c.List(ctx, pods, client.InNamespace(namespace)); err != nil {
+		return err.Error()
+	}
+	for _, pod := range pods.Items {
+		fmt.Fprintf(&b, "pod %s: %s\n", pod.Name, pod.Status.Phase)
+		for _, s := range slices.Concat(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses) {
+			fmt.Fprintf(&b, "  %s ready=%t restarts=%d", s.Name, s.Ready, s.RestartCount)
+			if w := s.State.Waiting; w != nil {
+				fmt.Fprintf(&b, " waiting %s: %s", w.Reason, w.Message)
+			}
+			if term := s.LastTerminationState.Terminated; term != nil {
+				fmt.Fprintf(&b, " last ended %s (exit %d): %s", term.Reason, term.ExitCode, term.Message)
+			}
+			b.WriteString("\n")
+		}
+		if !podReady(&pod) {
+			b.WriteString(node.PodLogs(pod.Namespace, pod.Name, 15))
+		}
+	}
+	events := &corev1.EventList{}
+	if c.List(ctx, events, client.InNamespace(namespace)) == nil {
+		for _, e := range events.Items {
+			fmt.Fprintf(&b, "event %s %s/%s: %s %s\n", e.Type, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
+		}
+	}
+	return b.String()
+}
+
+// waitStatefulSetReady waits until a StatefulSet has its one replica Ready.
+func waitStatefulSetReady(t *testing.T, ctx context.Context, c client.Client, node *harness.Node, namespace, name string) {
+	t.Helper()
+	ready := assert.Eventually(t, func() bool {
+		sts := &appsv1.StatefulSet{}
+		return c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, sts) == nil && sts.Status.ReadyReplicas == 1
+	}, 5*time.Minute, time.Second)
+	if !ready {
+		t.Fatalf("StatefulSet %s/%s not Ready:\n%s", namespace, name, describePods(ctx, c, node, namespace))
+	}
+}
+
+// deploymentPod is the one pod of a Deployment.
+func deploymentPod(t *testing.T, ctx context.Context, c client.Client, namespace, name string) corev1.Pod {
+	t.Helper()
+	pod := deploymentPodOrEmpty(ctx, c, namespace, name)
+	require.NotEmpty(t, pod.UID, "a pod of Deployment %s/%s", namespace, name)
+	return pod
+}
+
+// deploymentPodOrEmpty is the running (not terminating) pod of a Deployment, or an empty
+// pod.
+func deploymentPodOrEmpty(ctx context.Context, c client.Client, namespace, name string) corev1.Pod {
+	d := &appsv1.Deployment{}
+	if c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, d) != nil {
+		return corev1.Pod{}
+	}
+	list := &corev1.PodList{}
+	if c.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels(d.Spec.Selector.MatchLabels)) != nil {
+		return corev1.Pod{}
+	}
+	for _, pod := range list.Items {
+		if pod.DeletionTimestamp.IsZero() {
+			return pod
+		}
+	}
+	return corev1.Pod{}
+}
+
+func podReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// assertNonRoot checks that a Deployment's pod asks for a non-root user (runAsNonRoot on
+// the pod or every container, as rendered) and that no process of it on the node runs as
+// root, its containers' as nonRootUser.
+func assertNonRoot(t *testing.T, ctx context.Context, c client.Client, node *harness.Node, namespace, name string) {
+	t.Helper()
+	pod := deploymentPod(t, ctx, c, namespace, name)
+	podNonRoot := pod.Spec.SecurityContext != nil && pod.Spec.SecurityContext.RunAsNonRoot != nil && *pod.Spec.SecurityContext.RunAsNonRoot
+	for _, container := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
+		nonRoot := podNonRoot
+		if s := container.SecurityContext; s != nil && s.RunAsNonRoot != nil {
+			nonRoot = *s.RunAsNonRoot
+		}
+		assert.True(t, nonRoot, "%s container %s: runAsNonRoot, as rendered", name, container.Name)
+	}
+	users, err := node.PodProcessUsers(string(pod.UID))
 	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, b.Teardown()) })
-	require.NoError(t, b.StandIns(t.TempDir()))
-	require.NoError(t, b.BuildDockerfile(testenv.RepoRoot(), "localhost/gitops-addon:e2e", "v0.0.0-e2e", "e2e"))
-	archive := filepath.Join(dir, "gitops-addon.tar")
-	require.NoError(t, b.Export("localhost/gitops-addon:e2e", productImage, archive))
-	require.NoError(t, node.Import(context.Background(), archive))
+	require.NotEmpty(t, users, "processes of %s's pod", name)
+	// The pod's processes are its containers' and its sandbox's (the pause image's 65535).
+	var uids []int
+	for pid, uid := range users {
+		assert.NotZero(t, uid, "%s: process %d runs as root", name, pid)
+		uids = append(uids, uid)
+	}
+	assert.Contains(t, uids, nonRootUser, "%s runs as its image's non-root user", name)
+}
+
+// waitAddonAvailable waits until the hub shows the cluster's addon Available.
+func waitAddonAvailable(t *testing.T, ctx context.Context, hub client.Client, cluster string) {
+	t.Helper()
+	var last string
+	available := assert.Eventually(t, func() bool {
+		mca := &addonv1beta1.ManagedClusterAddOn{}
+		if err := hub.Get(ctx, client.ObjectKey{Namespace: cluster, Name: constants.AddonName}, mca); err != nil {
+			last = err.Error()
+			return false
+		}
+		c := meta.FindStatusCondition(mca.Status.Conditions, "Available")
+		if c == nil {
+			last = "no Available condition"
+			return false
+		}
+		last = string(c.Status) + " " + c.Reason + ": " + c.Message
+		return c.Status == metav1.ConditionTrue
+	}, 5*time.Minute, time.Second)
+	if !available {
+		t.Fatalf("ManagedClusterAddOn %s/%s not Available; last seen: %s", cluster, constants.AddonName, last)
+	}
 }

@@ -111,6 +111,9 @@ type Fleet struct {
 	// nodes' programs write whatever their configuration says: what is new there at Stop
 	// is removed.
 	outsideBefore map[string]bool
+	// rulesBefore are the machine's iptables rules when the fleet started: the nodes' own
+	// live in their network namespaces, so none may be added.
+	rulesBefore map[string]bool
 	stopOnce      sync.Once
 	stopErr       error
 }
@@ -179,6 +182,7 @@ func newFleet(o Options) (*Fleet, error) {
 	f := &Fleet{Spokes: map[string]*Spoke{}, joining: map[string]bool{}, WorkDir: o.WorkDir, opts: o, id: fmt.Sprintf("ga%04x", os.Getpid()%0x10000)}
 	if o.RealPods {
 		f.outsideBefore = outsideEntries()
+		f.rulesBefore = hostRules()
 		f.bridge = f.id + "f"
 		if err := addFleetBridge(f.bridge); err != nil {
 			_ = removeNetwork("", f.bridge)
@@ -417,3 +421,6 @@ func (w testWriter) Write(b []byte) (int, error) {
 
 // BinDir is the folder the fleet's programs come from.
 func (f *Fleet) BinDir() string { return f.opts.BinDir }
+
+// Logf reports a step of the fleet's user as the fleet reports its own (Options.Logf).
+func (f *Fleet) Logf(format string, args ...any) { f.opts.Logf(format, args...) }

@@ -29,63 +29,132 @@ type ImageFile struct {
 	Mode   os.FileMode
 }
 
-// ImageSpec is an image of one layer made from local files: what a static Go binary
-// needs, with no registry and no image builder.
+// ImageSpec is an image made from local files, with no registry and no image builder:
+// what a static Go binary needs, or a root filesystem tarball (mmdebstrap's) with them on
+// top.
 type ImageSpec struct {
 	// Ref names the image, e.g. local.gitops-addon/pause:1 (pods refer to it so, with
 	// imagePullPolicy Never or IfNotPresent).
-	Ref        string
+	Ref string
+	// RootFS is a root filesystem tarball taken as the image's first layer; Files, when
+	// any, are a second layer over it.
+	RootFS     string
 	Files      []ImageFile
 	Entrypoint []string
 	// User runs the entrypoint, "uid:gid"; empty is root.
-	User string
-	Env  []string
+	User       string
+	Env        []string
+	WorkingDir string
 }
 
 // WriteDockerArchive writes the image as a docker-archive tarball (what `ctr images
-// import` and `docker load` read) to file.
+// import` and `docker load` read) to file. Layers are streamed from disk: a root
+// filesystem is hundreds of megabytes.
 func (s ImageSpec) WriteDockerArchive(file string) error {
-	layer, err := s.layer()
-	if err != nil {
-		return err
+	var layers []string
+	if s.RootFS != "" {
+		layers = append(layers, s.RootFS)
 	}
-	layerDigest := sha256.Sum256(layer)
+	if len(s.Files) > 0 || s.RootFS == "" {
+		layer, err := s.layer()
+		if err != nil {
+			return err
+		}
+		layerFile := file + ".layer"
+		if err := os.WriteFile(layerFile, layer, 0o600); err != nil {
+			return fmt.Errorf("writing a layer of image %s: %w", s.Ref, err)
+		}
+		defer func() { _ = os.Remove(layerFile) }()
+		layers = append(layers, layerFile)
+	}
+	var diffIDs, layerNames []string
+	for i, layer := range layers {
+		digest, err := fileDigest(layer)
+		if err != nil {
+			return fmt.Errorf("image %s: %w", s.Ref, err)
+		}
+		diffIDs = append(diffIDs, "sha256:"+digest)
+		layerNames = append(layerNames, fmt.Sprintf("layer%d.tar", i))
+	}
 	config, err := json.Marshal(map[string]any{
 		"architecture": runtime.GOARCH,
 		"os":           "linux",
 		"created":      time.Unix(0, 0).UTC().Format(time.RFC3339),
-		"config":       map[string]any{"Entrypoint": s.Entrypoint, "User": s.User, "Env": s.Env},
-		"rootfs":       map[string]any{"type": "layers", "diff_ids": []string{"sha256:" + hex.EncodeToString(layerDigest[:])}},
+		"config":       map[string]any{"Entrypoint": s.Entrypoint, "User": s.User, "Env": s.Env, "WorkingDir": s.WorkingDir},
+		"rootfs":       map[string]any{"type": "layers", "diff_ids": diffIDs},
 	})
 	if err != nil {
 		return err
 	}
 	configDigest := sha256.Sum256(config)
 	configName := hex.EncodeToString(configDigest[:]) + ".json"
-	manifest, err := json.Marshal([]map[string]any{{"Config": configName, "RepoTags": []string{s.Ref}, "Layers": []string{"layer.tar"}}})
+	manifest, err := json.Marshal([]map[string]any{{"Config": configName, "RepoTags": []string{s.Ref}, "Layers": layerNames}})
 	if err != nil {
 		return err
 	}
-	var out bytes.Buffer
-	tw := tar.NewWriter(&out)
-	for _, f := range []struct {
-		name string
-		data []byte
-	}{{configName, config}, {"layer.tar", layer}, {"manifest.json", manifest}} {
-		if err := writeTarFile(tw, f.name, f.data, 0o644); err != nil {
-			return err
-		}
-	}
-	if err := tw.Close(); err != nil {
-		return err
-	}
-	if err := os.WriteFile(file, out.Bytes(), 0o600); err != nil {
-		return fmt.Errorf("writing image %s: %w", s.Ref, err)
-	}
-	return nil
+	return writeArchive(file, s.Ref, configName, config, layerNames, layers, manifest)
 }
 
-// layer is the image's only layer: its files with their parent directories.
+// writeArchive writes the docker-archive: the config, each layer copied from its file,
+// the manifest.
+func writeArchive(file, ref, configName string, config []byte, layerNames, layerFiles []string, manifest []byte) (err error) {
+	out, err := os.OpenFile(file, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("writing image %s: %w", ref, err)
+	}
+	defer func() {
+		if closeErr := out.Close(); err == nil && closeErr != nil {
+			err = fmt.Errorf("writing image %s: %w", ref, closeErr)
+		}
+	}()
+	tw := tar.NewWriter(out)
+	if err := writeTarFile(tw, configName, config, 0o644); err != nil {
+		return err
+	}
+	for i, name := range layerNames {
+		if err := copyTarFile(tw, name, layerFiles[i]); err != nil {
+			return fmt.Errorf("writing image %s: %w", ref, err)
+		}
+	}
+	if err := writeTarFile(tw, "manifest.json", manifest, 0o644); err != nil {
+		return err
+	}
+	return tw.Close()
+}
+
+// copyTarFile adds a file of this machine to tw as name, streamed.
+func copyTarFile(tw *tar.Writer, name, source string) error {
+	f, err := os.Open(source)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = f.Close() }()
+	info, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Size: info.Size(), Mode: 0o644, ModTime: time.Unix(0, 0)}); err != nil {
+		return err
+	}
+	_, err = io.Copy(tw, f)
+	return err
+}
+
+// fileDigest is the hex sha256 of a file's content.
+func fileDigest(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = f.Close() }()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// layer is the image's layer of Files, with their parent directories.
 func (s ImageSpec) layer() ([]byte, error) {
 	var out bytes.Buffer
 	tw := tar.NewWriter(&out)

@@ -537,8 +537,8 @@ func removeCgroup(name string) error {
 }
 
 // Leftovers lists what the fleet's nodes left on the machine after Stop: processes,
-// mounts under WorkDir, network namespaces, devices, cgroups. Empty when teardown was
-// complete.
+// mounts under WorkDir, network namespaces, devices, iptables rules, cgroups. Empty when
+// teardown was complete.
 func (f *Fleet) Leftovers() []string {
 	var out []string
 	for _, pid := range processesMatching(func(cmdline string) bool { return strings.Contains(cmdline, f.WorkDir) }) {
@@ -549,6 +549,11 @@ func (f *Fleet) Leftovers() []string {
 	}
 	for _, entry := range f.newOutsideEntries() {
 		out = append(out, "file "+entry)
+	}
+	for rule := range hostRules() {
+		if !f.rulesBefore[rule] {
+			out = append(out, "iptables rule "+rule)
+		}
 	}
 	if links, err := os.ReadDir("/sys/class/net"); err == nil {
 		for _, l := range links {
@@ -640,4 +645,38 @@ func processUser(pid int) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// PodLogs is the end of each container log of a pod of the node (its last lines, in the
+// kubelet's CRI format), for a test to say why a container failed.
+func (n *Node) PodLogs(namespace, pod string, lines int) string {
+	files, _ := filepath.Glob(filepath.Join(n.Dir, "pod-logs", namespace+"_"+pod+"_*", "*", "*.log"))
+	var b strings.Builder
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			continue
+		}
+		all := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+		fmt.Fprintf(&b, "--- %s\n%s\n", strings.TrimPrefix(file, n.Dir+"/"), strings.Join(all[max(0, len(all)-lines):], "\n"))
+	}
+	return b.String()
+}
+
+// hostRules are the iptables rules of the machine's own network namespace, each as
+// `iptables -t <table> -S` prints it, prefixed with its table.
+func hostRules() map[string]bool {
+	rules := map[string]bool{}
+	for _, table := range []string{"filter", "nat", "mangle", "raw"} {
+		out, err := exec.Command("iptables", "-t", table, "-S").Output()
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			if line != "" {
+				rules[table+": "+line] = true
+			}
+		}
+	}
+	return rules
 }

@@ -166,7 +166,17 @@ func (f *Fleet) writeBootstrapKubeconfig(dir, user string) (string, error) {
 		return "", err
 	}
 	file := filepath.Join(dir, "bootstrap.kubeconfig")
-	return file, writeKubeconfig(file, f.Hub.URL, f.servingCA.CertPEM, cert)
+	return file, writeKubeconfig(file, f.hubURLForSpokes(), f.servingCA.CertPEM, cert)
+}
+
+// hubURLForSpokes is the hub address a klusterlet is installed with. OCM's registration
+// agent passes it on in every addon agent's hub kubeconfig, so with real pods it must be
+// the address pods reach the hub at, FleetIP, not loopback.
+func (f *Fleet) hubURLForSpokes() string {
+	if f.opts.RealPods {
+		return f.Hub.fleetURL()
+	}
+	return f.Hub.URL
 }
 
 // startRegistrationAgent runs OCM's registration agent on the spoke's side: it reads and

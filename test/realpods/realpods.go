@@ -1,0 +1,205 @@
+// Package realpods installs gitops-addon on a fleet whose clusters run real pods, as users
+// install it: the image built from our Dockerfile, the chart installed with the real helm
+// CLI, the addon enabled with the seed Placement and GitOpsCluster; every spoke then runs
+// what the addon's ManifestWork delivers (agent, GitOps operator, the Argo CD the operator
+// makes) as pods, with the rendered manifests unchanged. The only settings that differ
+// from a default installation are the ones a user with an image mirror sets too: which
+// images (chart values for the manager, the agent and the operator, an
+// AddOnDeploymentConfig for Argo CD's) and the manager's pull policy. The end-to-end test
+// and `make demo REAL_PODS=1` use it.
+package realpods
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/gitops-addon/gitops-addon/test/argocd"
+	"github.com/gitops-addon/gitops-addon/test/harness"
+	"github.com/gitops-addon/gitops-addon/test/imagebuild"
+	"github.com/gitops-addon/gitops-addon/test/install"
+	"github.com/gitops-addon/gitops-addon/test/testenv"
+)
+
+// ProductImage is the image built from our Dockerfile, as the nodes know it; with no
+// registry, the chart is installed with pullPolicy Never.
+const ProductImage = "local.gitops-addon/gitops-addon:e2e"
+
+// ImagesConfig names the AddOnDeploymentConfig the chart makes every cluster's default:
+// Argo CD's and redis's images for the ArgoCD CR.
+const ImagesConfig = "real-pod-images"
+
+// Fleet is a real-pod harness fleet with a node per cluster.
+type Fleet struct {
+	*harness.Fleet
+	// Nodes are the clusters' nodes by cluster name (the hub's under its name, "hub").
+	Nodes map[string]*harness.Node
+	// Spokes are the spokes in the order given.
+	Spokes []*harness.Spoke
+	// Repo is the applications' repository (ApplySeedApplicationSet), served at RepoURL.
+	Repo    *argocd.Repo
+	RepoURL string
+}
+
+// Start gives the hub of a RealPods fleet a node, adds the spokes each with its node, and
+// imports the images they run: ours (built from the Dockerfile) everywhere, the GitOps
+// operator's and Argo CD's on the spokes. workDir holds the image build.
+func Start(ctx context.Context, f *harness.Fleet, workDir string, spokes ...string) (*Fleet, error) {
+	r := &Fleet{Fleet: f, Nodes: map[string]*harness.Node{}}
+	var err error
+	if r.Nodes[f.Hub.Name], err = f.AddNode(ctx, f.Hub); err != nil {
+		return nil, err
+	}
+	for _, name := range spokes {
+		s, err := f.AddSpoke(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		r.Spokes = append(r.Spokes, s)
+		if r.Nodes[name], err = f.AddNode(ctx, s.Cluster); err != nil {
+			return nil, err
+		}
+	}
+	f.Logf("building the gitops-addon image from the Dockerfile (buildah) and importing the images into the nodes")
+	archive, err := BuildProductImage(ctx, workDir)
+	if err != nil {
+		return nil, err
+	}
+	spokeImages, err := spokeImages(f.BinDir())
+	if err != nil {
+		return nil, err
+	}
+	for cluster, node := range r.Nodes {
+		if err := node.Import(ctx, archive); err != nil {
+			return nil, err
+		}
+		if cluster == f.Hub.Name {
+			continue
+		}
+		for _, image := range spokeImages {
+			if err := node.ImportImage(ctx, image); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return r, nil
+}
+
+// spokeImages are the GitOps operator's image and Argo CD's.
+func spokeImages(binDir string) ([]harness.ImageSpec, error) {
+	operator, err := argocd.OperatorImage(binDir)
+	if err != nil {
+		return nil, err
+	}
+	argoImages, err := argocd.ArgoCDImages(binDir)
+	if err != nil {
+		return nil, err
+	}
+	return append(argoImages, operator), nil
+}
+
+// BuildProductImage builds our Dockerfile as it is (imagebuild) and exports the image as
+// ProductImage into an archive under dir, which it returns.
+func BuildProductImage(ctx context.Context, dir string) (archive string, err error) {
+	storage, standIns := filepath.Join(dir, "buildah"), filepath.Join(dir, "stand-ins")
+	for _, d := range []string{storage, standIns} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return "", err
+		}
+	}
+	b, err := imagebuild.New(storage)
+	if err != nil {
+		return "", err
+	}
+	defer func() { err = errors.Join(err, b.Teardown()) }()
+	if err := b.StandIns(standIns); err != nil {
+		return "", err
+	}
+	const tag = "localhost/gitops-addon:e2e"
+	if err := b.BuildDockerfile(testenv.RepoRoot(), tag, "v0.0.0-e2e", "e2e"); err != nil {
+		return "", err
+	}
+	archive = filepath.Join(dir, "gitops-addon.tar")
+	return archive, b.Export(tag, ProductImage, archive)
+}
+
+// InstallChart installs the manager on the hub with the helm CLI from our chart, pointed
+// at the nodes' images, with the AddOnDeploymentConfig ImagesConfig as every cluster's
+// default.
+func (r *Fleet) InstallChart(ctx context.Context) error {
+	if err := install.ApplyYAML(ctx, r.Hub.Client, []byte(imagesConfig)); err != nil {
+		return err
+	}
+	helm := filepath.Join(r.BinDir(), "helm")
+	out, err := exec.CommandContext(ctx, helm, "install", install.ReleaseName, filepath.Join(testenv.RepoRoot(), "charts", "gitops-addon"),
+		"--kubeconfig", r.Hub.Kubeconfig, "--namespace", install.Namespace, "--create-namespace",
+		"--set", "image.repository=local.gitops-addon/gitops-addon", "--set", "image.tag=e2e", "--set", "image.pullPolicy=Never",
+		"--set", "gitopsOperator.image="+argocd.OperatorImageRef,
+		"--set", "addonDeploymentConfig.name="+ImagesConfig, "--set", "addonDeploymentConfig.namespace="+install.Namespace).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("helm install: %w: %s", err, out)
+	}
+	return nil
+}
+
+// imagesConfig is the AddOnDeploymentConfig ImagesConfig, with its namespace.
+var imagesConfig = `
+apiVersion: v1
+kind: Namespace
+metadata: {name: ` + install.Namespace + `}
+---
+apiVersion: addon.open-cluster-management.io/v1alpha1
+kind: AddOnDeploymentConfig
+metadata: {name: ` + ImagesConfig + `, namespace: ` + install.Namespace + `}
+spec:
+  customizedVariables:
+  - {name: argoCDImage, value: "` + argocd.ArgoCDImageRef + `"}
+  - {name: redisImage, value: "` + argocd.RedisImageRef + `"}
+`
+
+// EnableAddon enables the addon on every spoke as users do: the seed Placement and
+// GitOpsCluster, each cluster labelled to be selected.
+func (r *Fleet) EnableAddon(ctx context.Context) error {
+	if err := install.ApplySeed(ctx, r.Hub); err != nil {
+		return err
+	}
+	for _, s := range r.Spokes {
+		if err := install.SelectCluster(ctx, r.Hub, s.Name, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ApplySeedApplicationSet starts the hub's own Argo CD (the user's, which gitops-addon
+// does not deliver: processes), commits the applications to a repository served over the
+// Git protocol at the fleet's address, where the spokes' repo-server pods reach it, and
+// creates the seed ApplicationSet over its guestbook.
+func (r *Fleet) ApplySeedApplicationSet(ctx context.Context) (*unstructured.Unstructured, error) {
+	crds, err := argocd.HubCRDFiles()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := argocd.StartHub(ctx, r.Fleet, crds); err != nil {
+		return nil, fmt.Errorf("starting the hub's Argo CD: %w", err)
+	}
+	if r.Repo, err = argocd.NewRepo(filepath.Join(r.WorkDir, "git")); err != nil {
+		return nil, err
+	}
+	if _, err := r.Repo.Commit("applications", argocd.Apps); err != nil {
+		return nil, err
+	}
+	if r.RepoURL, err = r.Repo.Serve(ctx, r.Fleet, harness.FleetIP); err != nil {
+		return nil, err
+	}
+	appSet, err := argocd.ApplicationSetFrom(install.SeedYAML("applicationset.yaml"), r.RepoURL, "guestbook")
+	if err != nil {
+		return nil, err
+	}
+	return appSet, r.Hub.Client.Create(ctx, appSet)
+}
