@@ -114,8 +114,8 @@ type Fleet struct {
 	// rulesBefore are the machine's iptables rules when the fleet started: the nodes' own
 	// live in their network namespaces, so none may be added.
 	rulesBefore map[string]bool
-	stopOnce      sync.Once
-	stopErr       error
+	stopOnce    sync.Once
+	stopErr     error
 }
 
 // Scheme has client-go's kinds, CRDs, APIServices, every OCM API group and version the
