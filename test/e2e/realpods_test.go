@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
@@ -29,10 +30,12 @@ import (
 const nonRootUser = 65532
 
 // TestRealPods runs gitops-addon as users run it, every part a pod on a node (containerd,
-// kubelet) of its cluster: the manager from the image built from our Dockerfile and the
-// chart installed with the real helm CLI; on the spoke, the agent and the GitOps operator
-// exactly as the addon's ManifestWork delivers them, the chart told only which images to
-// use. Each becomes Ready through its own probes, as the non-root user its manifest says.
+// kubelet) of its cluster (test/realpods): the manager from the image built from our
+// Dockerfile and the chart installed with the real helm CLI; on two spokes (vanilla and
+// OpenShift-like), the agent, the GitOps operator and the Argo CD it makes, exactly as the
+// addon's ManifestWork delivers them, the chart told only which images to use. Each
+// becomes Ready through its own probes, as the non-root user its manifest says, and the
+// seed ApplicationSet reaches both spokes through the pull model.
 func TestRealPods(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
@@ -44,10 +47,12 @@ func TestRealPods(t *testing.T) {
 		}
 	})
 	f = harness.StartForTest(t, harness.Options{RealPods: true})
-	r, err := realpods.Start(ctx, f, t.TempDir(), "cluster1")
+	r, err := realpods.Start(ctx, f, t.TempDir(), vanilla, openshift)
 	require.NoError(t, err)
-	hubNode, spoke := r.Nodes[f.Hub.Name], r.Spokes[0]
-	spokeNode := r.Nodes[spoke.Name]
+	routes, err := install.MakeOpenShiftLike(ctx, f.Hub, f.Spokes[openshift])
+	require.NoError(t, err)
+	f.OnStop(routes.Stop)
+	hubNode := r.Nodes[f.Hub.Name]
 	require.NoError(t, r.InstallChart(ctx))
 	hub := f.Hub.Client
 
@@ -59,21 +64,34 @@ func TestRealPods(t *testing.T) {
 	})
 
 	// The addon enabled as users enable it: the seed Placement and GitOpsCluster, the
-	// cluster labelled to be selected.
+	// clusters labelled to be selected.
 	require.NoError(t, r.EnableAddon(ctx))
 
-	require.True(t, t.Run("the spoke's agent and operator pods become Ready", func(t *testing.T) {
-		waitAvailable(t, ctx, spoke.Client, spokeNode, harness.AddonNamespace, constants.AgentDeployment)
-		waitAvailable(t, ctx, spoke.Client, spokeNode, constants.GitOpsNamespace, constants.OperatorDeployment)
+	require.True(t, t.Run("each spoke's agent and operator pods become Ready", func(t *testing.T) {
+		for _, s := range r.Spokes {
+			waitAvailable(t, ctx, s.Client, r.Nodes[s.Name], harness.AddonNamespace, constants.AgentDeployment)
+			waitAvailable(t, ctx, s.Client, r.Nodes[s.Name], constants.GitOpsNamespace, constants.OperatorDeployment)
+		}
 	}), "everything after needs it")
 	t.Run("the agent and the operator run as the non-root users their manifests say", func(t *testing.T) {
-		assertNonRoot(t, ctx, spoke.Client, spokeNode, harness.AddonNamespace, constants.AgentDeployment)
-		assertNonRoot(t, ctx, spoke.Client, spokeNode, constants.GitOpsNamespace, constants.OperatorDeployment)
+		for _, s := range r.Spokes {
+			assertNonRoot(t, ctx, s.Client, r.Nodes[s.Name], harness.AddonNamespace, constants.AgentDeployment)
+			assertNonRoot(t, ctx, s.Client, r.Nodes[s.Name], constants.GitOpsNamespace, constants.OperatorDeployment)
+		}
 	})
-	t.Run("the hub sees the agent's health", func(t *testing.T) {
-		waitAddonAvailable(t, ctx, hub, spoke.Name)
+	t.Run("the hub sees each agent's health", func(t *testing.T) {
+		for _, s := range r.Spokes {
+			waitAddonAvailable(t, ctx, hub, s.Name)
+		}
+	})
+	t.Run("the Routes guard: the agent pod installs the Routes CRD where no Route API is served, and not beside a native one", func(t *testing.T) {
+		waitRouteAPI(t, ctx, f.Hub, vanilla, constants.RouteAPICRD)
+		assert.True(t, exists(ctx, f.Spokes[vanilla].Client, &apiextensionsv1.CustomResourceDefinition{}, constants.RoutesCRDName), "the Routes CRD on %s", vanilla)
+		waitRouteAPI(t, ctx, f.Hub, openshift, constants.RouteAPINative)
+		assert.False(t, exists(ctx, f.Spokes[openshift].Client, &apiextensionsv1.CustomResourceDefinition{}, constants.RoutesCRDName), "no Routes CRD on %s", openshift)
 	})
 	t.Run("a deleted agent pod is recreated and its health is back on the hub", func(t *testing.T) {
+		spoke := f.Spokes[vanilla]
 		deleted := deploymentPod(t, ctx, spoke.Client, harness.AddonNamespace, constants.AgentDeployment)
 		require.NoError(t, spoke.Client.Delete(ctx, &deleted))
 		var replacement corev1.Pod
@@ -90,33 +108,40 @@ func TestRealPods(t *testing.T) {
 		}, 3*time.Minute, time.Second, "the health Lease renewed by the new pod")
 		waitAddonAvailable(t, ctx, hub, spoke.Name)
 	})
-	require.True(t, t.Run("the operator's Argo CD pods become Ready", func(t *testing.T) {
-		for _, component := range []string{"redis", "repo-server", "server", "applicationset-controller"} {
-			waitAvailable(t, ctx, spoke.Client, spokeNode, constants.GitOpsNamespace, constants.ArgoCDName+"-"+component)
+	require.True(t, t.Run("the operator's Argo CD pods become Ready on each spoke", func(t *testing.T) {
+		for _, s := range r.Spokes {
+			for _, component := range []string{"redis", "repo-server", "server", "applicationset-controller"} {
+				waitAvailable(t, ctx, s.Client, r.Nodes[s.Name], constants.GitOpsNamespace, constants.ArgoCDName+"-"+component)
+			}
+			waitStatefulSetReady(t, ctx, s.Client, r.Nodes[s.Name], constants.GitOpsNamespace, argocd.ControllerStatefulSet)
 		}
-		waitStatefulSetReady(t, ctx, spoke.Client, spokeNode, constants.GitOpsNamespace, argocd.ControllerStatefulSet)
 	}), "everything after needs it")
 
 	_, err = r.ApplySeedApplicationSet(ctx)
 	require.NoError(t, err)
 
-	t.Run("the seed ApplicationSet syncs to the spoke through the pull model and the hub shows it Synced/Healthy", func(t *testing.T) {
-		name := "guestbook-" + spoke.Name
-		waitAppStatus(t, ctx, spoke.Cluster, name, "Synced", "Healthy", 5*time.Minute)
-		assert.True(t, exists(ctx, spoke.Client, &corev1.ConfigMap{}, "guestbook/guestbook-ui"), "the application's ConfigMap on the spoke")
-		waitAppStatus(t, ctx, f.Hub, name, "Synced", "Healthy", 2*time.Minute)
+	t.Run("the seed ApplicationSet syncs to every spoke through the pull model and the hub shows it Synced/Healthy", func(t *testing.T) {
+		for _, s := range r.Spokes {
+			name := "guestbook-" + s.Name
+			waitAppStatus(t, ctx, s.Cluster, name, "Synced", "Healthy", 5*time.Minute)
+			assert.True(t, exists(ctx, s.Client, &corev1.ConfigMap{}, "guestbook/guestbook-ui"), "the application's ConfigMap on %s", s.Name)
+			waitAppStatus(t, ctx, f.Hub, name, "Synced", "Healthy", 2*time.Minute)
+		}
 	})
 
 	t.Run("no container was restarted: every liveness probe passes", func(t *testing.T) {
-		for _, pods := range []struct {
-			c         client.Client
-			namespace string
-		}{{hub, install.Namespace}, {spoke.Client, harness.AddonNamespace}, {spoke.Client, constants.GitOpsNamespace}} {
-			list := &corev1.PodList{}
-			require.NoError(t, pods.c.List(ctx, list, client.InNamespace(pods.namespace)))
-			for _, pod := range list.Items {
-				for _, s := range pod.Status.ContainerStatuses {
-					assert.Zero(t, s.RestartCount, "restarts of %s/%s container %s", pod.Namespace, pod.Name, s.Name)
+		namespaces := map[client.Client][]string{hub: {install.Namespace}}
+		for _, s := range r.Spokes {
+			namespaces[s.Client] = []string{harness.AddonNamespace, constants.GitOpsNamespace}
+		}
+		for c, names := range namespaces {
+			for _, namespace := range names {
+				list := &corev1.PodList{}
+				require.NoError(t, c.List(ctx, list, client.InNamespace(namespace)))
+				for _, pod := range list.Items {
+					for _, s := range pod.Status.ContainerStatuses {
+						assert.Zero(t, s.RestartCount, "restarts of %s/%s container %s", pod.Namespace, pod.Name, s.Name)
+					}
 				}
 			}
 		}
