@@ -152,12 +152,23 @@ func TestRealPods(t *testing.T) {
 // its readiness probe passes.
 func waitAvailable(t *testing.T, ctx context.Context, c client.Client, node *harness.Node, namespace, name string) {
 	t.Helper()
-	available := assert.Eventually(t, func() bool {
-		d := &appsv1.Deployment{}
-		return c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, d) == nil && d.Status.AvailableReplicas == 1
-	}, 5*time.Minute, time.Second)
-	if !available {
-		t.Fatalf("Deployment %s/%s not available (no Ready pod):\n%s", namespace, name, describePods(ctx, c, node, namespace))
+	d := &appsv1.Deployment{}
+	waitOneReady(t, ctx, c, node, d, client.ObjectKey{Namespace: namespace, Name: name}, func() bool { return d.Status.AvailableReplicas == 1 })
+}
+
+// waitStatefulSetReady waits until a StatefulSet has its one replica Ready.
+func waitStatefulSetReady(t *testing.T, ctx context.Context, c client.Client, node *harness.Node, namespace, name string) {
+	t.Helper()
+	sts := &appsv1.StatefulSet{}
+	waitOneReady(t, ctx, c, node, sts, client.ObjectKey{Namespace: namespace, Name: name}, func() bool { return sts.Status.ReadyReplicas == 1 })
+}
+
+// waitOneReady reads a workload into obj until ready says its pod is Ready; if it never
+// is, the test fails with what the kubelet says of the namespace's pods.
+func waitOneReady(t *testing.T, ctx context.Context, c client.Client, node *harness.Node, obj client.Object, key client.ObjectKey, ready func() bool) {
+	t.Helper()
+	if !assert.Eventually(t, func() bool { return c.Get(ctx, key, obj) == nil && ready() }, 5*time.Minute, time.Second) {
+		t.Fatalf("%T %s has no Ready pod:\n%s", obj, key, describePods(ctx, c, node, key.Namespace))
 	}
 }
 
@@ -192,18 +203,6 @@ func describePods(ctx context.Context, c client.Client, node *harness.Node, name
 		}
 	}
 	return b.String()
-}
-
-// waitStatefulSetReady waits until a StatefulSet has its one replica Ready.
-func waitStatefulSetReady(t *testing.T, ctx context.Context, c client.Client, node *harness.Node, namespace, name string) {
-	t.Helper()
-	ready := assert.Eventually(t, func() bool {
-		sts := &appsv1.StatefulSet{}
-		return c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, sts) == nil && sts.Status.ReadyReplicas == 1
-	}, 5*time.Minute, time.Second)
-	if !ready {
-		t.Fatalf("StatefulSet %s/%s not Ready:\n%s", namespace, name, describePods(ctx, c, node, namespace))
-	}
 }
 
 // deploymentPod is the one pod of a Deployment.
