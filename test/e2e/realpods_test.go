@@ -14,7 +14,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -81,7 +80,7 @@ func TestRealPods(t *testing.T) {
 	})
 	t.Run("the hub sees each agent's health", func(t *testing.T) {
 		for _, s := range r.Spokes {
-			waitAddonAvailable(t, ctx, hub, s.Name)
+			require.NoError(t, install.WaitAddonAvailable(ctx, f.Hub, s.Name, 5*time.Minute))
 		}
 	})
 	t.Run("the Routes guard: the agent pod installs the Routes CRD where no Route API is served, and not beside a native one", func(t *testing.T) {
@@ -106,7 +105,7 @@ func TestRealPods(t *testing.T) {
 			return spoke.Client.Get(ctx, client.ObjectKey{Namespace: harness.AddonNamespace, Name: constants.AddonName}, lease) == nil &&
 				lease.Spec.RenewTime != nil && lease.Spec.RenewTime.After(replacement.CreationTimestamp.Time)
 		}, 3*time.Minute, time.Second, "the health Lease renewed by the new pod")
-		waitAddonAvailable(t, ctx, hub, spoke.Name)
+		require.NoError(t, install.WaitAddonAvailable(ctx, f.Hub, spoke.Name, 5*time.Minute))
 	})
 	require.True(t, t.Run("the operator's Argo CD pods become Ready on each spoke", func(t *testing.T) {
 		for _, s := range r.Spokes {
@@ -265,27 +264,4 @@ func assertNonRoot(t *testing.T, ctx context.Context, c client.Client, node *har
 		uids = append(uids, uid)
 	}
 	assert.Contains(t, uids, nonRootUser, "%s runs as its image's non-root user", name)
-}
-
-// waitAddonAvailable waits until the hub shows the cluster's addon Available.
-func waitAddonAvailable(t *testing.T, ctx context.Context, hub client.Client, cluster string) {
-	t.Helper()
-	var last string
-	available := assert.Eventually(t, func() bool {
-		mca := &addonv1beta1.ManagedClusterAddOn{}
-		if err := hub.Get(ctx, client.ObjectKey{Namespace: cluster, Name: constants.AddonName}, mca); err != nil {
-			last = err.Error()
-			return false
-		}
-		c := meta.FindStatusCondition(mca.Status.Conditions, "Available")
-		if c == nil {
-			last = "no Available condition"
-			return false
-		}
-		last = string(c.Status) + " " + c.Reason + ": " + c.Message
-		return c.Status == metav1.ConditionTrue
-	}, 5*time.Minute, time.Second)
-	if !available {
-		t.Fatalf("ManagedClusterAddOn %s/%s not Available; last seen: %s", cluster, constants.AddonName, last)
-	}
 }

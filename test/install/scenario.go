@@ -254,17 +254,25 @@ func exists(ctx context.Context, c client.Client, apiVersion, kind string, key c
 	return c.Get(ctx, key, u) == nil
 }
 
-// WaitAddonAvailable waits until a cluster's ManagedClusterAddOn is Available.
+// WaitAddonAvailable waits until a cluster's ManagedClusterAddOn is Available; its error
+// says what it saw last.
 func WaitAddonAvailable(ctx context.Context, hub *harness.Cluster, cluster string, timeout time.Duration) error {
+	last := "no ManagedClusterAddOn"
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		mca := &addonv1beta1.ManagedClusterAddOn{}
 		if hub.Client.Get(ctx, client.ObjectKey{Namespace: cluster, Name: constants.AddonName}, mca) != nil {
 			return false, nil
 		}
-		return meta.IsStatusConditionTrue(mca.Status.Conditions, "Available"), nil
+		c := meta.FindStatusCondition(mca.Status.Conditions, "Available")
+		if c == nil {
+			last = "no Available condition"
+			return false, nil
+		}
+		last = fmt.Sprintf("Available=%s %s: %s", c.Status, c.Reason, c.Message)
+		return c.Status == metav1.ConditionTrue, nil
 	})
 	if err != nil {
-		return fmt.Errorf("waiting for ManagedClusterAddOn %s/%s Available: %w", cluster, constants.AddonName, err)
+		return fmt.Errorf("waiting for ManagedClusterAddOn %s/%s Available (last seen: %s): %w", cluster, constants.AddonName, last, err)
 	}
 	return nil
 }
