@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/gitops-addon/gitops-addon/test/testenv"
@@ -93,6 +94,16 @@ func (s ImageSpec) WriteDockerArchive(file string) error {
 		return err
 	}
 	return writeArchive(file, s.Ref, configName, config, layerNames, layers, manifest)
+}
+
+// WriteDockerArchiveIn writes the image's docker-archive into dir, named after its Ref,
+// and returns the file: for Node.Import.
+func (s ImageSpec) WriteDockerArchiveIn(dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	file := filepath.Join(dir, strings.NewReplacer("/", "_", ":", "_").Replace(s.Ref)+".tar")
+	return file, s.WriteDockerArchive(file)
 }
 
 // writeArchive writes the docker-archive: the config, each layer copied from its file,

@@ -203,13 +203,11 @@ func (n *Node) Import(ctx context.Context, tarball string) error {
 	return nil
 }
 
-// ImportImage writes an image made from local files and imports it.
+// ImportImage writes an image made from local files and imports it. An image for several
+// nodes is better written once (ImageSpec.WriteDockerArchiveIn) and imported into each.
 func (n *Node) ImportImage(ctx context.Context, spec ImageSpec) error {
-	file := filepath.Join(n.Dir, "images", strings.NewReplacer("/", "_", ":", "_").Replace(spec.Ref)+".tar")
-	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
-		return err
-	}
-	if err := spec.WriteDockerArchive(file); err != nil {
+	file, err := spec.WriteDockerArchiveIn(filepath.Join(n.Dir, "images"))
+	if err != nil {
 		return err
 	}
 	return n.Import(ctx, file)

@@ -28,7 +28,11 @@ import (
 
 // ProductImage is the image built from our Dockerfile, as the nodes know it; with no
 // registry, the chart is installed with pullPolicy Never.
-const ProductImage = "local.gitops-addon/gitops-addon:e2e"
+const (
+	productRepository = "local.gitops-addon/gitops-addon"
+	productTag        = "e2e"
+	ProductImage      = productRepository + ":" + productTag
+)
 
 // ImagesConfig names the AddOnDeploymentConfig the chart makes every cluster's default:
 // Argo CD's and redis's images for the ArgoCD CR.
@@ -66,23 +70,23 @@ func Start(ctx context.Context, f *harness.Fleet, workDir string, spokes ...stri
 		}
 	}
 	f.Logf("building the gitops-addon image from the Dockerfile (buildah) and importing the images into the nodes")
-	archive, err := BuildProductImage(ctx, workDir)
+	product, err := BuildProductImage(ctx, workDir)
 	if err != nil {
 		return nil, err
 	}
-	spokeImages, err := spokeImages(f.BinDir())
+	// Each image is written once (the Argo CD ones carry a root filesystem of hundreds of
+	// megabytes) and imported into every node that runs it.
+	spokeArchives, err := writeSpokeImages(f.BinDir(), filepath.Join(workDir, "images"))
 	if err != nil {
 		return nil, err
 	}
 	for cluster, node := range r.Nodes {
-		if err := node.Import(ctx, archive); err != nil {
-			return nil, err
+		archives := []string{product}
+		if cluster != f.Hub.Name {
+			archives = append(archives, spokeArchives...)
 		}
-		if cluster == f.Hub.Name {
-			continue
-		}
-		for _, image := range spokeImages {
-			if err := node.ImportImage(ctx, image); err != nil {
+		for _, archive := range archives {
+			if err := node.Import(ctx, archive); err != nil {
 				return nil, err
 			}
 		}
@@ -90,8 +94,9 @@ func Start(ctx context.Context, f *harness.Fleet, workDir string, spokes ...stri
 	return r, nil
 }
 
-// spokeImages are the GitOps operator's image and Argo CD's.
-func spokeImages(binDir string) ([]harness.ImageSpec, error) {
+// writeSpokeImages writes the GitOps operator's image and Argo CD's into dir and returns
+// their archives.
+func writeSpokeImages(binDir, dir string) ([]string, error) {
 	operator, err := argocd.OperatorImage(binDir)
 	if err != nil {
 		return nil, err
@@ -100,7 +105,15 @@ func spokeImages(binDir string) ([]harness.ImageSpec, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(argoImages, operator), nil
+	var archives []string
+	for _, image := range append(argoImages, operator) {
+		archive, err := image.WriteDockerArchiveIn(dir)
+		if err != nil {
+			return nil, err
+		}
+		archives = append(archives, archive)
+	}
+	return archives, nil
 }
 
 // BuildProductImage builds our Dockerfile as it is (imagebuild) and exports the image as
@@ -138,7 +151,7 @@ func (r *Fleet) InstallChart(ctx context.Context) error {
 	helm := filepath.Join(r.BinDir(), "helm")
 	out, err := exec.CommandContext(ctx, helm, "install", install.ReleaseName, filepath.Join(testenv.RepoRoot(), "charts", "gitops-addon"),
 		"--kubeconfig", r.Hub.Kubeconfig, "--namespace", install.Namespace, "--create-namespace",
-		"--set", "image.repository=local.gitops-addon/gitops-addon", "--set", "image.tag=e2e", "--set", "image.pullPolicy=Never",
+		"--set", "image.repository="+productRepository, "--set", "image.tag="+productTag, "--set", "image.pullPolicy=Never",
 		"--set", "gitopsOperator.image="+argocd.OperatorImageRef,
 		"--set", "addonDeploymentConfig.name="+ImagesConfig, "--set", "addonDeploymentConfig.namespace="+install.Namespace).CombinedOutput()
 	if err != nil {
