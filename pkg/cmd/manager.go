@@ -39,6 +39,9 @@ func newManagerCommand() *cobra.Command {
 			if o.PullWorkers < 1 {
 				return fmt.Errorf("--pull-workers is %d: it must be at least 1", o.PullWorkers)
 			}
+			if o.PullApplyTimeout <= 0 {
+				return fmt.Errorf("--pull-apply-timeout is %v: it must be positive (for example 5m)", o.PullApplyTimeout)
+			}
 			if o.ArgoCDAgentCertificateLifetime < 10*time.Minute {
 				return fmt.Errorf("--argocd-agent-certificate-lifetime is %v: it must be at least 10m, or agents spend their time "+
 					"renewing", o.ArgoCDAgentCertificateLifetime)
@@ -75,6 +78,8 @@ func newManagerCommand() *cobra.Command {
 		"spec.gitopsAddon.enabled; false is hub-only: cluster registration, the placement ConfigMap and the pull model only, the addon left to the "+
 		"ClusterManagementAddOn gitops-addon of another installation (Red Hat ACM's), no ManagedClusterAddOn created, changed or removed")
 	f.IntVar(&o.PullWorkers, "pull-workers", 4, "Applications the pull model propagates concurrently")
+	f.DurationVar(&o.PullApplyTimeout, "pull-apply-timeout", pullmodel.DefaultApplyTimeout,
+		"how long a pull ManifestWork may stay unapplied (cluster unavailable, no work agent) before the hub Application and the report say so")
 	f.BoolVar(&o.UpgradeCRDs, "upgrade-crds", true, "at start, bring the GitOpsCluster and MulticlusterApplicationSetReport CRDs to this manager's schema by "+
 		"server-side apply (never deletes or downgrades a CRD, never touches one another installer owns); false leaves them to the installer")
 	f.StringSliceVar(&o.ArgoNamespaces, "argo-namespaces", nil, "the only namespaces a GitOpsCluster may name in spec.argoServer.argoNamespace, "+

@@ -31,7 +31,8 @@ type MulticlusterApplicationSetReport struct {
 
 // AppConditions are the status of an ApplicationSet's Applications on every cluster.
 type AppConditions struct {
-	// Resources the Applications deploy, when the clusters report them.
+	// Resources the Applications deploy, on any cluster, as their clusters report them
+	// (each once, sorted; at most 500).
 	// +optional
 	Resources []ResourceRef `json:"resources,omitempty"`
 	// ClusterConditions has one entry per Application: two Applications of the
@@ -78,6 +79,32 @@ type ClusterCondition struct {
 	OperationStateStartedAt string `json:"operationStateStartedAt,omitempty"`
 	// Conditions are the errors and warnings about the Application on the cluster.
 	Conditions []Condition `json:"conditions,omitempty"`
+	// Resources are the Application's resources on the cluster with their sync status,
+	// health and the message of a failed one, the failed and unhealthy first. The list is
+	// cut to keep the report small (at most 2,000 entries over all clusters): ResourceCount
+	// says how many there are. gitops-addon's addition to ACM's schema.
+	// +optional
+	Resources []ClusterResource `json:"resources,omitempty"`
+	// ResourceCount is how many resources the Application has on the cluster, when the
+	// cluster reports them.
+	// +optional
+	ResourceCount *int32 `json:"resourceCount,omitempty"`
+}
+
+// ClusterResource is one resource of an Application on a cluster.
+type ClusterResource struct {
+	APIVersion string `json:"apiVersion,omitempty"`
+	Kind       string `json:"kind,omitempty"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name,omitempty"`
+	// SyncStatus is the resource's sync status (Synced, OutOfSync).
+	SyncStatus string `json:"syncStatus,omitempty"`
+	// HealthStatus is the resource's health (Healthy, Progressing, Degraded, Missing, ...).
+	HealthStatus string `json:"healthStatus,omitempty"`
+	// SyncResult is the resource's result in the last sync (SyncFailed for a failed one).
+	SyncResult string `json:"syncResult,omitempty"`
+	// Message says what is wrong: the sync error, or the health message.
+	Message string `json:"message,omitempty"`
 }
 
 // ReportSummary counts Applications by state; Clusters counts distinct clusters.

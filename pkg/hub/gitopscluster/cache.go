@@ -3,6 +3,8 @@ package gitopscluster
 import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
@@ -53,9 +55,10 @@ func namespaceConfigs(argoNamespaces []string) map[string]cache.Config {
 }
 
 // slimManagedCluster keeps of a ManagedCluster what the manager decides on: its metadata
-// (labels go into the Argo CD cluster Secret) and its API server URLs. The status (claims,
-// capacity, conditions, version) and the CA bundles are most of a joined cluster's bytes,
-// and the hub holds one per cluster.
+// (labels go into the Argo CD cluster Secret), its API server URLs, whether the hub
+// accepts it and its Available condition (the pull model names them when a cluster does
+// not apply a ManifestWork). The rest of the status (claims, capacity, version) and the CA
+// bundles are most of a joined cluster's bytes, and the hub holds one per cluster.
 func slimManagedCluster(obj any) (any, error) {
 	mc, ok := obj.(*clusterv1.ManagedCluster)
 	if !ok {
@@ -66,7 +69,11 @@ func slimManagedCluster(obj any) (any, error) {
 	for _, cfg := range mc.Spec.ManagedClusterClientConfigs {
 		urls = append(urls, clusterv1.ClientConfig{URL: cfg.URL})
 	}
-	mc.Spec = clusterv1.ManagedClusterSpec{ManagedClusterClientConfigs: urls}
-	mc.Status = clusterv1.ManagedClusterStatus{}
+	mc.Spec = clusterv1.ManagedClusterSpec{ManagedClusterClientConfigs: urls, HubAcceptsClient: mc.Spec.HubAcceptsClient}
+	var kept []metav1.Condition
+	if c := meta.FindStatusCondition(mc.Status.Conditions, clusterv1.ManagedClusterConditionAvailable); c != nil {
+		kept = []metav1.Condition{*c}
+	}
+	mc.Status = clusterv1.ManagedClusterStatus{Conditions: kept}
 	return mc, nil
 }

@@ -17,7 +17,8 @@ func TestCachedManagedClustersKeepOnlyWhatTheManagerReads(t *testing.T) {
 			ManagedClusterClientConfigs: []clusterv1.ClientConfig{{URL: "https://c1.example.com:6443", CABundle: make([]byte, 2048)}}},
 		Status: clusterv1.ManagedClusterStatus{
 			ClusterClaims: []clusterv1.ManagedClusterClaim{{Name: "product.open-cluster-management.io", Value: "OpenShift"}},
-			Conditions:    []metav1.Condition{{Type: clusterv1.ManagedClusterConditionAvailable, Status: metav1.ConditionTrue}},
+			Conditions: []metav1.Condition{{Type: clusterv1.ManagedClusterConditionAvailable, Status: metav1.ConditionTrue},
+				{Type: clusterv1.ManagedClusterConditionJoined, Status: metav1.ConditionTrue}},
 		},
 	}
 	slimmed, err := slimManagedCluster(mc)
@@ -28,5 +29,8 @@ func TestCachedManagedClustersKeepOnlyWhatTheManagerReads(t *testing.T) {
 	assert.Equal(t, "https://c1.example.com:6443", clusterServer(got), "the Secret's server URL")
 	assert.Empty(t, got.Spec.ManagedClusterClientConfigs[0].CABundle)
 	assert.Empty(t, got.Status.ClusterClaims)
+	assert.True(t, got.Spec.HubAcceptsClient, "the pull model says when the hub does not accept a cluster")
+	require.Len(t, got.Status.Conditions, 1, "the Available condition alone: the pull model names an unavailable cluster")
+	assert.Equal(t, clusterv1.ManagedClusterConditionAvailable, got.Status.Conditions[0].Type)
 	assert.Empty(t, got.ManagedFields)
 }

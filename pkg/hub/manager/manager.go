@@ -71,6 +71,9 @@ type Options struct {
 	HubOnly bool
 	// PullWorkers is how many Applications the pull model propagates concurrently.
 	PullWorkers int
+	// PullApplyTimeout is how long a pull ManifestWork may stay unapplied before the hub
+	// Application says so (pullmodel.DefaultApplyTimeout when zero).
+	PullApplyTimeout time.Duration
 	// AddonWorkers is how many clusters addon-framework's per-cluster controllers (deploy,
 	// registration, CSR approval and signing) sync concurrently; 0 means DefaultAddonWorkers.
 	AddonWorkers int
@@ -165,7 +168,9 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 	}
 	var departures *pullmodel.Departures
 	if o.PullModel {
-		if departures, err = pullmodel.SetupStarter(mgr, o.PullWorkers, o.SkipControllerNameValidation); err != nil {
+		if departures, err = pullmodel.SetupStarter(mgr, pullmodel.Options{
+			Workers: o.PullWorkers, ApplyTimeout: o.PullApplyTimeout, HubOnly: o.HubOnly, SkipNameValidation: o.SkipControllerNameValidation,
+		}); err != nil {
 			return nil, fmt.Errorf("setting up the pull model: %w", err)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -53,6 +54,11 @@ type Reconciler struct {
 	// APIReader reads uncached: Red Hat ACM's pull ManifestWorks, which the cache does not
 	// hold, when taking them over.
 	APIReader client.Reader
+	// ApplyTimeout is how long a ManifestWork may stay unapplied before the Application
+	// gets a warning naming its cluster's state.
+	ApplyTimeout time.Duration
+	// HubOnly: no spoke agent of ours summarises the Applications' resources.
+	HubOnly bool
 
 	acm *acmWorks
 }
@@ -115,7 +121,37 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if spoke.applyFailure != "" {
 		v.errors = append(v.errors, r.applyFailureProblem(ctx, v.cluster, existing, spoke.applyFailure))
 	}
-	return ctrl.Result{}, r.writeHubApplication(ctx, app, v, spoke, taken(app, existing, spoke))
+	warnings, requeue, err := spokeWarnings(ctx, r.Client, r.HubOnly, r.ApplyTimeout, r.now().Time, existing, spoke)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	v.warnings = append(v.warnings, warnings...)
+	return ctrl.Result{RequeueAfter: requeue}, r.writeHubApplication(ctx, app, v, spoke, taken(app, existing, spoke))
+}
+
+// spokeWarnings are the warnings about what a cluster reports of an Application: its
+// ManifestWork not applied in time (and, until then, when to look again), and what the
+// hub cannot show of its resources.
+func spokeWarnings(ctx context.Context, c client.Reader, hubOnly bool, timeout time.Duration, now time.Time,
+	w *workv1.ManifestWork, spoke spokeStatus) ([]problem, time.Duration, error) {
+	if w == nil {
+		return nil, 0, nil
+	}
+	var out []problem
+	pending := pendingApplyOf(w)
+	overdue, wait := pending.overdue(now, timeout)
+	if overdue {
+		state, err := clusterState(ctx, c, w.Namespace)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, notAppliedProblem(w, pending.since, state))
+	}
+	resources, err := resourceProblems(ctx, c, hubOnly, w.Namespace, spoke)
+	if err != nil {
+		return nil, 0, err
+	}
+	return append(out, resources...), wait, nil
 }
 
 // planRequests decides which one-shot requests (a manual sync, a refresh) go to the spoke
@@ -180,6 +216,7 @@ func (r *Reconciler) applyWork(ctx context.Context, app *unstructured.Unstructur
 	key := client.ObjectKeyFromObject(desired)
 	switch {
 	case existing == nil:
+		stampShipped(desired, r.now().Time)
 		if err := r.Client.Create(ctx, desired); err != nil {
 			if apierrors.IsAlreadyExists(err) {
 				return fmt.Errorf("ManifestWork %s exists but is not in the cache yet: %w", key, err)
@@ -191,6 +228,7 @@ func (r *Reconciler) applyWork(ctx context.Context, app *unstructured.Unstructur
 	case workDiffers(existing, desired):
 		updated := existing.DeepCopy()
 		mergeInto(updated, desired)
+		stampShipped(updated, r.now().Time)
 		if err := r.Client.Update(ctx, updated); err != nil {
 			return fmt.Errorf("updating ManifestWork %s: %w", key, err)
 		}

@@ -71,6 +71,8 @@ func reportedWork(cluster, appNS, appName string, values map[string]string) *wor
 	for k, v := range values {
 		fv = append(fv, workv1.FeedbackValue{Name: k, Value: workv1.FieldValue{Type: workv1.String, String: &v}})
 	}
+	// Applied, as the work agent reports it; a test of an unapplied work removes it.
+	w.Status.Conditions = []metav1.Condition{{Type: workv1.WorkApplied, Status: metav1.ConditionTrue, Reason: "AppliedManifestWorkComplete"}}
 	w.Status.ResourceStatus.Manifests = []workv1.ManifestCondition{{
 		ResourceMeta:    workv1.ManifestResourceMeta{Group: "argoproj.io", Resource: "applications", Namespace: appNS, Name: appName},
 		StatusFeedbacks: workv1.StatusFeedbackResult{Values: fv},

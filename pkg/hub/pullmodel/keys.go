@@ -42,6 +42,9 @@ const (
 	// that a change of that report proves the spoke took the request.
 	AnnotationOperationBaseline = "apps.open-cluster-management.io/operation-baseline"
 	AnnotationRefreshBaseline   = "apps.open-cluster-management.io/refresh-baseline"
+	// AnnotationShippedAt records when gitops-addon last wrote the ManifestWork's spec;
+	// a work not applied within the apply timeout from then is reported.
+	AnnotationShippedAt = "gitops-addon.open-cluster-management.io/shipped-at"
 )
 
 // LabelHostingAppSetReport is the report's label naming its ApplicationSet as

@@ -8,11 +8,15 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -25,6 +29,7 @@ import (
 
 	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract/appresources"
 )
 
 // ReportControllerName names the report controller in logs and metrics.
@@ -39,6 +44,12 @@ type ReportReconciler struct {
 	// APIReader reads uncached: a report of the ApplicationSet's name that is not ours
 	// (Red Hat ACM's), which the cache does not hold.
 	APIReader client.Reader
+	// ApplyTimeout is how long a ManifestWork may stay unapplied before its entry says so.
+	ApplyTimeout time.Duration
+	// HubOnly: no spoke agent of ours summarises the Applications' resources.
+	HubOnly bool
+	// Now is the clock (tests set it).
+	Now func() time.Time
 }
 
 // Reconcile rebuilds the report of one ApplicationSet (the request's namespace/name).
@@ -69,30 +80,39 @@ func (r *ReportReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		}
 		return ctrl.Result{}, nil
 	}
-	desired := buildReport(req.NamespacedName, live)
+	desired, requeue, err := r.buildReport(ctx, req.NamespacedName, live)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: requeue}, r.write(ctx, existing, desired)
+}
+
+// write creates the report, or updates it when it differs from the desired one.
+func (r *ReportReconciler) write(ctx context.Context, existing, desired *v1alpha1.MulticlusterApplicationSetReport) error {
+	key := client.ObjectKeyFromObject(desired)
 	if existing == nil {
 		err := r.Client.Create(ctx, desired)
 		if apierrors.IsAlreadyExists(err) && r.APIReader != nil {
-			return ctrl.Result{}, r.takeOver(ctx, desired)
+			return r.takeOver(ctx, desired)
 		}
 		if err != nil {
-			return ctrl.Result{}, fmt.Errorf("creating report %s: %w", req, err)
+			return fmt.Errorf("creating report %s: %w", key, err)
 		}
-		return ctrl.Result{}, nil
+		return nil
 	}
 	if equality.Semantic.DeepEqual(existing.Statuses, desired.Statuses) &&
 		equality.Semantic.DeepEqual(existing.OwnerReferences, desired.OwnerReferences) &&
 		existing.Labels[LabelHostingAppSetReport] == desired.Labels[LabelHostingAppSetReport] {
-		return ctrl.Result{}, nil
+		return nil
 	}
 	updated := existing.DeepCopy()
 	updated.Statuses = desired.Statuses
 	updated.OwnerReferences = desired.OwnerReferences
 	updated.Labels[LabelHostingAppSetReport] = desired.Labels[LabelHostingAppSetReport]
 	if err := r.Client.Update(ctx, updated); err != nil {
-		return ctrl.Result{}, fmt.Errorf("updating report %s: %w", req, err)
+		return fmt.Errorf("updating report %s: %w", key, err)
 	}
-	return ctrl.Result{}, nil
+	return nil
 }
 
 // takeOver makes ours the report of an ApplicationSet that Red Hat ACM's pull controller
@@ -121,8 +141,18 @@ func (r *ReportReconciler) takeOver(ctx context.Context, desired *v1alpha1.Multi
 	return nil
 }
 
-// buildReport aggregates the ManifestWorks of one ApplicationSet's pull Applications.
-func buildReport(appSet types.NamespacedName, works []workv1.ManifestWork) *v1alpha1.MulticlusterApplicationSetReport {
+// Bounds of a report's resource lists, so that an ApplicationSet over a thousand
+// clusters keeps its report far below etcd's request limit.
+const (
+	maxReportResources      = 2000
+	maxReportResourceRefs   = 500
+	maxReportConditionChars = 1024
+)
+
+// buildReport aggregates the ManifestWorks of one ApplicationSet's pull Applications. It
+// also returns when to look again: the earliest moment an unapplied work becomes overdue.
+func (r *ReportReconciler) buildReport(ctx context.Context, appSet types.NamespacedName, works []workv1.ManifestWork) (
+	*v1alpha1.MulticlusterApplicationSetReport, time.Duration, error) {
 	report := &v1alpha1.MulticlusterApplicationSetReport{
 		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "MulticlusterApplicationSetReport"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -133,20 +163,29 @@ func buildReport(appSet types.NamespacedName, works []workv1.ManifestWork) *v1al
 			},
 		},
 	}
-	entries := make([]v1alpha1.ClusterCondition, 0, len(works))
+	entries := make([]reportEntry, 0, len(works))
 	var uid types.UID
+	var requeue time.Duration
 	for i := range works {
 		w := &works[i]
-		entries = append(entries, clusterCondition(w))
+		e, wait, err := r.entry(ctx, w)
+		if err != nil {
+			return nil, 0, err
+		}
+		entries = append(entries, e)
+		if wait > 0 && (requeue == 0 || wait < requeue) {
+			requeue = wait
+		}
 		if u := w.Annotations[AnnotationHostingAppSetUID]; u != "" {
 			uid = types.UID(u)
 		}
 	}
-	slices.SortFunc(entries, func(a, b v1alpha1.ClusterCondition) int {
+	slices.SortFunc(entries, func(a, b reportEntry) int {
 		return cmp.Or(cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(a.App, b.App))
 	})
-	report.Statuses.ClusterConditions = entries
-	report.Statuses.Summary = summarize(entries)
+	report.Statuses.ClusterConditions = listResources(entries)
+	report.Statuses.Resources = resourceRefs(entries)
+	report.Statuses.Summary = summarize(report.Statuses.ClusterConditions)
 	if uid != "" {
 		// Owned by the ApplicationSet, so that the garbage collector removes the report with it.
 		report.OwnerReferences = []metav1.OwnerReference{{
@@ -154,14 +193,104 @@ func buildReport(appSet types.NamespacedName, works []workv1.ManifestWork) *v1al
 			Name: appSet.Name, UID: uid,
 		}}
 	}
-	return report
+	return report, requeue, nil
 }
 
-// clusterCondition is one Application's entry: what its cluster reported, and the
-// problems: not applied, or a failed sync.
-func clusterCondition(w *workv1.ManifestWork) v1alpha1.ClusterCondition {
+// reportEntry is one Application's entry and the resources its cluster reported.
+type reportEntry struct {
+	v1alpha1.ClusterCondition
+	resources []appresources.Resource
+}
+
+// entry is one Application's entry: what its cluster reported, and the problems: not
+// applied (in time), a failed sync, failed resources, resources not reported.
+func (r *ReportReconciler) entry(ctx context.Context, w *workv1.ManifestWork) (reportEntry, time.Duration, error) {
 	appName := w.Annotations[AnnotationHubAppName]
 	s := spokeStatusOf(w, workAppNamespace(w), appName)
+	e := reportEntry{ClusterCondition: clusterCondition(w, s)}
+	if summary, ok, _ := s.resources(); ok {
+		e.resources = summary.Resources
+		e.ResourceCount = ptr.To(int32(summary.Total))
+		if msg := failedResourcesMessage(summary); msg != "" {
+			e.Conditions = append(e.Conditions, v1alpha1.Condition{Type: "ResourceError", Message: truncateMessage(msg)})
+		}
+	}
+	warnings, wait, err := spokeWarnings(ctx, r.Client, r.HubOnly, r.ApplyTimeout, r.now(), w, s)
+	if err != nil {
+		return reportEntry{}, 0, err
+	}
+	for _, p := range warnings {
+		if p.reason == ReasonResourcesCapped {
+			continue // resourceCount says it
+		}
+		e.Conditions = append(e.Conditions, v1alpha1.Condition{Type: warningType(p.reason), Message: truncateMessage(p.String())})
+	}
+	return e, wait, nil
+}
+
+// warningType is the report condition type of a warning, ending in Warning as ACM's do.
+func warningType(reason string) string {
+	if reason == ReasonNotApplied {
+		return "ApplyWarning"
+	}
+	return "ResourcesWarning"
+}
+
+func truncateMessage(s string) string {
+	if len(s) <= maxReportConditionChars {
+		return s
+	}
+	return s[:maxReportConditionChars-3] + "..."
+}
+
+// listResources sets each entry's resource list, giving each cluster an equal share of
+// maxReportResources (the summaries list the failed and unhealthy first).
+func listResources(entries []reportEntry) []v1alpha1.ClusterCondition {
+	out := make([]v1alpha1.ClusterCondition, len(entries))
+	share := maxReportResources
+	if len(entries) > 0 {
+		share = maxReportResources / len(entries)
+	}
+	for i, e := range entries {
+		c := e.ClusterCondition
+		for _, res := range e.resources[:min(len(e.resources), share)] {
+			c.Resources = append(c.Resources, v1alpha1.ClusterResource{
+				APIVersion: res.APIVersion(), Kind: res.Kind, Namespace: res.Namespace, Name: res.Name,
+				SyncStatus: res.Status, HealthStatus: res.Health, SyncResult: res.SyncResult, Message: res.Message(),
+			})
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// resourceRefs are the resources of every entry, each once, sorted, at most
+// maxReportResourceRefs: ACM's statuses.resources.
+func resourceRefs(entries []reportEntry) []v1alpha1.ResourceRef {
+	seen := map[v1alpha1.ResourceRef]bool{}
+	for _, e := range entries {
+		for _, res := range e.resources {
+			seen[v1alpha1.ResourceRef{APIVersion: res.APIVersion(), Kind: res.Kind, Namespace: res.Namespace, Name: res.Name}] = true
+		}
+	}
+	refs := slices.SortedFunc(maps.Keys(seen), func(a, b v1alpha1.ResourceRef) int {
+		return cmp.Or(cmp.Compare(a.APIVersion, b.APIVersion), cmp.Compare(a.Kind, b.Kind),
+			cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	return refs[:min(len(refs), maxReportResourceRefs)]
+}
+
+func (r *ReportReconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// clusterCondition is one Application's entry from what its cluster reported: status,
+// and the problems: not applied, or a failed sync.
+func clusterCondition(w *workv1.ManifestWork, s spokeStatus) v1alpha1.ClusterCondition {
+	appName := w.Annotations[AnnotationHubAppName]
 	c := v1alpha1.ClusterCondition{
 		Cluster: w.Namespace,
 		App:     strings.Join([]string{w.Annotations[AnnotationHubAppNamespace], appName, w.Namespace, w.Name}, "/"),
@@ -235,7 +364,29 @@ func (r *ReportReconciler) SetupWithManager(mgr manager.Manager, skipNameValidat
 		WatchesRawSource(source.Kind(r.Cache, &workv1.ManifestWork{}, handler.TypedEnqueueRequestsFromMapFunc(forWorkAppSet))).
 		WatchesRawSource(source.Kind(r.Cache, &v1alpha1.MulticlusterApplicationSetReport{},
 			&handler.TypedEnqueueRequestForObject[*v1alpha1.MulticlusterApplicationSetReport]{})).
+		WatchesRawSource(source.Kind(mgr.GetCache(), &clusterv1.ManagedCluster{}, wakeOnClusterChanges(r.appSetsOn))).
+		WatchesRawSource(source.Kind(mgr.GetCache(), &addonv1beta1.ManagedClusterAddOn{}, wakeOnAddonChanges(r.appSetsOn))).
 		Complete(r)
+}
+
+// appSetsOn are the ApplicationSets with a pull Application on cluster.
+func (r *ReportReconciler) appSetsOn(ctx context.Context, cluster string) []reconcile.Request {
+	works := &workv1.ManifestWorkList{}
+	if err := r.Cache.List(ctx, works, client.InNamespace(cluster)); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing the pull ManifestWorks of a cluster", "cluster", cluster)
+		return nil
+	}
+	seen := map[reconcile.Request]bool{}
+	var out []reconcile.Request
+	for i := range works.Items {
+		for _, req := range forWorkAppSet(ctx, &works.Items[i]) {
+			if !seen[req] {
+				seen[req] = true
+				out = append(out, req)
+			}
+		}
+	}
+	return out
 }
 
 func forWorkAppSet(_ context.Context, w *workv1.ManifestWork) []reconcile.Request {

@@ -1,16 +1,167 @@
 package pullmodel
 
 import (
+	"context"
+	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
+	"github.com/gitops-addon/gitops-addon/pkg/contract/appresources"
 )
+
+var reportNow = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+
+// testReportReconciler answers from a fake hub with cluster1 (available, with the addon
+// Available) and offline (unavailable since an hour).
+func testReportReconciler(t *testing.T, objects ...client.Object) *ReportReconciler {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	require.NoError(t, clusterv1.Install(scheme))
+	require.NoError(t, addonv1beta1.Install(scheme))
+	hour := metav1.NewTime(reportNow.Add(-time.Hour))
+	objects = append(objects,
+		&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "cluster1"}, Spec: clusterv1.ManagedClusterSpec{HubAcceptsClient: true},
+			Status: clusterv1.ManagedClusterStatus{Conditions: []metav1.Condition{{Type: clusterv1.ManagedClusterConditionAvailable,
+				Status: metav1.ConditionTrue, Reason: "ManagedClusterAvailable", LastTransitionTime: hour}}}},
+		&addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: "cluster1", Name: "gitops-addon"},
+			Status: addonv1beta1.ManagedClusterAddOnStatus{Conditions: []metav1.Condition{{Type: addonv1beta1.ManagedClusterAddOnConditionAvailable,
+				Status: metav1.ConditionTrue, Reason: "ManagedClusterAddOnLeaseUpdated", LastTransitionTime: hour}}}},
+		&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "offline"}, Spec: clusterv1.ManagedClusterSpec{HubAcceptsClient: true},
+			Status: clusterv1.ManagedClusterStatus{Conditions: []metav1.Condition{{Type: clusterv1.ManagedClusterConditionAvailable,
+				Status: metav1.ConditionUnknown, Reason: "ManagedClusterLeaseUpdateStopped", Message: "Registration agent stopped updating its lease.",
+				LastTransitionTime: hour}}}},
+	)
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).Build()
+	return &ReportReconciler{Client: c, ApplyTimeout: 5 * time.Minute, Now: func() time.Time { return reportNow }}
+}
+
+// summaryValue is the feedback value of a spoke summary with these resources.
+func summaryValue(t *testing.T, resources ...appresources.Resource) string {
+	t.Helper()
+	s := appresources.Summary{Total: len(resources), Kinds: map[string]int{}, Resources: resources}
+	for _, r := range resources {
+		s.Kinds[appresources.KindKey(r.Group, r.Kind)]++
+	}
+	v, err := s.Encode()
+	require.NoError(t, err)
+	return v
+}
+
+func TestReportResourcesAndWarnings(t *testing.T) {
+	appSet := types.NamespacedName{Namespace: "openshift-gitops", Name: "guestbook"}
+	work := func(cluster, app string, values map[string]string) workv1.ManifestWork {
+		w := reportedWork(cluster, "openshift-gitops", app, values)
+		w.Annotations[AnnotationHostingAppSet] = "openshift-gitops/guestbook"
+		return *w
+	}
+	guestbook := []appresources.Resource{
+		{Version: "v1", Kind: "ConfigMap", Namespace: "guestbook", Name: "guestbook-ui", Status: "Synced", Health: "Healthy"},
+		{Version: "v1", Kind: "Service", Namespace: "guestbook", Name: "guestbook-ui", Status: "Synced", Health: "Healthy"},
+		{Group: "scheduling.k8s.io", Version: "v1", Kind: "PriorityClass", Name: "high", Status: "OutOfSync", Health: "Missing",
+			SyncResult: "SyncFailed", SyncMessage: "priorityclasses.scheduling.k8s.io is forbidden"},
+	}
+
+	t.Run("each cluster's resources with health and the failed one's message; the union in ACM's list", func(t *testing.T) {
+		works := []workv1.ManifestWork{
+			work("cluster1", "gb-1", map[string]string{FeedbackSync: "OutOfSync", FeedbackResources: summaryValue(t, guestbook...)}),
+			work("cluster2", "gb-2", map[string]string{FeedbackSync: "Synced", FeedbackResources: summaryValue(t, guestbook[:2]...)}),
+		}
+		r, _, err := testReportReconciler(t).buildReport(context.Background(), appSet, works)
+		require.NoError(t, err)
+		c1 := r.Statuses.ClusterConditions[0]
+		require.Len(t, c1.Resources, 3)
+		assert.Equal(t, v1alpha1.ClusterResource{APIVersion: "scheduling.k8s.io/v1", Kind: "PriorityClass", Name: "high", SyncStatus: "OutOfSync",
+			HealthStatus: "Missing", SyncResult: "SyncFailed", Message: "priorityclasses.scheduling.k8s.io is forbidden"}, c1.Resources[0],
+			"the failed resource first, with its message")
+		assert.Equal(t, int32(3), *c1.ResourceCount)
+		require.Len(t, c1.Conditions, 1)
+		assert.Equal(t, "ResourceError", c1.Conditions[0].Type)
+		assert.Contains(t, c1.Conditions[0].Message, "PriorityClass.scheduling.k8s.io high SyncFailed: priorityclasses.scheduling.k8s.io is forbidden")
+		assert.Len(t, r.Statuses.ClusterConditions[1].Resources, 2)
+		assert.Empty(t, r.Statuses.ClusterConditions[1].Conditions)
+		assert.Equal(t, []v1alpha1.ResourceRef{
+			{APIVersion: "scheduling.k8s.io/v1", Kind: "PriorityClass", Name: "high"},
+			{APIVersion: "v1", Kind: "ConfigMap", Namespace: "guestbook", Name: "guestbook-ui"},
+			{APIVersion: "v1", Kind: "Service", Namespace: "guestbook", Name: "guestbook-ui"},
+		}, r.Statuses.Resources, "each resource once, over all clusters")
+	})
+
+	t.Run("resources not reported by an available addon's cluster: on their way, no warning", func(t *testing.T) {
+		works := []workv1.ManifestWork{work("cluster1", "gb-1", map[string]string{FeedbackSync: "Synced"})}
+		r, _, err := testReportReconciler(t).buildReport(context.Background(), appSet, works)
+		require.NoError(t, err)
+		assert.Empty(t, r.Statuses.ClusterConditions[0].Conditions)
+		assert.Nil(t, r.Statuses.ClusterConditions[0].ResourceCount, "no count where none was reported")
+	})
+
+	t.Run("resources not reported where the addon is not enabled: said, not an empty list", func(t *testing.T) {
+		works := []workv1.ManifestWork{work("offline", "gb-1", map[string]string{FeedbackSync: "Synced"})}
+		r, _, err := testReportReconciler(t).buildReport(context.Background(), appSet, works)
+		require.NoError(t, err)
+		require.Len(t, r.Statuses.ClusterConditions[0].Conditions, 1)
+		assert.Equal(t, "ResourcesWarning", r.Statuses.ClusterConditions[0].Conditions[0].Type)
+		assert.Contains(t, r.Statuses.ClusterConditions[0].Conditions[0].Message, "the gitops addon, whose agent summarises them, is not enabled")
+	})
+
+	t.Run("not applied within the timeout: an entry naming the cluster's state; before it, a requeue at the deadline", func(t *testing.T) {
+		unapplied := func(shipped time.Time) workv1.ManifestWork {
+			w := work("offline", "gb-1", nil)
+			w.Status = workv1.ManifestWorkStatus{}
+			w.Annotations[AnnotationShippedAt] = shipped.Format(time.RFC3339)
+			return w
+		}
+		r, requeue, err := testReportReconciler(t).buildReport(context.Background(), appSet, []workv1.ManifestWork{unapplied(reportNow.Add(-10 * time.Minute))})
+		require.NoError(t, err)
+		assert.Zero(t, requeue)
+		require.Len(t, r.Statuses.ClusterConditions, 1, "the entry is there, for the cluster that has not applied it")
+		conds := r.Statuses.ClusterConditions[0].Conditions
+		require.Len(t, conds, 1)
+		assert.Equal(t, "ApplyWarning", conds[0].Type)
+		assert.Contains(t, conds[0].Message, "has not been applied on cluster offline since 2026-11-25T11:50:00Z")
+		assert.Contains(t, conds[0].Message, "the cluster is unavailable (ManagedClusterConditionAvailable Unknown")
+		assert.Contains(t, conds[0].Message, "Registration agent stopped updating its lease.")
+
+		r, requeue, err = testReportReconciler(t).buildReport(context.Background(), appSet, []workv1.ManifestWork{unapplied(reportNow.Add(-time.Minute))})
+		require.NoError(t, err)
+		assert.Empty(t, r.Statuses.ClusterConditions[0].Conditions)
+		assert.Equal(t, 4*time.Minute, requeue, "looked at again when the timeout runs out")
+	})
+
+	t.Run("a thousand resources on each of three clusters: the report lists an equal share", func(t *testing.T) {
+		var many []appresources.Resource
+		for i := range 1000 {
+			many = append(many, appresources.Resource{Version: "v1", Kind: "ConfigMap", Namespace: "ns", Name: fmt.Sprintf("cm-%04d", i), Status: "Synced"})
+		}
+		value := summaryValue(t, many...)
+		var works []workv1.ManifestWork
+		for i := range 3 {
+			works = append(works, work(fmt.Sprintf("c%d", i), fmt.Sprintf("gb-%d", i), map[string]string{FeedbackResources: value}))
+		}
+		r, _, err := testReportReconciler(t).buildReport(context.Background(), appSet, works)
+		require.NoError(t, err)
+		total := 0
+		for _, c := range r.Statuses.ClusterConditions {
+			total += len(c.Resources)
+			assert.Equal(t, int32(1000), *c.ResourceCount, "the count is every resource")
+		}
+		assert.LessOrEqual(t, total, maxReportResources)
+		assert.LessOrEqual(t, len(r.Statuses.Resources), maxReportResourceRefs)
+		assert.False(t, strings.Contains(fmt.Sprint(r.Statuses.ClusterConditions[0].Conditions), "ResourceError"))
+	})
+}
 
 func TestBuildReport(t *testing.T) {
 	appSet := types.NamespacedName{Namespace: "openshift-gitops", Name: "guestbook"}
@@ -73,7 +224,9 @@ func TestBuildReport(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := buildReport(appSet, tt.works)
+			r, requeue, err := testReportReconciler(t).buildReport(context.Background(), appSet, tt.works)
+			require.NoError(t, err)
+			assert.Zero(t, requeue, "every work is applied")
 			assert.Equal(t, "guestbook", r.Name)
 			assert.Equal(t, "openshift-gitops", r.Namespace)
 			assert.Equal(t, "openshift-gitops.guestbook", r.Labels[LabelHostingAppSetReport])

@@ -6,9 +6,11 @@ import (
 	"slices"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/util/workqueue"
+	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	workv1 "open-cluster-management.io/api/work/v1"
@@ -164,7 +166,8 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, workers int, skipName
 		WatchesRawSource(source.Kind(r.Cache, app, &handler.TypedEnqueueRequestForObject[*unstructured.Unstructured]{}, applicationChanged())).
 		WatchesRawSource(source.Kind(r.Cache, &workv1.ManifestWork{}, handler.TypedEnqueueRequestsFromMapFunc(forWorkApplication))).
 		WatchesRawSource(source.Kind(r.Cache, project, handler.TypedEnqueueRequestsFromMapFunc(r.forProject))).
-		WatchesRawSource(source.Kind(mgr.GetCache(), &clusterv1.ManagedCluster{}, r.forClusterExistence())).
+		WatchesRawSource(source.Kind(mgr.GetCache(), &clusterv1.ManagedCluster{}, r.forClusterChanges())).
+		WatchesRawSource(source.Kind(mgr.GetCache(), &addonv1beta1.ManagedClusterAddOn{}, wakeOnAddonChanges(r.applicationsOn))).
 		WatchesRawSource(source.Kind(mgr.GetCache(), &clusterv1beta1.PlacementDecision{}, r.forDecisionChanges())).
 		Complete(r)
 }
@@ -206,14 +209,72 @@ func (r *Reconciler) forProject(ctx context.Context, p *unstructured.Unstructure
 	return r.applicationsBy(ctx, indexAppByProject, p.GetNamespace()+"/"+p.GetName())
 }
 
-// forClusterExistence wakes the Applications aimed at a cluster that appears or goes.
-func (r *Reconciler) forClusterExistence() handler.TypedEventHandler[*clusterv1.ManagedCluster, reconcile.Request] {
+// forClusterChanges wakes the Applications aimed at a cluster that appears or goes, or
+// whose availability or acceptance changes (an unapplied work's warning names them).
+func (r *Reconciler) forClusterChanges() handler.TypedEventHandler[*clusterv1.ManagedCluster, reconcile.Request] {
+	return wakeOnClusterChanges(r.applicationsOn)
+}
+
+func (r *Reconciler) applicationsOn(ctx context.Context, cluster string) []reconcile.Request {
+	return r.applicationsBy(ctx, indexAppByCluster, cluster)
+}
+
+// wakeOnClusterChanges enqueues what wake returns for a cluster that appears, goes, or
+// changes in what clusterState reports.
+func wakeOnClusterChanges(wake func(context.Context, string) []reconcile.Request) handler.TypedEventHandler[*clusterv1.ManagedCluster, reconcile.Request] {
+	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
+	add := func(q queue, reqs []reconcile.Request) {
+		for _, req := range reqs {
+			q.Add(req)
+		}
+	}
 	return handler.TypedFuncs[*clusterv1.ManagedCluster, reconcile.Request]{
-		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[*clusterv1.ManagedCluster], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			r.enqueue(q, r.applicationsBy(ctx, indexAppByCluster, e.Object.Name))
+		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[*clusterv1.ManagedCluster], q queue) {
+			add(q, wake(ctx, e.Object.Name))
 		},
-		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[*clusterv1.ManagedCluster], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			r.enqueue(q, r.applicationsBy(ctx, indexAppByCluster, e.Object.Name))
+		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[*clusterv1.ManagedCluster], q queue) {
+			add(q, wake(ctx, e.Object.Name))
+		},
+		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[*clusterv1.ManagedCluster], q queue) {
+			if clusterStateView(e.ObjectOld) != clusterStateView(e.ObjectNew) {
+				add(q, wake(ctx, e.ObjectNew.Name))
+			}
+		},
+	}
+}
+
+// clusterStateView is what clusterState reads of a cluster.
+func clusterStateView(mc *clusterv1.ManagedCluster) string {
+	c := meta.FindStatusCondition(mc.Status.Conditions, clusterv1.ManagedClusterConditionAvailable)
+	if c == nil {
+		return fmt.Sprint(mc.Spec.HubAcceptsClient)
+	}
+	return fmt.Sprint(mc.Spec.HubAcceptsClient, c.Status, c.Reason, c.Message)
+}
+
+// wakeOnAddonChanges enqueues what wake returns for the cluster of a gitops-addon
+// ManagedClusterAddOn that appears, goes or changes availability (whyNoSummary reads it).
+func wakeOnAddonChanges(wake func(context.Context, string) []reconcile.Request) handler.TypedEventHandler[*addonv1beta1.ManagedClusterAddOn, reconcile.Request] {
+	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
+	add := func(q queue, reqs []reconcile.Request) {
+		for _, req := range reqs {
+			q.Add(req)
+		}
+	}
+	available := func(a *addonv1beta1.ManagedClusterAddOn) bool {
+		return meta.IsStatusConditionTrue(a.Status.Conditions, addonv1beta1.ManagedClusterAddOnConditionAvailable)
+	}
+	return handler.TypedFuncs[*addonv1beta1.ManagedClusterAddOn, reconcile.Request]{
+		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[*addonv1beta1.ManagedClusterAddOn], q queue) {
+			add(q, wake(ctx, e.Object.Namespace))
+		},
+		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[*addonv1beta1.ManagedClusterAddOn], q queue) {
+			add(q, wake(ctx, e.Object.Namespace))
+		},
+		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[*addonv1beta1.ManagedClusterAddOn], q queue) {
+			if available(e.ObjectOld) != available(e.ObjectNew) {
+				add(q, wake(ctx, e.ObjectNew.Namespace))
+			}
 		},
 	}
 }

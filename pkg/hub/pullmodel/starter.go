@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -25,8 +26,7 @@ var requiredCRDs = []string{ApplicationCRDName, "appprojects.argoproj.io"}
 // after the manager started: no restart is needed.
 type Starter struct {
 	mgr       manager.Manager
-	workers   int
-	skipNames bool
+	opts      Options
 	once      sync.Once
 	started   bool
 	startErr  error
@@ -34,15 +34,40 @@ type Starter struct {
 	departures *Departures
 }
 
+// Options configures the pull model.
+type Options struct {
+	// Workers is how many Applications are propagated concurrently.
+	Workers int
+	// ApplyTimeout is how long a ManifestWork may stay unapplied before the hub
+	// Application and the report say so (DefaultApplyTimeout when zero).
+	ApplyTimeout time.Duration
+	// HubOnly: this installation does not deliver the addon (another one, Red Hat ACM's,
+	// does), so no spoke agent of ours summarises the Applications' resources.
+	HubOnly bool
+	// SkipNameValidation lets tests run several managers in one process.
+	SkipNameValidation bool
+}
+
+// DefaultApplyTimeout is Options.ApplyTimeout's default: far above the seconds a work
+// agent takes, short enough for an operator to learn of an offline cluster.
+const DefaultApplyTimeout = 5 * time.Minute
+
+func (o Options) applyTimeout() time.Duration {
+	if o.ApplyTimeout <= 0 {
+		return DefaultApplyTimeout
+	}
+	return o.ApplyTimeout
+}
+
 // SetupStarter registers the Starter. It watches CRD metadata only, filtered to Argo
 // CD's two CRDs. The Departures it returns finds the pull Applications leaving a cluster
 // once the pull model runs.
-func SetupStarter(mgr manager.Manager, workers int, skipNameValidation bool) (*Departures, error) {
+func SetupStarter(mgr manager.Manager, o Options) (*Departures, error) {
 	if err := RegisterDecisionIndex(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return nil, fmt.Errorf("indexing PlacementDecisions by cluster: %w", err)
 	}
-	s := &Starter{mgr: mgr, workers: workers, skipNames: skipNameValidation,
-		departures: NewDepartures(mgr.GetClient(), mgr.GetAPIReader())}
+	skipNameValidation := o.SkipNameValidation
+	s := &Starter{mgr: mgr, opts: o, departures: NewDepartures(mgr.GetClient(), mgr.GetAPIReader())}
 	crd := &metav1.PartialObjectMetadata{}
 	crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
 	return s.departures, ctrl.NewControllerManagedBy(mgr).
@@ -69,7 +94,7 @@ func (s *Starter) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, e
 		return ctrl.Result{}, err
 	}
 	s.started = true
-	ctrl.LoggerFrom(ctx).Info("Argo CD's Application CRD is established: the pull model is running", "workers", s.workers)
+	ctrl.LoggerFrom(ctx).Info("Argo CD's Application CRD is established: the pull model is running", "workers", s.opts.Workers)
 	return ctrl.Result{}, nil
 }
 
@@ -98,13 +123,15 @@ func (s *Starter) start() error {
 			return
 		}
 		propagation := &Reconciler{Client: s.mgr.GetClient(), Cache: c, Recorder: s.mgr.GetEventRecorder(ControllerName),
-			APIReader: s.mgr.GetAPIReader(), acm: newACMWorks(s.mgr.GetAPIReader())}
-		if err := propagation.SetupWithManager(s.mgr, s.workers, s.skipNames); err != nil {
+			APIReader: s.mgr.GetAPIReader(), acm: newACMWorks(s.mgr.GetAPIReader()),
+			ApplyTimeout: s.opts.applyTimeout(), HubOnly: s.opts.HubOnly}
+		if err := propagation.SetupWithManager(s.mgr, s.opts.Workers, s.opts.SkipNameValidation); err != nil {
 			s.startErr = fmt.Errorf("setting up the pull model's propagation controller: %w", err)
 			return
 		}
-		report := &ReportReconciler{Client: s.mgr.GetClient(), Cache: c, APIReader: s.mgr.GetAPIReader()}
-		if err := report.SetupWithManager(s.mgr, s.skipNames); err != nil {
+		report := &ReportReconciler{Client: s.mgr.GetClient(), Cache: c, APIReader: s.mgr.GetAPIReader(),
+			ApplyTimeout: s.opts.applyTimeout(), HubOnly: s.opts.HubOnly}
+		if err := report.SetupWithManager(s.mgr, s.opts.SkipNameValidation); err != nil {
 			s.startErr = fmt.Errorf("setting up the ApplicationSet report controller: %w", err)
 			return
 		}

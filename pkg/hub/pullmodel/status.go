@@ -77,7 +77,9 @@ func desiredHubStatus(app *unstructured.Unstructured, s spokeStatus, conditions 
 			setPath(status, v, "sync", "revision")
 		}
 	}
+	setSourceRevisions(status, app, s)
 	setOperationState(status, s)
+	setResources(status, s)
 	if v, ok := s.get(FeedbackReconciledAt); ok {
 		status["reconciledAt"] = v
 	}
@@ -89,6 +91,49 @@ func desiredHubStatus(app *unstructured.Unstructured, s spokeStatus, conditions 
 	}
 	setConditions(status, conditions)
 	return status
+}
+
+// setSourceRevisions copies a multi-source Application's revisions, once the spoke
+// reports one for every source.
+func setSourceRevisions(status map[string]any, app *unstructured.Unstructured, s spokeStatus) {
+	n := sourceCount(app)
+	if n == 0 {
+		return
+	}
+	revisions := make([]any, 0, n)
+	for i := range n {
+		v, ok := s.get(FeedbackSourceRevision(i))
+		if !ok {
+			return
+		}
+		revisions = append(revisions, v)
+	}
+	if _, has, _ := unstructured.NestedString(status, "sync", "status"); has {
+		_ = unstructured.SetNestedSlice(status, revisions, "sync", "revisions")
+	}
+}
+
+// setResources copies the spoke's resource summary into status.resources and
+// status.summary, and its failed resources into the last sync's result. Without a summary
+// (not reported, or unreadable) they are left as they are: a warning says why.
+func setResources(status map[string]any, s spokeStatus) {
+	summary, ok, _ := s.resources()
+	if !ok {
+		return
+	}
+	status["resources"] = hubResourceStatuses(summary)
+	status["summary"] = hubSummary(summary)
+	op, ok := status["operationState"].(map[string]any)
+	if !ok {
+		return
+	}
+	failed := hubFailedResults(summary)
+	if len(failed) == 0 {
+		delete(op, "syncResult")
+		return
+	}
+	revision, _ := s.get(FeedbackRevision)
+	op["syncResult"] = map[string]any{"revision": revision, "resources": failed}
 }
 
 // spokeCondition is one of the spoke Application's conditions.

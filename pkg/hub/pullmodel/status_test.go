@@ -5,9 +5,12 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	workv1 "open-cluster-management.io/api/work/v1"
+
+	"github.com/gitops-addon/gitops-addon/pkg/contract/appresources"
 )
 
 func TestDesiredHubStatus(t *testing.T) {
@@ -151,4 +154,66 @@ func TestSpokeConditionsOnlyReplaceThoseOfSkippedApplications(t *testing.T) {
 		FeedbackConditionType(0): "SyncError", FeedbackConditionMessage(0): "from the spoke"})
 	got := desiredHubStatus(app, spokeStatusOf(w, "openshift-gitops", "guestbook-cluster1"), nil)
 	assert.Equal(t, []any{hubOwn}, got["conditions"])
+}
+
+// TestHubStatusCarriesResources: the spoke's summary becomes status.resources (health
+// and its message), status.summary and the failed resources of the last sync's result;
+// a multi-source Application gets its revisions once every source reported one.
+func TestHubStatusCarriesResources(t *testing.T) {
+	summary := summaryValue(t,
+		appresources.Resource{Version: "v1", Kind: "ConfigMap", Namespace: "guestbook", Name: "guestbook-ui", Status: "Synced", Health: "Healthy"},
+		appresources.Resource{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "guestbook", Name: "web", Status: "Synced",
+			Health: "Degraded", HealthMessage: "exceeded its progress deadline"},
+		appresources.Resource{Group: "scheduling.k8s.io", Version: "v1", Kind: "PriorityClass", Name: "high", Status: "OutOfSync",
+			SyncResult: "SyncFailed", SyncMessage: "forbidden"},
+	)
+	app := hubApp(seedApp)
+	status := desiredHubStatus(app, spokeStatus{values: map[string]string{
+		FeedbackSync: "OutOfSync", FeedbackRevision: "abc", FeedbackOperationPhase: "Failed", FeedbackOperationStartedAt: "t0",
+		FeedbackResources: summary,
+	}}, nil)
+	assert.Equal(t, []any{
+		map[string]any{"group": "apps", "version": "v1", "kind": "Deployment", "namespace": "guestbook", "name": "web", "status": "Synced",
+			"health": map[string]any{"status": "Degraded", "message": "exceeded its progress deadline"}},
+		map[string]any{"group": "scheduling.k8s.io", "version": "v1", "kind": "PriorityClass", "name": "high", "status": "OutOfSync"},
+		map[string]any{"version": "v1", "kind": "ConfigMap", "namespace": "guestbook", "name": "guestbook-ui", "status": "Synced",
+			"health": map[string]any{"status": "Healthy"}},
+	}, status["resources"])
+	assert.Equal(t, map[string]any{}, status["summary"])
+	result, _, _ := unstructured.NestedMap(status, "operationState", "syncResult")
+	assert.Equal(t, map[string]any{"revision": "abc", "resources": []any{map[string]any{"group": "scheduling.k8s.io", "version": "v1",
+		"kind": "PriorityClass", "namespace": "", "name": "high", "status": "SyncFailed", "message": "forbidden"}}}, result)
+
+	t.Run("a summary without failures clears the failed results", func(t *testing.T) {
+		healthy := summaryValue(t, appresources.Resource{Version: "v1", Kind: "ConfigMap", Name: "x", Status: "Synced", Health: "Healthy"})
+		app := hubApp(seedApp)
+		app.Object["status"] = status
+		again := desiredHubStatus(app, spokeStatus{values: map[string]string{FeedbackSync: "Synced", FeedbackOperationPhase: "Succeeded",
+			FeedbackOperationStartedAt: "t1", FeedbackResources: healthy}}, nil)
+		_, has, _ := unstructured.NestedMap(again, "operationState", "syncResult")
+		assert.False(t, has)
+		assert.Len(t, again["resources"], 1)
+	})
+
+	t.Run("no summary: status.resources left as it was", func(t *testing.T) {
+		app := hubApp(seedApp)
+		app.Object["status"] = map[string]any{"resources": []any{"kept"}}
+		again := desiredHubStatus(app, spokeStatus{values: map[string]string{FeedbackSync: "Synced"}}, nil)
+		assert.Equal(t, []any{"kept"}, again["resources"])
+	})
+
+	t.Run("multi-source revisions, once every source reported", func(t *testing.T) {
+		app := hubApp(seedApp)
+		unstructured.RemoveNestedField(app.Object, "spec", "source")
+		require.NoError(t, unstructured.SetNestedSlice(app.Object, []any{map[string]any{"repoURL": "a"}, map[string]any{"repoURL": "b"}}, "spec", "sources"))
+		partial := desiredHubStatus(app, spokeStatus{values: map[string]string{FeedbackSync: "Synced", FeedbackSourceRevision(0): "r0"}}, nil)
+		_, has, _ := unstructured.NestedSlice(partial, "sync", "revisions")
+		assert.False(t, has, "one of two revisions is not a list to show")
+		full := desiredHubStatus(app, spokeStatus{values: map[string]string{FeedbackSync: "Synced", FeedbackSourceRevision(0): "r0",
+			FeedbackSourceRevision(1): "r1"}}, nil)
+		revisions, _, _ := unstructured.NestedSlice(full, "sync", "revisions")
+		assert.Equal(t, []any{"r0", "r1"}, revisions)
+		paths := feedbackPathsFor(app)
+		assert.Equal(t, workv1.JsonPath{Name: "syncRevisions1", Path: ".status.sync.revisions[1]"}, paths[len(paths)-1])
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,10 +14,11 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract/appresources"
 )
 
 // Names of the status feedback values the work agent reports for a pulled Application:
-// scalars only, so that they work on every OCM work agent without feature gates.
+// strings only, so that they work on every OCM work agent without feature gates.
 const (
 	FeedbackHealth             = "healthStatus"
 	FeedbackSync               = "syncStatus"
@@ -25,6 +27,8 @@ const (
 	FeedbackOperationStartedAt = "operationStateStartedAt"
 	FeedbackOperationMessage   = "operationStateMessage"
 	FeedbackReconciledAt       = "reconciledAt"
+	// FeedbackResources is the spoke agent's summary of the Application's resources.
+	FeedbackResources = appresources.FeedbackName
 )
 
 // spokeConditionsReported is how many of the spoke Application's conditions
@@ -32,10 +36,18 @@ const (
 // feedback of a work agent without feature gates yields one scalar per path.
 const spokeConditionsReported = 2
 
+// maxSourcesReported bounds the revisions of a multi-source Application fed back, one
+// value per source.
+const maxSourcesReported = 20
+
 // FeedbackConditionType and FeedbackConditionMessage name the feedback values of the
 // spoke Application's i-th condition.
 func FeedbackConditionType(i int) string    { return fmt.Sprintf("condition%dType", i) }
 func FeedbackConditionMessage(i int) string { return fmt.Sprintf("condition%dMessage", i) }
+
+// FeedbackSourceRevision names the feedback value of a multi-source Application's i-th
+// revision (status.sync.revisions[i]).
+func FeedbackSourceRevision(i int) string { return fmt.Sprintf("syncRevisions%d", i) }
 
 // feedbackPaths maps each feedback value to its JSONPath in the spoke Application.
 var feedbackPaths = append([]workv1.JsonPath{
@@ -46,6 +58,7 @@ var feedbackPaths = append([]workv1.JsonPath{
 	{Name: FeedbackOperationStartedAt, Path: ".status.operationState.startedAt"},
 	{Name: FeedbackOperationMessage, Path: ".status.operationState.message"},
 	{Name: FeedbackReconciledAt, Path: ".status.reconciledAt"},
+	{Name: FeedbackResources, Path: appresources.FeedbackPath},
 }, conditionPaths()...)
 
 func conditionPaths() []workv1.JsonPath {
@@ -56,6 +69,27 @@ func conditionPaths() []workv1.JsonPath {
 			workv1.JsonPath{Name: FeedbackConditionMessage(i), Path: fmt.Sprintf(".status.conditions[%d].message", i)})
 	}
 	return paths
+}
+
+// feedbackPathsFor are the feedback paths of one Application: the common ones, and one
+// revision per source of a multi-source Application.
+func feedbackPathsFor(app *unstructured.Unstructured) []workv1.JsonPath {
+	n := sourceCount(app)
+	if n == 0 {
+		return feedbackPaths
+	}
+	paths := slices.Clone(feedbackPaths)
+	for i := range n {
+		paths = append(paths, workv1.JsonPath{Name: FeedbackSourceRevision(i), Path: fmt.Sprintf(".status.sync.revisions[%d]", i)})
+	}
+	return paths
+}
+
+// sourceCount is how many sources a multi-source Application has (0 for a single source),
+// at most maxSourcesReported.
+func sourceCount(app *unstructured.Unstructured) int {
+	sources, _, _ := unstructured.NestedSlice(app.Object, "spec", "sources")
+	return min(len(sources), maxSourcesReported)
 }
 
 // workPlan is everything that goes into one pulled Application's ManifestWork.
@@ -144,7 +178,7 @@ func manifestConfigs(app *unstructured.Unstructured, withProject bool) []workv1.
 		ResourceIdentifier: workv1.ResourceIdentifier{
 			Group: ApplicationGVK.Group, Resource: "applications", Namespace: app.GetNamespace(), Name: app.GetName(),
 		},
-		FeedbackRules: []workv1.FeedbackRule{{Type: workv1.JSONPathsType, JsonPaths: feedbackPaths}},
+		FeedbackRules: []workv1.FeedbackRule{{Type: workv1.JSONPathsType, JsonPaths: feedbackPathsFor(app)}},
 		// Watch: the work agent reports a change of the spoke Application as it happens,
 		// instead of at its next status poll (every 10 s by default).
 		FeedbackScrapeType: workv1.FeedbackWatchType,
@@ -240,6 +274,14 @@ func mergeInto(existing, desired *workv1.ManifestWork) {
 		}
 	}
 	existing.Spec = desired.Spec
+}
+
+// stampShipped records when the work's spec was last written: the apply bound counts from it.
+func stampShipped(w *workv1.ManifestWork, now time.Time) {
+	if w.Annotations == nil {
+		w.Annotations = map[string]string{}
+	}
+	w.Annotations[AnnotationShippedAt] = now.UTC().Format(time.RFC3339)
 }
 
 func sameJSON(a, b []byte) bool {

@@ -35,6 +35,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/agentcert"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/agenthealth"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/crdinstall"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/resourcesummary"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/routeguard"
 )
 
@@ -138,6 +139,12 @@ func RouteGuard(s Setup) error {
 func CRDInstaller(s Setup) error {
 	_, err := crdinstall.SetupWithManager(s.Manager, crdinstall.Options{Report: s.Report, OpenShift: s.Options.OpenShift})
 	return err
+}
+
+// ResourceSummary keeps on each Application the hub pulled here the summary of its
+// resources the hub shows (pkg/contract/appresources).
+func ResourceSummary(s Setup) error {
+	return resourcesummary.SetupWithManager(s.Manager, resourcesummary.Options{Namespace: constants.GitOpsNamespace, Report: s.Report})
 }
 
 // ArgoCDAgentCertificate hands argocd-agent the client certificate OCM keeps for it and
