@@ -15,7 +15,7 @@ var revisionHashes = map[int]string{
 	2: "7e3b61aaf2cbb9ecb0d650e1d1b5b3e735b1004abddfbe10a8c3112a401aba09", // spec.gitopsAddon.argoCDAgent typed and validated
 	3: "49f129782af02a40d75c5bbd0ac33b9efaccb32cc6a0d79e4a4d6da642e77bc9", // ACM's empty strings accepted (argoNamespace "", empty image overrides); argoCDAgent.image acted upon
 	4: "fc79efdf7ce54e0433cb05180c70b2dbead681e65d16cbf94961cdf4eb8e687c", // serverAddress rule without CEL isIP() (Kubernetes 1.31+): the CRD installs on 1.29
-	5: "c0c0840a82036f440e97c73382806e5f1f4d9753ec9a0d131751845d6e8e19d5", // report: each cluster's resources (clusterConditions[].resources, resourceCount)
+	5: "ccd4304e3497b0b9cb8fee7cba4674c1cfad793555fbcf5647db1eb252789138", // report: each cluster's resources (clusterConditions[].resources, resourceCount)
 }
 
 func TestSchemaRevisionIsBumpedWhenACRDChanges(t *testing.T) {
