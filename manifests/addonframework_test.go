@@ -129,6 +129,8 @@ func TestAdmissionPolicyFollowsTheClustersKubernetesVersion(t *testing.T) {
 			seen := kindsAndNames(t, objects)
 			assert.Equal(t, tc.want, seen["ValidatingAdmissionPolicy/gitops-addon-agent-crds"], "the policy")
 			assert.Equal(t, tc.want, seen["ValidatingAdmissionPolicyBinding/gitops-addon-agent-crds"], "its binding")
+			assert.Equal(t, tc.want, seen["ValidatingAdmissionPolicy/gitops-addon-agent-applications"], "the Applications policy")
+			assert.Equal(t, tc.want, seen["Role/gitops-addon:agent:resource-summary"], "the Applications patch right comes only with its policy")
 			assert.True(t, seen["Deployment/"+constants.AgentDeployment], "the rest is rendered alike")
 		})
 	}

@@ -185,7 +185,9 @@ func TestRenderedManifestsOnARealAPIServer(t *testing.T) {
 			{"agent cannot delete another ArgoCD", agent, authorizationv1.ResourceAttributes{Namespace: constants.GitOpsNamespace, Group: "argoproj.io", Resource: "argocds", Verb: "delete", Name: "team-argocd"}, "", false},
 			{"agent's teardown hook watches the Applications its ArgoCD must prune first", agent, authorizationv1.ResourceAttributes{Namespace: constants.GitOpsNamespace, Group: "argoproj.io", Resource: "applications", Verb: "watch"}, "", true},
 			{"agent cannot watch Applications of other namespaces", agent, authorizationv1.ResourceAttributes{Namespace: "team-a", Group: "argoproj.io", Resource: "applications", Verb: "watch"}, "", false},
-			{"agent cannot change Applications", agent, authorizationv1.ResourceAttributes{Namespace: constants.GitOpsNamespace, Group: "argoproj.io", Resource: "applications", Verb: "patch"}, "", false},
+			{"agent may patch Applications in the Argo CD namespace (the admission policy holds it to the resource summary annotation)", agent, authorizationv1.ResourceAttributes{Namespace: constants.GitOpsNamespace, Group: "argoproj.io", Resource: "applications", Verb: "patch"}, "", true},
+			{"agent cannot patch Applications of other namespaces", agent, authorizationv1.ResourceAttributes{Namespace: "team-a", Group: "argoproj.io", Resource: "applications", Verb: "patch"}, "", false},
+			{"agent cannot create Applications", agent, authorizationv1.ResourceAttributes{Namespace: constants.GitOpsNamespace, Group: "argoproj.io", Resource: "applications", Verb: "create"}, "", false},
 			{"agent cannot delete Applications", agent, authorizationv1.ResourceAttributes{Namespace: constants.GitOpsNamespace, Group: "argoproj.io", Resource: "applications", Verb: "delete"}, "", false},
 			{"agent cannot delete ArgoCDs of other namespaces", agent, authorizationv1.ResourceAttributes{Namespace: "team-a", Group: "argoproj.io", Resource: "argocds", Verb: "delete", Name: constants.ArgoCDName}, "", false},
 			{"operator reads APIServices (its start-up check for Routes and Prometheus)", operator, authorizationv1.ResourceAttributes{Group: "apiregistration.k8s.io", Resource: "apiservices", Verb: "get", Name: "v1.monitoring.coreos.com"}, "", true},
@@ -252,6 +254,47 @@ func TestRenderedManifestsOnARealAPIServer(t *testing.T) {
 			require.NoError(t, asAgent.Patch(ctx, applied, client.RawPatch(types.ApplyPatchType, own.ApplyJSON),
 				client.ForceOwnership, client.FieldOwner(constants.AgentFieldManager)))
 		}
+	})
+
+	t.Run("the agent's identity may change only the resource summary annotation of an Application", func(t *testing.T) {
+		app := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+			"metadata": map[string]any{"name": "guestbook", "namespace": constants.GitOpsNamespace, "annotations": map[string]any{"team": "blue"}},
+			"spec": map[string]any{"project": "default", "source": map[string]any{"repoURL": "https://example.com/repo.git", "path": "guestbook"},
+				"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": "guestbook"}},
+		}}
+		require.NoError(t, kubeClient.Create(ctx, app))
+		asAgent := impersonating(t, config, agentchart.InstallNamespace, constants.AgentDeployment)
+		patch := func(doc string) error {
+			target := app.DeepCopy()
+			return asAgent.Patch(ctx, target, client.RawPatch(types.MergePatchType, []byte(doc)))
+		}
+		// The policy is enforced once the apiserver has loaded it: wait for the denial.
+		var specErr error
+		require.Eventually(t, func() bool {
+			specErr = patch(`{"spec":{"source":{"path":"elsewhere"}}}`)
+			if specErr == nil {
+				require.NoError(t, patch(`{"spec":{"source":{"path":"guestbook"}}}`))
+			}
+			return specErr != nil
+		}, 30*time.Second, 200*time.Millisecond, "the agent changed an Application's spec")
+		assert.True(t, apierrors.IsForbidden(specErr) || apierrors.IsInvalid(specErr), "%v", specErr)
+		assert.Contains(t, specErr.Error(), "may change only the annotation gitops-addon.open-cluster-management.io/resources")
+		for name, doc := range map[string]string{
+			"another annotation":  `{"metadata":{"annotations":{"team":"red"}}}`,
+			"a new annotation":    `{"metadata":{"annotations":{"argocd.argoproj.io/refresh":"hard"}}}`,
+			"a label":             `{"metadata":{"labels":{"team":"red"}}}`,
+			"a finalizer":         `{"metadata":{"finalizers":["resources-finalizer.argocd.argoproj.io"]}}`,
+			"the status":          `{"status":{"health":{"status":"Healthy"}}}`,
+			"a sync operation":    `{"operation":{"sync":{"revision":"HEAD"}}}`,
+			"removing annotation": `{"metadata":{"annotations":{"team":null}}}`,
+		} {
+			assert.Error(t, patch(doc), "the agent changed %s", name)
+		}
+		require.NoError(t, patch(`{"metadata":{"annotations":{"gitops-addon.open-cluster-management.io/resources":"{\"v\":1,\"total\":0}"}}}`),
+			"the summary annotation is the agent's to write")
+		err := asAgent.Delete(ctx, app.DeepCopy())
+		assert.True(t, apierrors.IsForbidden(err), "deleting an Application: %v", err)
 	})
 
 	t.Run("operator can grant permissions it does not hold", func(t *testing.T) {

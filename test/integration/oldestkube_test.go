@@ -100,6 +100,7 @@ func TestOnTheOldestSupportedKubernetes(t *testing.T) {
 		assert.True(t, objects["ArgoCD/"+constants.ArgoCDName], "the ArgoCD CR is shipped")
 		assert.False(t, objects["ValidatingAdmissionPolicy/gitops-addon-agent-crds"], "a v1 ValidatingAdmissionPolicy would fail the ManifestWork on %s", oldest)
 		assert.False(t, objects["ValidatingAdmissionPolicyBinding/gitops-addon-agent-crds"])
+		assert.False(t, objects["Role/gitops-addon:agent:resource-summary"], "no patch on Applications without the policy that narrows it")
 	})
 
 	step("the agent installs the Argo CD CRDs and says what it could not guard", func(t *testing.T) {

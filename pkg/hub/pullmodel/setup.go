@@ -27,6 +27,7 @@ import (
 
 	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract/appresources"
 )
 
 // Cache indexes.
@@ -261,8 +262,10 @@ func wakeOnAddonChanges(wake func(context.Context, string) []reconcile.Request) 
 			q.Add(req)
 		}
 	}
-	available := func(a *addonv1beta1.ManagedClusterAddOn) bool {
-		return meta.IsStatusConditionTrue(a.Status.Conditions, addonv1beta1.ManagedClusterAddOnConditionAvailable)
+	// What whyNoSummary reads of the addon.
+	available := func(a *addonv1beta1.ManagedClusterAddOn) [2]bool {
+		return [2]bool{meta.IsStatusConditionTrue(a.Status.Conditions, addonv1beta1.ManagedClusterAddOnConditionAvailable),
+			meta.IsStatusConditionTrue(a.Status.Conditions, appresources.ConditionNotWritten)}
 	}
 	return handler.TypedFuncs[*addonv1beta1.ManagedClusterAddOn, reconcile.Request]{
 		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[*addonv1beta1.ManagedClusterAddOn], q queue) {

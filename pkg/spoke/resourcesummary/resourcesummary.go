@@ -37,7 +37,7 @@ const FieldManager = "gitops-addon-agent"
 
 // ConditionSummaryFailed is set on the agent's ManagedClusterAddOn while a summary cannot
 // be written (most often: RBAC); it is withdrawn once one is written again.
-const ConditionSummaryFailed = "ApplicationResourcesNotReported"
+const ConditionSummaryFailed = appresources.ConditionNotWritten
 
 // applicationCRD must be established before Applications can be watched.
 const applicationCRD = "applications.argoproj.io"
