@@ -44,6 +44,8 @@ type pullHub struct {
 	// writes counts the manager's write requests (every client it builds shares its
 	// config): an update that changes nothing leaves no new resourceVersion, but is a write.
 	writes *writeCounter
+	// applyTimeout is the manager's --pull-apply-timeout (its default when zero).
+	applyTimeout time.Duration
 }
 
 // writeCounter records the write requests (not Events) a manager sends.
@@ -88,6 +90,11 @@ func startPullHub(t *testing.T, argoFirst bool) *pullHub {
 
 // startPullHubOn is startPullHub with the OCM CRDs at ocmCRDs (an older OCM's, say).
 func startPullHubOn(t *testing.T, argoFirst bool, ocmCRDs []string) *pullHub {
+	return startTunedPullHub(t, argoFirst, ocmCRDs, 0)
+}
+
+// startTunedPullHub is startPullHubOn with the manager's apply timeout.
+func startTunedPullHub(t *testing.T, argoFirst bool, ocmCRDs []string, applyTimeout time.Duration) *pullHub {
 	paths := append(slices.Clone(ocmCRDs), filepath.Join(testenv.RepoRoot(), "charts", "gitops-addon", "crds"))
 	if argoFirst {
 		paths = append(paths, testenv.ArgoCDCRDPaths(t)...)
@@ -95,7 +102,7 @@ func startPullHubOn(t *testing.T, argoFirst bool, ocmCRDs []string) *pullHub {
 	env := testenv.Start(t, testenv.WithCRDPaths(paths...))
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	p := &pullHub{hub: &hub{t: t, ctx: ctx, c: env.Client}, env: env, writes: &writeCounter{}}
+	p := &pullHub{hub: &hub{t: t, ctx: ctx, c: env.Client}, env: env, writes: &writeCounter{}, applyTimeout: applyTimeout}
 	p.startManager(true)
 	if !argoFirst {
 		for _, crd := range testenv.ArgoCDCRDs(t) {
@@ -116,7 +123,7 @@ func (p *pullHub) startManager(pullModel bool) {
 	cfg.WrapTransport = p.writes.wrap
 	p.stop = runManager(p.t, p.ctx, cfg, manager.Options{
 		MetricsBindAddress: "0", HealthProbeBindAddress: "0", AgentImage: "quay.io/gitops-addon/gitops-addon:test",
-		PullModel: pullModel, PullWorkers: 4, SkipControllerNameValidation: true,
+		PullModel: pullModel, PullWorkers: 4, PullApplyTimeout: p.applyTimeout, SkipControllerNameValidation: true,
 	})
 }
 
