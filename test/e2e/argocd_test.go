@@ -120,6 +120,36 @@ func TestArgoCD(t *testing.T) {
 		assert.False(t, exists(ctx, a.f.Hub.Client, &corev1.Namespace{}, "guestbook"), "nothing of the application is deployed on the hub")
 	})
 
+	t.Run("each spoke's resources with their health reach the report and the hub Application, without OCM Search", func(t *testing.T) {
+		for _, cluster := range []string{vanilla, openshift} {
+			waitApp(t, ctx, a.f.Hub, constants.GitOpsNamespace, "guestbook-"+cluster, 2*time.Minute, func(app *unstructured.Unstructured) bool {
+				return slices.Equal(hubResources(app), []string{"ConfigMap guestbook/guestbook-ui Synced", "Secret guestbook/guestbook-db Synced",
+					"Service guestbook/guestbook-ui Synced Healthy"})
+			}, "want status.resources: the ConfigMap, the Secret and the Healthy Service (Argo CD has no health check for the first two)")
+		}
+		report := waitReport(t, ctx, a.f.Hub, "guestbook", func(r *v1alpha1.MulticlusterApplicationSetReport) bool {
+			if len(r.Statuses.ClusterConditions) != 2 {
+				return false
+			}
+			for _, c := range r.Statuses.ClusterConditions {
+				if !slices.Equal(reportResources(c), []string{"ConfigMap guestbook/guestbook-ui Synced ", "Secret guestbook/guestbook-db Synced ",
+					"Service guestbook/guestbook-ui Synced Healthy"}) || c.ResourceCount == nil || *c.ResourceCount != 3 {
+					return false
+				}
+			}
+			return true
+		}, "each cluster's ConfigMap, Secret and Service with their health")
+		for _, c := range report.Statuses.ClusterConditions {
+			t.Logf("report, cluster %s: %v", c.Cluster, reportResources(c))
+		}
+		var refs []string
+		for _, r := range report.Statuses.Resources {
+			refs = append(refs, r.Kind+" "+r.Namespace+"/"+r.Name)
+		}
+		assert.Equal(t, []string{"ConfigMap guestbook/guestbook-ui", "Secret guestbook/guestbook-db", "Service guestbook/guestbook-ui"}, refs,
+			"ACM's statuses.resources: the ApplicationSet's resources, once")
+	})
+
 	t.Run("the real GitOps operator reconciles the delivered ArgoCD CR without errors on both spokes", func(t *testing.T) {
 		for _, cluster := range []string{vanilla, openshift} {
 			var reconciled map[string]any
@@ -216,13 +246,85 @@ func TestArgoCD(t *testing.T) {
 			return forbidden == 2
 		}, time.Minute, time.Second, "the report names the forbidden error on both clusters: %+v", report.Statuses)
 
+		// The failed resource, with the apiserver's message, in the report and on the hub Application.
+		waitReport(t, ctx, a.f.Hub, "priority", func(r *v1alpha1.MulticlusterApplicationSetReport) bool {
+			failed := 0
+			for _, c := range r.Statuses.ClusterConditions {
+				for _, res := range c.Resources {
+					if res.Kind == "PriorityClass" && res.SyncResult == "SyncFailed" && strings.Contains(res.Message, "forbidden") &&
+						slices.Contains(conditionTypesOf(c.Conditions), "ResourceError") {
+						failed++
+					}
+				}
+			}
+			return failed == 2
+		}, "the PriorityClass failed with its forbidden message, on both clusters")
+		for _, cluster := range []string{vanilla, openshift} {
+			waitApp(t, ctx, a.f.Hub, constants.GitOpsNamespace, "priority-"+cluster, time.Minute, func(app *unstructured.Unstructured) bool {
+				return strings.Contains(fmt.Sprint(failedResults(app)), "forbidden") && len(hubResources(app)) == 1 &&
+					strings.HasPrefix(hubResources(app)[0], "PriorityClass /team-critical OutOfSync")
+			}, "want the PriorityClass in status.resources and its forbidden error in the last sync's result")
+			t.Logf("hub Application priority-%s: resources %v, failed %v", cluster, hubResources(a.hubApp(ctx, t, "priority-"+cluster)),
+				failedResults(a.hubApp(ctx, t, "priority-"+cluster)))
+		}
+
 		for _, cluster := range []string{vanilla, openshift} {
 			require.NoError(t, install.SetCustomizedVariable(ctx, a.f.Hub, cluster, "extraAPIGroups", "scheduling.k8s.io"))
 		}
 		for _, cluster := range []string{vanilla, openshift} {
 			waitAppStatus(t, ctx, a.f.Hub, "priority-"+cluster, "Synced", "Healthy", 5*time.Minute)
 		}
+		// Recovered: the spoke's new summary replaces the failure everywhere.
+		for _, cluster := range []string{vanilla, openshift} {
+			waitApp(t, ctx, a.f.Hub, constants.GitOpsNamespace, "priority-"+cluster, time.Minute, func(app *unstructured.Unstructured) bool {
+				return len(failedResults(app)) == 0 && slices.Equal(hubResources(app), []string{"PriorityClass /team-critical Synced"})
+			}, "want the PriorityClass Synced and no failed result")
+		}
+		waitReport(t, ctx, a.f.Hub, "priority", func(r *v1alpha1.MulticlusterApplicationSetReport) bool {
+			for _, c := range r.Statuses.ClusterConditions {
+				if len(c.Conditions) > 0 || !slices.Equal(reportResources(c), []string{"PriorityClass /team-critical Synced "}) {
+					return false
+				}
+			}
+			return len(r.Statuses.ClusterConditions) == 2
+		}, "no failed resource, no condition left")
 	})
+
+	t.Run("a two-source Application: each source's revision reaches the hub (status.sync.revisions)", func(t *testing.T) {
+		app := &unstructured.Unstructured{}
+		require.NoError(t, yaml.Unmarshal([]byte(fmt.Sprintf(`
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: two-sources
+  namespace: openshift-gitops
+  labels: {apps.open-cluster-management.io/pull-to-ocm-managed-cluster: "true"}
+  annotations: {apps.open-cluster-management.io/ocm-managed-cluster: %s, argocd.argoproj.io/skip-reconcile: "true"}
+spec:
+  project: default
+  sources:
+  - {repoURL: %q, path: guestbook, targetRevision: HEAD}
+  - {repoURL: %q, path: priority, targetRevision: HEAD}
+  destination: {server: "https://kubernetes.default.svc", namespace: two-sources}
+  syncPolicy: {automated: {prune: true}, syncOptions: [CreateNamespace=true]}
+`, vanilla, a.argo.Repo.URL(), a.argo.Repo.URL())), &app.Object))
+		require.NoError(t, a.f.Hub.Client.Create(ctx, app))
+		waitAppStatus(t, ctx, a.spokes[vanilla].Cluster, "two-sources", "Synced", "Healthy", 3*time.Minute)
+		spoke := application(constants.GitOpsNamespace, "two-sources")
+		require.NoError(t, a.spokes[vanilla].Client.Get(ctx, client.ObjectKeyFromObject(spoke), spoke))
+		want, _, _ := unstructured.NestedStringSlice(spoke.Object, "status", "sync", "revisions")
+		require.Len(t, want, 2, "the spoke's Argo CD reports one revision per source")
+		waitApp(t, ctx, a.f.Hub, constants.GitOpsNamespace, "two-sources", 2*time.Minute, func(app *unstructured.Unstructured) bool {
+			got, _, _ := unstructured.NestedStringSlice(app.Object, "status", "sync", "revisions")
+			return slices.Equal(got, want)
+		}, "want status.sync.revisions %v", want)
+		waitApp(t, ctx, a.f.Hub, constants.GitOpsNamespace, "two-sources", time.Minute, func(app *unstructured.Unstructured) bool {
+			return len(hubResources(app)) == 4
+		}, "want both sources' resources (3 + 1) in status.resources")
+		t.Logf("hub Application two-sources: revisions %v, resources %v", want, hubResources(a.hubApp(ctx, t, "two-sources")))
+		require.NoError(t, a.f.Hub.Client.Delete(ctx, app))
+	})
+
 
 	t.Run("Routes trap, for real: a duplicate Routes CRD breaks the spoke's Argo CD until the agent removes it", func(t *testing.T) {
 		s := a.spokes[openshift]
@@ -485,6 +587,73 @@ func waitApp(t *testing.T, ctx context.Context, c *harness.Cluster, namespace, n
 		}
 		time.Sleep(time.Second)
 	}
+}
+
+// hubResources are an Application's status.resources as "Kind namespace/name sync [health]", sorted.
+func hubResources(app *unstructured.Unstructured) []string {
+	resources, _, _ := unstructured.NestedSlice(app.Object, "status", "resources")
+	out := make([]string, 0, len(resources))
+	for _, r := range resources {
+		m, _ := r.(map[string]any)
+		ns, _ := m["namespace"].(string)
+		line := fmt.Sprintf("%v %s/%v %v", m["kind"], ns, m["name"], m["status"])
+		if h, ok := m["health"].(map[string]any); ok {
+			line += fmt.Sprintf(" %v", h["status"])
+		}
+		out = append(out, line)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// failedResults are the resources of an Application's last sync that failed, with their messages.
+func failedResults(app *unstructured.Unstructured) []string {
+	results, _, _ := unstructured.NestedSlice(app.Object, "status", "operationState", "syncResult", "resources")
+	var out []string
+	for _, r := range results {
+		m, _ := r.(map[string]any)
+		if m["status"] == "SyncFailed" {
+			out = append(out, fmt.Sprintf("%v %v: %v", m["kind"], m["name"], m["message"]))
+		}
+	}
+	return out
+}
+
+// reportResources are a report entry's resources as "Kind namespace/name sync health", sorted.
+func reportResources(c v1alpha1.ClusterCondition) []string {
+	out := make([]string, 0, len(c.Resources))
+	for _, r := range c.Resources {
+		out = append(out, fmt.Sprintf("%s %s/%s %s %s", r.Kind, r.Namespace, r.Name, r.SyncStatus, r.HealthStatus))
+	}
+	slices.Sort(out)
+	return out
+}
+
+func conditionTypesOf(cs []v1alpha1.Condition) []string {
+	out := make([]string, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, c.Type)
+	}
+	return out
+}
+
+// waitReport waits for the report of an ApplicationSet in openshift-gitops to satisfy ok,
+// failing with the report it saw last.
+func waitReport(t *testing.T, ctx context.Context, hub *harness.Cluster, name string, ok func(*v1alpha1.MulticlusterApplicationSetReport) bool,
+	what string) *v1alpha1.MulticlusterApplicationSetReport {
+	t.Helper()
+	report := &v1alpha1.MulticlusterApplicationSetReport{}
+	require.Eventually(t, func() bool {
+		return hub.Client.Get(ctx, client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: name}, report) == nil && ok(report)
+	}, 2*time.Minute, time.Second, "report %s: %s (last: %+v)", name, what, &report.Statuses)
+	return report
+}
+
+func (a *argoFleet) hubApp(ctx context.Context, t *testing.T, name string) *unstructured.Unstructured {
+	t.Helper()
+	app := application(constants.GitOpsNamespace, name)
+	require.NoError(t, a.f.Hub.Client.Get(ctx, client.ObjectKeyFromObject(app), app))
+	return app
 }
 
 // appSummary is what `kubectl get application -o wide` and its conditions say.

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -60,11 +61,19 @@ func pullModelRoundTrip(t *testing.T, ctx context.Context, hub *harness.Cluster,
 		assert.NotContains(t, spokeApp.GetAnnotations(), pullmodel.AnnotationSkipReconcile, "the spoke's Argo CD must reconcile it")
 
 		// What the spoke's Argo CD writes, reported back by the work agent (Watch feedback).
-		require.NoError(t, unstructured.SetNestedMap(spokeApp.Object, map[string]any{
-			"health": map[string]any{"status": "Healthy"},
-			"sync":   map[string]any{"status": "Synced", "revision": "0123abcd"},
-		}, "status"))
-		require.NoError(t, spokes[cluster].Client.Update(ctx, spokeApp))
+		// The spoke agent writes its resource summary annotation meanwhile: retried on conflict.
+		require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := spokes[cluster].Client.Get(ctx, client.ObjectKeyFromObject(spokeApp), spokeApp); err != nil {
+				return err
+			}
+			if err := unstructured.SetNestedMap(spokeApp.Object, map[string]any{
+				"health": map[string]any{"status": "Healthy"},
+				"sync":   map[string]any{"status": "Synced", "revision": "0123abcd"},
+			}, "status"); err != nil {
+				return err
+			}
+			return spokes[cluster].Client.Update(ctx, spokeApp)
+		}))
 	}
 
 	for _, cluster := range []string{vanilla, openshift} {
