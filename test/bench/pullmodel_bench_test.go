@@ -36,6 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/gitops-addon/gitops-addon/pkg/contract/appresources"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/manager"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
@@ -98,7 +99,7 @@ func runPullBenchmark(b *testing.B, clusters, apps int) {
 	})
 	waitCount(b, ctx, c, 0)
 
-	writes := &atomic.Int64{}
+	writes := &writeMeter{}
 	stopManager := startManager(b, ctx, env, writes)
 	warmUp(b, ctx, c, clusterNames[0])
 
@@ -107,11 +108,23 @@ func runPullBenchmark(b *testing.B, clusters, apps int) {
 		waitCount(b, ctx, c, apps+1)
 	})
 
-	latencies := feedbackRoundTrips(b, ctx, env, c, clusterNames, min(apps, 1000))
-	time.Sleep(5 * time.Second)
-	before := writes.Load()
+	// Feedback: first the revision alone, then the revision with the spoke agent's
+	// resource summary (guestbook's three resources), to measure what resources add.
+	n := min(apps, 1000)
+	time.Sleep(2 * time.Second)
+	w0, b0 := writes.load()
+	latencies := feedbackRoundTrips(b, ctx, env, c, clusterNames, n, "rev-", "")
+	time.Sleep(2 * time.Second)
+	w1, b1 := writes.load()
+	resources := guestbookSummary(b)
+	withResources := feedbackRoundTrips(b, ctx, env, c, clusterNames, n, "res-", resources)
+	time.Sleep(2 * time.Second)
+	w2, b2 := writes.load()
+	time.Sleep(3 * time.Second)
+	before, _ := writes.load()
 	time.Sleep(60 * time.Second)
-	steadyWrites := writes.Load() - before
+	after, _ := writes.load()
+	steadyWrites := after - before
 
 	// Catch-up: the ManifestWorks are gone while the manager is down (or its kill switch
 	// on); a new manager recreates them all.
@@ -146,6 +159,13 @@ func runPullBenchmark(b *testing.B, clusters, apps int) {
 	b.ReportMetric((catchUp-firstWork).Seconds()/floorWorks.Seconds(), "catch-up-ratio-after-start")
 	b.ReportMetric(float64(percentile(latencies, 50).Milliseconds()), "feedback-p50-ms")
 	b.ReportMetric(float64(percentile(latencies, 99).Milliseconds()), "feedback-p99-ms")
+	b.ReportMetric(float64(percentile(withResources, 50).Milliseconds()), "feedback+resources-p50-ms")
+	b.ReportMetric(float64(percentile(withResources, 99).Milliseconds()), "feedback+resources-p99-ms")
+	b.ReportMetric(float64(w1-w0)/float64(n), "feedback-writes/app")
+	b.ReportMetric(float64(w2-w1)/float64(n), "feedback+resources-writes/app")
+	b.ReportMetric(float64(b1-b0)/float64(n), "feedback-bytes/app")
+	b.ReportMetric(float64(b2-b1)/float64(n), "feedback+resources-bytes/app")
+	b.ReportMetric(float64(len(resources)), "summary-feedback-bytes")
 	b.ReportMetric(float64(steadyWrites), "steady-writes/60s")
 	b.ReportMetric(float64(peakRSS())/(1<<20), "peak-RSS-MiB")
 	b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-inuse-MiB")
@@ -153,11 +173,32 @@ func runPullBenchmark(b *testing.B, clusters, apps int) {
 		clusters, apps, floorWorks.Round(time.Millisecond), floorBoth.Round(time.Millisecond), propagation.Round(time.Millisecond), ratio,
 		propagation.Seconds()/floorWorks.Seconds(), catchUp.Round(time.Millisecond), catchUp.Seconds()/floorWorks.Seconds(),
 		percentile(latencies, 50), percentile(latencies, 99), len(latencies), steadyWrites, peakRSS()>>20)
+	b.Logf("resources: a feedback change with the summary (%d bytes in the ManifestWork's status) costs the manager %.2f writes and %.0f bytes "+
+		"per Application, against %.2f writes and %.0f bytes for the revision alone; p50=%v p99=%v",
+		len(resources), float64(w2-w1)/float64(n), float64(b2-b1)/float64(n), float64(w1-w0)/float64(n), float64(b1-b0)/float64(n),
+		percentile(withResources, 50), percentile(withResources, 99))
 }
+
+// guestbookSummary is the spoke agent's summary of the guestbook's three resources.
+func guestbookSummary(b *testing.B) string {
+	s := appresources.Summary{Total: 3, Kinds: map[string]int{"ConfigMap": 1, "Secret": 1, "Service": 1}, Resources: []appresources.Resource{
+		{Version: "v1", Kind: "ConfigMap", Namespace: "guestbook", Name: "guestbook-ui", Status: "Synced"},
+		{Version: "v1", Kind: "Secret", Namespace: "guestbook", Name: "guestbook-db", Status: "Synced"},
+		{Version: "v1", Kind: "Service", Namespace: "guestbook", Name: "guestbook-ui", Status: "Synced", Health: "Healthy"},
+	}}
+	v, err := s.Encode()
+	require.NoError(b, err)
+	return v
+}
+
+// writeMeter counts a manager's write requests and their bytes.
+type writeMeter struct{ n, bytes atomic.Int64 }
+
+func (m *writeMeter) load() (writes, bytes int64) { return m.n.Load(), m.bytes.Load() }
 
 // startManager runs a manager with the pull model, counting its write requests; the
 // returned function stops it and waits until it has.
-func startManager(b *testing.B, ctx context.Context, env *testenv.Env, writes *atomic.Int64) func() {
+func startManager(b *testing.B, ctx context.Context, env *testenv.Env, writes *writeMeter) func() {
 	cfg := rest.CopyConfig(env.Config)
 	cfg.QPS, cfg.Burst = 500, 1000
 	cfg.WrapTransport = countWrites(writes)
@@ -290,7 +331,8 @@ func waitCount(b *testing.B, ctx context.Context, c client.Client, n int) {
 // feedbackRoundTrips changes the reported revision of n ManifestWorks (as the work agent
 // would), 8 in flight, and measures each until the hub Application shows it, seen
 // through a watch of Applications.
-func feedbackRoundTrips(b *testing.B, ctx context.Context, env *testenv.Env, c client.Client, clusters []string, n int) []time.Duration {
+func feedbackRoundTrips(b *testing.B, ctx context.Context, env *testenv.Env, c client.Client, clusters []string, n int,
+	revPrefix, resources string) []time.Duration {
 	seen := &sync.Map{} // app name -> chan struct{} closed when the wanted revision shows
 	want := &sync.Map{} // app name -> revision
 	informer, err := cache.New(env.Config, cache.Options{Scheme: env.Scheme})
@@ -319,7 +361,7 @@ func feedbackRoundTrips(b *testing.B, ctx context.Context, env *testenv.Env, c c
 	latencies := make([]time.Duration, n)
 	parallel(n, 8, func(i int) error {
 		a := benchApp(i, clusters)
-		rev := fmt.Sprintf("rev-%d", i)
+		rev := fmt.Sprintf("%s%d", revPrefix, i)
 		done := make(chan struct{})
 		seen.Store(a.GetName(), done)
 		want.Store(a.GetName(), rev)
@@ -329,10 +371,7 @@ func feedbackRoundTrips(b *testing.B, ctx context.Context, env *testenv.Env, c c
 		}
 		w.Status.ResourceStatus.Manifests = []workv1.ManifestCondition{{
 			ResourceMeta: workv1.ManifestResourceMeta{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application", Resource: "applications", Namespace: argoNS, Name: a.GetName()},
-			StatusFeedbacks: workv1.StatusFeedbackResult{Values: []workv1.FeedbackValue{
-				{Name: pullmodel.FeedbackSync, Value: workv1.FieldValue{Type: workv1.String, String: ptr("Synced")}},
-				{Name: pullmodel.FeedbackRevision, Value: workv1.FieldValue{Type: workv1.String, String: ptr(rev)}},
-			}},
+			StatusFeedbacks: workv1.StatusFeedbackResult{Values: feedbackValues(rev, resources)},
 			Conditions: []metav1.Condition{},
 		}}
 		start := time.Now()
@@ -348,6 +387,19 @@ func feedbackRoundTrips(b *testing.B, ctx context.Context, env *testenv.Env, c c
 		return nil
 	})
 	return latencies
+}
+
+// feedbackValues are what the work agent reports: sync status and revision, and the
+// resource summary when there is one.
+func feedbackValues(rev, resources string) []workv1.FeedbackValue {
+	v := []workv1.FeedbackValue{
+		{Name: pullmodel.FeedbackSync, Value: workv1.FieldValue{Type: workv1.String, String: ptr("Synced")}},
+		{Name: pullmodel.FeedbackRevision, Value: workv1.FieldValue{Type: workv1.String, String: ptr(rev)}},
+	}
+	if resources != "" {
+		v = append(v, workv1.FeedbackValue{Name: pullmodel.FeedbackResources, Value: workv1.FieldValue{Type: workv1.String, String: ptr(resources)}})
+	}
+	return v
 }
 
 type handlerFuncs struct {
@@ -404,11 +456,12 @@ func parallel(n, workers int, f func(int) error) {
 	}
 }
 
-func countWrites(n *atomic.Int64) func(http.RoundTripper) http.RoundTripper {
+func countWrites(m *writeMeter) func(http.RoundTripper) http.RoundTripper {
 	return func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 			if req.Method != http.MethodGet && !strings.Contains(req.URL.Path, "/events") && !strings.Contains(req.URL.Path, "/leases") {
-				n.Add(1)
+				m.n.Add(1)
+				m.bytes.Add(max(0, req.ContentLength))
 			}
 			return rt.RoundTrip(req)
 		})
