@@ -370,9 +370,9 @@ func feedbackRoundTrips(b *testing.B, ctx context.Context, env *testenv.Env, c c
 			return err
 		}
 		w.Status.ResourceStatus.Manifests = []workv1.ManifestCondition{{
-			ResourceMeta: workv1.ManifestResourceMeta{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application", Resource: "applications", Namespace: argoNS, Name: a.GetName()},
+			ResourceMeta:    workv1.ManifestResourceMeta{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application", Resource: "applications", Namespace: argoNS, Name: a.GetName()},
 			StatusFeedbacks: workv1.StatusFeedbackResult{Values: feedbackValues(rev, resources)},
-			Conditions: []metav1.Condition{},
+			Conditions:      []metav1.Condition{},
 		}}
 		start := time.Now()
 		if err := c.Status().Update(ctx, w); err != nil {

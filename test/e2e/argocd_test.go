@@ -325,7 +325,6 @@ spec:
 		require.NoError(t, a.f.Hub.Client.Delete(ctx, app))
 	})
 
-
 	t.Run("Routes trap, for real: a duplicate Routes CRD breaks the spoke's Argo CD until the agent removes it", func(t *testing.T) {
 		s := a.spokes[openshift]
 		// The guard off: no admission policy (through the AddOnDeploymentConfig, rolled out

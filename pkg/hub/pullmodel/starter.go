@@ -25,11 +25,11 @@ var requiredCRDs = []string{ApplicationCRDName, "appprojects.argoproj.io"}
 // AppProject CRDs are established on the hub, whether they were installed before or
 // after the manager started: no restart is needed.
 type Starter struct {
-	mgr       manager.Manager
-	opts      Options
-	once      sync.Once
-	started   bool
-	startErr  error
+	mgr      manager.Manager
+	opts     Options
+	once     sync.Once
+	started  bool
+	startErr error
 	// departures gets the pull cache once it exists.
 	departures *Departures
 }
