@@ -224,11 +224,7 @@ func (r *Reconciler) applicationsOn(ctx context.Context, cluster string) []recon
 // changes in what clusterState reports.
 func wakeOnClusterChanges(wake func(context.Context, string) []reconcile.Request) handler.TypedEventHandler[*clusterv1.ManagedCluster, reconcile.Request] {
 	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
-	add := func(q queue, reqs []reconcile.Request) {
-		for _, req := range reqs {
-			q.Add(req)
-		}
-	}
+	add := enqueueAll
 	return handler.TypedFuncs[*clusterv1.ManagedCluster, reconcile.Request]{
 		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[*clusterv1.ManagedCluster], q queue) {
 			add(q, wake(ctx, e.Object.Name))
@@ -257,11 +253,7 @@ func clusterStateView(mc *clusterv1.ManagedCluster) string {
 // ManagedClusterAddOn that appears, goes or changes availability (whyNoSummary reads it).
 func wakeOnAddonChanges(wake func(context.Context, string) []reconcile.Request) handler.TypedEventHandler[*addonv1beta1.ManagedClusterAddOn, reconcile.Request] {
 	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
-	add := func(q queue, reqs []reconcile.Request) {
-		for _, req := range reqs {
-			q.Add(req)
-		}
-	}
+	add := enqueueAll
 	// What whyNoSummary reads of the addon.
 	available := func(a *addonv1beta1.ManagedClusterAddOn) [2]bool {
 		return [2]bool{meta.IsStatusConditionTrue(a.Status.Conditions, addonv1beta1.ManagedClusterAddOnConditionAvailable),
@@ -351,6 +343,10 @@ func (r *Reconciler) applicationsBy(ctx context.Context, index, value string) []
 }
 
 func (r *Reconciler) enqueue(q workqueue.TypedRateLimitingInterface[reconcile.Request], reqs []reconcile.Request) {
+	enqueueAll(q, reqs)
+}
+
+func enqueueAll(q workqueue.TypedRateLimitingInterface[reconcile.Request], reqs []reconcile.Request) {
 	for _, req := range reqs {
 		q.Add(req)
 	}
