@@ -181,12 +181,11 @@ func runPullBenchmark(b *testing.B, clusters, apps int) {
 
 // guestbookSummary is the spoke agent's summary of the guestbook's three resources.
 func guestbookSummary(b *testing.B) string {
-	s := appresources.Summary{Total: 3, Kinds: map[string]int{"ConfigMap": 1, "Secret": 1, "Service": 1}, Resources: []appresources.Resource{
-		{Version: "v1", Kind: "ConfigMap", Namespace: "guestbook", Name: "guestbook-ui", Status: "Synced"},
-		{Version: "v1", Kind: "Secret", Namespace: "guestbook", Name: "guestbook-db", Status: "Synced"},
-		{Version: "v1", Kind: "Service", Namespace: "guestbook", Name: "guestbook-ui", Status: "Synced", Health: "Healthy"},
-	}}
-	v, err := s.Encode()
+	v, err := appresources.Of(
+		appresources.Resource{Version: "v1", Kind: "ConfigMap", Namespace: "guestbook", Name: "guestbook-ui", Status: "Synced"},
+		appresources.Resource{Version: "v1", Kind: "Secret", Namespace: "guestbook", Name: "guestbook-db", Status: "Synced"},
+		appresources.Resource{Version: "v1", Kind: "Service", Namespace: "guestbook", Name: "guestbook-ui", Status: "Synced", Health: "Healthy"},
+	).Encode()
 	require.NoError(b, err)
 	return v
 }

@@ -126,11 +126,7 @@ func TestPullModelResourcesAndUnappliedWorks(t *testing.T) {
 // summary is the feedback value of a spoke agent's summary of these resources.
 func summary(t *testing.T, resources ...appresources.Resource) string {
 	t.Helper()
-	s := appresources.Summary{Total: len(resources), Kinds: map[string]int{}, Resources: resources}
-	for _, r := range resources {
-		s.Kinds[appresources.KindKey(r.Group, r.Kind)]++
-	}
-	v, err := s.Encode()
+	v, err := appresources.Of(resources...).Encode()
 	require.NoError(t, err)
 	return v
 }

@@ -155,6 +155,15 @@ func (s Summary) KindCounts() string {
 	return strings.Join(parts, ", ")
 }
 
+// Of is the summary of these resources: every one listed and counted by kind.
+func Of(resources ...Resource) Summary {
+	s := Summary{Version: Version, Total: len(resources), Kinds: map[string]int{}, Resources: resources}
+	for _, r := range resources {
+		s.Kinds[KindKey(r.Group, r.Kind)]++
+	}
+	return s
+}
+
 // FromApplication summarises an Argo CD Application (as unstructured content): its
 // status.resources, the per-resource results of its last sync and its status.summary.
 func FromApplication(app map[string]any) Summary {

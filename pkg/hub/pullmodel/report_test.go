@@ -51,11 +51,7 @@ func testReportReconciler(t *testing.T, objects ...client.Object) *ReportReconci
 // summaryValue is the feedback value of a spoke summary with these resources.
 func summaryValue(t *testing.T, resources ...appresources.Resource) string {
 	t.Helper()
-	s := appresources.Summary{Total: len(resources), Kinds: map[string]int{}, Resources: resources}
-	for _, r := range resources {
-		s.Kinds[appresources.KindKey(r.Group, r.Kind)]++
-	}
-	v, err := s.Encode()
+	v, err := appresources.Of(resources...).Encode()
 	require.NoError(t, err)
 	return v
 }

@@ -223,21 +223,7 @@ func (r *Reconciler) applicationsOn(ctx context.Context, cluster string) []recon
 // wakeOnClusterChanges enqueues what wake returns for a cluster that appears, goes, or
 // changes in what clusterState reports.
 func wakeOnClusterChanges(wake func(context.Context, string) []reconcile.Request) handler.TypedEventHandler[*clusterv1.ManagedCluster, reconcile.Request] {
-	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
-	add := enqueueAll
-	return handler.TypedFuncs[*clusterv1.ManagedCluster, reconcile.Request]{
-		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[*clusterv1.ManagedCluster], q queue) {
-			add(q, wake(ctx, e.Object.Name))
-		},
-		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[*clusterv1.ManagedCluster], q queue) {
-			add(q, wake(ctx, e.Object.Name))
-		},
-		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[*clusterv1.ManagedCluster], q queue) {
-			if clusterStateView(e.ObjectOld) != clusterStateView(e.ObjectNew) {
-				add(q, wake(ctx, e.ObjectNew.Name))
-			}
-		},
-	}
+	return wakeOnChanges(wake, func(mc *clusterv1.ManagedCluster) string { return mc.Name }, clusterStateView)
 }
 
 // clusterStateView is what clusterState reads of a cluster.
@@ -250,25 +236,29 @@ func clusterStateView(mc *clusterv1.ManagedCluster) string {
 }
 
 // wakeOnAddonChanges enqueues what wake returns for the cluster of a gitops-addon
-// ManagedClusterAddOn that appears, goes or changes availability (whyNoSummary reads it).
+// ManagedClusterAddOn that appears, goes or changes in what whyNoSummary reads of it.
 func wakeOnAddonChanges(wake func(context.Context, string) []reconcile.Request) handler.TypedEventHandler[*addonv1beta1.ManagedClusterAddOn, reconcile.Request] {
+	return wakeOnChanges(wake, func(a *addonv1beta1.ManagedClusterAddOn) string { return a.Namespace }, func(a *addonv1beta1.ManagedClusterAddOn) string {
+		return fmt.Sprint(meta.IsStatusConditionTrue(a.Status.Conditions, addonv1beta1.ManagedClusterAddOnConditionAvailable),
+			meta.IsStatusConditionTrue(a.Status.Conditions, appresources.ConditionNotWritten))
+	})
+}
+
+// wakeOnChanges enqueues what wake returns for the cluster of an object that appears,
+// goes, or changes in its view.
+func wakeOnChanges[T client.Object](wake func(context.Context, string) []reconcile.Request, cluster func(T) string,
+	view func(T) string) handler.TypedEventHandler[T, reconcile.Request] {
 	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
-	add := enqueueAll
-	// What whyNoSummary reads of the addon.
-	available := func(a *addonv1beta1.ManagedClusterAddOn) [2]bool {
-		return [2]bool{meta.IsStatusConditionTrue(a.Status.Conditions, addonv1beta1.ManagedClusterAddOnConditionAvailable),
-			meta.IsStatusConditionTrue(a.Status.Conditions, appresources.ConditionNotWritten)}
-	}
-	return handler.TypedFuncs[*addonv1beta1.ManagedClusterAddOn, reconcile.Request]{
-		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[*addonv1beta1.ManagedClusterAddOn], q queue) {
-			add(q, wake(ctx, e.Object.Namespace))
+	return handler.TypedFuncs[T, reconcile.Request]{
+		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[T], q queue) {
+			enqueueAll(q, wake(ctx, cluster(e.Object)))
 		},
-		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[*addonv1beta1.ManagedClusterAddOn], q queue) {
-			add(q, wake(ctx, e.Object.Namespace))
+		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[T], q queue) {
+			enqueueAll(q, wake(ctx, cluster(e.Object)))
 		},
-		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[*addonv1beta1.ManagedClusterAddOn], q queue) {
-			if available(e.ObjectOld) != available(e.ObjectNew) {
-				add(q, wake(ctx, e.ObjectNew.Namespace))
+		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[T], q queue) {
+			if view(e.ObjectOld) != view(e.ObjectNew) {
+				enqueueAll(q, wake(ctx, cluster(e.ObjectNew)))
 			}
 		},
 	}
