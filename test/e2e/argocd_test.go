@@ -246,48 +246,78 @@ func TestArgoCD(t *testing.T) {
 			return forbidden == 2
 		}, time.Minute, time.Second, "the report names the forbidden error on both clusters: %+v", report.Statuses)
 
-		// The failed resource, with the apiserver's message, in the report and on the hub Application.
-		waitReport(t, ctx, a.f.Hub, "priority", func(r *v1alpha1.MulticlusterApplicationSetReport) bool {
-			failed := 0
-			for _, c := range r.Statuses.ClusterConditions {
-				for _, res := range c.Resources {
-					if res.Kind == "PriorityClass" && res.SyncResult == "SyncFailed" && strings.Contains(res.Message, "forbidden") &&
-						slices.Contains(conditionTypesOf(c.Conditions), "ResourceError") {
-						failed++
-					}
-				}
-			}
-			return failed == 2
-		}, "the PriorityClass failed with its forbidden message, on both clusters")
-		for _, cluster := range []string{vanilla, openshift} {
-			waitApp(t, ctx, a.f.Hub, constants.GitOpsNamespace, "priority-"+cluster, time.Minute, func(app *unstructured.Unstructured) bool {
-				return strings.Contains(fmt.Sprint(failedResults(app)), "forbidden") && len(hubResources(app)) == 1 &&
-					strings.HasPrefix(hubResources(app)[0], "PriorityClass /team-critical OutOfSync")
-			}, "want the PriorityClass in status.resources and its forbidden error in the last sync's result")
-			t.Logf("hub Application priority-%s: resources %v, failed %v", cluster, hubResources(a.hubApp(ctx, t, "priority-"+cluster)),
-				failedResults(a.hubApp(ctx, t, "priority-"+cluster)))
-		}
-
 		for _, cluster := range []string{vanilla, openshift} {
 			require.NoError(t, install.SetCustomizedVariable(ctx, a.f.Hub, cluster, "extraAPIGroups", "scheduling.k8s.io"))
 		}
 		for _, cluster := range []string{vanilla, openshift} {
 			waitAppStatus(t, ctx, a.f.Hub, "priority-"+cluster, "Synced", "Healthy", 5*time.Minute)
 		}
-		// Recovered: the spoke's new summary replaces the failure everywhere.
+		// Synced: the PriorityClass is now one of the resources the hub shows.
 		for _, cluster := range []string{vanilla, openshift} {
 			waitApp(t, ctx, a.f.Hub, constants.GitOpsNamespace, "priority-"+cluster, time.Minute, func(app *unstructured.Unstructured) bool {
-				return len(failedResults(app)) == 0 && slices.Equal(hubResources(app), []string{"PriorityClass /team-critical Synced"})
-			}, "want the PriorityClass Synced and no failed result")
+				return slices.Equal(hubResources(app), []string{"PriorityClass /team-critical Synced"})
+			}, "want the PriorityClass Synced in status.resources")
 		}
-		waitReport(t, ctx, a.f.Hub, "priority", func(r *v1alpha1.MulticlusterApplicationSetReport) bool {
+	})
+
+	t.Run("a broken resource: the Deployment that cannot run is Degraded with its message in the report and on the hub; fixed, cleared", func(t *testing.T) {
+		// No kubelet runs the pods: kube-controller-manager marks the rollout past its
+		// deadline, and Argo CD calls the Deployment Degraded, as it would an image that
+		// cannot be pulled.
+		broken := map[string]string{"guestbook/deployment.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: guestbook-web}
+spec:
+  replicas: 1
+  progressDeadlineSeconds: 1
+  selector: {matchLabels: {app: guestbook-web}}
+  template:
+    metadata: {labels: {app: guestbook-web}}
+    spec: {containers: [{name: web, image: "registry.invalid/guestbook:does-not-exist"}]}
+`}
+		_, err := a.argo.Repo.Commit("guestbook gets a Deployment that cannot run", broken)
+		require.NoError(t, err)
+		for _, cluster := range []string{vanilla, openshift} {
+			waitApp(t, ctx, a.f.Hub, constants.GitOpsNamespace, "guestbook-"+cluster, 3*time.Minute, func(app *unstructured.Unstructured) bool {
+				return slices.ContainsFunc(hubResourceStatuses(app), func(r map[string]any) bool {
+					h, _ := r["health"].(map[string]any)
+					msg, _ := h["message"].(string)
+					return r["kind"] == "Deployment" && h["status"] == "Degraded" && strings.Contains(msg, "progress deadline")
+				})
+			}, "want the Deployment Degraded with its message in status.resources")
+		}
+		report := waitReport(t, ctx, a.f.Hub, "guestbook", func(r *v1alpha1.MulticlusterApplicationSetReport) bool {
+			degraded := 0
 			for _, c := range r.Statuses.ClusterConditions {
-				if len(c.Conditions) > 0 || !slices.Equal(reportResources(c), []string{"PriorityClass /team-critical Synced "}) {
+				for _, res := range c.Resources {
+					if res.Kind == "Deployment" && res.HealthStatus == "Degraded" && strings.Contains(res.Message, "progress deadline") &&
+						slices.Contains(conditionTypesOf(c.Conditions), "ResourceError") {
+						degraded++
+					}
+				}
+			}
+			return degraded == 2
+		}, "the Deployment Degraded with its message, and a ResourceError, on both clusters")
+		for _, c := range report.Statuses.ClusterConditions {
+			t.Logf("report, cluster %s: %v %v", c.Cluster, reportResources(c), c.Conditions)
+		}
+
+		// Fixed in Git (scaled to zero, a new template): Healthy again, and nothing left of the failure.
+		fixed := map[string]string{"guestbook/deployment.yaml": strings.ReplaceAll(strings.ReplaceAll(broken["guestbook/deployment.yaml"],
+			"replicas: 1", "replicas: 0"), "does-not-exist", "v2")}
+		_, err = a.argo.Repo.Commit("guestbook's Deployment scaled to zero", fixed)
+		require.NoError(t, err)
+		waitReport(t, ctx, a.f.Hub, "guestbook", func(r *v1alpha1.MulticlusterApplicationSetReport) bool {
+			for _, c := range r.Statuses.ClusterConditions {
+				if len(c.Conditions) > 0 || !slices.Contains(reportResources(c), "Deployment guestbook/guestbook-web Synced Healthy") {
 					return false
 				}
 			}
 			return len(r.Statuses.ClusterConditions) == 2
-		}, "no failed resource, no condition left")
+		}, "the Deployment Healthy, no ResourceError left")
+		for _, cluster := range []string{vanilla, openshift} {
+			waitAppStatus(t, ctx, a.f.Hub, "guestbook-"+cluster, "Synced", "Healthy", 2*time.Minute)
+		}
 	})
 
 	t.Run("a two-source Application: each source's revision reaches the hub (status.sync.revisions)", func(t *testing.T) {
@@ -605,14 +635,13 @@ func hubResources(app *unstructured.Unstructured) []string {
 	return out
 }
 
-// failedResults are the resources of an Application's last sync that failed, with their messages.
-func failedResults(app *unstructured.Unstructured) []string {
-	results, _, _ := unstructured.NestedSlice(app.Object, "status", "operationState", "syncResult", "resources")
-	var out []string
-	for _, r := range results {
-		m, _ := r.(map[string]any)
-		if m["status"] == "SyncFailed" {
-			out = append(out, fmt.Sprintf("%v %v: %v", m["kind"], m["name"], m["message"]))
+// hubResourceStatuses are an Application's status.resources.
+func hubResourceStatuses(app *unstructured.Unstructured) []map[string]any {
+	resources, _, _ := unstructured.NestedSlice(app.Object, "status", "resources")
+	out := make([]map[string]any, 0, len(resources))
+	for _, r := range resources {
+		if m, ok := r.(map[string]any); ok {
+			out = append(out, m)
 		}
 	}
 	return out
