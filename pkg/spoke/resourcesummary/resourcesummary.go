@@ -112,7 +112,8 @@ func (s *starter) start() error {
 
 // Reconciler writes one Application's summary annotation when it differs.
 type Reconciler struct {
-	Cache  cache.Cache
+	// Cache reads the Applications (slimmed, see slimApplication).
+	Cache  client.Reader
 	Client client.Client
 	Report *addonstatus.Report
 }
@@ -124,6 +125,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !Pulled(app) || !app.GetDeletionTimestamp().IsZero() {
+		return ctrl.Result{}, nil
+	}
+	if _, reconciled, _ := unstructured.NestedString(app.Object, "status", "reconciledAt"); !reconciled {
+		// Argo CD has not compared it yet: "no resources" would be a claim nobody made.
 		return ctrl.Result{}, nil
 	}
 	value, err := appresources.FromApplication(app.Object).Encode()
@@ -198,7 +203,7 @@ func slimApplication(obj any) (any, error) {
 	u.SetManagedFields(nil)
 	status, _, _ := unstructured.NestedMap(u.Object, "status")
 	slim := map[string]any{}
-	for _, k := range []string{"resources", "summary", "resourceHealthSource"} {
+	for _, k := range []string{"resources", "summary", "resourceHealthSource", "reconciledAt"} {
 		if v, ok := status[k]; ok {
 			slim[k] = v
 		}
