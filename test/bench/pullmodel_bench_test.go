@@ -120,6 +120,7 @@ func runPullBenchmark(b *testing.B, clusters, apps int) {
 	withResources := feedbackRoundTrips(b, ctx, env, c, clusterNames, n, "res-", resources)
 	time.Sleep(2 * time.Second)
 	w2, b2 := writes.load()
+	resourcesBytes := hubResourcesSize(b, ctx, c, benchApp(0, clusterNames).GetName())
 	time.Sleep(3 * time.Second)
 	before, _ := writes.load()
 	time.Sleep(60 * time.Second)
@@ -166,6 +167,7 @@ func runPullBenchmark(b *testing.B, clusters, apps int) {
 	b.ReportMetric(float64(b1-b0)/float64(n), "feedback-bytes/app")
 	b.ReportMetric(float64(b2-b1)/float64(n), "feedback+resources-bytes/app")
 	b.ReportMetric(float64(len(resources)), "summary-feedback-bytes")
+	b.ReportMetric(float64(resourcesBytes), "hub-app-resources-bytes")
 	b.ReportMetric(float64(steadyWrites), "steady-writes/60s")
 	b.ReportMetric(float64(peakRSS())/(1<<20), "peak-RSS-MiB")
 	b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-inuse-MiB")
@@ -173,10 +175,23 @@ func runPullBenchmark(b *testing.B, clusters, apps int) {
 		clusters, apps, floorWorks.Round(time.Millisecond), floorBoth.Round(time.Millisecond), propagation.Round(time.Millisecond), ratio,
 		propagation.Seconds()/floorWorks.Seconds(), catchUp.Round(time.Millisecond), catchUp.Seconds()/floorWorks.Seconds(),
 		percentile(latencies, 50), percentile(latencies, 99), len(latencies), steadyWrites, peakRSS()>>20)
-	b.Logf("resources: a feedback change with the summary (%d bytes in the ManifestWork's status) costs the manager %.2f writes and %.0f bytes "+
-		"per Application, against %.2f writes and %.0f bytes for the revision alone; p50=%v p99=%v",
-		len(resources), float64(w2-w1)/float64(n), float64(b2-b1)/float64(n), float64(w1-w0)/float64(n), float64(b1-b0)/float64(n),
+	b.Logf("resources: a feedback change with the summary (%d bytes in the ManifestWork's status; %d bytes of status.resources and "+
+		"status.summary on the hub Application) costs the manager %.2f writes and %.0f bytes per Application, against %.2f writes "+
+		"and %.0f bytes for the revision alone; p50=%v p99=%v",
+		len(resources), resourcesBytes, float64(w2-w1)/float64(n), float64(b2-b1)/float64(n), float64(w1-w0)/float64(n), float64(b1-b0)/float64(n),
 		percentile(withResources, 50), percentile(withResources, 99))
+}
+
+// hubResourcesSize is the size, as JSON, of what the resources add to a hub Application:
+// status.resources and status.summary.
+func hubResourcesSize(b *testing.B, ctx context.Context, c client.Client, name string) int {
+	app := &unstructured.Unstructured{}
+	app.SetGroupVersionKind(pullmodel.ApplicationGVK)
+	require.NoError(b, c.Get(ctx, types.NamespacedName{Namespace: argoNS, Name: name}, app))
+	status, _, _ := unstructured.NestedMap(app.Object, "status")
+	raw, err := json.Marshal(map[string]any{"resources": status["resources"], "summary": status["summary"]})
+	require.NoError(b, err)
+	return len(raw)
 }
 
 // guestbookSummary is the spoke agent's summary of the guestbook's three resources.
@@ -334,6 +349,9 @@ func feedbackRoundTrips(b *testing.B, ctx context.Context, env *testenv.Env, c c
 	revPrefix, resources string) []time.Duration {
 	seen := &sync.Map{} // app name -> chan struct{} closed when the wanted revision shows
 	want := &sync.Map{} // app name -> revision
+	// The watch lives as long as this round: two rounds keep no two caches of every Application.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	informer, err := cache.New(env.Config, cache.Options{Scheme: env.Scheme})
 	require.NoError(b, err)
 	app := &unstructured.Unstructured{}

@@ -90,12 +90,16 @@ func startPullHub(t *testing.T, argoFirst bool) *pullHub {
 
 // startPullHubOn is startPullHub with the OCM CRDs at ocmCRDs (an older OCM's, say).
 func startPullHubOn(t *testing.T, argoFirst bool, ocmCRDs []string) *pullHub {
-	return startTunedPullHub(t, argoFirst, ocmCRDs, 0)
+	return startTunedPullHub(t, argoFirst, append(slices.Clone(ocmCRDs), ourCRDs()), 0)
 }
 
-// startTunedPullHub is startPullHubOn with the manager's apply timeout.
-func startTunedPullHub(t *testing.T, argoFirst bool, ocmCRDs []string, applyTimeout time.Duration) *pullHub {
-	paths := append(slices.Clone(ocmCRDs), filepath.Join(testenv.RepoRoot(), "charts", "gitops-addon", "crds"))
+// ourCRDs is the manager chart's CRD directory (GitOpsCluster, MulticlusterApplicationSetReport).
+func ourCRDs() string { return filepath.Join(testenv.RepoRoot(), "charts", "gitops-addon", "crds") }
+
+// startTunedPullHub starts a pull hub whose apiserver serves crdPaths (OCM's and the
+// hub's CRDs; Argo CD's are added) and whose manager has this apply timeout.
+func startTunedPullHub(t *testing.T, argoFirst bool, crdPaths []string, applyTimeout time.Duration) *pullHub {
+	paths := slices.Clone(crdPaths)
 	if argoFirst {
 		paths = append(paths, testenv.ArgoCDCRDPaths(t)...)
 	}

@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract/appresources"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
+	"github.com/gitops-addon/gitops-addon/test/fixtures"
 	"github.com/gitops-addon/gitops-addon/test/install"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
 )
@@ -25,7 +28,7 @@ import (
 // resources on its cluster, from the spoke agent's summary as OCM's work agent feeds it
 // back, and of a ManifestWork no work agent applies. The manager's apply timeout is 3 s.
 func TestPullModelResourcesAndUnappliedWorks(t *testing.T) {
-	p := startTunedPullHub(t, false, testenv.OCMCRDPaths(), 3*time.Second)
+	p := startTunedPullHub(t, false, append(testenv.OCMCRDPaths(), ourCRDs()), 3*time.Second)
 	appSet := &unstructured.Unstructured{}
 	require.NoError(t, yaml.Unmarshal(install.SeedYAML("applicationset.yaml"), &appSet.Object))
 	require.NoError(t, p.c.Create(p.ctx, appSet))
@@ -121,6 +124,34 @@ func TestPullModelResourcesAndUnappliedWorks(t *testing.T) {
 	t.Run("zero writes over 30s while reconciles are triggered", func(t *testing.T) {
 		p.assertNoWritesWhileTriggering(30 * time.Second)
 	})
+}
+
+// TestPullModelReportOnACMsCRD: on a hub where Red Hat ACM's own CRD serves the reports
+// (the manager leaves another installer's CRD alone), each cluster's resources are
+// pruned by the apiserver; the failed ones still show as ResourceError conditions (ACM's
+// schema), and an unchanged report is not written again and again.
+func TestPullModelReportOnACMsCRD(t *testing.T) {
+	paths := []string{filepath.Join(testenv.RepoRoot(), "charts", "gitops-addon", "crds", "apps.open-cluster-management.io_gitopsclusters.yaml"),
+		filepath.Join(fixtures.Dir(t, "acm"), "crds", "multiclusterapplicationsetreports.v1alpha1.main.yaml")}
+	p := startTunedPullHub(t, false, append(testenv.OCMCRDPaths(), paths...), 0)
+	appSet := &unstructured.Unstructured{}
+	require.NoError(t, yaml.Unmarshal(install.SeedYAML("applicationset.yaml"), &appSet.Object))
+	require.NoError(t, p.c.Create(p.ctx, appSet))
+	p.application(pullApp("shop-cluster1", "openshift-gitops", "cluster1"), appSet)
+	w := p.waitWork("cluster1", "openshift-gitops", "shop-cluster1", func(*workv1.ManifestWork) bool { return true }, "created")
+	p.markApplied(w)
+	p.report(w, map[string]string{pullmodel.FeedbackSync: "OutOfSync", pullmodel.FeedbackHealth: "Degraded",
+		pullmodel.FeedbackResources: summary(t,
+			appresources.Resource{Version: "v1", Kind: "ConfigMap", Namespace: "guestbook", Name: "guestbook-ui", Status: "Synced"},
+			appresources.Resource{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "guestbook", Name: "web", Status: "Synced",
+				Health: "Degraded", HealthMessage: `Deployment "web" exceeded its progress deadline`})}, nil)
+	report := p.waitReport("guestbook", func(r *v1alpha1.MulticlusterApplicationSetReport) bool {
+		return len(r.Statuses.ClusterConditions) == 1 && slices.Contains(conditionTypes(r.Statuses.ClusterConditions[0].Conditions), "ResourceError")
+	}, "the degraded Deployment as a ResourceError")
+	assert.Contains(t, report.Statuses.ClusterConditions[0].Conditions[0].Message, "exceeded its progress deadline")
+	assert.Empty(t, report.Statuses.ClusterConditions[0].Resources, "ACM's schema has no per-cluster resources: the scenario of this test")
+	assert.Len(t, report.Statuses.Resources, 2, "ACM's own statuses.resources is kept")
+	p.assertNoWritesWhileTriggering(20 * time.Second)
 }
 
 // summary is the feedback value of a spoke agent's summary of these resources.

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -50,6 +51,12 @@ type ReportReconciler struct {
 	HubOnly bool
 	// Now is the clock (tests set it).
 	Now func() time.Time
+
+	// schemaDropsResources is set once the served report schema is seen to prune each
+	// cluster's resources (Red Hat ACM's CRD serving the reports, left alone by the
+	// manager): they are left out from then on, so that an unchanged report is not
+	// written again and again for fields the apiserver throws away.
+	schemaDropsResources atomic.Bool
 }
 
 // Reconcile rebuilds the report of one ApplicationSet (the request's namespace/name).
@@ -84,20 +91,50 @@ func (r *ReportReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if r.schemaDropsResources.Load() {
+		withoutClusterResources(desired)
+	}
 	return ctrl.Result{RequeueAfter: requeue}, r.write(ctx, existing, desired)
+}
+
+// noticePruning records that the apiserver dropped the clusters' resources of a report
+// it stored (its schema lacks them).
+func (r *ReportReconciler) noticePruning(ctx context.Context, sent, stored *v1alpha1.MulticlusterApplicationSetReport) {
+	if hasClusterResources(sent) && !hasClusterResources(stored) && !r.schemaDropsResources.Swap(true) {
+		ctrl.LoggerFrom(ctx).Info("the MulticlusterApplicationSetReport CRD this hub serves (not gitops-addon's: Red Hat ACM's?) has no " +
+			"statuses.clusterConditions[].resources; reports carry the clusters' resource errors as conditions only")
+	}
+}
+
+func hasClusterResources(r *v1alpha1.MulticlusterApplicationSetReport) bool {
+	for _, c := range r.Statuses.ClusterConditions {
+		if len(c.Resources) > 0 || c.ResourceCount != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func withoutClusterResources(r *v1alpha1.MulticlusterApplicationSetReport) {
+	for i := range r.Statuses.ClusterConditions {
+		r.Statuses.ClusterConditions[i].Resources = nil
+		r.Statuses.ClusterConditions[i].ResourceCount = nil
+	}
 }
 
 // write creates the report, or updates it when it differs from the desired one.
 func (r *ReportReconciler) write(ctx context.Context, existing, desired *v1alpha1.MulticlusterApplicationSetReport) error {
 	key := client.ObjectKeyFromObject(desired)
 	if existing == nil {
+		sent := desired.DeepCopy()
 		err := r.Client.Create(ctx, desired)
 		if apierrors.IsAlreadyExists(err) && r.APIReader != nil {
-			return r.takeOver(ctx, desired)
+			return r.takeOver(ctx, sent)
 		}
 		if err != nil {
 			return fmt.Errorf("creating report %s: %w", key, err)
 		}
+		r.noticePruning(ctx, sent, desired)
 		return nil
 	}
 	if equality.Semantic.DeepEqual(existing.Statuses, desired.Statuses) &&
@@ -112,6 +149,7 @@ func (r *ReportReconciler) write(ctx context.Context, existing, desired *v1alpha
 	if err := r.Client.Update(ctx, updated); err != nil {
 		return fmt.Errorf("updating report %s: %w", key, err)
 	}
+	r.noticePruning(ctx, desired, updated)
 	return nil
 }
 
@@ -137,6 +175,7 @@ func (r *ReportReconciler) takeOver(ctx context.Context, desired *v1alpha1.Multi
 	if err := r.Client.Update(ctx, updated); err != nil {
 		return fmt.Errorf("taking over report %s (not written by gitops-addon, Red Hat ACM's): %w", key, err)
 	}
+	r.noticePruning(ctx, desired, updated)
 	ctrl.LoggerFrom(ctx).Info("took over the MulticlusterApplicationSetReport of another writer (Red Hat ACM)", "report", key.String())
 	return nil
 }

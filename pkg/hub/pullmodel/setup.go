@@ -251,7 +251,12 @@ func wakeOnChanges[T client.Object](wake func(context.Context, string) []reconci
 	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 	return handler.TypedFuncs[T, reconcile.Request]{
 		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[T], q queue) {
-			enqueueAll(q, wake(ctx, cluster(e.Object)))
+			// The initial list at start-up wakes nothing: every Application and
+			// ManifestWork is reconciled then anyway, and the pull cache, listed here,
+			// may not have started yet.
+			if !e.IsInInitialList {
+				enqueueAll(q, wake(ctx, cluster(e.Object)))
+			}
 		},
 		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[T], q queue) {
 			enqueueAll(q, wake(ctx, cluster(e.Object)))
