@@ -12,9 +12,10 @@ import (
 func newAgentCommand() *cobra.Command {
 	o := agent.Options{AddonNamespace: os.Getenv("POD_NAMESPACE")}
 	c := &cobra.Command{
-		Use:   "agent",
-		Short: "Run the spoke agent: Argo CD (and Routes) CRD installer, Route API guard, /openapi/v2 health, pulled Applications' resource summaries and the addon lease",
-		Args:  cobra.NoArgs,
+		Use: "agent",
+		Short: "Run the spoke agent: Argo CD (and Routes) CRD installer, Route API guard, /openapi/v2 health, " +
+			"pulled Applications' resource summaries and the addon lease",
+		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return agent.Run(c.Context(), o, spokeFeatures()...)
 		},

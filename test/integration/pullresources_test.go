@@ -93,8 +93,8 @@ func TestPullModelResourcesAndUnappliedWorks(t *testing.T) {
 	})
 
 	t.Run("recovered on the spoke: cleared on the hub and in the report", func(t *testing.T) {
-		healthy := append(broken[:2:2], appresources.Resource{Group: "scheduling.k8s.io", Version: "v1", Kind: "PriorityClass", Name: "high",
-			Status: "Synced", Health: "Healthy", SyncResult: "Synced"})
+		healthy := slices.Concat(broken[:2], []appresources.Resource{{Group: "scheduling.k8s.io", Version: "v1", Kind: "PriorityClass", Name: "high",
+			Status: "Synced", Health: "Healthy", SyncResult: "Synced"}})
 		p.report(w, map[string]string{pullmodel.FeedbackSync: "Synced", pullmodel.FeedbackHealth: "Healthy", pullmodel.FeedbackRevision: "abc",
 			pullmodel.FeedbackOperationPhase: "Succeeded", pullmodel.FeedbackOperationStartedAt: "2026-11-25T10:05:00Z",
 			pullmodel.FeedbackResources: summary(t, healthy...)}, nil)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -249,7 +250,7 @@ func (r *ReportReconciler) entry(ctx context.Context, w *workv1.ManifestWork) (r
 	e := reportEntry{ClusterCondition: clusterCondition(w, s)}
 	if summary, ok, _ := s.resources(); ok {
 		e.resources = summary.Resources
-		e.ResourceCount = ptr.To(int32(summary.Total))
+		e.ResourceCount = ptr.To(int32(min(summary.Total, math.MaxInt32))) //nolint:gosec // bounded on the line
 		if msg := failedResourcesMessage(summary); msg != "" {
 			e.Conditions = append(e.Conditions, v1alpha1.Condition{Type: "ResourceError", Message: truncateMessage(msg)})
 		}

@@ -237,7 +237,8 @@ func clusterStateView(mc *clusterv1.ManagedCluster) string {
 
 // wakeOnAddonChanges enqueues what wake returns for the cluster of a gitops-addon
 // ManagedClusterAddOn that appears, goes or changes in what whyNoSummary reads of it.
-func wakeOnAddonChanges(wake func(context.Context, string) []reconcile.Request) handler.TypedEventHandler[*addonv1beta1.ManagedClusterAddOn, reconcile.Request] {
+func wakeOnAddonChanges(
+	wake func(context.Context, string) []reconcile.Request) handler.TypedEventHandler[*addonv1beta1.ManagedClusterAddOn, reconcile.Request] {
 	return wakeOnChanges(wake, func(a *addonv1beta1.ManagedClusterAddOn) string { return a.Namespace }, func(a *addonv1beta1.ManagedClusterAddOn) string {
 		return fmt.Sprint(meta.IsStatusConditionTrue(a.Status.Conditions, addonv1beta1.ManagedClusterAddOnConditionAvailable),
 			meta.IsStatusConditionTrue(a.Status.Conditions, appresources.ConditionNotWritten))
