@@ -147,7 +147,7 @@ func spokeWarnings(ctx context.Context, c client.Reader, hubOnly bool, timeout t
 		}
 		out = append(out, notAppliedProblem(w, pending.since, state))
 	}
-	resources, err := resourceProblems(ctx, c, hubOnly, w.Namespace, spoke)
+	resources, err := resourceProblems(ctx, c, hubOnly, w.Namespace, workAppNamespace(w), spoke)
 	if err != nil {
 		return nil, 0, err
 	}

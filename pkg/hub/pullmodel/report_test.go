@@ -112,6 +112,17 @@ func TestReportResourcesAndWarnings(t *testing.T) {
 		assert.Contains(t, r.Statuses.ClusterConditions[0].Conditions[0].Message, "the gitops addon, whose agent summarises them, is not enabled")
 	})
 
+	t.Run("an Application outside the Argo CD namespace on its cluster: no summary, and the report says why", func(t *testing.T) {
+		w := work("cluster1", "gb-1", map[string]string{FeedbackSync: "Synced"})
+		w.Spec.ManifestConfigs = []workv1.ManifestConfigOption{{ResourceIdentifier: workv1.ResourceIdentifier{
+			Group: "argoproj.io", Resource: "applications", Namespace: "team-a", Name: "gb-1"}}}
+		w.Status.ResourceStatus.Manifests[0].ResourceMeta.Namespace = "team-a"
+		r, _, err := testReportReconciler(t).buildReport(context.Background(), appSet, []workv1.ManifestWork{w})
+		require.NoError(t, err)
+		require.Len(t, r.Statuses.ClusterConditions[0].Conditions, 1)
+		assert.Contains(t, r.Statuses.ClusterConditions[0].Conditions[0].Message, "runs in namespace team-a on the cluster")
+	})
+
 	t.Run("not applied within the timeout: an entry naming the cluster's state; before it, a requeue at the deadline", func(t *testing.T) {
 		unapplied := func(shipped time.Time) workv1.ManifestWork {
 			w := work("offline", "gb-1", nil)

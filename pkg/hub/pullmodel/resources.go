@@ -48,7 +48,7 @@ func (s spokeStatus) reported() bool {
 // resourceProblems are the warnings about what the hub shows of an Application's
 // resources on cluster: not reported where no agent of ours summarises them, capped,
 // without health. None while the spoke has reported nothing yet.
-func resourceProblems(ctx context.Context, c client.Reader, hubOnly bool, cluster string, s spokeStatus) ([]problem, error) {
+func resourceProblems(ctx context.Context, c client.Reader, hubOnly bool, cluster, spokeNamespace string, s spokeStatus) ([]problem, error) {
 	summary, ok, err := s.resources()
 	if err != nil {
 		return []problem{{ReasonResourcesUnreadable, fmt.Sprintf("the resources cluster %s reports cannot be read (%v): "+
@@ -58,7 +58,7 @@ func resourceProblems(ctx context.Context, c client.Reader, hubOnly bool, cluste
 		if !s.reported() {
 			return nil, nil
 		}
-		why, err := whyNoSummary(ctx, c, hubOnly, cluster)
+		why, err := whyNoSummary(ctx, c, hubOnly, cluster, spokeNamespace)
 		if why == "" || err != nil {
 			return nil, err
 		}
@@ -81,7 +81,11 @@ func resourceProblems(ctx context.Context, c client.Reader, hubOnly bool, cluste
 
 // whyNoSummary explains why a cluster sends no resource summary, or returns "" when one
 // is simply on its way (the agent writes it right after Argo CD's status).
-func whyNoSummary(ctx context.Context, c client.Reader, hubOnly bool, cluster string) (string, error) {
+func whyNoSummary(ctx context.Context, c client.Reader, hubOnly bool, cluster, spokeNamespace string) (string, error) {
+	if spokeNamespace != constants.GitOpsNamespace {
+		return fmt.Sprintf("the Application runs in namespace %s on the cluster, and the gitops-addon agent summarises the "+
+			"Applications of %s only (where the cluster's Argo CD runs them by default)", spokeNamespace, constants.GitOpsNamespace), nil
+	}
 	if hubOnly {
 		return "this installation is hub-only, and the gitops addon the cluster runs (Red Hat ACM's) does not summarise " +
 			"an Application's resources; ACM shows them through its Search component", nil
