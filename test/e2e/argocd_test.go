@@ -277,6 +277,11 @@ spec:
 `}
 		_, err := a.argo.Repo.Commit("guestbook gets a Deployment that cannot run", broken)
 		require.NoError(t, err)
+		// Whatever happens here, the guestbook the later subtests use goes back to its three resources.
+		defer func() {
+			_, err := a.argo.Repo.Commit("guestbook without its Deployment", map[string]string{"guestbook/deployment.yaml": ""})
+			assert.NoError(t, err)
+		}()
 		for _, cluster := range []string{vanilla, openshift} {
 			waitApp(t, ctx, a.f.Hub, constants.GitOpsNamespace, "guestbook-"+cluster, 3*time.Minute, func(app *unstructured.Unstructured) bool {
 				return slices.ContainsFunc(hubResourceStatuses(app), func(r map[string]any) bool {
@@ -321,6 +326,14 @@ spec:
 	})
 
 	t.Run("a two-source Application: each source's revision reaches the hub (status.sync.revisions)", func(t *testing.T) {
+		// A second path of namespaced resources only: a cluster-scoped one (the PriorityClass)
+		// would be shared with the priority Applications and never settle.
+		_, err := a.argo.Repo.Commit("settings for the two-source Application", map[string]string{"settings/configmap.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings}
+data: {mode: two-sources}
+`})
+		require.NoError(t, err)
 		app := &unstructured.Unstructured{}
 		require.NoError(t, yaml.Unmarshal([]byte(fmt.Sprintf(`
 apiVersion: argoproj.io/v1alpha1
@@ -334,7 +347,7 @@ spec:
   project: default
   sources:
   - {repoURL: %q, path: guestbook, targetRevision: HEAD}
-  - {repoURL: %q, path: priority, targetRevision: HEAD}
+  - {repoURL: %q, path: settings, targetRevision: HEAD}
   destination: {server: "https://kubernetes.default.svc", namespace: two-sources}
   syncPolicy: {automated: {prune: true}, syncOptions: [CreateNamespace=true]}
 `, vanilla, a.argo.Repo.URL(), a.argo.Repo.URL())), &app.Object))
@@ -349,8 +362,10 @@ spec:
 			return slices.Equal(got, want)
 		}, "want status.sync.revisions %v", want)
 		waitApp(t, ctx, a.f.Hub, constants.GitOpsNamespace, "two-sources", time.Minute, func(app *unstructured.Unstructured) bool {
-			return len(hubResources(app)) == 4
-		}, "want both sources' resources (3 + 1) in status.resources")
+			resources := hubResources(app)
+			return slices.Contains(resources, "ConfigMap two-sources/settings Synced") &&
+				slices.Contains(resources, "Service two-sources/guestbook-ui Synced Healthy")
+		}, "want both sources' resources in status.resources")
 		t.Logf("hub Application two-sources: revisions %v, resources %v", want, hubResources(a.hubApp(ctx, t, "two-sources")))
 		require.NoError(t, a.f.Hub.Client.Delete(ctx, app))
 	})

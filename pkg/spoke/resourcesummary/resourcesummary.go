@@ -7,10 +7,12 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -82,9 +84,21 @@ func (s *starter) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 	if !apihelpers.IsCRDConditionTrue(crd, apiextensionsv1.Established) {
 		return ctrl.Result{}, nil // its next event wakes us
 	}
+	// Established comes before discovery serves the kind, and no CRD event marks that
+	// moment: look again shortly, until the Application kind maps (seconds at most).
+	if _, err := s.mgr.GetRESTMapper().RESTMapping(applicationGVK.GroupKind(), applicationGVK.Version); err != nil {
+		if meta.IsNoMatchError(err) {
+			ctrl.LoggerFrom(ctx).Info("the Application CRD is established but not served yet; waiting for discovery")
+			return ctrl.Result{RequeueAfter: discoveryRetry}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("mapping the Application kind: %w", err)
+	}
 	s.once.Do(func() { s.err = s.start() })
 	return ctrl.Result{}, s.err
 }
+
+// discoveryRetry is how soon the starter looks again for the Application kind in discovery.
+const discoveryRetry = 2 * time.Second
 
 // start adds a cache of the Argo CD namespace's Applications, slimmed to what a summary
 // needs, and the controller on it. A failure is returned on every later attempt.
