@@ -269,6 +269,14 @@ func hookClient(t *testing.T, ctx context.Context, env *testenv.Env) client.Clie
 	require.True(t, job, "the chart runs gitops-addon uninstall as a pre-delete hook Job")
 	hook, err := client.New(asChartServiceAccount(env.Config, "gitops-addon-uninstall"), client.Options{Scheme: env.Scheme})
 	require.NoError(t, err)
+	// The apiserver's authorizer learns of new RBAC through its informers: under load it
+	// lags (a clean-clone CI run failed the first request Forbidden). Wait until the
+	// hook's namespaced and cluster-wide grants are both in force.
+	require.Eventually(t, func() bool {
+		deployErr := hook.Get(ctx, client.ObjectKey{Namespace: chartNamespace, Name: "gitops-addon-manager"}, &appsv1.Deployment{})
+		cmaErr := hook.List(ctx, &addonv1beta1.ClusterManagementAddOnList{})
+		return !apierrors.IsForbidden(deployErr) && !apierrors.IsForbidden(cmaErr)
+	}, 30*time.Second, 100*time.Millisecond, "the uninstall hook's RBAC never came in force")
 	return hook
 }
 
