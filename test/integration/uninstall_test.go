@@ -274,8 +274,8 @@ func hookClient(t *testing.T, ctx context.Context, env *testenv.Env) client.Clie
 	// hook's namespaced and cluster-wide grants are both in force.
 	require.Eventually(t, func() bool {
 		deployErr := hook.Get(ctx, client.ObjectKey{Namespace: chartNamespace, Name: "gitops-addon-manager"}, &appsv1.Deployment{})
-		cmaErr := hook.List(ctx, &addonv1beta1.ClusterManagementAddOnList{})
-		return !apierrors.IsForbidden(deployErr) && !apierrors.IsForbidden(cmaErr)
+		worksErr := hook.List(ctx, &workv1.ManifestWorkList{})
+		return !apierrors.IsForbidden(deployErr) && !apierrors.IsForbidden(worksErr)
 	}, 30*time.Second, 100*time.Millisecond, "the uninstall hook's RBAC never came in force")
 	return hook
 }
