@@ -19,7 +19,7 @@ import (
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 
 	"github.com/gitops-addon/gitops-addon/manifests"
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 )
 
 // frameworkManifests renders the chart exactly as the hub does, through the addon
@@ -32,7 +32,7 @@ func frameworkManifests(t *testing.T, scheme *runtime.Scheme, values addonfactor
 // frameworkManifestsFor renders for a managed cluster that reports kubeVersion in its status.
 func frameworkManifestsFor(t *testing.T, scheme *runtime.Scheme, kubeVersion string, values addonfactory.Values) ([]runtime.Object, error) {
 	t.Helper()
-	factory := addonfactory.NewAgentAddonFactory(constants.AddonName, manifests.ChartFS, manifests.AgentChartDir).
+	factory := addonfactory.NewAgentAddonFactory(contract.AddonName, manifests.ChartFS, manifests.AgentChartDir).
 		WithAgentRegistrationOption(&agent.RegistrationOption{}).
 		WithGetValuesFuncs(func(*clusterv1.ManagedCluster, *addonapiv1beta1.ManagedClusterAddOn) (addonfactory.Values, error) {
 			return values, nil
@@ -46,7 +46,7 @@ func frameworkManifestsFor(t *testing.T, scheme *runtime.Scheme, kubeVersion str
 	cluster := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "cluster1"}}
 	cluster.Status.Version.Kubernetes = kubeVersion
 	addon := &addonapiv1beta1.ManagedClusterAddOn{
-		ObjectMeta: metav1.ObjectMeta{Name: constants.AddonName, Namespace: "cluster1"},
+		ObjectMeta: metav1.ObjectMeta{Name: contract.AddonName, Namespace: "cluster1"},
 	}
 	return agentAddon.Manifests(context.Background(), cluster, addon)
 }
@@ -67,7 +67,7 @@ func TestRendersThroughTheAddonFramework(t *testing.T) {
 	// The framework decodes every object with its scheme, so the hub must register the
 	// ArgoCD kind; as unstructured is enough.
 	scheme := runtime.NewScheme()
-	scheme.AddKnownTypeWithName(constants.ArgoCDGVK, &unstructured.Unstructured{})
+	scheme.AddKnownTypeWithName(contract.ArgoCDGVK, &unstructured.Unstructured{})
 
 	for _, openshift := range []bool{false, true} {
 		t.Run(fmt.Sprintf("openshift=%v", openshift), func(t *testing.T) {
@@ -75,16 +75,16 @@ func TestRendersThroughTheAddonFramework(t *testing.T) {
 			require.NoError(t, err)
 			seen := kindsAndNames(t, objects)
 
-			assert.True(t, seen["ArgoCD/"+constants.ArgoCDName], "ArgoCD CR missing from the framework's manifests")
-			assert.True(t, seen["Deployment/"+constants.AgentDeployment])
-			assert.True(t, seen["Deployment/"+constants.OperatorDeployment])
+			assert.True(t, seen["ArgoCD/"+contract.ArgoCDName], "ArgoCD CR missing from the framework's manifests")
+			assert.True(t, seen["Deployment/"+contract.AgentDeployment])
+			assert.True(t, seen["Deployment/"+contract.OperatorDeployment])
 
 			for _, object := range objects {
 				switch typed := object.(type) {
 				case *apiextensionsv1.CustomResourceDefinition:
 					t.Errorf("CRD %s in the framework's manifests: the agent installs CRDs", typed.Name)
 				case *appsv1.Deployment:
-					if typed.Name == constants.AgentDeployment {
+					if typed.Name == contract.AgentDeployment {
 						assert.Equal(t, addonfactory.AddonDefaultInstallNamespace, typed.Namespace)
 						assert.Contains(t, typed.Spec.Template.Spec.Containers[0].Args, "--cluster-name=cluster1")
 					}
@@ -109,7 +109,7 @@ func TestFrameworkNeedsTheArgoCDKindInItsScheme(t *testing.T) {
 // ManagedCluster reports.
 func TestAdmissionPolicyFollowsTheClustersKubernetesVersion(t *testing.T) {
 	scheme := runtime.NewScheme()
-	scheme.AddKnownTypeWithName(constants.ArgoCDGVK, &unstructured.Unstructured{})
+	scheme.AddKnownTypeWithName(contract.ArgoCDGVK, &unstructured.Unstructured{})
 	for _, tc := range []struct {
 		kubeVersion string
 		want        bool
@@ -131,7 +131,7 @@ func TestAdmissionPolicyFollowsTheClustersKubernetesVersion(t *testing.T) {
 			assert.Equal(t, tc.want, seen["ValidatingAdmissionPolicyBinding/gitops-addon-agent-crds"], "its binding")
 			assert.Equal(t, tc.want, seen["ValidatingAdmissionPolicy/gitops-addon-agent-applications"], "the Applications policy")
 			assert.Equal(t, tc.want, seen["Role/gitops-addon:agent:resource-summary"], "the Applications patch right comes only with its policy")
-			assert.True(t, seen["Deployment/"+constants.AgentDeployment], "the rest is rendered alike")
+			assert.True(t, seen["Deployment/"+contract.AgentDeployment], "the rest is rendered alike")
 		})
 	}
 }

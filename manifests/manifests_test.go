@@ -17,7 +17,8 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/gitops-addon/gitops-addon/manifests"
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/addon"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/crdinstall"
 	"github.com/gitops-addon/gitops-addon/test/agentchart"
 )
@@ -61,16 +62,16 @@ func TestDefaultValuesRenderEveryObject(t *testing.T) {
 	objects := agentchart.MustRender(t, map[string]any{})
 
 	expected := []struct{ kind, namespace, name string }{
-		{"Namespace", "", constants.GitOpsNamespace},
-		{"ServiceAccount", constants.GitOpsNamespace, constants.OperatorDeployment},
+		{"Namespace", "", contract.GitOpsNamespace},
+		{"ServiceAccount", contract.GitOpsNamespace, contract.OperatorDeployment},
 		{"ClusterRole", "", "gitops-addon:openshift-gitops-operator"},
 		{"ClusterRoleBinding", "", "gitops-addon:openshift-gitops-operator"},
-		{"Deployment", constants.GitOpsNamespace, constants.OperatorDeployment},
-		{"ClusterRole", "", constants.PlatformExtensionsClusterRole},
-		{"ClusterRoleBinding", "", constants.PlatformExtensionsClusterRole},
-		{"ArgoCD", constants.GitOpsNamespace, constants.ArgoCDName},
-		{"ServiceAccount", agentchart.InstallNamespace, constants.AgentDeployment},
-		{"Deployment", agentchart.InstallNamespace, constants.AgentDeployment},
+		{"Deployment", contract.GitOpsNamespace, contract.OperatorDeployment},
+		{"ClusterRole", "", contract.PlatformExtensionsClusterRole},
+		{"ClusterRoleBinding", "", contract.PlatformExtensionsClusterRole},
+		{"ArgoCD", contract.GitOpsNamespace, contract.ArgoCDName},
+		{"ServiceAccount", agentchart.InstallNamespace, contract.AgentDeployment},
+		{"Deployment", agentchart.InstallNamespace, contract.AgentDeployment},
 		{"ClusterRole", "", "gitops-addon:agent"},
 		{"ClusterRoleBinding", "", "gitops-addon:agent"},
 		{"Role", agentchart.InstallNamespace, "gitops-addon:agent"},
@@ -79,10 +80,10 @@ func TestDefaultValuesRenderEveryObject(t *testing.T) {
 		{"ValidatingAdmissionPolicyBinding", "", "gitops-addon-agent-crds"},
 		{"ValidatingAdmissionPolicy", "", "gitops-addon-agent-applications"},
 		{"ValidatingAdmissionPolicyBinding", "", "gitops-addon-agent-applications"},
-		{"Role", constants.GitOpsNamespace, "gitops-addon:agent:resource-summary"},
-		{"RoleBinding", constants.GitOpsNamespace, "gitops-addon:agent:resource-summary"},
-		{"Role", constants.GitOpsNamespace, "gitops-addon:agent-teardown"},
-		{"RoleBinding", constants.GitOpsNamespace, "gitops-addon:agent-teardown"},
+		{"Role", contract.GitOpsNamespace, "gitops-addon:agent:resource-summary"},
+		{"RoleBinding", contract.GitOpsNamespace, "gitops-addon:agent:resource-summary"},
+		{"Role", contract.GitOpsNamespace, "gitops-addon:agent-teardown"},
+		{"RoleBinding", contract.GitOpsNamespace, "gitops-addon:agent-teardown"},
 		{"Job", agentchart.InstallNamespace, "gitops-addon-spoke-teardown"},
 	}
 	for _, want := range expected {
@@ -96,9 +97,9 @@ func TestEveryObjectCarriesTheGitOpsAddonLabels(t *testing.T) {
 	objects := agentchart.MustRender(t, map[string]any{})
 	for _, object := range objects {
 		labels := object.GetLabels()
-		assert.Equal(t, constants.ManagedByValue, labels[constants.LabelManagedBy],
-			"%s %s lacks %s", object.GetKind(), object.GetName(), constants.LabelManagedBy)
-		assert.Equal(t, constants.ManagedByValue, labels["app.kubernetes.io/part-of"],
+		assert.Equal(t, contract.ManagedByValue, labels[contract.LabelManagedBy],
+			"%s %s lacks %s", object.GetKind(), object.GetName(), contract.LabelManagedBy)
+		assert.Equal(t, contract.ManagedByValue, labels["app.kubernetes.io/part-of"],
 			"%s %s lacks app.kubernetes.io/part-of", object.GetKind(), object.GetName())
 	}
 }
@@ -109,8 +110,8 @@ func TestGitOpsNamespaceIsOrphanedOnAddonDeletion(t *testing.T) {
 		if object.GetKind() != "Namespace" {
 			continue
 		}
-		_, orphaned := object.GetAnnotations()[constants.AnnotationDeletionOrphan]
-		assert.True(t, orphaned, "%s %s must carry %s", object.GetKind(), object.GetName(), constants.AnnotationDeletionOrphan)
+		_, orphaned := object.GetAnnotations()[addon.AnnotationDeletionOrphan]
+		assert.True(t, orphaned, "%s %s must carry %s", object.GetKind(), object.GetName(), addon.AnnotationDeletionOrphan)
 	}
 }
 
@@ -134,7 +135,7 @@ func TestAgentIsToldTheHubsFlavour(t *testing.T) {
 	for _, openshift := range []bool{false, true} {
 		t.Run(fmt.Sprintf("openshift=%v", openshift), func(t *testing.T) {
 			objects := agentchart.MustRender(t, agentchart.WithValues(map[string]any{"openshift": openshift}))
-			agent := agentchart.MustFind(t, objects, "Deployment", agentchart.InstallNamespace, constants.AgentDeployment)
+			agent := agentchart.MustFind(t, objects, "Deployment", agentchart.InstallNamespace, contract.AgentDeployment)
 			containers, _, _ := unstructured.NestedSlice(agent.Object, "spec", "template", "spec", "containers")
 			args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
 			assert.Contains(t, args, fmt.Sprintf("--openshift=%v", openshift), "the agent installs the Routes CRD only where the hub did not find OpenShift")
@@ -144,7 +145,7 @@ func TestAgentIsToldTheHubsFlavour(t *testing.T) {
 
 func TestPlatformExtensionsDefaultsAreLeastPrivilege(t *testing.T) {
 	objects := agentchart.MustRender(t, map[string]any{})
-	rules := agentchart.RulesOf(t, agentchart.MustFind(t, objects, "ClusterRole", "", constants.PlatformExtensionsClusterRole))
+	rules := agentchart.RulesOf(t, agentchart.MustFind(t, objects, "ClusterRole", "", contract.PlatformExtensionsClusterRole))
 	require.NotEmpty(t, rules)
 	for _, rule := range rules {
 		assert.NotContains(t, rule.APIGroups, "rbac.authorization.k8s.io")
@@ -155,12 +156,12 @@ func TestPlatformExtensionsDefaultsAreLeastPrivilege(t *testing.T) {
 	// What the rules allow is asked of a real authorizer (SubjectAccessReview), not read
 	// from verb strings: see TestRenderedManifestsOnARealAPIServer's RBAC rows.
 
-	binding := agentchart.MustFind(t, objects, "ClusterRoleBinding", "", constants.PlatformExtensionsClusterRole)
+	binding := agentchart.MustFind(t, objects, "ClusterRoleBinding", "", contract.PlatformExtensionsClusterRole)
 	subjects, _, _ := unstructured.NestedSlice(binding.Object, "subjects")
 	require.Len(t, subjects, 1)
 	subject := subjects[0].(map[string]any)
 	assert.Equal(t, "openshift-gitops-argocd-application-controller", subject["name"])
-	assert.Equal(t, constants.GitOpsNamespace, subject["namespace"])
+	assert.Equal(t, contract.GitOpsNamespace, subject["namespace"])
 }
 
 func TestExtraAPIGroupsAddOneRuleEach(t *testing.T) {
@@ -177,8 +178,8 @@ func TestExtraAPIGroupsAddOneRuleEach(t *testing.T) {
 			objects := agentchart.MustRender(t, agentchart.WithValues(map[string]any{
 				"platformExtensions": map[string]any{"extraAPIGroups": test.groups},
 			}))
-			defaults := agentchart.RulesOf(t, agentchart.MustFind(t, agentchart.MustRender(t, map[string]any{}), "ClusterRole", "", constants.PlatformExtensionsClusterRole))
-			rules := agentchart.RulesOf(t, agentchart.MustFind(t, objects, "ClusterRole", "", constants.PlatformExtensionsClusterRole))
+			defaults := agentchart.RulesOf(t, agentchart.MustFind(t, agentchart.MustRender(t, map[string]any{}), "ClusterRole", "", contract.PlatformExtensionsClusterRole))
+			rules := agentchart.RulesOf(t, agentchart.MustFind(t, objects, "ClusterRole", "", contract.PlatformExtensionsClusterRole))
 
 			require.Len(t, rules, len(defaults)+len(test.groups))
 			assert.Equal(t, defaults, rules[:len(defaults)], "extra groups must not change the defaults")
@@ -219,7 +220,7 @@ func TestOperatorImageChoice(t *testing.T) {
 				"openshift": test.openshift,
 				"global":    map[string]any{"imageOverrides": map[string]any{"gitopsOperator": test.override}},
 			}))
-			deployment := typedDeployment(t, objects, constants.GitOpsNamespace, constants.OperatorDeployment)
+			deployment := typedDeployment(t, objects, contract.GitOpsNamespace, contract.OperatorDeployment)
 			assert.Equal(t, test.want, deployment.Spec.Template.Spec.Containers[0].Image)
 		})
 	}
@@ -227,19 +228,19 @@ func TestOperatorImageChoice(t *testing.T) {
 
 func TestOperatorDeployment(t *testing.T) {
 	objects := agentchart.MustRender(t, map[string]any{})
-	deployment := typedDeployment(t, objects, constants.GitOpsNamespace, constants.OperatorDeployment)
+	deployment := typedDeployment(t, objects, contract.GitOpsNamespace, contract.OperatorDeployment)
 	pod := deployment.Spec.Template.Spec
 	require.Len(t, pod.Containers, 1)
 	container := pod.Containers[0]
 
-	assert.Equal(t, constants.OperatorDeployment, pod.ServiceAccountName)
+	assert.Equal(t, contract.OperatorDeployment, pod.ServiceAccountName)
 	env := envMap(container.Env)
 	assert.Equal(t, "true", env["DISABLE_DEFAULT_ARGOCD_INSTANCE"])
 	assert.Contains(t, env, "WATCH_NAMESPACE")
 	assert.Empty(t, env["WATCH_NAMESPACE"])
 	// Cluster-scoped instance; its */* default ClusterRole is disabled in the ArgoCD CR
 	// (TestArgoCDInstance), so argocd-platform-extensions is the only cluster-wide grant.
-	assert.Equal(t, constants.GitOpsNamespace, env["ARGOCD_CLUSTER_CONFIG_NAMESPACES"])
+	assert.Equal(t, contract.GitOpsNamespace, env["ARGOCD_CLUSTER_CONFIG_NAMESPACES"])
 
 	assertProbesOn8081(t, container)
 	assertRestricted(t, pod, container)
@@ -247,13 +248,13 @@ func TestOperatorDeployment(t *testing.T) {
 
 func TestAgentDeployment(t *testing.T) {
 	objects := agentchart.MustRender(t, agentchart.WithValues(map[string]any{"agent": map[string]any{"logLevel": "debug"}}))
-	deployment := typedDeployment(t, objects, agentchart.InstallNamespace, constants.AgentDeployment)
+	deployment := typedDeployment(t, objects, agentchart.InstallNamespace, contract.AgentDeployment)
 	pod := deployment.Spec.Template.Spec
 	require.Len(t, pod.Containers, 1)
 	container := pod.Containers[0]
 
 	assert.Equal(t, "ghcr.io/gitops-addon/gitops-addon:0.1.0", container.Image, "the release image of the chart's appVersion")
-	assert.Equal(t, constants.AgentDeployment, pod.ServiceAccountName)
+	assert.Equal(t, contract.AgentDeployment, pod.ServiceAccountName)
 	assert.Equal(t, []string{
 		"agent",
 		"--hub-kubeconfig=/var/run/hub/kubeconfig",
@@ -267,11 +268,11 @@ func TestAgentDeployment(t *testing.T) {
 	// tls.crt/tls.key relatively and a subPath mount would miss certificate rotation.
 	var hubVolume *corev1.Volume
 	for i := range pod.Volumes {
-		if pod.Volumes[i].Secret != nil && pod.Volumes[i].Secret.SecretName == constants.HubKubeconfigSecret {
+		if pod.Volumes[i].Secret != nil && pod.Volumes[i].Secret.SecretName == contract.HubKubeconfigSecret {
 			hubVolume = &pod.Volumes[i]
 		}
 	}
-	require.NotNil(t, hubVolume, "no volume for secret %s", constants.HubKubeconfigSecret)
+	require.NotNil(t, hubVolume, "no volume for secret %s", contract.HubKubeconfigSecret)
 	assert.Empty(t, hubVolume.Secret.Items, "the whole secret must be mounted")
 	var mounted bool
 	for _, mount := range container.VolumeMounts {
@@ -304,14 +305,14 @@ func TestAgentFollowsTheInstallNamespace(t *testing.T) {
 	require.NoError(t, err)
 
 	for _, id := range [][2]string{
-		{"ServiceAccount", constants.AgentDeployment},
-		{"Deployment", constants.AgentDeployment},
+		{"ServiceAccount", contract.AgentDeployment},
+		{"Deployment", contract.AgentDeployment},
 		{"Role", "gitops-addon:agent"},
 		{"RoleBinding", "gitops-addon:agent"},
 	} {
 		agentchart.MustFind(t, objects, id[0], custom, id[1])
 	}
-	agent := typedDeployment(t, objects, custom, constants.AgentDeployment)
+	agent := typedDeployment(t, objects, custom, contract.AgentDeployment)
 	assert.Contains(t, agent.Spec.Template.Spec.Containers[0].Args, "--addon-namespace="+custom)
 
 	for _, kind := range []string{"ClusterRoleBinding", "RoleBinding"} {
@@ -328,7 +329,7 @@ func TestAgentRBACIsScopedByResourceName(t *testing.T) {
 
 	for _, rule := range rules {
 		if slices.Contains(rule.Resources, "customresourcedefinitions") && slices.Contains(rule.Verbs, "delete") {
-			assert.Equal(t, []string{constants.RoutesCRDName}, rule.ResourceNames, "CRD delete must be limited to the Routes CRD")
+			assert.Equal(t, []string{contract.RoutesCRDName}, rule.ResourceNames, "CRD delete must be limited to the Routes CRD")
 		}
 		if slices.Contains(rule.Resources, "customresourcedefinitions") && (slices.Contains(rule.Verbs, "update") || slices.Contains(rule.Verbs, "patch")) {
 			assert.NotEmpty(t, rule.ResourceNames, "CRD update/patch must be limited to the agent's own CRDs")
@@ -371,8 +372,8 @@ func TestResourceRequirementsFromAddOnDeploymentConfig(t *testing.T) {
 			objects := agentchart.MustRender(t, agentchart.WithValues(map[string]any{
 				"global": map[string]any{"resourceRequirements": test.requirements},
 			}))
-			agent := typedDeployment(t, objects, agentchart.InstallNamespace, constants.AgentDeployment)
-			operator := typedDeployment(t, objects, constants.GitOpsNamespace, constants.OperatorDeployment)
+			agent := typedDeployment(t, objects, agentchart.InstallNamespace, contract.AgentDeployment)
+			operator := typedDeployment(t, objects, contract.GitOpsNamespace, contract.OperatorDeployment)
 			assertCPURequest(t, test.wantAgentCPU, agent.Spec.Template.Spec.Containers[0])
 			assertCPURequest(t, test.wantOperator, operator.Spec.Template.Spec.Containers[0])
 		})
@@ -393,8 +394,8 @@ func TestProxyPlacementAndPullSecretReachBothDeployments(t *testing.T) {
 		"tolerations": []any{map[string]any{"key": "infra", "operator": "Exists", "effect": "NoSchedule"}},
 	}))
 	for _, id := range [][2]string{
-		{agentchart.InstallNamespace, constants.AgentDeployment},
-		{constants.GitOpsNamespace, constants.OperatorDeployment},
+		{agentchart.InstallNamespace, contract.AgentDeployment},
+		{contract.GitOpsNamespace, contract.OperatorDeployment},
 	} {
 		pod := typedDeployment(t, objects, id[0], id[1]).Spec.Template.Spec
 		env := envMap(pod.Containers[0].Env)
@@ -409,7 +410,7 @@ func TestProxyPlacementAndPullSecretReachBothDeployments(t *testing.T) {
 
 	// And nothing of it by default.
 	defaults := agentchart.MustRender(t, map[string]any{})
-	pod := typedDeployment(t, defaults, agentchart.InstallNamespace, constants.AgentDeployment).Spec.Template.Spec
+	pod := typedDeployment(t, defaults, agentchart.InstallNamespace, contract.AgentDeployment).Spec.Template.Spec
 	assert.NotContains(t, envMap(pod.Containers[0].Env), "HTTP_PROXY")
 	assert.Empty(t, pod.NodeSelector)
 	assert.Empty(t, pod.Tolerations)
@@ -448,7 +449,7 @@ func TestArgoCDInstance(t *testing.T) {
 				overrides["argoCD"] = test.argoCD
 			}
 			objects := agentchart.MustRender(t, agentchart.WithValues(overrides))
-			argoCD := agentchart.MustFind(t, objects, "ArgoCD", constants.GitOpsNamespace, constants.ArgoCDName)
+			argoCD := agentchart.MustFind(t, objects, "ArgoCD", contract.GitOpsNamespace, contract.ArgoCDName)
 			assert.Equal(t, "argoproj.io/v1beta1", argoCD.GetAPIVersion())
 
 			want := map[string]any{

@@ -15,7 +15,8 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/crdinstall/crds"
 )
 
 // described returns a string schema with a description, to be trimmed.
@@ -71,12 +72,12 @@ func TestGenerateCRDKeepsTheSchemaAndMarksOwnership(t *testing.T) {
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	require.NoError(t, yaml.UnmarshalStrict(body, crd))
 	assert.Equal(t, map[string]string{
-		constants.AnnotationCRDSource: "example.com/widgets@v1.2.3/config/crd/widgets.yaml",
+		crds.AnnotationSource: "example.com/widgets@v1.2.3/config/crd/widgets.yaml",
 	}, crd.Annotations)
 	assert.Equal(t, map[string]string{
 		"app.kubernetes.io/name": "widgets",
-		constants.LabelManagedBy: constants.ManagedByValue,
-		labelPartOf:              constants.ManagedByValue,
+		contract.LabelManagedBy:  contract.ManagedByValue,
+		labelPartOf:              contract.ManagedByValue,
 	}, crd.Labels)
 
 	asJSON, err := yaml.YAMLToJSON(body)
@@ -215,7 +216,7 @@ func TestCommittedFilesAreCurrent(t *testing.T) {
 		assert.True(t, bytes.Equal(want, got), "%s is stale: run `make generate`", filepath.Base(file))
 	}
 
-	for _, name := range []string{"argocds.argoproj.io", "applicationsets.argoproj.io", constants.RoutesCRDName} {
+	for _, name := range []string{"argocds.argoproj.io", "applicationsets.argoproj.io", contract.RoutesCRDName} {
 		assert.Contains(t, report.String(), name, "the size report names every CRD")
 	}
 }

@@ -13,7 +13,8 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/crdinstall/crds"
 )
 
 const (
@@ -126,13 +127,13 @@ func markOwnership(crd *apiextensionsv1.CustomResourceDefinition, origin string)
 	if crd.Annotations == nil {
 		crd.Annotations = map[string]string{}
 	}
-	crd.Annotations[constants.AnnotationCRDSource] = origin
+	crd.Annotations[crds.AnnotationSource] = origin
 
 	if crd.Labels == nil {
 		crd.Labels = map[string]string{}
 	}
-	crd.Labels[constants.LabelManagedBy] = constants.ManagedByValue
-	crd.Labels[labelPartOf] = constants.ManagedByValue
+	crd.Labels[contract.LabelManagedBy] = contract.ManagedByValue
+	crd.Labels[labelPartOf] = contract.ManagedByValue
 }
 
 // cleanJSON renders crd as compact JSON with sorted keys, without status or

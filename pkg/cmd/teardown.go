@@ -10,12 +10,12 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/teardown"
 )
 
 func newSpokeTeardownCommand() *cobra.Command {
-	o := teardown.Options{Namespace: constants.GitOpsNamespace, Name: constants.ArgoCDName}
+	o := teardown.Options{Namespace: contract.GitOpsNamespace, Name: contract.ArgoCDName}
 	var kubeconfig string
 	c := &cobra.Command{
 		Use:   "spoke-teardown",

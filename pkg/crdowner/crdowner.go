@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 )
 
 // Other names the installer of a CRD that is not gitops-addon's, from its labels: OLM (an
@@ -15,8 +15,8 @@ import (
 // app.kubernetes.io/managed-by says. It returns "" when the labels name no installer or
 // name gitops-addon.
 func Other(labels map[string]string) string {
-	switch managedBy := labels[constants.LabelManagedBy]; {
-	case managedBy == constants.ManagedByValue:
+	switch managedBy := labels[contract.LabelManagedBy]; {
+	case managedBy == contract.ManagedByValue:
 		return ""
 	case labels["olm.managed"] == "true" || hasKeyPrefix(labels, "operators.coreos.com/"):
 		return "OLM (an operator subscription)"

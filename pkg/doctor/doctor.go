@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/agent"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/openapicheck"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/routeguard"
@@ -80,7 +80,7 @@ func check(ctx context.Context, c client.Reader, checker *openapicheck.Checker, 
 	}
 	fmt.Fprintln(out, "\nFix:")
 	for _, d := range dups {
-		if d.CRD == constants.RoutesCRDName {
+		if d.CRD == contract.RoutesCRDName {
 			fmt.Fprintf(out, "  kubectl delete crd %s\n    Routes stay: %s serves them natively. (The gitops-addon agent does this by itself.)\n", d.CRD, d.APIService)
 		} else {
 			fmt.Fprintf(out, "  kubectl delete crd %s\n    only if %s should serve %s/%s; otherwise remove the APIService "+

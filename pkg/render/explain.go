@@ -9,7 +9,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 )
 
 // sensitive are the capabilities a reviewer asks about first, in the words the
@@ -37,12 +37,12 @@ var sensitive = []struct {
 // capabilities it does and does not have. It reads the rules as RBAC grants them (the
 // e2e and integration tests ask the real authorizer the same questions).
 func ExplainRBAC(w io.Writer, objects []runtime.Object) error {
-	role := findClusterRole(objects, constants.PlatformExtensionsClusterRole)
+	role := findClusterRole(objects, contract.PlatformExtensionsClusterRole)
 	if role == nil {
-		return fmt.Errorf("no %s ClusterRole was rendered", constants.PlatformExtensionsClusterRole)
+		return fmt.Errorf("no %s ClusterRole was rendered", contract.PlatformExtensionsClusterRole)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "The spoke's Argo CD application controller (ServiceAccount %s/openshift-gitops-argocd-application-controller)\n", constants.GitOpsNamespace)
+	fmt.Fprintf(&b, "The spoke's Argo CD application controller (ServiceAccount %s/openshift-gitops-argocd-application-controller)\n", contract.GitOpsNamespace)
 	fmt.Fprintf(&b, "may manage, in every namespace and cluster-wide (ClusterRole %s):\n", role.Name)
 	for _, rule := range role.Rules {
 		fmt.Fprintf(&b, "  - %s: %s (%s)\n", groupWords(rule.APIGroups), resourceWords(rule.Resources), strings.Join(rule.Verbs, ", "))

@@ -17,7 +17,7 @@ import (
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/addon"
 )
 
@@ -90,7 +90,7 @@ func managedCluster(o Options) *clusterv1.ManagedCluster {
 
 func managedClusterAddOn(cluster string) *addonv1beta1.ManagedClusterAddOn {
 	return &addonv1beta1.ManagedClusterAddOn{
-		ObjectMeta: metav1.ObjectMeta{Name: constants.AddonName, Namespace: cluster},
+		ObjectMeta: metav1.ObjectMeta{Name: contract.AddonName, Namespace: cluster},
 		Status:     addonv1beta1.ManagedClusterAddOnStatus{Namespace: addon.DefaultInstallNamespace},
 	}
 }

@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 )
 
 // find returns the rendered object of a kind and name, as unstructured.
@@ -109,10 +109,10 @@ func TestObjects(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
-			for _, crd := range []string{constants.RoutesCRDName, "applications.argoproj.io", "argocds.argoproj.io"} {
+			for _, crd := range []string{contract.RoutesCRDName, "applications.argoproj.io", "argocds.argoproj.io"} {
 				assert.Nil(t, find(t, objects, "CustomResourceDefinition", crd), "%s: the agent installs CRDs", crd)
 			}
-			agent := find(t, objects, "Deployment", constants.AgentDeployment)
+			agent := find(t, objects, "Deployment", contract.AgentDeployment)
 			require.NotNil(t, agent, "the spoke agent")
 			containers, _, _ := unstructured.NestedSlice(agent.Object, "spec", "template", "spec", "containers")
 			args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")

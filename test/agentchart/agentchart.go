@@ -26,7 +26,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gitops-addon/gitops-addon/manifests"
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 )
 
 // InstallNamespace is the addon framework's default agent install namespace.
@@ -59,7 +59,7 @@ func BuiltinValues() map[string]any {
 	return map[string]any{
 		"clusterName":           "cluster1",
 		"addonInstallNamespace": InstallNamespace,
-		"hubKubeConfigSecret":   constants.HubKubeconfigSecret,
+		"hubKubeConfigSecret":   contract.HubKubeconfigSecret,
 	}
 }
 
@@ -105,7 +105,7 @@ func RenderFor(t *testing.T, releaseNamespace, kubeVersion string, values map[st
 	t.Helper()
 	agentChart := Load(t)
 	renderValues, err := chartutil.ToRenderValues(agentChart, values,
-		chartutil.ReleaseOptions{Name: constants.AddonName, Namespace: releaseNamespace},
+		chartutil.ReleaseOptions{Name: contract.AddonName, Namespace: releaseNamespace},
 		&chartutil.Capabilities{KubeVersion: chartutil.KubeVersion{Version: kubeVersion}})
 	if err != nil {
 		return nil, fmt.Errorf("computing render values: %w", err)

@@ -13,7 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/agentsigner"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/agentcert"
 	"github.com/gitops-addon/gitops-addon/test/harness"
@@ -81,7 +81,7 @@ func StartPrincipal(ctx context.Context, f *harness.Fleet, o PrincipalOptions) (
 // pointed at the spoke Argo CD's and health on healthPort (loopback is how it is asked).
 func StartArgoCDAgent(ctx context.Context, f *harness.Fleet, s *harness.Spoke, binary, redis, healthPort string) (*harness.Process, error) {
 	d := &appsv1.Deployment{}
-	name := agentcert.AgentDeployment(constants.ArgoCDName)
+	name := agentcert.AgentDeployment(contract.ArgoCDName)
 	if err := waitGet(ctx, s.Client, client.ObjectKey{Namespace: Namespace, Name: name}, d, 5*time.Minute); err != nil {
 		return nil, fmt.Errorf("waiting for the operator to render argocd-agent on %s: %w", s.Name, err)
 	}

@@ -34,20 +34,20 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/test/harness"
 	"github.com/gitops-addon/gitops-addon/test/install"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
 )
 
 // Namespace holds the Argo CD instance on the hub and on every spoke.
-const Namespace = constants.GitOpsNamespace
+const Namespace = contract.GitOpsNamespace
 
 // Names of what the operator makes from the ArgoCD CR openshift-gitops.
 const (
-	ControllerStatefulSet    = constants.ArgoCDName + "-application-controller"
-	RepoServerDeployment     = constants.ArgoCDName + "-repo-server"
-	ControllerServiceAccount = constants.ArgoCDName + "-argocd-application-controller"
+	ControllerStatefulSet    = contract.ArgoCDName + "-application-controller"
+	RepoServerDeployment     = contract.ArgoCDName + "-repo-server"
+	ControllerServiceAccount = contract.ArgoCDName + "-argocd-application-controller"
 )
 
 // Binaries are what StartHub, StartOperator and StartSpoke run from the fleet's bin
@@ -249,7 +249,7 @@ func ensureDefaultProject(ctx context.Context, c client.Client) error {
 // without leader election (which needs the pod's namespace).
 func StartOperator(ctx context.Context, f *harness.Fleet, s *harness.Spoke, agentBinary string) (*harness.Process, error) {
 	d := &appsv1.Deployment{}
-	if err := waitGet(ctx, s.Client, client.ObjectKey{Namespace: Namespace, Name: constants.OperatorDeployment}, d, 5*time.Minute); err != nil {
+	if err := waitGet(ctx, s.Client, client.ObjectKey{Namespace: Namespace, Name: contract.OperatorDeployment}, d, 5*time.Minute); err != nil {
 		return nil, fmt.Errorf("waiting for the GitOps operator Deployment on %s: %w", s.Name, err)
 	}
 	kubeconfig, err := s.ServiceAccountKubeconfig(ctx, Namespace, d.Spec.Template.Spec.ServiceAccountName)
@@ -427,10 +427,10 @@ func StopWithWorkload(ctx context.Context, c *harness.Cluster, workload client.O
 // StopWithWorkloads ties the operator and the spoke instance's processes to the
 // workloads they stand in for (see StopWithWorkload).
 func StopWithWorkloads(ctx context.Context, s *harness.Spoke, operator *harness.Process, i *Instance) {
-	StopWithWorkload(ctx, s.Cluster, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: constants.OperatorDeployment}}, operator)
+	StopWithWorkload(ctx, s.Cluster, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: contract.OperatorDeployment}}, operator)
 	StopWithWorkload(ctx, s.Cluster, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: ControllerStatefulSet}}, i.Controller)
 	StopWithWorkload(ctx, s.Cluster, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: RepoServerDeployment}}, i.RepoServer)
-	StopWithWorkload(ctx, s.Cluster, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: constants.ArgoCDName + "-redis"}}, i.Redis)
+	StopWithWorkload(ctx, s.Cluster, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: contract.ArgoCDName + "-redis"}}, i.Redis)
 }
 
 // runToCompletion runs a program as an init container runs: to its end, successfully.

@@ -30,8 +30,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/manager"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/ownership"
 	"github.com/gitops-addon/gitops-addon/test/harness"
 	"github.com/gitops-addon/gitops-addon/test/install"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
@@ -119,12 +120,12 @@ var (
 )
 
 func ownerLabels() client.MatchingLabels {
-	return client.MatchingLabels{constants.LabelManagedBy: constants.ManagedByValue,
-		constants.LabelOwnerNamespace: argoNS, constants.LabelOwnerName: gitopsClusterName}
+	return client.MatchingLabels{contract.LabelManagedBy: contract.ManagedByValue,
+		ownership.LabelNamespace: argoNS, ownership.LabelName: gitopsClusterName}
 }
 
 func addonWorks() client.MatchingLabels {
-	return client.MatchingLabels{addonv1beta1.AddonLabelKey: constants.AddonName}
+	return client.MatchingLabels{addonv1beta1.AddonLabelKey: contract.AddonName}
 }
 
 func runFleetBenchmark(b *testing.B, n int) {
@@ -433,7 +434,7 @@ func fleetTargets(b *testing.B, ctx context.Context, c client.Client, want, work
 	addons = &target{name: "addons", done: func() (bool, string) {
 		var got int
 		if want == 0 { // none left at all, whoever owns it
-			got = total(countByNamespace(b, ctx, c, addonGVK, constants.AddonName))
+			got = total(countByNamespace(b, ctx, c, addonGVK, contract.AddonName))
 		} else {
 			got = total(countByNamespace(b, ctx, c, addonGVK, "", ownerLabels()))
 		}
@@ -510,7 +511,7 @@ func prepareFloor(b *testing.B, ctx context.Context, c client.Client, dir string
 		for _, s := range l.(*corev1.SecretList).Items {
 			fs.secrets = append(fs.secrets, save("secret", &corev1.Secret{
 				ObjectMeta: metav1.ObjectMeta{Name: "floor-" + s.Name, Namespace: s.Namespace,
-					Labels: relabel(s.Labels, constants.LabelManagedBy, floorManagedBy), Annotations: s.Annotations},
+					Labels: relabel(s.Labels, contract.LabelManagedBy, floorManagedBy), Annotations: s.Annotations},
 				Type: s.Type, Data: s.Data,
 			}))
 		}
@@ -519,7 +520,7 @@ func prepareFloor(b *testing.B, ctx context.Context, c client.Client, dir string
 		for _, a := range l.(*addonv1beta1.ManagedClusterAddOnList).Items {
 			fs.addons = append(fs.addons, save("addon", &addonv1beta1.ManagedClusterAddOn{
 				ObjectMeta: metav1.ObjectMeta{Name: floorAddonName, Namespace: floorNamespace(a.Namespace),
-					Labels: relabel(a.Labels, constants.LabelManagedBy, floorManagedBy), Annotations: a.Annotations},
+					Labels: relabel(a.Labels, contract.LabelManagedBy, floorManagedBy), Annotations: a.Annotations},
 				Spec: a.Spec,
 			}))
 		}
@@ -591,7 +592,7 @@ func (fs floorSet) create(b *testing.B, ctx context.Context, c client.Client, se
 // delete removes the floor's objects and waits until they are gone (the floor
 // namespaces stay, empty).
 func (fs floorSet) delete(b *testing.B, ctx context.Context, c client.Client, clusters []string) {
-	floorLabel := client.MatchingLabels{constants.LabelManagedBy: floorManagedBy}
+	floorLabel := client.MatchingLabels{contract.LabelManagedBy: floorManagedBy}
 	require.NoError(b, c.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace(argoNS), floorLabel))
 	parallel(len(clusters), 16, func(i int) error {
 		ns := client.InNamespace(floorNamespace(clusters[i]))

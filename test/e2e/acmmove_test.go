@@ -27,7 +27,8 @@ import (
 
 	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/gitopscluster"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/uninstall"
 	"github.com/gitops-addon/gitops-addon/test/install"
@@ -72,12 +73,12 @@ func TestMovingFromACM(t *testing.T) {
 	spokeUIDs := map[string]types.UID{}
 	for _, cluster := range clusters {
 		name := acmMovedAppSet + "-" + cluster
-		hubApp := application(constants.GitOpsNamespace, name)
+		hubApp := application(contract.GitOpsNamespace, name)
 		require.Eventually(t, func() bool { return hub.Get(ctx, client.ObjectKeyFromObject(hubApp), hubApp) == nil },
 			2*time.Minute, time.Second, "the hub's ApplicationSet controller generates %s", name)
 		require.NoError(t, hub.Create(ctx, acmPullWork(t, hubApp, cluster)))
 		waitAppStatus(t, ctx, a.spokes[cluster].Cluster, name, "Synced", "Healthy", 3*time.Minute)
-		spokeApp := application(constants.GitOpsNamespace, name)
+		spokeApp := application(contract.GitOpsNamespace, name)
 		require.NoError(t, a.spokes[cluster].Client.Get(ctx, client.ObjectKeyFromObject(spokeApp), spokeApp))
 		spokeUIDs[cluster] = spokeApp.GetUID()
 	}
@@ -87,9 +88,9 @@ func TestMovingFromACM(t *testing.T) {
 
 	// The move: the GitOpsCluster adopts, the manager starts.
 	gc := &appsv1beta1.GitOpsCluster{}
-	require.NoError(t, hub.Get(ctx, client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: "gitops-managed"}, gc))
+	require.NoError(t, hub.Get(ctx, client.ObjectKey{Namespace: contract.GitOpsNamespace, Name: "gitops-managed"}, gc))
 	patch := client.MergeFrom(gc.DeepCopy())
-	gc.Annotations = map[string]string{constants.AnnotationAdopt: "true"}
+	gc.Annotations = map[string]string{appsv1beta1.AnnotationAdopt: "true"}
 	require.NoError(t, hub.Patch(ctx, gc, patch))
 	require.NoError(t, a.p.StartManager(ctx))
 
@@ -100,8 +101,8 @@ func TestMovingFromACM(t *testing.T) {
 				name := cluster + "-application-manager-cluster-secret"
 				s := &corev1.Secret{}
 				if !slices.Equal(byCluster[cluster], []string{name}) ||
-					hub.Get(ctx, client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: name}, s) != nil ||
-					s.Labels[constants.LabelManagedBy] != constants.ManagedByValue {
+					hub.Get(ctx, client.ObjectKey{Namespace: contract.GitOpsNamespace, Name: name}, s) != nil ||
+					s.Labels[contract.LabelManagedBy] != contract.ManagedByValue {
 					return false
 				}
 			}
@@ -119,7 +120,7 @@ func TestMovingFromACM(t *testing.T) {
 			name := acmMovedAppSet + "-" + cluster
 			require.Eventually(t, func() bool {
 				works := worksOf(ctx, t, hub, cluster, name)
-				return slices.Equal(works, []string{pullmodel.WorkName(constants.GitOpsNamespace, name)})
+				return slices.Equal(works, []string{pullmodel.WorkName(contract.GitOpsNamespace, name)})
 			}, 3*time.Minute, time.Second, "only gitops-addon's ManifestWork of %s: %v", name, worksOf(ctx, t, hub, cluster, name))
 		}
 	})
@@ -127,8 +128,8 @@ func TestMovingFromACM(t *testing.T) {
 	t.Run("the report is taken over and counts both spokes", func(t *testing.T) {
 		report := &v1alpha1.MulticlusterApplicationSetReport{}
 		require.Eventually(t, func() bool {
-			return hub.Get(ctx, client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: acmMovedAppSet}, report) == nil &&
-				report.Labels[constants.LabelManagedBy] == constants.ManagedByValue &&
+			return hub.Get(ctx, client.ObjectKey{Namespace: contract.GitOpsNamespace, Name: acmMovedAppSet}, report) == nil &&
+				report.Labels[contract.LabelManagedBy] == contract.ManagedByValue &&
 				report.Statuses.Summary.Synced == "2" && report.Statuses.Summary.Healthy == "2"
 		}, 2*time.Minute, time.Second, "the report: %+v %+v", report.Labels, report.Statuses.Summary)
 	})
@@ -138,7 +139,7 @@ func TestMovingFromACM(t *testing.T) {
 			spoke := a.spokes[cluster].Client
 			require.Eventually(t, func() bool {
 				cr := argoCD()
-				if spoke.Get(ctx, client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: constants.ArgoCDName}, cr) != nil {
+				if spoke.Get(ctx, client.ObjectKey{Namespace: contract.GitOpsNamespace, Name: contract.ArgoCDName}, cr) != nil {
 					return false
 				}
 				image, _, _ := unstructured.NestedString(cr.Object, "spec", "image")
@@ -147,7 +148,7 @@ func TestMovingFromACM(t *testing.T) {
 			}, 2*time.Minute, time.Second, "the ArgoCD CR on %s carries ACM's ARGOCD_IMAGE", cluster)
 			require.Eventually(t, func() bool {
 				d := &appsv1.Deployment{}
-				if spoke.Get(ctx, client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: constants.OperatorDeployment}, d) != nil {
+				if spoke.Get(ctx, client.ObjectKey{Namespace: contract.GitOpsNamespace, Name: contract.OperatorDeployment}, d) != nil {
 					return false
 				}
 				env := map[string]string{}
@@ -170,7 +171,7 @@ func TestMovingFromACM(t *testing.T) {
 		for _, cluster := range clusters {
 			name := acmMovedAppSet + "-" + cluster
 			require.Eventually(t, func() bool {
-				return apierrors.IsNotFound(a.spokes[cluster].Client.Get(ctx, client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: name}, application("", "")))
+				return apierrors.IsNotFound(a.spokes[cluster].Client.Get(ctx, client.ObjectKey{Namespace: contract.GitOpsNamespace, Name: name}, application("", "")))
 			}, 3*time.Minute, time.Second, "the spoke Application %s leaves %s", name, cluster)
 		}
 	})
@@ -195,13 +196,13 @@ func movingBackToACM(t *testing.T, ctx context.Context, a *argoFleet, clusters [
 	for _, cluster := range clusters {
 		name := back + "-" + cluster
 		waitAppStatus(t, ctx, a.spokes[cluster].Cluster, name, "Synced", "Healthy", 3*time.Minute)
-		spokeApp := application(constants.GitOpsNamespace, name)
+		spokeApp := application(contract.GitOpsNamespace, name)
 		require.NoError(t, a.spokes[cluster].Client.Get(ctx, client.ObjectKeyFromObject(spokeApp), spokeApp))
 		spokeUIDs[cluster] = spokeApp.GetUID()
-		hubApp := application(constants.GitOpsNamespace, name)
+		hubApp := application(contract.GitOpsNamespace, name)
 		require.NoError(t, hub.Get(ctx, client.ObjectKeyFromObject(hubApp), hubApp))
 		hubApps[cluster] = hubApp
-		require.Equal(t, []string{pullmodel.WorkName(constants.GitOpsNamespace, name)}, worksOf(ctx, t, hub, cluster, name), "delivered by gitops-addon")
+		require.Equal(t, []string{pullmodel.WorkName(contract.GitOpsNamespace, name)}, worksOf(ctx, t, hub, cluster, name), "delivered by gitops-addon")
 	}
 	watch := watchSpokeApplications(ctx, a, back, spokeUIDs)
 
@@ -242,12 +243,12 @@ func movingBackToACM(t *testing.T, ctx context.Context, a *argoFleet, clusters [
 func replaceWithACMClusterSecret(t *testing.T, ctx context.Context, hub client.Client, cluster string) {
 	t.Helper()
 	ours := &corev1.Secret{}
-	require.NoError(t, hub.Get(ctx, client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: cluster + "-cluster-secret"}, ours))
+	require.NoError(t, hub.Get(ctx, client.ObjectKey{Namespace: contract.GitOpsNamespace, Name: cluster + "-cluster-secret"}, ours))
 	acm := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ours.Namespace, Name: cluster + "-application-manager-cluster-secret", Labels: map[string]string{
 			"argocd.argoproj.io/secret-type":                 "cluster",
 			acmLabelCluster:                                  "true",
-			constants.LabelClusterName:                       cluster,
+			gitopscluster.LabelClusterName:                   cluster,
 			"apps.open-cluster-management.io/cluster-server": cluster + "-control-plane",
 			"apps.open-cluster-management.io/data-source":    "blank",
 		}},
@@ -277,7 +278,7 @@ func giveACMConfig(t *testing.T, ctx context.Context, hub client.Client, cluster
 	}
 	require.NoError(t, hub.Create(ctx, adc))
 	mca := &addonv1beta1.ManagedClusterAddOn{}
-	require.NoError(t, hub.Get(ctx, client.ObjectKey{Namespace: cluster, Name: constants.AddonName}, mca))
+	require.NoError(t, hub.Get(ctx, client.ObjectKey{Namespace: cluster, Name: contract.AddonName}, mca))
 	patch := client.MergeFrom(mca.DeepCopy())
 	mca.Spec.Configs = append(mca.Spec.Configs, addonv1beta1.AddOnConfig{
 		ConfigGroupResource: addonv1beta1.ConfigGroupResource{Group: "addon.open-cluster-management.io", Resource: "addondeploymentconfigs"},
@@ -341,7 +342,7 @@ func acmReport(appSet *unstructured.Unstructured) *v1alpha1.MulticlusterApplicat
 // cluster they register.
 func clusterSecretsByCluster(ctx context.Context, t *testing.T, hub client.Client) map[string][]string {
 	list := &corev1.SecretList{}
-	require.NoError(t, hub.List(ctx, list, client.InNamespace(constants.GitOpsNamespace), client.MatchingLabels{"argocd.argoproj.io/secret-type": "cluster"}))
+	require.NoError(t, hub.List(ctx, list, client.InNamespace(contract.GitOpsNamespace), client.MatchingLabels{"argocd.argoproj.io/secret-type": "cluster"}))
 	out := map[string][]string{}
 	for _, s := range list.Items {
 		out[string(s.Data["name"])] = append(out[string(s.Data["name"])], s.Name)
@@ -388,7 +389,7 @@ func watchSpokeApplications(ctx context.Context, a *argoFleet, appSet string, ui
 		for ctx.Err() == nil {
 			for cluster, uid := range uids {
 				name := appSet + "-" + cluster
-				app := application(constants.GitOpsNamespace, name)
+				app := application(contract.GitOpsNamespace, name)
 				err := a.spokes[cluster].Client.Get(ctx, client.ObjectKeyFromObject(app), app)
 				switch {
 				case apierrors.IsNotFound(err):

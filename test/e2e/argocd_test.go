@@ -26,7 +26,7 @@ import (
 
 	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/routeguard"
 	"github.com/gitops-addon/gitops-addon/test/argocd"
@@ -100,10 +100,10 @@ func TestArgoCD(t *testing.T) {
 		for _, cluster := range []string{vanilla, openshift} {
 			name := "guestbook-" + cluster
 			require.Eventually(t, func() bool {
-				return exists(ctx, a.f.Hub.Client, application("", ""), constants.GitOpsNamespace+"/"+name)
+				return exists(ctx, a.f.Hub.Client, application("", ""), contract.GitOpsNamespace+"/"+name)
 			}, 2*time.Minute, time.Second, "the ApplicationSet controller generates %s", name)
 			require.Eventually(t, func() bool {
-				return exists(ctx, a.f.Hub.Client, &workv1.ManifestWork{}, cluster+"/"+pullmodel.WorkName(constants.GitOpsNamespace, name))
+				return exists(ctx, a.f.Hub.Client, &workv1.ManifestWork{}, cluster+"/"+pullmodel.WorkName(contract.GitOpsNamespace, name))
 			}, time.Minute, time.Second, "the ManifestWork of %s", name)
 			waitAppStatus(t, ctx, a.spokes[cluster].Cluster, name, "Synced", "Healthy", 3*time.Minute)
 			assert.True(t, exists(ctx, a.spokes[cluster].Client, &corev1.ConfigMap{}, "guestbook/guestbook-ui"), "the application's ConfigMap on %s", cluster)
@@ -113,7 +113,7 @@ func TestArgoCD(t *testing.T) {
 		}
 		report := &v1alpha1.MulticlusterApplicationSetReport{}
 		require.Eventually(t, func() bool {
-			return a.f.Hub.Client.Get(ctx, client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: "guestbook"}, report) == nil &&
+			return a.f.Hub.Client.Get(ctx, client.ObjectKey{Namespace: contract.GitOpsNamespace, Name: "guestbook"}, report) == nil &&
 				report.Statuses.Summary.Healthy == "2" && report.Statuses.Summary.Synced == "2"
 		}, time.Minute, time.Second, "the report counts both spokes healthy and synced: %+v", report.Statuses.Summary)
 		assert.Equal(t, "2", report.Statuses.Summary.Clusters)
@@ -122,7 +122,7 @@ func TestArgoCD(t *testing.T) {
 
 	t.Run("each spoke's resources with their health reach the report and the hub Application, without OCM Search", func(t *testing.T) {
 		for _, cluster := range []string{vanilla, openshift} {
-			waitApp(t, ctx, a.f.Hub, constants.GitOpsNamespace, "guestbook-"+cluster, 2*time.Minute, func(app *unstructured.Unstructured) bool {
+			waitApp(t, ctx, a.f.Hub, contract.GitOpsNamespace, "guestbook-"+cluster, 2*time.Minute, func(app *unstructured.Unstructured) bool {
 				return slices.Equal(hubResources(app), []string{"ConfigMap guestbook/guestbook-ui Synced", "Secret guestbook/guestbook-db Synced",
 					"Service guestbook/guestbook-ui Synced Healthy"})
 			}, "want status.resources: the ConfigMap, the Secret and the Healthy Service (Argo CD has no health check for the first two)")
@@ -155,7 +155,7 @@ func TestArgoCD(t *testing.T) {
 			var reconciled map[string]any
 			ok := assert.Eventually(t, func() bool {
 				cr := argoCD()
-				if a.spokes[cluster].Client.Get(ctx, client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: constants.ArgoCDName}, cr) != nil {
+				if a.spokes[cluster].Client.Get(ctx, client.ObjectKey{Namespace: contract.GitOpsNamespace, Name: contract.ArgoCDName}, cr) != nil {
 					return false
 				}
 				conditions, _, _ := unstructured.NestedSlice(cr.Object, "status", "conditions")
@@ -166,7 +166,7 @@ func TestArgoCD(t *testing.T) {
 				}
 				return reconciled != nil && reconciled["status"] == "True"
 			}, time.Minute, time.Second)
-			require.True(t, ok, "ArgoCD %s/%s on %s: Reconciled condition %v", constants.GitOpsNamespace, constants.ArgoCDName, cluster, reconciled)
+			require.True(t, ok, "ArgoCD %s/%s on %s: Reconciled condition %v", contract.GitOpsNamespace, contract.ArgoCDName, cluster, reconciled)
 		}
 	})
 
@@ -176,7 +176,7 @@ func TestArgoCD(t *testing.T) {
 		// become Available, which has nothing to do with the drift.
 		require.Eventually(t, func() bool {
 			gc := &appsv1beta1.GitOpsCluster{}
-			return a.f.Hub.Client.Get(ctx, client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: "gitops-managed"}, gc) == nil &&
+			return a.f.Hub.Client.Get(ctx, client.ObjectKey{Namespace: contract.GitOpsNamespace, Name: "gitops-managed"}, gc) == nil &&
 				meta.IsStatusConditionTrue(gc.Status.Conditions, appsv1beta1.ConditionReady)
 		}, 3*time.Minute, time.Second, "the seed GitOpsCluster is Ready")
 		since := time.Now()
@@ -207,7 +207,7 @@ func TestArgoCD(t *testing.T) {
 		require.NoError(t, err)
 		for _, cluster := range []string{vanilla, openshift} {
 			require.Eventually(t, func() bool {
-				app := application(constants.GitOpsNamespace, "guestbook-"+cluster)
+				app := application(contract.GitOpsNamespace, "guestbook-"+cluster)
 				if a.f.Hub.Client.Get(ctx, client.ObjectKeyFromObject(app), app) != nil {
 					return false
 				}
@@ -232,7 +232,7 @@ func TestArgoCD(t *testing.T) {
 		}
 		report := &v1alpha1.MulticlusterApplicationSetReport{}
 		require.Eventually(t, func() bool {
-			if a.f.Hub.Client.Get(ctx, client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: "priority"}, report) != nil {
+			if a.f.Hub.Client.Get(ctx, client.ObjectKey{Namespace: contract.GitOpsNamespace, Name: "priority"}, report) != nil {
 				return false
 			}
 			forbidden := 0
@@ -254,7 +254,7 @@ func TestArgoCD(t *testing.T) {
 		}
 		// Synced: the PriorityClass is now one of the resources the hub shows.
 		for _, cluster := range []string{vanilla, openshift} {
-			waitApp(t, ctx, a.f.Hub, constants.GitOpsNamespace, "priority-"+cluster, time.Minute, func(app *unstructured.Unstructured) bool {
+			waitApp(t, ctx, a.f.Hub, contract.GitOpsNamespace, "priority-"+cluster, time.Minute, func(app *unstructured.Unstructured) bool {
 				return slices.Equal(hubResources(app), []string{"PriorityClass /team-critical Synced"})
 			}, "want the PriorityClass Synced in status.resources")
 		}
@@ -283,7 +283,7 @@ spec:
 			assert.NoError(t, err)
 		}()
 		for _, cluster := range []string{vanilla, openshift} {
-			waitApp(t, ctx, a.f.Hub, constants.GitOpsNamespace, "guestbook-"+cluster, 3*time.Minute, func(app *unstructured.Unstructured) bool {
+			waitApp(t, ctx, a.f.Hub, contract.GitOpsNamespace, "guestbook-"+cluster, 3*time.Minute, func(app *unstructured.Unstructured) bool {
 				return slices.ContainsFunc(hubResourceStatuses(app), func(r map[string]any) bool {
 					h, _ := r["health"].(map[string]any)
 					msg, _ := h["message"].(string)
@@ -353,15 +353,15 @@ spec:
 `, vanilla, a.argo.Repo.URL(), a.argo.Repo.URL())), &app.Object))
 		require.NoError(t, a.f.Hub.Client.Create(ctx, app))
 		waitAppStatus(t, ctx, a.spokes[vanilla].Cluster, "two-sources", "Synced", "Healthy", 3*time.Minute)
-		spoke := application(constants.GitOpsNamespace, "two-sources")
+		spoke := application(contract.GitOpsNamespace, "two-sources")
 		require.NoError(t, a.spokes[vanilla].Client.Get(ctx, client.ObjectKeyFromObject(spoke), spoke))
 		want, _, _ := unstructured.NestedStringSlice(spoke.Object, "status", "sync", "revisions")
 		require.Len(t, want, 2, "the spoke's Argo CD reports one revision per source")
-		waitApp(t, ctx, a.f.Hub, constants.GitOpsNamespace, "two-sources", 2*time.Minute, func(app *unstructured.Unstructured) bool {
+		waitApp(t, ctx, a.f.Hub, contract.GitOpsNamespace, "two-sources", 2*time.Minute, func(app *unstructured.Unstructured) bool {
 			got, _, _ := unstructured.NestedStringSlice(app.Object, "status", "sync", "revisions")
 			return slices.Equal(got, want)
 		}, "want status.sync.revisions %v", want)
-		waitApp(t, ctx, a.f.Hub, constants.GitOpsNamespace, "two-sources", time.Minute, func(app *unstructured.Unstructured) bool {
+		waitApp(t, ctx, a.f.Hub, contract.GitOpsNamespace, "two-sources", time.Minute, func(app *unstructured.Unstructured) bool {
 			resources := hubResources(app)
 			return slices.Contains(resources, "ConfigMap two-sources/settings Synced") &&
 				slices.Contains(resources, "Service two-sources/guestbook-ui Synced Healthy")
@@ -377,7 +377,7 @@ spec:
 		require.NoError(t, install.SetCustomizedVariable(ctx, a.f.Hub, openshift, "routeCRDAdmissionGuard", "false"))
 		require.Eventually(t, func() bool {
 			d := &appsv1.Deployment{}
-			return s.Client.Get(ctx, client.ObjectKey{Namespace: harness.AddonNamespace, Name: constants.AgentDeployment}, d) == nil &&
+			return s.Client.Get(ctx, client.ObjectKey{Namespace: harness.AddonNamespace, Name: contract.AgentDeployment}, d) == nil &&
 				slices.Contains(d.Spec.Template.Spec.Containers[0].Args, "--disable-route-crd-admission-guard")
 		}, 2*time.Minute, time.Second, "the agent Deployment on %s turns the admission guard off", openshift)
 		require.NoError(t, a.p.RestartAgent(ctx, s))
@@ -394,7 +394,7 @@ spec:
 		}, 30*time.Second, 500*time.Millisecond, "creating the duplicate Routes CRD once no policy denies it")
 		require.Eventually(t, func() bool {
 			crd := &apiextensionsv1.CustomResourceDefinition{}
-			return s.Client.Get(ctx, client.ObjectKey{Name: constants.RoutesCRDName}, crd) == nil && apiextensionshelpers.IsCRDConditionTrue(crd, apiextensionsv1.Established)
+			return s.Client.Get(ctx, client.ObjectKey{Name: contract.RoutesCRDName}, crd) == nil && apiextensionshelpers.IsCRDConditionTrue(crd, apiextensionsv1.Established)
 		}, 30*time.Second, 100*time.Millisecond, "the duplicate is established")
 		downloads := a.routes.AggregatorV2Downloads()
 		require.NoError(t, s.APIServer.Restart())
@@ -410,7 +410,7 @@ spec:
 		start := time.Now()
 		require.NoError(t, a.p.StartAgent(ctx, s))
 		require.Eventually(t, func() bool {
-			return !exists(ctx, s.Client, &apiextensionsv1.CustomResourceDefinition{}, constants.RoutesCRDName)
+			return !exists(ctx, s.Client, &apiextensionsv1.CustomResourceDefinition{}, contract.RoutesCRDName)
 		}, time.Minute, 100*time.Millisecond, "the agent removes the duplicate")
 		removed := time.Since(start)
 		waitAppStatus(t, ctx, s.Cluster, "guestbook-"+openshift, "Synced", "Healthy", 3*time.Minute)
@@ -459,9 +459,9 @@ spec:
 		for _, name := range []string{"pruned", "kept"} {
 			app := name + "-" + vanilla
 			require.Eventually(t, func() bool {
-				return !exists(ctx, a.f.Hub.Client, application("", ""), constants.GitOpsNamespace+"/"+app) &&
-					!exists(ctx, a.f.Hub.Client, &workv1.ManifestWork{}, vanilla+"/"+pullmodel.WorkName(constants.GitOpsNamespace, app)) &&
-					!exists(ctx, s.Client, application("", ""), constants.GitOpsNamespace+"/"+app)
+				return !exists(ctx, a.f.Hub.Client, application("", ""), contract.GitOpsNamespace+"/"+app) &&
+					!exists(ctx, a.f.Hub.Client, &workv1.ManifestWork{}, vanilla+"/"+pullmodel.WorkName(contract.GitOpsNamespace, app)) &&
+					!exists(ctx, s.Client, application("", ""), contract.GitOpsNamespace+"/"+app)
 			}, 3*time.Minute, time.Second, "%s leaves the hub, its ManifestWork and the spoke", app)
 		}
 		require.Eventually(t, func() bool {
@@ -482,7 +482,7 @@ spec:
 		s := a.spokes[vanilla]
 		seedApp := "guestbook-" + vanilla
 		require.True(t, exists(ctx, s.Client, &corev1.ConfigMap{}, "guestbook/guestbook-ui"), "the seed Application deployed its ConfigMap")
-		local := guestbookApplication(constants.GitOpsNamespace, "made-on-the-spoke")
+		local := guestbookApplication(contract.GitOpsNamespace, "made-on-the-spoke")
 		require.NoError(t, s.Client.Create(ctx, local))
 		require.NoError(t, install.SelectCluster(ctx, a.f.Hub, vanilla, false))
 		var stuck []string
@@ -495,26 +495,26 @@ spec:
 			}
 			stuck = append(terminating(ctx, t, vanilla, s.Client), terminating(ctx, t, "hub", a.f.Hub.Client)...)
 			return len(works.Items) == 0 && len(stuck) == 0 &&
-				!exists(ctx, a.f.Hub.Client, &addonv1beta1.ManagedClusterAddOn{}, vanilla+"/"+constants.AddonName) &&
-				!exists(ctx, a.f.Hub.Client, application("", ""), constants.GitOpsNamespace+"/"+seedApp) &&
-				!exists(ctx, s.Client, argoCD(), constants.GitOpsNamespace+"/"+constants.ArgoCDName)
+				!exists(ctx, a.f.Hub.Client, &addonv1beta1.ManagedClusterAddOn{}, vanilla+"/"+contract.AddonName) &&
+				!exists(ctx, a.f.Hub.Client, application("", ""), contract.GitOpsNamespace+"/"+seedApp) &&
+				!exists(ctx, s.Client, argoCD(), contract.GitOpsNamespace+"/"+contract.ArgoCDName)
 		}, 4*time.Minute, time.Second, "the ManagedClusterAddOn, every ManifestWork, the seed Application and the ArgoCD CR are gone, nothing Terminating")
 		require.True(t, gone, "still Terminating: %v", stuck)
 		assert.True(t, held, "the GitOpsCluster held the addon's removal for the departing seed Application (AddOnsReady reason %s)", appsv1beta1.ReasonWaitingForApplications)
-		assert.False(t, exists(ctx, s.Client, application("", ""), constants.GitOpsNamespace+"/"+seedApp), "the seed Application left the spoke")
+		assert.False(t, exists(ctx, s.Client, application("", ""), contract.GitOpsNamespace+"/"+seedApp), "the seed Application left the spoke")
 		assert.False(t, exists(ctx, s.Client, &corev1.ConfigMap{}, "guestbook/guestbook-ui"), "the spoke's Argo CD pruned it before it went")
-		assert.False(t, exists(ctx, s.Client, &appsv1.Deployment{}, constants.GitOpsNamespace+"/"+constants.OperatorDeployment), "the operator is gone")
-		for _, crd := range append(argoCRDs, constants.RoutesCRDName) {
+		assert.False(t, exists(ctx, s.Client, &appsv1.Deployment{}, contract.GitOpsNamespace+"/"+contract.OperatorDeployment), "the operator is gone")
+		for _, crd := range append(argoCRDs, contract.RoutesCRDName) {
 			assert.True(t, exists(ctx, s.Client, &apiextensionsv1.CustomResourceDefinition{}, crd), "CRD %s is kept", crd)
 		}
-		assert.True(t, exists(ctx, s.Client, local, constants.GitOpsNamespace+"/made-on-the-spoke"), "the spoke's own Application is kept")
+		assert.True(t, exists(ctx, s.Client, local, contract.GitOpsNamespace+"/made-on-the-spoke"), "the spoke's own Application is kept")
 	})
 }
 
 // addonsConditionReason is the reason of a seed GitOpsCluster's AddOnsReady condition.
 func addonsConditionReason(ctx context.Context, hub *harness.Cluster, name string) string {
 	gc := &appsv1beta1.GitOpsCluster{}
-	if hub.Client.Get(ctx, client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: name}, gc) != nil {
+	if hub.Client.Get(ctx, client.ObjectKey{Namespace: contract.GitOpsNamespace, Name: name}, gc) != nil {
 		return ""
 	}
 	if c := meta.FindStatusCondition(gc.Status.Conditions, appsv1beta1.ConditionAddOnsReady); c != nil {
@@ -563,7 +563,7 @@ spec:
 // carry it, here on a cluster that serves Routes natively.
 func duplicateRoutesCRD() *apiextensionsv1.CustomResourceDefinition {
 	return &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: constants.RoutesCRDName},
+		ObjectMeta: metav1.ObjectMeta{Name: contract.RoutesCRDName},
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
 			Group: "route.openshift.io", Scope: apiextensionsv1.NamespaceScoped,
 			Names: apiextensionsv1.CustomResourceDefinitionNames{Kind: "Route", ListKind: "RouteList", Plural: "routes", Singular: "route"},
@@ -589,7 +589,7 @@ func seedApplicationSet(t *testing.T, a *argocd.Fleet, path string) *unstructure
 // status, as `kubectl get applications` does.
 func waitAppStatus(t *testing.T, ctx context.Context, c *harness.Cluster, name, sync, health string, timeout time.Duration) {
 	t.Helper()
-	waitAppStatusIn(t, ctx, c, constants.GitOpsNamespace, name, sync, health, timeout)
+	waitAppStatusIn(t, ctx, c, contract.GitOpsNamespace, name, sync, health, timeout)
 }
 
 // waitAppStatusIn waits for an Application in namespace to show a sync and health status.
@@ -606,7 +606,7 @@ func waitAppStatusIn(t *testing.T, ctx context.Context, c *harness.Cluster, name
 // returns the summary that did.
 func waitAppSays(t *testing.T, ctx context.Context, c *harness.Cluster, name, text string, timeout time.Duration) string {
 	t.Helper()
-	return waitApp(t, ctx, c, constants.GitOpsNamespace, name, timeout, func(app *unstructured.Unstructured) bool {
+	return waitApp(t, ctx, c, contract.GitOpsNamespace, name, timeout, func(app *unstructured.Unstructured) bool {
 		return strings.Contains(appSummary(app), text)
 	}, "want it to say %q", text)
 }
@@ -687,14 +687,14 @@ func waitReport(t *testing.T, ctx context.Context, hub *harness.Cluster, name st
 	t.Helper()
 	report := &v1alpha1.MulticlusterApplicationSetReport{}
 	require.Eventually(t, func() bool {
-		return hub.Client.Get(ctx, client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: name}, report) == nil && ok(report)
+		return hub.Client.Get(ctx, client.ObjectKey{Namespace: contract.GitOpsNamespace, Name: name}, report) == nil && ok(report)
 	}, 2*time.Minute, time.Second, "report %s: %s (last: %+v)", name, what, &report.Statuses)
 	return report
 }
 
 func (a *argoFleet) hubApp(ctx context.Context, t *testing.T, name string) *unstructured.Unstructured {
 	t.Helper()
-	app := application(constants.GitOpsNamespace, name)
+	app := application(contract.GitOpsNamespace, name)
 	require.NoError(t, a.f.Hub.Client.Get(ctx, client.ObjectKeyFromObject(app), app))
 	return app
 }

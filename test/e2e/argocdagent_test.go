@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/addon"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/agentsigner"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/agenttrust"
@@ -80,7 +80,7 @@ func argoCDAgentMode(t *testing.T, ctx context.Context, a *argoFleet) {
 		{spoke: a.spokes[edge], mode: appsv1beta1.ArgoCDAgentModeAutonomous},
 	}
 	require.NoError(t, install.ApplyYAML(ctx, a.f.Hub.Client, []byte(placementByLabel("agents", "argocd-agent"))))
-	require.NoError(t, install.LabelCluster(ctx, a.f.Hub, edge, constants.ArgoCDAgentMode, appsv1beta1.ArgoCDAgentModeAutonomous))
+	require.NoError(t, install.LabelCluster(ctx, a.f.Hub, edge, contract.ArgoCDAgentMode, appsv1beta1.ArgoCDAgentModeAutonomous))
 	for _, s := range spokes {
 		s.health = argocd.FreeAgentPort()
 		a.p.SetAgentFlags(s.spoke.Name, map[string]string{
@@ -95,13 +95,13 @@ func argoCDAgentMode(t *testing.T, ctx context.Context, a *argoFleet) {
 		// Out of agent mode and out of the addon; the operators run until the addon's
 		// teardown hook has had them finalize the ArgoCD CR.
 		gc := &appsv1beta1.GitOpsCluster{}
-		gc.Namespace, gc.Name = constants.GitOpsNamespace, "agent-fleet"
+		gc.Namespace, gc.Name = contract.GitOpsNamespace, "agent-fleet"
 		assert.NoError(t, client.IgnoreNotFound(a.f.Hub.Client.Delete(ctx, gc)))
 		for _, s := range spokes {
 			assert.Eventually(t, func() bool {
-				return !exists(ctx, a.f.Hub.Client, &addonv1beta1.ManagedClusterAddOn{}, s.spoke.Name+"/"+constants.AddonName)
+				return !exists(ctx, a.f.Hub.Client, &addonv1beta1.ManagedClusterAddOn{}, s.spoke.Name+"/"+contract.AddonName)
 			}, 3*time.Minute, time.Second, "%s leaves the gitops addon again", s.spoke.Name)
-			assert.False(t, exists(ctx, s.spoke.Client, &corev1.Secret{}, constants.GitOpsNamespace+"/"+agentcert.ClientTLSSecret),
+			assert.False(t, exists(ctx, s.spoke.Client, &corev1.Secret{}, contract.GitOpsNamespace+"/"+agentcert.ClientTLSSecret),
 				"the teardown hook removed the argocd-agent-client-tls gitops-addon kept on %s", s.spoke.Name)
 			stop = append(stop, a.p.Agent(s.spoke.Name))
 		}
@@ -130,13 +130,13 @@ func argoCDAgentMode(t *testing.T, ctx context.Context, a *argoFleet) {
 		t.Logf("%s (%s): certificate issued, handed over and argocd-agent rendered %v after the GitOpsCluster was applied",
 			s.spoke.Name, s.mode, time.Since(start).Round(time.Second))
 		assert.Equal(t, s.spoke.Name, issued.Subject.CommonName, "the agent's name, as the principal's auth %s reads it", agentsigner.PrincipalAuth)
-		require.NoError(t, a.f.Hub.Client.Get(ctx, client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: agenttrust.CASecret}, hubCA))
+		require.NoError(t, a.f.Hub.Client.Get(ctx, client.ObjectKey{Namespace: contract.GitOpsNamespace, Name: agenttrust.CASecret}, hubCA))
 		roots := x509.NewCertPool()
 		require.True(t, roots.AppendCertsFromPEM(hubCA.Data[corev1.TLSCertKey]))
 		_, err := issued.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
 		require.NoError(t, err, "signed by the hub's argocd-agent-ca")
 		spokeCA := &corev1.Secret{}
-		require.NoError(t, s.spoke.Client.Get(ctx, client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: agenttrust.CASecret}, spokeCA))
+		require.NoError(t, s.spoke.Client.Get(ctx, client.ObjectKey{Namespace: contract.GitOpsNamespace, Name: agenttrust.CASecret}, spokeCA))
 		assert.Equal(t, map[string][]byte{"ca.crt": hubCA.Data[corev1.TLSCertKey]}, spokeCA.Data, "the CA's certificate, never its key")
 
 		env := argoCDAgentEnv(t, ctx, s.spoke)
@@ -146,7 +146,7 @@ func argoCDAgentMode(t *testing.T, ctx context.Context, a *argoFleet) {
 		assert.Equal(t, s.mode, env["ARGOCD_AGENT_MODE"], "%s runs argocd-agent in its own mode", s.spoke.Name)
 		assert.Equal(t, agentcert.ClientTLSSecret, env["ARGOCD_AGENT_TLS_SECRET_NAME"])
 		assert.Equal(t, agenttrust.CASecret, env["ARGOCD_AGENT_TLS_ROOT_CA_SECRET_NAME"])
-		assert.False(t, exists(ctx, s.spoke.Client, &appsv1.Deployment{}, constants.GitOpsNamespace+"/"+constants.ArgoCDName+"-server"),
+		assert.False(t, exists(ctx, s.spoke.Client, &appsv1.Deployment{}, contract.GitOpsNamespace+"/"+contract.ArgoCDName+"-server"),
 			"%s runs no argocd-server: the hub's Argo CD is where its Applications are seen", s.spoke.Name)
 	}
 
@@ -155,19 +155,19 @@ func argoCDAgentMode(t *testing.T, ctx context.Context, a *argoFleet) {
 	issued := waitArgoCDAgentCertificate(t, ctx, s, nil)
 	before := argoCDAgentStartedWith(ctx, s)
 	renewedAt := time.Now()
-	source := agentcert.SourceSecretName(constants.AddonName, agentsigner.SignerName)
+	source := agentcert.SourceSecretName(contract.AddonName, agentsigner.SignerName)
 	require.NoError(t, s.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: addon.DefaultInstallNamespace, Name: source}}))
 	require.Eventually(t, func() bool {
-		renewed := secretCertificate(ctx, s, client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: agentcert.ClientTLSSecret})
+		renewed := secretCertificate(ctx, s, client.ObjectKey{Namespace: contract.GitOpsNamespace, Name: agentcert.ClientTLSSecret})
 		return renewed != nil && renewed.SerialNumber.Cmp(issued.SerialNumber) != 0 && argoCDAgentStartedWith(ctx, s) != before
 	}, 3*time.Minute, 500*time.Millisecond, "the renewed certificate reaches argocd-agent-client-tls and argocd-agent restarts onto it")
 	t.Logf("renewal reached argocd-agent in %v", time.Since(renewedAt).Round(100*time.Millisecond))
 
 	for _, s := range spokes {
-		waitAddonCondition(t, ctx, a.f.Hub, s.spoke.Name, constants.ConditionArgoCDAgentCertificate, func(c metav1.Condition) bool {
+		waitAddonCondition(t, ctx, a.f.Hub, s.spoke.Name, contract.ConditionArgoCDAgentCertificate, func(c metav1.Condition) bool {
 			return c.Status == metav1.ConditionTrue && strings.Contains(c.Message, "runs with it")
 		}, "the agent reports the certificate in place")
-		waitAddonCondition(t, ctx, a.f.Hub, s.spoke.Name, constants.ConditionArgoCDAgentConnected, func(c metav1.Condition) bool {
+		waitAddonCondition(t, ctx, a.f.Hub, s.spoke.Name, contract.ConditionArgoCDAgentConnected, func(c metav1.Condition) bool {
 			return c.Status == metav1.ConditionFalse && c.Reason == agenthealth.ReasonUnreachable
 		}, "no argocd-agent answers yet: the agent says so")
 	}
@@ -199,11 +199,11 @@ func argoCDAgentInterop(t *testing.T, ctx context.Context, a *argoFleet, bin, pr
 		agent, err := argocd.StartArgoCDAgent(ctx, a.f, s.spoke, bin, instance.RedisAddress, s.health)
 		require.NoError(t, err)
 		argocd.StopWithWorkload(ctx, s.spoke.Cluster, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{
-			Namespace: constants.GitOpsNamespace, Name: agentcert.AgentDeployment(constants.ArgoCDName)}}, agent)
+			Namespace: contract.GitOpsNamespace, Name: agentcert.AgentDeployment(contract.ArgoCDName)}}, agent)
 		started = append(started, agent)
 	}
 	for _, s := range spokes {
-		waitAddonCondition(t, ctx, a.f.Hub, s.spoke.Name, constants.ConditionArgoCDAgentConnected, func(c metav1.Condition) bool {
+		waitAddonCondition(t, ctx, a.f.Hub, s.spoke.Name, contract.ConditionArgoCDAgentConnected, func(c metav1.Condition) bool {
 			return c.Status == metav1.ConditionTrue
 		}, "argocd-agent connects to the principal with the certificate OCM issued")
 	}
@@ -219,7 +219,7 @@ func argoCDAgentInterop(t *testing.T, ctx context.Context, a *argoFleet, bin, pr
 		assert.True(t, exists(ctx, a.spokes[bare].Client, &corev1.ConfigMap{}, "managed-guestbook/guestbook-ui"), "deployed on the spoke")
 	})
 	t.Run("autonomous: an Application created on the spoke appears on the hub in the cluster's namespace with its status", func(t *testing.T) {
-		app := agentApplication(constants.GitOpsNamespace, "agent-autonomous", a.argo.Repo.URL(), "autonomous-guestbook")
+		app := agentApplication(contract.GitOpsNamespace, "agent-autonomous", a.argo.Repo.URL(), "autonomous-guestbook")
 		require.NoError(t, a.spokes[edge].Client.Create(ctx, app))
 		created := time.Now()
 		waitAppStatusIn(t, ctx, a.f.Hub, edge, "agent-autonomous", "Synced", "Healthy", 3*time.Minute)
@@ -250,8 +250,8 @@ func agentApplication(namespace, name, repo, destination string) *unstructured.U
 // (other than not, when given) and argocd-agent's Deployment records it, and returns it.
 func waitArgoCDAgentCertificate(t *testing.T, ctx context.Context, s *harness.Spoke, not *x509.Certificate) *x509.Certificate {
 	t.Helper()
-	source := client.ObjectKey{Namespace: addon.DefaultInstallNamespace, Name: agentcert.SourceSecretName(constants.AddonName, agentsigner.SignerName)}
-	clientTLS := client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: agentcert.ClientTLSSecret}
+	source := client.ObjectKey{Namespace: addon.DefaultInstallNamespace, Name: agentcert.SourceSecretName(contract.AddonName, agentsigner.SignerName)}
+	clientTLS := client.ObjectKey{Namespace: contract.GitOpsNamespace, Name: agentcert.ClientTLSSecret}
 	var issued *x509.Certificate
 	require.Eventually(t, func() bool {
 		issued = secretCertificate(ctx, s, clientTLS)
@@ -280,7 +280,7 @@ func secretCertificate(ctx context.Context, s *harness.Spoke, key client.ObjectK
 // argoCDAgentStartedWith is the certificate fingerprint on argocd-agent's pod template.
 func argoCDAgentStartedWith(ctx context.Context, s *harness.Spoke) string {
 	d := &appsv1.Deployment{}
-	if s.Client.Get(ctx, client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: agentcert.AgentDeployment(constants.ArgoCDName)}, d) != nil {
+	if s.Client.Get(ctx, client.ObjectKey{Namespace: contract.GitOpsNamespace, Name: agentcert.AgentDeployment(contract.ArgoCDName)}, d) != nil {
 		return ""
 	}
 	return d.Spec.Template.Annotations[agentcert.AnnotationCertificate]
@@ -289,7 +289,7 @@ func argoCDAgentStartedWith(ctx context.Context, s *harness.Spoke) string {
 // argoCDAgentEnv is the environment the operator rendered for argocd-agent.
 func argoCDAgentEnv(t *testing.T, ctx context.Context, s *harness.Spoke) map[string]string {
 	d := &appsv1.Deployment{}
-	require.NoError(t, s.Client.Get(ctx, client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: agentcert.AgentDeployment(constants.ArgoCDName)}, d))
+	require.NoError(t, s.Client.Get(ctx, client.ObjectKey{Namespace: contract.GitOpsNamespace, Name: agentcert.AgentDeployment(contract.ArgoCDName)}, d))
 	env := map[string]string{}
 	for _, e := range d.Spec.Template.Spec.Containers[0].Env {
 		env[e.Name] = e.Value
@@ -303,7 +303,7 @@ func waitAddonCondition(t *testing.T, ctx context.Context, hub *harness.Cluster,
 	var last *metav1.Condition
 	require.Eventually(t, func() bool {
 		mca := &addonv1beta1.ManagedClusterAddOn{}
-		if hub.Client.Get(ctx, client.ObjectKey{Namespace: cluster, Name: constants.AddonName}, mca) != nil {
+		if hub.Client.Get(ctx, client.ObjectKey{Namespace: cluster, Name: contract.AddonName}, mca) != nil {
 			return false
 		}
 		last = meta.FindStatusCondition(mca.Status.Conditions, conditionType)
@@ -318,7 +318,7 @@ func waitAgentFleetSays(t *testing.T, ctx context.Context, a *argoFleet, reason 
 	var last *metav1.Condition
 	require.Eventually(t, func() bool {
 		gc := &appsv1beta1.GitOpsCluster{}
-		if a.f.Hub.Client.Get(ctx, client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: "agent-fleet"}, gc) != nil {
+		if a.f.Hub.Client.Get(ctx, client.ObjectKey{Namespace: contract.GitOpsNamespace, Name: "agent-fleet"}, gc) != nil {
 			return false
 		}
 		last = meta.FindStatusCondition(gc.Status.Conditions, appsv1beta1.ConditionAddOnsReady)

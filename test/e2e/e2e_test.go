@@ -31,9 +31,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/gitopscluster"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/crdinstall"
 	"github.com/gitops-addon/gitops-addon/test/fakeroute"
 	"github.com/gitops-addon/gitops-addon/test/harness"
 	"github.com/gitops-addon/gitops-addon/test/install"
@@ -104,12 +105,12 @@ func TestFleet(t *testing.T) {
 	t.Run("the seed GitOpsCluster is Ready over both spokes", func(t *testing.T) {
 		require.Eventually(t, func() bool {
 			gc := &appsv1beta1.GitOpsCluster{}
-			require.NoError(t, f.Hub.Client.Get(ctx, client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: "gitops-managed"}, gc))
+			require.NoError(t, f.Hub.Client.Get(ctx, client.ObjectKey{Namespace: contract.GitOpsNamespace, Name: "gitops-managed"}, gc))
 			return meta.IsStatusConditionTrue(gc.Status.Conditions, "Ready") && gc.Status.AddonAvailableClusters == 2
 		}, 2*time.Minute, 500*time.Millisecond)
 		for _, name := range []string{vanilla, openshift} {
 			secret := &corev1.Secret{}
-			require.NoError(t, f.Hub.Client.Get(ctx, client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: gitopscluster.ClusterSecretName(name)}, secret),
+			require.NoError(t, f.Hub.Client.Get(ctx, client.ObjectKey{Namespace: contract.GitOpsNamespace, Name: gitopscluster.ClusterSecretName(name)}, secret),
 				"the Argo CD cluster secret of %s", name)
 		}
 	})
@@ -122,9 +123,9 @@ func TestFleet(t *testing.T) {
 				return len(install.Landed(ctx, s.Cluster)) == len(install.DeliveredObjects)
 			}, 3*time.Minute, 500*time.Millisecond, "%s has %v", name, install.Landed(ctx, s.Cluster))
 			for _, crd := range argoCRDs {
-				assert.True(t, appliedByAgent(t, ctx, s, crd), "%s on %s is the agent's (server-side apply, field manager %s)", crd, name, constants.AgentFieldManager)
+				assert.True(t, appliedByAgent(t, ctx, s, crd), "%s on %s is the agent's (server-side apply, field manager %s)", crd, name, crdinstall.FieldManager)
 			}
-			waitCondition(t, ctx, f.Hub, name, constants.ConditionArgoCDCRDsInstalled, metav1.ConditionTrue)
+			waitCondition(t, ctx, f.Hub, name, contract.ConditionArgoCDCRDsInstalled, metav1.ConditionTrue)
 		}
 	})
 
@@ -151,7 +152,7 @@ func TestFleet(t *testing.T) {
 	t.Run("a cluster's ManifestWorks hold a few KiB and no CRD; a new cluster gets one ManifestWork", func(t *testing.T) {
 		for _, name := range []string{vanilla, openshift} {
 			works := &workv1.ManifestWorkList{}
-			require.NoError(t, f.Hub.Client.List(ctx, works, client.InNamespace(name), client.MatchingLabels{addonv1beta1.AddonLabelKey: constants.AddonName}))
+			require.NoError(t, f.Hub.Client.List(ctx, works, client.InNamespace(name), client.MatchingLabels{addonv1beta1.AddonLabelKey: contract.AddonName}))
 			total := 0
 			for _, w := range works.Items {
 				w.ManagedFields, w.Status = nil, workv1.ManifestWorkStatus{}
@@ -164,20 +165,20 @@ func TestFleet(t *testing.T) {
 			assert.Empty(t, crdsInManifestWorks(t, ctx, f.Hub, name), "CRDs in the ManifestWorks of %s", name)
 		}
 		works := &workv1.ManifestWorkList{}
-		require.NoError(t, f.Hub.Client.List(ctx, works, client.InNamespace(openshift), client.MatchingLabels{addonv1beta1.AddonLabelKey: constants.AddonName}))
+		require.NoError(t, f.Hub.Client.List(ctx, works, client.InNamespace(openshift), client.MatchingLabels{addonv1beta1.AddonLabelKey: contract.AddonName}))
 		assert.Len(t, works.Items, 1, "a cluster installed with this release has one ManifestWork")
 	})
 
 	t.Run("the OpenShift-like spoke never receives the Routes CRD; the vanilla spoke's agent installs it", func(t *testing.T) {
-		mca := waitRouteAPI(t, ctx, f.Hub, openshift, constants.RouteAPINative)
+		mca := waitRouteAPI(t, ctx, f.Hub, openshift, contract.RouteAPINative)
 		assert.NotNil(t, mca)
 		assert.True(t, routesServedNatively(ctx, spokes[openshift]), "Routes are served by the aggregated Route API")
 		require.Eventually(t, func() bool {
-			return exists(ctx, spokes[vanilla].Client, &apiextensionsv1.CustomResourceDefinition{}, constants.RoutesCRDName)
+			return exists(ctx, spokes[vanilla].Client, &apiextensionsv1.CustomResourceDefinition{}, contract.RoutesCRDName)
 		}, time.Minute, 500*time.Millisecond, "the vanilla spoke's agent installs the Routes CRD")
-		assert.True(t, appliedByAgent(t, ctx, spokes[vanilla], constants.RoutesCRDName))
-		waitRouteAPI(t, ctx, f.Hub, vanilla, constants.RouteAPICRD)
-		assert.False(t, exists(ctx, spokes[openshift].Client, &apiextensionsv1.CustomResourceDefinition{}, constants.RoutesCRDName))
+		assert.True(t, appliedByAgent(t, ctx, spokes[vanilla], contract.RoutesCRDName))
+		waitRouteAPI(t, ctx, f.Hub, vanilla, contract.RouteAPICRD)
+		assert.False(t, exists(ctx, spokes[openshift].Client, &apiextensionsv1.CustomResourceDefinition{}, contract.RoutesCRDName))
 	})
 
 	t.Run("pull model: the seed's ApplicationSet shape gives one ManifestWork per spoke, applied by OCM's work agent", func(t *testing.T) {
@@ -191,7 +192,7 @@ func TestFleet(t *testing.T) {
 			// Wake the GitOpsCluster (an annotation) and flip OCM's addon-health label on a
 			// ManagedCluster, as OCM does when an addon's health changes.
 			gc := &appsv1beta1.GitOpsCluster{}
-			require.NoError(t, f.Hub.Client.Get(ctx, client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: "gitops-managed"}, gc))
+			require.NoError(t, f.Hub.Client.Get(ctx, client.ObjectKey{Namespace: contract.GitOpsNamespace, Name: "gitops-managed"}, gc))
 			metav1.SetMetaDataAnnotation(&gc.ObjectMeta, "example.com/touched", fmt.Sprint(i))
 			require.NoError(t, f.Hub.Client.Update(ctx, gc))
 			mc := &clusterv1.ManagedCluster{}
@@ -241,12 +242,12 @@ func TestFleet(t *testing.T) {
 		require.NoError(t, p.Agent(vanilla).Stop())
 		// Remove what the agent reported, so that the restarted agent must write it again.
 		mca := &addonv1beta1.ManagedClusterAddOn{}
-		require.NoError(t, f.Hub.Client.Get(ctx, client.ObjectKey{Namespace: vanilla, Name: constants.AddonName}, mca))
-		require.True(t, meta.RemoveStatusCondition(&mca.Status.Conditions, constants.ConditionRouteAPI))
+		require.NoError(t, f.Hub.Client.Get(ctx, client.ObjectKey{Namespace: vanilla, Name: contract.AddonName}, mca))
+		require.True(t, meta.RemoveStatusCondition(&mca.Status.Conditions, contract.ConditionRouteAPI))
 		require.NoError(t, f.Hub.Client.Status().Update(ctx, mca))
 		restartedAt := time.Now()
 		require.NoError(t, p.StartAgent(ctx, s), "the kubelet's restart")
-		waitRouteAPI(t, ctx, f.Hub, vanilla, constants.RouteAPICRD)
+		waitRouteAPI(t, ctx, f.Hub, vanilla, contract.RouteAPICRD)
 		writes, err := f.Hub.Writes(after.Subject.CommonName, restartedAt)
 		require.NoError(t, err)
 		assert.NotEmpty(t, writes, "the restarted agent wrote to the hub, with the only certificate on its disk: the renewed one")
@@ -296,23 +297,23 @@ func TestFleet(t *testing.T) {
 
 	t.Run("a cluster removed from the Placement loses the workloads and keeps CRDs and Applications", func(t *testing.T) {
 		s := spokes[vanilla]
-		app := guestbookApplication(constants.GitOpsNamespace, "guestbook")
+		app := guestbookApplication(contract.GitOpsNamespace, "guestbook")
 		require.NoError(t, s.Client.Create(ctx, app))
 
 		require.NoError(t, install.SelectCluster(ctx, f.Hub, vanilla, false))
 		require.Eventually(t, func() bool {
-			return !exists(ctx, f.Hub.Client, &addonv1beta1.ManagedClusterAddOn{}, vanilla+"/"+constants.AddonName)
+			return !exists(ctx, f.Hub.Client, &addonv1beta1.ManagedClusterAddOn{}, vanilla+"/"+contract.AddonName)
 		}, 2*time.Minute, 500*time.Millisecond, "the ManagedClusterAddOn is removed")
 		require.Eventually(t, func() bool {
-			return !exists(ctx, s.Client, &appsv1.Deployment{}, constants.GitOpsNamespace+"/"+constants.OperatorDeployment) &&
-				!exists(ctx, s.Client, &rbacv1.ClusterRole{}, constants.PlatformExtensionsClusterRole)
+			return !exists(ctx, s.Client, &appsv1.Deployment{}, contract.GitOpsNamespace+"/"+contract.OperatorDeployment) &&
+				!exists(ctx, s.Client, &rbacv1.ClusterRole{}, contract.PlatformExtensionsClusterRole)
 		}, 2*time.Minute, 500*time.Millisecond, "the workloads are removed from the spoke")
-		for _, crd := range append(argoCRDs, constants.RoutesCRDName) {
+		for _, crd := range append(argoCRDs, contract.RoutesCRDName) {
 			assert.True(t, exists(ctx, s.Client, &apiextensionsv1.CustomResourceDefinition{}, crd), "CRD %s is kept", crd)
 		}
-		assert.True(t, exists(ctx, s.Client, app, constants.GitOpsNamespace+"/guestbook"), "the Application is kept")
-		assert.True(t, exists(ctx, s.Client, &corev1.Namespace{}, constants.GitOpsNamespace), "the namespace is kept")
-		assert.False(t, exists(ctx, f.Hub.Client, &corev1.Secret{}, constants.GitOpsNamespace+"/"+gitopscluster.ClusterSecretName(vanilla)),
+		assert.True(t, exists(ctx, s.Client, app, contract.GitOpsNamespace+"/guestbook"), "the Application is kept")
+		assert.True(t, exists(ctx, s.Client, &corev1.Namespace{}, contract.GitOpsNamespace), "the namespace is kept")
+		assert.False(t, exists(ctx, f.Hub.Client, &corev1.Secret{}, contract.GitOpsNamespace+"/"+gitopscluster.ClusterSecretName(vanilla)),
 			"the Argo CD registration is removed")
 		require.NoError(t, p.Agent(vanilla).Stop(), "the agent's Deployment is gone, so is its process")
 	})
@@ -320,7 +321,7 @@ func TestFleet(t *testing.T) {
 	t.Run("drift: a deleted operator Deployment is repaired by the work agent", func(t *testing.T) {
 		s := spokes[openshift]
 		require.Eventually(t, func() bool {
-			return exists(ctx, s.Client, &appsv1.Deployment{}, constants.GitOpsNamespace+"/"+constants.OperatorDeployment)
+			return exists(ctx, s.Client, &appsv1.Deployment{}, contract.GitOpsNamespace+"/"+contract.OperatorDeployment)
 		}, 8*time.Minute-time.Since(driftAt), time.Second, "the work agent re-applies the Deployment on its resync")
 		t.Logf("repaired %v after the deletion", time.Since(driftAt).Round(time.Second))
 	})
@@ -352,8 +353,8 @@ func TestFleet(t *testing.T) {
 		for _, gc := range gitOpsClusters.Items {
 			assert.NotContains(t, gc.Finalizers, gitopscluster.Finalizer, "GitOpsCluster %s/%s released", gc.Namespace, gc.Name)
 		}
-		assert.True(t, exists(ctx, hub, &corev1.Secret{}, constants.GitOpsNamespace+"/"+gitopscluster.ClusterSecretName(openshift)), "Argo CD cluster Secret kept")
-		assert.True(t, exists(ctx, hub, &corev1.ConfigMap{}, constants.GitOpsNamespace+"/"+gitopscluster.PlacementConfigMapName), "acm-placement ConfigMap kept")
+		assert.True(t, exists(ctx, hub, &corev1.Secret{}, contract.GitOpsNamespace+"/"+gitopscluster.ClusterSecretName(openshift)), "Argo CD cluster Secret kept")
+		assert.True(t, exists(ctx, hub, &corev1.ConfigMap{}, contract.GitOpsNamespace+"/"+appsv1beta1.PlacementConfigMapName), "acm-placement ConfigMap kept")
 		assert.True(t, exists(ctx, hub, &rbacv1.Role{}, gitOpsClusters.Items[0].Namespace+"/"+gitopscluster.PlacementReaderName), "placement Role kept")
 		assert.Equal(t, applicationsBefore, hubApplications(ctx, t, hub), "the hub's Argo CD Applications kept")
 		// The pull-model ManifestWorks go, orphaning: each spoke keeps its Applications.
@@ -364,30 +365,30 @@ func TestFleet(t *testing.T) {
 			assert.Equal(t, spokeAppsBefore[name], applicationUIDs(ctx, t, s.Client), "spoke %s: its Applications kept, same UIDs", name)
 		}
 		agents := &appsv1.DeploymentList{}
-		require.NoError(t, spoke.List(ctx, agents, client.MatchingFields{"metadata.name": constants.AgentDeployment}))
+		require.NoError(t, spoke.List(ctx, agents, client.MatchingFields{"metadata.name": contract.AgentDeployment}))
 		assert.Len(t, agents.Items, 1, "spoke: the agent kept")
-		assert.True(t, exists(ctx, spoke, &appsv1.Deployment{}, constants.GitOpsNamespace+"/"+constants.OperatorDeployment), "spoke: GitOps operator kept")
-		assert.True(t, exists(ctx, spoke, argoCD(), constants.GitOpsNamespace+"/"+constants.ArgoCDName), "spoke: ArgoCD instance kept")
-		assert.True(t, exists(ctx, spoke, &rbacv1.ClusterRole{}, constants.PlatformExtensionsClusterRole), "spoke: platform role kept")
+		assert.True(t, exists(ctx, spoke, &appsv1.Deployment{}, contract.GitOpsNamespace+"/"+contract.OperatorDeployment), "spoke: GitOps operator kept")
+		assert.True(t, exists(ctx, spoke, argoCD(), contract.GitOpsNamespace+"/"+contract.ArgoCDName), "spoke: ArgoCD instance kept")
+		assert.True(t, exists(ctx, spoke, &rbacv1.ClusterRole{}, contract.PlatformExtensionsClusterRole), "spoke: platform role kept")
 		for _, crd := range argoCRDs {
 			assert.True(t, exists(ctx, spoke, &apiextensionsv1.CustomResourceDefinition{}, crd), "spoke: CRD %s kept", crd)
 		}
 		addons := &addonv1beta1.ManagedClusterAddOnList{}
-		require.NoError(t, hub.List(ctx, addons, client.MatchingLabels{constants.LabelManagedBy: constants.ManagedByValue}))
+		require.NoError(t, hub.List(ctx, addons, client.MatchingLabels{contract.LabelManagedBy: contract.ManagedByValue}))
 		assert.Empty(t, addons.Items, "the ManagedClusterAddOns gitops-addon created are removed")
-		assert.False(t, exists(ctx, hub, &addonv1beta1.ClusterManagementAddOn{}, constants.AddonName), "ClusterManagementAddOn removed")
+		assert.False(t, exists(ctx, hub, &addonv1beta1.ClusterManagementAddOn{}, contract.AddonName), "ClusterManagementAddOn removed")
 		assert.False(t, exists(ctx, hub, &appsv1.Deployment{}, install.Namespace+"/gitops-addon-manager"), "manager Deployment removed")
 		assert.False(t, exists(ctx, hub, &rbacv1.ClusterRole{}, "gitops-addon-manager"), "manager ClusterRole removed")
 		assert.False(t, exists(ctx, hub, &corev1.ServiceAccount{}, install.Namespace+"/gitops-addon-manager"), "manager ServiceAccount removed")
 		assert.False(t, exists(ctx, hub, &corev1.Service{}, install.Namespace+"/gitops-addon-manager-metrics"), "manager Service removed")
-		assert.False(t, exists(ctx, hub, &rbacv1.Role{}, constants.GitOpsNamespace+"/gitops-addon-manager"), "manager's Role in the Argo CD namespace removed")
-		assert.True(t, exists(ctx, hub, &corev1.Namespace{}, constants.GitOpsNamespace), "the Argo CD namespace kept")
+		assert.False(t, exists(ctx, hub, &rbacv1.Role{}, contract.GitOpsNamespace+"/gitops-addon-manager"), "manager's Role in the Argo CD namespace removed")
+		assert.True(t, exists(ctx, hub, &corev1.Namespace{}, contract.GitOpsNamespace), "the Argo CD namespace kept")
 
 		// The user then deletes every GitOpsCluster and the Argo CD namespace.
 		for i := range gitOpsClusters.Items {
 			require.NoError(t, client.IgnoreNotFound(hub.Delete(ctx, &gitOpsClusters.Items[i])))
 		}
-		require.NoError(t, hub.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: constants.GitOpsNamespace}}))
+		require.NoError(t, hub.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: contract.GitOpsNamespace}}))
 		var stuck []string
 		deadline := time.Now().Add(60 * time.Second)
 		for {
@@ -398,14 +399,14 @@ func TestFleet(t *testing.T) {
 			}
 			time.Sleep(time.Second)
 		}
-		assert.Empty(t, stuck, "still Terminating 60 s after the GitOpsClusters and the %s namespace were deleted", constants.GitOpsNamespace)
+		assert.Empty(t, stuck, "still Terminating 60 s after the GitOpsClusters and the %s namespace were deleted", contract.GitOpsNamespace)
 		// The spoke's stack is still there once OCM has removed the ManifestWork (orphaned,
 		// not garbage-collected with it).
 		works := &workv1.ManifestWorkList{}
-		require.NoError(t, hub.List(ctx, works, client.InNamespace(openshift), client.MatchingLabels{addonv1beta1.AddonLabelKey: constants.AddonName}))
+		require.NoError(t, hub.List(ctx, works, client.InNamespace(openshift), client.MatchingLabels{addonv1beta1.AddonLabelKey: contract.AddonName}))
 		assert.Empty(t, works.Items, "the addon's ManifestWorks are gone from the hub")
-		assert.True(t, exists(ctx, spoke, &appsv1.Deployment{}, constants.GitOpsNamespace+"/"+constants.OperatorDeployment), "spoke: GitOps operator still there")
-		assert.True(t, exists(ctx, spoke, argoCD(), constants.GitOpsNamespace+"/"+constants.ArgoCDName), "spoke: ArgoCD instance still there")
+		assert.True(t, exists(ctx, spoke, &appsv1.Deployment{}, contract.GitOpsNamespace+"/"+contract.OperatorDeployment), "spoke: GitOps operator still there")
+		assert.True(t, exists(ctx, spoke, argoCD(), contract.GitOpsNamespace+"/"+contract.ArgoCDName), "spoke: ArgoCD instance still there")
 	})
 }
 
@@ -475,7 +476,7 @@ func startAgentsWhenDelivered(ctx context.Context, p *install.Product, spokes ma
 func watchRoutesCRD(t *testing.T, ctx context.Context, s *harness.Spoke) func() []string {
 	wc, err := client.NewWithWatch(s.Config, client.Options{Scheme: s.Client.Scheme()})
 	require.NoError(t, err)
-	w, err := wc.Watch(ctx, &apiextensionsv1.CustomResourceDefinitionList{}, client.MatchingFields{"metadata.name": constants.RoutesCRDName})
+	w, err := wc.Watch(ctx, &apiextensionsv1.CustomResourceDefinitionList{}, client.MatchingFields{"metadata.name": contract.RoutesCRDName})
 	require.NoError(t, err)
 	t.Cleanup(w.Stop)
 	var mu sync.Mutex
@@ -502,10 +503,10 @@ func waitRouteAPI(t *testing.T, ctx context.Context, hub *harness.Cluster, clust
 	var mca *addonv1beta1.ManagedClusterAddOn
 	require.Eventually(t, func() bool {
 		mca = &addonv1beta1.ManagedClusterAddOn{}
-		if hub.Client.Get(ctx, client.ObjectKey{Namespace: cluster, Name: constants.AddonName}, mca) != nil {
+		if hub.Client.Get(ctx, client.ObjectKey{Namespace: cluster, Name: contract.AddonName}, mca) != nil {
 			return false
 		}
-		c := meta.FindStatusCondition(mca.Status.Conditions, constants.ConditionRouteAPI)
+		c := meta.FindStatusCondition(mca.Status.Conditions, contract.ConditionRouteAPI)
 		return c != nil && c.Reason == reason
 	}, 2*time.Minute, 500*time.Millisecond, "the agent on %s reports RouteAPI=%s to the hub", cluster, reason)
 	return mca
@@ -515,7 +516,7 @@ func waitRouteAPI(t *testing.T, ctx context.Context, hub *harness.Cluster, clust
 func crdsInManifestWorks(t *testing.T, ctx context.Context, hub *harness.Cluster, cluster string) []string {
 	t.Helper()
 	works := &workv1.ManifestWorkList{}
-	require.NoError(t, hub.Client.List(ctx, works, client.InNamespace(cluster), client.MatchingLabels{addonv1beta1.AddonLabelKey: constants.AddonName}))
+	require.NoError(t, hub.Client.List(ctx, works, client.InNamespace(cluster), client.MatchingLabels{addonv1beta1.AddonLabelKey: contract.AddonName}))
 	var out []string
 	for _, w := range works.Items {
 		for _, m := range w.Spec.Workload.Manifests {
@@ -553,7 +554,7 @@ func waitCondition(t *testing.T, ctx context.Context, hub *harness.Cluster, clus
 	var last *metav1.Condition
 	require.Eventually(t, func() bool {
 		mca := &addonv1beta1.ManagedClusterAddOn{}
-		if hub.Client.Get(ctx, client.ObjectKey{Namespace: cluster, Name: constants.AddonName}, mca) != nil {
+		if hub.Client.Get(ctx, client.ObjectKey{Namespace: cluster, Name: contract.AddonName}, mca) != nil {
 			return false
 		}
 		last = meta.FindStatusCondition(mca.Status.Conditions, conditionType)
@@ -570,8 +571,8 @@ func assertNoDuplicates(t *testing.T, ctx context.Context, hub *harness.Cluster)
 		require.NoError(t, hub.Client.List(ctx, mcas, client.InNamespace(cluster)))
 		assert.Len(t, mcas.Items, 1, "ManagedClusterAddOns in %s", cluster)
 		secrets := &corev1.SecretList{}
-		require.NoError(t, hub.Client.List(ctx, secrets, client.InNamespace(constants.GitOpsNamespace),
-			client.MatchingLabels{"argocd.argoproj.io/secret-type": "cluster", constants.LabelClusterName: cluster}))
+		require.NoError(t, hub.Client.List(ctx, secrets, client.InNamespace(contract.GitOpsNamespace),
+			client.MatchingLabels{"argocd.argoproj.io/secret-type": "cluster", gitopscluster.LabelClusterName: cluster}))
 		assert.Len(t, secrets.Items, 1, "Argo CD cluster secrets of %s", cluster)
 		works := &workv1.ManifestWorkList{}
 		require.NoError(t, hub.Client.List(ctx, works, client.InNamespace(cluster)))
@@ -618,13 +619,13 @@ func operatorImage(ctx context.Context, s *harness.Spoke) string {
 // or "".
 func operatorImageInWork(ctx context.Context, hub *harness.Cluster, cluster string) string {
 	works := &workv1.ManifestWorkList{}
-	if hub.Client.List(ctx, works, client.InNamespace(cluster), client.MatchingLabels{addonv1beta1.AddonLabelKey: constants.AddonName}) != nil {
+	if hub.Client.List(ctx, works, client.InNamespace(cluster), client.MatchingLabels{addonv1beta1.AddonLabelKey: contract.AddonName}) != nil {
 		return ""
 	}
 	for _, w := range works.Items {
 		for _, m := range w.Spec.Workload.Manifests {
 			d := &appsv1.Deployment{}
-			if json.Unmarshal(m.Raw, d) != nil || d.Kind != "Deployment" || d.Name != constants.OperatorDeployment || len(d.Spec.Template.Spec.Containers) == 0 {
+			if json.Unmarshal(m.Raw, d) != nil || d.Kind != "Deployment" || d.Name != contract.OperatorDeployment || len(d.Spec.Template.Spec.Containers) == 0 {
 				continue
 			}
 			return d.Spec.Template.Spec.Containers[0].Image
@@ -634,7 +635,7 @@ func operatorImageInWork(ctx context.Context, hub *harness.Cluster, cluster stri
 }
 
 func operatorDeployment() *appsv1.Deployment {
-	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: constants.GitOpsNamespace, Name: constants.OperatorDeployment}}
+	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: contract.GitOpsNamespace, Name: contract.OperatorDeployment}}
 }
 
 // exists gets "namespace/name" or "name" into obj.

@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
 	"github.com/gitops-addon/gitops-addon/test/harness"
 	"github.com/gitops-addon/gitops-addon/test/install"
@@ -50,9 +50,9 @@ func pullModelRoundTrip(t *testing.T, ctx context.Context, hub *harness.Cluster,
 		name := "guestbook-" + cluster
 		w := &workv1.ManifestWork{}
 		require.Eventually(t, func() bool {
-			return hub.Client.Get(ctx, client.ObjectKey{Namespace: cluster, Name: pullmodel.WorkName(constants.GitOpsNamespace, name)}, w) == nil
+			return hub.Client.Get(ctx, client.ObjectKey{Namespace: cluster, Name: pullmodel.WorkName(contract.GitOpsNamespace, name)}, w) == nil
 		}, time.Minute, 500*time.Millisecond, "the ManifestWork of %s", name)
-		spokeApp := application(constants.GitOpsNamespace, name)
+		spokeApp := application(contract.GitOpsNamespace, name)
 		require.Eventually(t, func() bool {
 			return spokes[cluster].Client.Get(ctx, client.ObjectKeyFromObject(spokeApp), spokeApp) == nil
 		}, 2*time.Minute, 500*time.Millisecond, "OCM's work agent applies %s on %s", name, cluster)
@@ -77,7 +77,7 @@ func pullModelRoundTrip(t *testing.T, ctx context.Context, hub *harness.Cluster,
 	}
 
 	for _, cluster := range []string{vanilla, openshift} {
-		hubApp := application(constants.GitOpsNamespace, "guestbook-"+cluster)
+		hubApp := application(contract.GitOpsNamespace, "guestbook-"+cluster)
 		require.Eventually(t, func() bool {
 			if hub.Client.Get(ctx, client.ObjectKeyFromObject(hubApp), hubApp) != nil {
 				return false
@@ -89,7 +89,7 @@ func pullModelRoundTrip(t *testing.T, ctx context.Context, hub *harness.Cluster,
 	}
 	report := &v1alpha1.MulticlusterApplicationSetReport{}
 	require.Eventually(t, func() bool {
-		return hub.Client.Get(ctx, client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: "guestbook"}, report) == nil &&
+		return hub.Client.Get(ctx, client.ObjectKey{Namespace: contract.GitOpsNamespace, Name: "guestbook"}, report) == nil &&
 			report.Statuses.Summary.Healthy == "2" && report.Statuses.Summary.Synced == "2"
 	}, time.Minute, 500*time.Millisecond, "the report counts both spokes healthy and synced")
 	assert.Equal(t, "2", report.Statuses.Summary.Clusters)
@@ -103,7 +103,7 @@ func pullModelRoundTrip(t *testing.T, ctx context.Context, hub *harness.Cluster,
 		return apierrors.IsNotFound(hub.Client.Get(ctx, client.ObjectKeyFromObject(report), &v1alpha1.MulticlusterApplicationSetReport{}))
 	}, 2*time.Minute, 500*time.Millisecond, "the report goes with its ApplicationSet")
 	for _, cluster := range []string{vanilla, openshift} {
-		spokeApp := application(constants.GitOpsNamespace, "guestbook-"+cluster)
+		spokeApp := application(contract.GitOpsNamespace, "guestbook-"+cluster)
 		require.Eventually(t, func() bool {
 			return apierrors.IsNotFound(spokes[cluster].Client.Get(ctx, client.ObjectKeyFromObject(spokeApp), spokeApp))
 		}, 2*time.Minute, 500*time.Millisecond, "the spoke Application on %s is removed", cluster)
@@ -153,15 +153,15 @@ spec:
 			len(spokeProject.GetOwnerReferences()) == 2
 	}, time.Minute, 500*time.Millisecond, "the AppProject reaches the spoke, owned by both ManifestWorks")
 
-	require.NoError(t, hub.Client.Delete(ctx, application(constants.GitOpsNamespace, names[0])))
+	require.NoError(t, hub.Client.Delete(ctx, application(contract.GitOpsNamespace, names[0])))
 	require.Eventually(t, func() bool {
-		return apierrors.IsNotFound(spoke.Client.Get(ctx, client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: names[0]}, application("", "")))
+		return apierrors.IsNotFound(spoke.Client.Get(ctx, client.ObjectKey{Namespace: contract.GitOpsNamespace, Name: names[0]}, application("", "")))
 	}, time.Minute, 500*time.Millisecond, "the first Application leaves the spoke")
 	time.Sleep(2 * time.Second)
 	require.NoError(t, spoke.Client.Get(ctx, client.ObjectKeyFromObject(project), spokeProject),
 		"the AppProject stays while another Application uses it")
 
-	require.NoError(t, hub.Client.Delete(ctx, application(constants.GitOpsNamespace, names[1])))
+	require.NoError(t, hub.Client.Delete(ctx, application(contract.GitOpsNamespace, names[1])))
 	require.Eventually(t, func() bool {
 		return apierrors.IsNotFound(spoke.Client.Get(ctx, client.ObjectKeyFromObject(project), spokeProject))
 	}, time.Minute, 500*time.Millisecond, "the AppProject goes with the last Application using it")

@@ -16,7 +16,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/test/argocd"
 	"github.com/gitops-addon/gitops-addon/test/harness"
 	"github.com/gitops-addon/gitops-addon/test/install"
@@ -66,14 +66,14 @@ func TestRealPods(t *testing.T) {
 
 	require.True(t, t.Run("each spoke's agent and operator pods become Ready", func(t *testing.T) {
 		for _, s := range r.Spokes {
-			waitAvailable(t, ctx, s.Client, r.Nodes[s.Name], harness.AddonNamespace, constants.AgentDeployment)
-			waitAvailable(t, ctx, s.Client, r.Nodes[s.Name], constants.GitOpsNamespace, constants.OperatorDeployment)
+			waitAvailable(t, ctx, s.Client, r.Nodes[s.Name], harness.AddonNamespace, contract.AgentDeployment)
+			waitAvailable(t, ctx, s.Client, r.Nodes[s.Name], contract.GitOpsNamespace, contract.OperatorDeployment)
 		}
 	}), "everything after needs it")
 	t.Run("the agent and the operator run as the non-root users their manifests say", func(t *testing.T) {
 		for _, s := range r.Spokes {
-			assertNonRoot(t, ctx, s.Client, r.Nodes[s.Name], harness.AddonNamespace, constants.AgentDeployment)
-			assertNonRoot(t, ctx, s.Client, r.Nodes[s.Name], constants.GitOpsNamespace, constants.OperatorDeployment)
+			assertNonRoot(t, ctx, s.Client, r.Nodes[s.Name], harness.AddonNamespace, contract.AgentDeployment)
+			assertNonRoot(t, ctx, s.Client, r.Nodes[s.Name], contract.GitOpsNamespace, contract.OperatorDeployment)
 		}
 	})
 	t.Run("the hub sees each agent's health", func(t *testing.T) {
@@ -82,25 +82,25 @@ func TestRealPods(t *testing.T) {
 		}
 	})
 	t.Run("the Routes guard: the agent pod installs the Routes CRD where no Route API is served, and not beside a native one", func(t *testing.T) {
-		waitRouteAPI(t, ctx, f.Hub, vanilla, constants.RouteAPICRD)
-		assert.True(t, exists(ctx, f.Spokes[vanilla].Client, &apiextensionsv1.CustomResourceDefinition{}, constants.RoutesCRDName), "the Routes CRD on %s", vanilla)
-		waitRouteAPI(t, ctx, f.Hub, openshift, constants.RouteAPINative)
-		assert.False(t, exists(ctx, f.Spokes[openshift].Client, &apiextensionsv1.CustomResourceDefinition{}, constants.RoutesCRDName), "no Routes CRD on %s", openshift)
+		waitRouteAPI(t, ctx, f.Hub, vanilla, contract.RouteAPICRD)
+		assert.True(t, exists(ctx, f.Spokes[vanilla].Client, &apiextensionsv1.CustomResourceDefinition{}, contract.RoutesCRDName), "the Routes CRD on %s", vanilla)
+		waitRouteAPI(t, ctx, f.Hub, openshift, contract.RouteAPINative)
+		assert.False(t, exists(ctx, f.Spokes[openshift].Client, &apiextensionsv1.CustomResourceDefinition{}, contract.RoutesCRDName), "no Routes CRD on %s", openshift)
 	})
 	t.Run("a deleted agent pod is recreated and its health is back on the hub", func(t *testing.T) {
 		spoke := f.Spokes[vanilla]
-		deleted := deploymentPod(t, ctx, spoke.Client, harness.AddonNamespace, constants.AgentDeployment)
+		deleted := deploymentPod(t, ctx, spoke.Client, harness.AddonNamespace, contract.AgentDeployment)
 		require.NoError(t, spoke.Client.Delete(ctx, &deleted))
 		var replacement corev1.Pod
 		require.Eventually(t, func() bool {
-			replacement = deploymentPodOrEmpty(ctx, spoke.Client, harness.AddonNamespace, constants.AgentDeployment)
+			replacement = deploymentPodOrEmpty(ctx, spoke.Client, harness.AddonNamespace, contract.AgentDeployment)
 			return replacement.UID != "" && replacement.UID != deleted.UID && podReady(&replacement)
 		}, 3*time.Minute, time.Second, "a new agent pod, Ready")
 		// The hub's view of the agent's health is made from the Lease the agent renews on
 		// its cluster: the new pod renews it.
 		require.Eventually(t, func() bool {
 			lease := &coordinationv1.Lease{}
-			return spoke.Client.Get(ctx, client.ObjectKey{Namespace: harness.AddonNamespace, Name: constants.AddonName}, lease) == nil &&
+			return spoke.Client.Get(ctx, client.ObjectKey{Namespace: harness.AddonNamespace, Name: contract.AddonName}, lease) == nil &&
 				lease.Spec.RenewTime != nil && lease.Spec.RenewTime.After(replacement.CreationTimestamp.Time)
 		}, 3*time.Minute, time.Second, "the health Lease renewed by the new pod")
 		require.NoError(t, install.WaitAddonAvailable(ctx, f.Hub, spoke.Name, 5*time.Minute))
@@ -108,9 +108,9 @@ func TestRealPods(t *testing.T) {
 	require.True(t, t.Run("the operator's Argo CD pods become Ready on each spoke", func(t *testing.T) {
 		for _, s := range r.Spokes {
 			for _, component := range []string{"redis", "repo-server", "server", "applicationset-controller"} {
-				waitAvailable(t, ctx, s.Client, r.Nodes[s.Name], constants.GitOpsNamespace, constants.ArgoCDName+"-"+component)
+				waitAvailable(t, ctx, s.Client, r.Nodes[s.Name], contract.GitOpsNamespace, contract.ArgoCDName+"-"+component)
 			}
-			waitStatefulSetReady(t, ctx, s.Client, r.Nodes[s.Name], constants.GitOpsNamespace, argocd.ControllerStatefulSet)
+			waitStatefulSetReady(t, ctx, s.Client, r.Nodes[s.Name], contract.GitOpsNamespace, argocd.ControllerStatefulSet)
 		}
 	}), "everything after needs it")
 
@@ -129,7 +129,7 @@ func TestRealPods(t *testing.T) {
 	t.Run("no container was restarted: every liveness probe passes", func(t *testing.T) {
 		namespaces := map[client.Client][]string{hub: {install.Namespace}}
 		for _, s := range r.Spokes {
-			namespaces[s.Client] = []string{harness.AddonNamespace, constants.GitOpsNamespace}
+			namespaces[s.Client] = []string{harness.AddonNamespace, contract.GitOpsNamespace}
 		}
 		for c, names := range namespaces {
 			for _, namespace := range names {

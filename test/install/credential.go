@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/test/harness"
 )
 
@@ -30,7 +30,7 @@ func (p *Product) RotateAgentHubCredential(ctx context.Context, spoke *harness.S
 	if err != nil {
 		return nil, nil, err
 	}
-	key := client.ObjectKey{Namespace: deployment.Namespace, Name: constants.HubKubeconfigSecret}
+	key := client.ObjectKey{Namespace: deployment.Namespace, Name: contract.HubKubeconfigSecret}
 	if before, err = hubCertificate(ctx, spoke.Cluster, key); err != nil {
 		return nil, nil, err
 	}

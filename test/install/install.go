@@ -32,7 +32,7 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/release"
 
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/test/harness"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
 )
@@ -221,7 +221,7 @@ func (p *Product) StartAgent(ctx context.Context, spoke *harness.Spoke) error {
 	}
 	ns := deployment.Namespace
 	hubDir := filepath.Join(spoke.Dir, "gitops-addon-hub-kubeconfig")
-	if err := copySecret(ctx, spoke.Cluster, ns, constants.HubKubeconfigSecret, hubDir); err != nil {
+	if err := copySecret(ctx, spoke.Cluster, ns, contract.HubKubeconfigSecret, hubDir); err != nil {
 		return err
 	}
 	spokeKubeconfig, err := spoke.ServiceAccountKubeconfig(ctx, ns, deployment.Spec.Template.Spec.ServiceAccountName)
@@ -274,13 +274,13 @@ func waitAgentDeployment(ctx context.Context, c *harness.Cluster) (*appsv1.Deplo
 	var found *appsv1.Deployment
 	err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		list := &appsv1.DeploymentList{}
-		if err := c.Client.List(ctx, list, client.MatchingFields{"metadata.name": constants.AgentDeployment}); err != nil {
+		if err := c.Client.List(ctx, list, client.MatchingFields{"metadata.name": contract.AgentDeployment}); err != nil {
 			return false, nil
 		}
 		for i := range list.Items {
 			d := &list.Items[i]
 			secret := &corev1.Secret{}
-			if c.Client.Get(ctx, client.ObjectKey{Namespace: d.Namespace, Name: constants.HubKubeconfigSecret}, secret) == nil && len(secret.Data["kubeconfig"]) > 0 {
+			if c.Client.Get(ctx, client.ObjectKey{Namespace: d.Namespace, Name: contract.HubKubeconfigSecret}, secret) == nil && len(secret.Data["kubeconfig"]) > 0 {
 				found = d
 				return true, nil
 			}
@@ -288,7 +288,7 @@ func waitAgentDeployment(ctx context.Context, c *harness.Cluster) (*appsv1.Deplo
 		return false, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("waiting on %s for the agent Deployment and its %s secret: %w", c.Name, constants.HubKubeconfigSecret, err)
+		return nil, fmt.Errorf("waiting on %s for the agent Deployment and its %s secret: %w", c.Name, contract.HubKubeconfigSecret, err)
 	}
 	return found, nil
 }

@@ -18,7 +18,8 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/addon"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/crdinstall"
 	"github.com/gitops-addon/gitops-addon/test/harness"
 )
@@ -28,7 +29,7 @@ import (
 // addon-<name>-deploy-0, -1, ... to keep each under OCM's 500 KiB. On upgrade
 // addon-framework keeps the works it finds, removes the CRDs from their manifests and
 // refills them with the new layout.
-var OldLayoutWorkNames = []string{"addon-" + constants.AddonName + "-deploy-0", "addon-" + constants.AddonName + "-deploy-1"}
+var OldLayoutWorkNames = []string{"addon-" + contract.AddonName + "-deploy-0", "addon-" + contract.AddonName + "-deploy-1"}
 
 // oldLayoutWorkBytes is how much manifest JSON one old-layout ManifestWork holds.
 const oldLayoutWorkBytes = 450 * 1024
@@ -48,7 +49,7 @@ func CreateOldLayoutWorks(ctx context.Context, hub *harness.Cluster, spoke *harn
 		works[i] = &workv1.ManifestWork{
 			ObjectMeta: metav1.ObjectMeta{
 				Namespace: spoke.Name, Name: name,
-				Labels: map[string]string{addonv1beta1.AddonLabelKey: constants.AddonName},
+				Labels: map[string]string{addonv1beta1.AddonLabelKey: contract.AddonName},
 			},
 			Spec: workv1.ManifestWorkSpec{DeleteOption: &workv1.DeleteOption{
 				PropagationPolicy: workv1.DeletePropagationPolicyTypeSelectivelyOrphan,
@@ -116,7 +117,7 @@ func oldLayoutCRD(crd *crdinstall.CRD) ([]byte, error) {
 		}
 	}
 	metadata := object["metadata"].(map[string]any)
-	metadata["annotations"].(map[string]any)[constants.AnnotationDeletionOrphan] = ""
+	metadata["annotations"].(map[string]any)[addon.AnnotationDeletionOrphan] = ""
 	return json.Marshal(object)
 }
 
@@ -141,6 +142,6 @@ func dropDescriptions(node any) {
 // AppliedByAgent tells whether the spoke agent's field manager server-side applied a CRD.
 func AppliedByAgent(crd *apiextensionsv1.CustomResourceDefinition) bool {
 	return slices.ContainsFunc(crd.ManagedFields, func(e metav1.ManagedFieldsEntry) bool {
-		return e.Manager == constants.AgentFieldManager && e.Operation == metav1.ManagedFieldsOperationApply
+		return e.Manager == crdinstall.FieldManager && e.Operation == metav1.ManagedFieldsOperationApply
 	})
 }

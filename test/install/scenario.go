@@ -24,7 +24,7 @@ import (
 	clusterv1alpha1 "open-cluster-management.io/api/cluster/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/test/fakeroute"
 	"github.com/gitops-addon/gitops-addon/test/harness"
 )
@@ -71,7 +71,7 @@ func ApplyYAML(ctx context.Context, c client.Client, doc []byte) error {
 // ApplySeed creates the Argo CD namespace, the ManagedClusterSetBinding and Placement, and
 // the seed GitOpsCluster.
 func ApplySeed(ctx context.Context, hub *harness.Cluster) error {
-	if err := apply(ctx, hub.Client, namespace(constants.GitOpsNamespace)); err != nil {
+	if err := apply(ctx, hub.Client, namespace(contract.GitOpsNamespace)); err != nil {
 		return err
 	}
 	if err := ApplyYAML(ctx, hub.Client, SeedYAML("placement.yaml")); err != nil {
@@ -188,14 +188,14 @@ func State(ctx context.Context, hub *harness.Cluster, spoke *harness.Spoke) Clus
 		}
 	}
 	mca := &addonv1beta1.ManagedClusterAddOn{}
-	if hub.Client.Get(ctx, client.ObjectKey{Namespace: spoke.Name, Name: constants.AddonName}, mca) == nil {
+	if hub.Client.Get(ctx, client.ObjectKey{Namespace: spoke.Name, Name: contract.AddonName}, mca) == nil {
 		s.Addon = addonState(mca)
-		if c := meta.FindStatusCondition(mca.Status.Conditions, constants.ConditionRouteAPI); c != nil {
+		if c := meta.FindStatusCondition(mca.Status.Conditions, contract.ConditionRouteAPI); c != nil {
 			s.RouteAPI = c.Reason
 		}
 	}
 	s.Landed = Landed(ctx, spoke.Cluster)
-	s.RoutesCRD = exists(ctx, spoke.Client, "apiextensions.k8s.io/v1", "CustomResourceDefinition", client.ObjectKey{Name: constants.RoutesCRDName})
+	s.RoutesCRD = exists(ctx, spoke.Client, "apiextensions.k8s.io/v1", "CustomResourceDefinition", client.ObjectKey{Name: contract.RoutesCRDName})
 	return s
 }
 
@@ -228,11 +228,11 @@ type SpokeObject struct {
 
 // DeliveredObjects are what every spoke receives, as the e2e test and the demo check them.
 var DeliveredObjects = []SpokeObject{
-	{"namespace", "v1", "Namespace", client.ObjectKey{Name: constants.GitOpsNamespace}},
-	{"operator", "apps/v1", "Deployment", client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: constants.OperatorDeployment}},
-	{"platform-extensions", "rbac.authorization.k8s.io/v1", "ClusterRole", client.ObjectKey{Name: constants.PlatformExtensionsClusterRole}},
+	{"namespace", "v1", "Namespace", client.ObjectKey{Name: contract.GitOpsNamespace}},
+	{"operator", "apps/v1", "Deployment", client.ObjectKey{Namespace: contract.GitOpsNamespace, Name: contract.OperatorDeployment}},
+	{"platform-extensions", "rbac.authorization.k8s.io/v1", "ClusterRole", client.ObjectKey{Name: contract.PlatformExtensionsClusterRole}},
 	{"argocd-crds", "apiextensions.k8s.io/v1", "CustomResourceDefinition", client.ObjectKey{Name: "applications.argoproj.io"}},
-	{"ArgoCD", "argoproj.io/v1beta1", "ArgoCD", client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: constants.ArgoCDName}},
+	{"ArgoCD", "argoproj.io/v1beta1", "ArgoCD", client.ObjectKey{Namespace: contract.GitOpsNamespace, Name: contract.ArgoCDName}},
 }
 
 // Landed lists the short names of the delivered objects present on a spoke.
@@ -260,7 +260,7 @@ func WaitAddonAvailable(ctx context.Context, hub *harness.Cluster, cluster strin
 	last := "no ManagedClusterAddOn"
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		mca := &addonv1beta1.ManagedClusterAddOn{}
-		if hub.Client.Get(ctx, client.ObjectKey{Namespace: cluster, Name: constants.AddonName}, mca) != nil {
+		if hub.Client.Get(ctx, client.ObjectKey{Namespace: cluster, Name: contract.AddonName}, mca) != nil {
 			return false, nil
 		}
 		c := meta.FindStatusCondition(mca.Status.Conditions, "Available")
@@ -272,7 +272,7 @@ func WaitAddonAvailable(ctx context.Context, hub *harness.Cluster, cluster strin
 		return c.Status == metav1.ConditionTrue, nil
 	})
 	if err != nil {
-		return fmt.Errorf("waiting for ManagedClusterAddOn %s/%s Available (last seen: %s): %w", cluster, constants.AddonName, last, err)
+		return fmt.Errorf("waiting for ManagedClusterAddOn %s/%s Available (last seen: %s): %w", cluster, contract.AddonName, last, err)
 	}
 	return nil
 }
@@ -306,7 +306,7 @@ func SetCustomizedVariable(ctx context.Context, hub *harness.Cluster, cluster, n
 	}
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		mca := &addonv1beta1.ManagedClusterAddOn{}
-		if err := hub.Client.Get(ctx, client.ObjectKey{Namespace: cluster, Name: constants.AddonName}, mca); err != nil {
+		if err := hub.Client.Get(ctx, client.ObjectKey{Namespace: cluster, Name: contract.AddonName}, mca); err != nil {
 			return err
 		}
 		for _, c := range mca.Spec.Configs {

@@ -20,7 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/addon"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/agentsigner"
 	"github.com/gitops-addon/gitops-addon/pkg/render"
@@ -42,7 +42,7 @@ func grantNamespacedAgentRBAC(t *testing.T, ctx context.Context, c client.Client
 	t.Helper()
 	objects, err := render.Objects(ctx, render.Options{Cluster: "spoke1", Values: values})
 	require.NoError(t, err)
-	for _, ns := range []string{addon.DefaultInstallNamespace, constants.GitOpsNamespace} {
+	for _, ns := range []string{addon.DefaultInstallNamespace, contract.GitOpsNamespace} {
 		require.NoError(t, client.IgnoreAlreadyExists(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})))
 	}
 	for _, o := range objects {
@@ -52,7 +52,7 @@ func grantNamespacedAgentRBAC(t *testing.T, ctx context.Context, c client.Client
 			continue
 		}
 		obj := o.DeepCopyObject().(client.Object)
-		if obj.GetNamespace() != addon.DefaultInstallNamespace && obj.GetNamespace() != constants.GitOpsNamespace {
+		if obj.GetNamespace() != addon.DefaultInstallNamespace && obj.GetNamespace() != contract.GitOpsNamespace {
 			continue
 		}
 		obj.SetResourceVersion("")
@@ -84,14 +84,14 @@ func TestArgoCDAgentCertificateReachesArgoCDAgent(t *testing.T) {
 	instance := &unstructured.Unstructured{}
 	instance.SetAPIVersion("argoproj.io/v1beta1")
 	instance.SetKind("ArgoCD")
-	instance.SetNamespace(constants.GitOpsNamespace)
-	instance.SetName(constants.ArgoCDName)
+	instance.SetNamespace(contract.GitOpsNamespace)
+	instance.SetName(contract.ArgoCDName)
 	instance.SetFinalizers([]string{"argoproj.io/finalizer"})
 	require.NoError(t, env.Client.Create(ctx, instance))
-	sourceName := agentcert.SourceSecretName(constants.AddonName, agentsigner.SignerName)
-	deploymentName := agentcert.AgentDeployment(constants.ArgoCDName)
+	sourceName := agentcert.SourceSecretName(contract.AddonName, agentsigner.SignerName)
+	deploymentName := agentcert.AgentDeployment(contract.ArgoCDName)
 	o := agentcert.Options{SourceNamespace: addon.DefaultInstallNamespace, SourceSecret: sourceName,
-		ArgoNamespace: constants.GitOpsNamespace, AgentDeployment: deploymentName, ArgoCD: constants.ArgoCDName, Report: addonstatus.NewReport()}
+		ArgoNamespace: contract.GitOpsNamespace, AgentDeployment: deploymentName, ArgoCD: contract.ArgoCDName, Report: addonstatus.NewReport()}
 
 	mgr := newSpokeManager(t, asAgent(env.Config), o.CacheByObject())
 	require.NoError(t, (&agentcert.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Options: o}).SetupWithManager(mgr))
@@ -112,7 +112,7 @@ func TestArgoCDAgentCertificateReachesArgoCDAgent(t *testing.T) {
 	}
 	clientTLS := func() *corev1.Secret {
 		s := &corev1.Secret{}
-		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: constants.GitOpsNamespace, Name: agentcert.ClientTLSSecret}, s); err != nil {
+		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: contract.GitOpsNamespace, Name: agentcert.ClientTLSSecret}, s); err != nil {
 			return nil
 		}
 		return s
@@ -129,7 +129,7 @@ func TestArgoCDAgentCertificateReachesArgoCDAgent(t *testing.T) {
 	}
 	restartedWith := func() string {
 		d := &appsv1.Deployment{}
-		require.NoError(t, env.Client.Get(ctx, types.NamespacedName{Namespace: constants.GitOpsNamespace, Name: deploymentName}, d))
+		require.NoError(t, env.Client.Get(ctx, types.NamespacedName{Namespace: contract.GitOpsNamespace, Name: deploymentName}, d))
 		return d.Spec.Template.Annotations[agentcert.AnnotationCertificate]
 	}
 
@@ -157,7 +157,7 @@ func TestArgoCDAgentCertificateReachesArgoCDAgent(t *testing.T) {
 	t.Run("the operator deploys argocd-agent: its pod template records the certificate", func(t *testing.T) {
 		labels := map[string]string{"app.kubernetes.io/name": deploymentName}
 		require.NoError(t, env.Client.Create(ctx, &appsv1.Deployment{
-			ObjectMeta: metav1.ObjectMeta{Namespace: constants.GitOpsNamespace, Name: deploymentName},
+			ObjectMeta: metav1.ObjectMeta{Namespace: contract.GitOpsNamespace, Name: deploymentName},
 			Spec: appsv1.DeploymentSpec{
 				Selector: &metav1.LabelSelector{MatchLabels: labels},
 				Template: corev1.PodTemplateSpec{
@@ -193,7 +193,7 @@ func TestArgoCDAgentCertificateReachesArgoCDAgent(t *testing.T) {
 		// The user takes argocd-agent-client-tls over (our label removed), with their own
 		// certificate in it.
 		theirs := clientTLS()
-		delete(theirs.Labels, constants.LabelManagedBy)
+		delete(theirs.Labels, contract.LabelManagedBy)
 		theirs.Data = map[string][]byte{corev1.TLSCertKey: first, corev1.TLSPrivateKeyKey: firstKey}
 		require.NoError(t, env.Client.Update(ctx, theirs))
 		renew(t) // wakes the controller
@@ -227,28 +227,28 @@ func TestOutOfArgoCDAgentModeTheClientCertificateGoes(t *testing.T) {
 	certPEM, keyPEM := clientCertificate(t, "spoke1")
 	clientTLS := func(labels map[string]string) *corev1.Secret {
 		return &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: constants.GitOpsNamespace, Name: agentcert.ClientTLSSecret, Labels: labels},
+			ObjectMeta: metav1.ObjectMeta{Namespace: contract.GitOpsNamespace, Name: agentcert.ClientTLSSecret, Labels: labels},
 			Type:       corev1.SecretTypeTLS, Data: map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM},
 		}
 	}
 	retire := func(t *testing.T) *addonstatus.Report {
 		t.Helper()
 		report := addonstatus.NewReport()
-		report.Set(metav1.Condition{Type: constants.ConditionArgoCDAgentConnected, Status: metav1.ConditionTrue, Reason: "Connected"})
+		report.Set(metav1.Condition{Type: contract.ConditionArgoCDAgentConnected, Status: metav1.ConditionTrue, Reason: "Connected"})
 		runCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		r := &agentcert.Retirement{Client: agentClient, ArgoNamespace: constants.GitOpsNamespace, Report: report, RetryInterval: 100 * time.Millisecond}
+		r := &agentcert.Retirement{Client: agentClient, ArgoNamespace: contract.GitOpsNamespace, Report: report, RetryInterval: 100 * time.Millisecond}
 		require.NoError(t, r.Start(runCtx))
 		require.NoError(t, runCtx.Err(), "it finished (a failure retries until the agent stops)")
 		return report
 	}
 
 	t.Run("the Secret gitops-addon wrote goes, and the agent-mode conditions are withdrawn", func(t *testing.T) {
-		require.NoError(t, env.Client.Create(ctx, clientTLS(map[string]string{constants.LabelManagedBy: constants.ManagedByValue})))
+		require.NoError(t, env.Client.Create(ctx, clientTLS(map[string]string{contract.LabelManagedBy: contract.ManagedByValue})))
 		report := retire(t)
 		err := env.Client.Get(ctx, client.ObjectKeyFromObject(clientTLS(nil)), &corev1.Secret{})
 		assert.True(t, apierrors.IsNotFound(err), "argocd-agent-client-tls deleted, got %v", err)
-		_, reported := report.Condition(constants.ConditionArgoCDAgentConnected)
+		_, reported := report.Condition(contract.ConditionArgoCDAgentConnected)
 		assert.False(t, reported)
 		assert.ElementsMatch(t, agentcert.AgentModeConditions, report.Withdrawn())
 	})
@@ -262,7 +262,7 @@ func TestOutOfArgoCDAgentModeTheClientCertificateGoes(t *testing.T) {
 	t.Run("the agent may delete only that Secret", func(t *testing.T) {
 		for name, want := range map[string]bool{agentcert.ClientTLSSecret: true, "argocd-secret": false, "argocd-agent-ca": false} {
 			ok, why := testenv.Allowed(t, ctx, env.Client, agentUser, []string{"system:serviceaccounts"}, testenv.Access{
-				Resource: authorizationv1.ResourceAttributes{Verb: "delete", Resource: "secrets", Namespace: constants.GitOpsNamespace, Name: name}})
+				Resource: authorizationv1.ResourceAttributes{Verb: "delete", Resource: "secrets", Namespace: contract.GitOpsNamespace, Name: name}})
 			assert.Equal(t, want, ok, "delete Secret %s: %s", name, why)
 		}
 	})

@@ -24,7 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/agentsigner"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/agentcert"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/crdinstall"
@@ -129,10 +129,10 @@ func TestRenderedManifestsOnARealAPIServer(t *testing.T) {
 	applyRendered(t, ctx, kubeClient, objects)
 
 	t.Run("ArgoCD CR is stored as rendered", func(t *testing.T) {
-		rendered := agentchart.MustFind(t, objects, "ArgoCD", constants.GitOpsNamespace, constants.ArgoCDName)
+		rendered := agentchart.MustFind(t, objects, "ArgoCD", contract.GitOpsNamespace, contract.ArgoCDName)
 		stored := &unstructured.Unstructured{}
-		stored.SetGroupVersionKind(constants.ArgoCDGVK)
-		require.NoError(t, kubeClient.Get(ctx, client.ObjectKey{Namespace: constants.GitOpsNamespace, Name: constants.ArgoCDName}, stored))
+		stored.SetGroupVersionKind(contract.ArgoCDGVK)
+		require.NoError(t, kubeClient.Get(ctx, client.ObjectKey{Namespace: contract.GitOpsNamespace, Name: contract.ArgoCDName}, stored))
 		// Pruning would remove unknown fields silently; strict validation already
 		// refused them, and nothing was defaulted away either.
 		for key, value := range rendered.Object["spec"].(map[string]any) {
@@ -141,9 +141,9 @@ func TestRenderedManifestsOnARealAPIServer(t *testing.T) {
 	})
 
 	t.Run("RBAC grants exactly what the comments say", func(t *testing.T) {
-		agent := serviceAccountUser(agentchart.InstallNamespace, constants.AgentDeployment)
-		operator := serviceAccountUser(constants.GitOpsNamespace, constants.OperatorDeployment)
-		controller := serviceAccountUser(constants.GitOpsNamespace, applicationControllerSA)
+		agent := serviceAccountUser(agentchart.InstallNamespace, contract.AgentDeployment)
+		operator := serviceAccountUser(contract.GitOpsNamespace, contract.OperatorDeployment)
+		controller := serviceAccountUser(contract.GitOpsNamespace, applicationControllerSA)
 
 		checks := []struct {
 			name    string
@@ -152,11 +152,11 @@ func TestRenderedManifestsOnARealAPIServer(t *testing.T) {
 			path    string // a non-resource URL instead of attrs
 			allowed bool
 		}{
-			{"agent deletes the Routes CRD", agent, crdAttrs("delete", constants.RoutesCRDName), "", true},
+			{"agent deletes the Routes CRD", agent, crdAttrs("delete", contract.RoutesCRDName), "", true},
 			{"agent cannot delete Argo CD CRDs", agent, crdAttrs("delete", "applications.argoproj.io"), "", false},
 			{"agent creates CRDs (its admission policy holds it to its own names)", agent, crdAttrs("create", ""), "", true},
 			{"agent patches the CRDs it installs", agent, crdAttrs("patch", "argocds.argoproj.io"), "", true},
-			{"agent updates the Routes CRD it installs", agent, crdAttrs("update", constants.RoutesCRDName), "", true},
+			{"agent updates the Routes CRD it installs", agent, crdAttrs("update", contract.RoutesCRDName), "", true},
 			{"agent cannot patch other CRDs", agent, crdAttrs("patch", "certificates.cert-manager.io"), "", false},
 			{"agent cannot update other CRDs", agent, crdAttrs("update", "widgets.example.com"), "", false},
 			{"agent cannot delete other CRDs", agent, crdAttrs("delete", "widgets.example.com"), "", false},
@@ -169,33 +169,33 @@ func TestRenderedManifestsOnARealAPIServer(t *testing.T) {
 			{"agent updates its lease", agent, authorizationv1.ResourceAttributes{Namespace: agentchart.InstallNamespace, Group: "coordination.k8s.io", Resource: "leases", Verb: "update"}, "", true},
 			{"agent has no leases elsewhere", agent, authorizationv1.ResourceAttributes{Namespace: "default", Group: "coordination.k8s.io", Resource: "leases", Verb: "update"}, "", false},
 			{"agent cannot read secrets", agent, authorizationv1.ResourceAttributes{Namespace: agentchart.InstallNamespace, Resource: "secrets", Verb: "get"}, "", false},
-			{"agent (agent mode) reads the certificate OCM keeps for argocd-agent", agent, authorizationv1.ResourceAttributes{Namespace: agentchart.InstallNamespace, Resource: "secrets", Verb: "watch", Name: agentcert.SourceSecretName(constants.AddonName, agentsigner.SignerName)}, "", true},
-			{"agent (agent mode) cannot read its own hub credential", agent, authorizationv1.ResourceAttributes{Namespace: agentchart.InstallNamespace, Resource: "secrets", Verb: "get", Name: constants.HubKubeconfigSecret}, "", false},
-			{"agent (agent mode) keeps argocd-agent-client-tls", agent, authorizationv1.ResourceAttributes{Namespace: constants.GitOpsNamespace, Resource: "secrets", Verb: "update", Name: "argocd-agent-client-tls"}, "", true},
-			{"agent (agent mode) cannot read Argo CD's admin Secret", agent, authorizationv1.ResourceAttributes{Namespace: constants.GitOpsNamespace, Resource: "secrets", Verb: "get", Name: "argocd-secret"}, "", false},
-			{"agent (agent mode) cannot list Secrets of the Argo CD namespace", agent, authorizationv1.ResourceAttributes{Namespace: constants.GitOpsNamespace, Resource: "secrets", Verb: "list"}, "", false},
-			{"agent (agent mode) restarts argocd-agent", agent, authorizationv1.ResourceAttributes{Namespace: constants.GitOpsNamespace, Group: "apps", Resource: "deployments", Verb: "patch", Name: "openshift-gitops-agent-agent"}, "", true},
-			{"agent (agent mode) cannot change other Deployments", agent, authorizationv1.ResourceAttributes{Namespace: constants.GitOpsNamespace, Group: "apps", Resource: "deployments", Verb: "patch", Name: "openshift-gitops-server"}, "", false},
+			{"agent (agent mode) reads the certificate OCM keeps for argocd-agent", agent, authorizationv1.ResourceAttributes{Namespace: agentchart.InstallNamespace, Resource: "secrets", Verb: "watch", Name: agentcert.SourceSecretName(contract.AddonName, agentsigner.SignerName)}, "", true},
+			{"agent (agent mode) cannot read its own hub credential", agent, authorizationv1.ResourceAttributes{Namespace: agentchart.InstallNamespace, Resource: "secrets", Verb: "get", Name: contract.HubKubeconfigSecret}, "", false},
+			{"agent (agent mode) keeps argocd-agent-client-tls", agent, authorizationv1.ResourceAttributes{Namespace: contract.GitOpsNamespace, Resource: "secrets", Verb: "update", Name: "argocd-agent-client-tls"}, "", true},
+			{"agent (agent mode) cannot read Argo CD's admin Secret", agent, authorizationv1.ResourceAttributes{Namespace: contract.GitOpsNamespace, Resource: "secrets", Verb: "get", Name: "argocd-secret"}, "", false},
+			{"agent (agent mode) cannot list Secrets of the Argo CD namespace", agent, authorizationv1.ResourceAttributes{Namespace: contract.GitOpsNamespace, Resource: "secrets", Verb: "list"}, "", false},
+			{"agent (agent mode) restarts argocd-agent", agent, authorizationv1.ResourceAttributes{Namespace: contract.GitOpsNamespace, Group: "apps", Resource: "deployments", Verb: "patch", Name: "openshift-gitops-agent-agent"}, "", true},
+			{"agent (agent mode) cannot change other Deployments", agent, authorizationv1.ResourceAttributes{Namespace: contract.GitOpsNamespace, Group: "apps", Resource: "deployments", Verb: "patch", Name: "openshift-gitops-server"}, "", false},
 
 			{"operator escalates cluster roles", operator, authorizationv1.ResourceAttributes{Group: "rbac.authorization.k8s.io", Resource: "clusterroles", Verb: "escalate"}, "", true},
 			{"operator binds cluster roles", operator, authorizationv1.ResourceAttributes{Group: "rbac.authorization.k8s.io", Resource: "clusterroles", Verb: "bind"}, "", true},
-			{"operator manages ArgoCDs", operator, authorizationv1.ResourceAttributes{Namespace: constants.GitOpsNamespace, Group: "argoproj.io", Resource: "argocds/finalizers", Verb: "update"}, "", true},
+			{"operator manages ArgoCDs", operator, authorizationv1.ResourceAttributes{Namespace: contract.GitOpsNamespace, Group: "argoproj.io", Resource: "argocds/finalizers", Verb: "update"}, "", true},
 			{"operator cannot write CRDs", operator, crdAttrs("create", ""), "", false},
-			{"agent's teardown hook deletes our ArgoCD", agent, authorizationv1.ResourceAttributes{Namespace: constants.GitOpsNamespace, Group: "argoproj.io", Resource: "argocds", Verb: "delete", Name: constants.ArgoCDName}, "", true},
-			{"agent cannot delete another ArgoCD", agent, authorizationv1.ResourceAttributes{Namespace: constants.GitOpsNamespace, Group: "argoproj.io", Resource: "argocds", Verb: "delete", Name: "team-argocd"}, "", false},
-			{"agent's teardown hook watches the Applications its ArgoCD must prune first", agent, authorizationv1.ResourceAttributes{Namespace: constants.GitOpsNamespace, Group: "argoproj.io", Resource: "applications", Verb: "watch"}, "", true},
+			{"agent's teardown hook deletes our ArgoCD", agent, authorizationv1.ResourceAttributes{Namespace: contract.GitOpsNamespace, Group: "argoproj.io", Resource: "argocds", Verb: "delete", Name: contract.ArgoCDName}, "", true},
+			{"agent cannot delete another ArgoCD", agent, authorizationv1.ResourceAttributes{Namespace: contract.GitOpsNamespace, Group: "argoproj.io", Resource: "argocds", Verb: "delete", Name: "team-argocd"}, "", false},
+			{"agent's teardown hook watches the Applications its ArgoCD must prune first", agent, authorizationv1.ResourceAttributes{Namespace: contract.GitOpsNamespace, Group: "argoproj.io", Resource: "applications", Verb: "watch"}, "", true},
 			{"agent cannot watch Applications of other namespaces", agent, authorizationv1.ResourceAttributes{Namespace: "team-a", Group: "argoproj.io", Resource: "applications", Verb: "watch"}, "", false},
-			{"agent may patch Applications in the Argo CD namespace (the admission policy holds it to the resource summary annotation)", agent, authorizationv1.ResourceAttributes{Namespace: constants.GitOpsNamespace, Group: "argoproj.io", Resource: "applications", Verb: "patch"}, "", true},
+			{"agent may patch Applications in the Argo CD namespace (the admission policy holds it to the resource summary annotation)", agent, authorizationv1.ResourceAttributes{Namespace: contract.GitOpsNamespace, Group: "argoproj.io", Resource: "applications", Verb: "patch"}, "", true},
 			{"agent cannot patch Applications of other namespaces", agent, authorizationv1.ResourceAttributes{Namespace: "team-a", Group: "argoproj.io", Resource: "applications", Verb: "patch"}, "", false},
-			{"agent cannot create Applications", agent, authorizationv1.ResourceAttributes{Namespace: constants.GitOpsNamespace, Group: "argoproj.io", Resource: "applications", Verb: "create"}, "", false},
-			{"agent cannot delete Applications", agent, authorizationv1.ResourceAttributes{Namespace: constants.GitOpsNamespace, Group: "argoproj.io", Resource: "applications", Verb: "delete"}, "", false},
-			{"agent cannot delete ArgoCDs of other namespaces", agent, authorizationv1.ResourceAttributes{Namespace: "team-a", Group: "argoproj.io", Resource: "argocds", Verb: "delete", Name: constants.ArgoCDName}, "", false},
+			{"agent cannot create Applications", agent, authorizationv1.ResourceAttributes{Namespace: contract.GitOpsNamespace, Group: "argoproj.io", Resource: "applications", Verb: "create"}, "", false},
+			{"agent cannot delete Applications", agent, authorizationv1.ResourceAttributes{Namespace: contract.GitOpsNamespace, Group: "argoproj.io", Resource: "applications", Verb: "delete"}, "", false},
+			{"agent cannot delete ArgoCDs of other namespaces", agent, authorizationv1.ResourceAttributes{Namespace: "team-a", Group: "argoproj.io", Resource: "argocds", Verb: "delete", Name: contract.ArgoCDName}, "", false},
 			{"operator reads APIServices (its start-up check for Routes and Prometheus)", operator, authorizationv1.ResourceAttributes{Group: "apiregistration.k8s.io", Resource: "apiservices", Verb: "get", Name: "v1.monitoring.coreos.com"}, "", true},
 			{"operator cannot write APIServices", operator, authorizationv1.ResourceAttributes{Group: "apiregistration.k8s.io", Resource: "apiservices", Verb: "update", Name: "v1.route.openshift.io"}, "", false},
 			{"operator cannot delete namespaces", operator, authorizationv1.ResourceAttributes{Resource: "namespaces", Verb: "delete", Name: "default"}, "", false},
 
 			{"controller deploys workloads", controller, authorizationv1.ResourceAttributes{Namespace: "team-a", Group: "apps", Resource: "deployments", Verb: "create"}, "", true},
-			{"controller manages Applications", controller, authorizationv1.ResourceAttributes{Namespace: constants.GitOpsNamespace, Group: "argoproj.io", Resource: "applications", Verb: "patch"}, "", true},
+			{"controller manages Applications", controller, authorizationv1.ResourceAttributes{Namespace: contract.GitOpsNamespace, Group: "argoproj.io", Resource: "applications", Verb: "patch"}, "", true},
 			{"controller gets the extra API group", controller, authorizationv1.ResourceAttributes{Namespace: "team-a", Group: "cert-manager.io", Resource: "certificates", Verb: "create"}, "", true},
 			{"controller cannot write RBAC", controller, authorizationv1.ResourceAttributes{Group: "rbac.authorization.k8s.io", Resource: "clusterrolebindings", Verb: "create"}, "", false},
 			{"controller cannot escalate", controller, authorizationv1.ResourceAttributes{Group: "rbac.authorization.k8s.io", Resource: "clusterroles", Verb: "escalate"}, "", false},
@@ -218,7 +218,7 @@ func TestRenderedManifestsOnARealAPIServer(t *testing.T) {
 	})
 
 	t.Run("the agent's identity cannot create or change a CRD it does not own", func(t *testing.T) {
-		asAgent := impersonating(t, config, agentchart.InstallNamespace, constants.AgentDeployment)
+		asAgent := impersonating(t, config, agentchart.InstallNamespace, contract.AgentDeployment)
 		widgets := unrelatedCRD()
 		// The policy is enforced once the apiserver has loaded it: wait for the denial.
 		var createErr error
@@ -237,7 +237,7 @@ func TestRenderedManifestsOnARealAPIServer(t *testing.T) {
 		waitEstablished(t, ctx, kubeClient, widgets.Name)
 		theirs := &apiextensionsv1.CustomResourceDefinition{}
 		require.NoError(t, kubeClient.Get(ctx, client.ObjectKey{Name: widgets.Name}, theirs))
-		theirs.Labels = map[string]string{constants.LabelManagedBy: constants.ManagedByValue}
+		theirs.Labels = map[string]string{contract.LabelManagedBy: contract.ManagedByValue}
 		err := asAgent.Update(ctx, theirs)
 		assert.True(t, apierrors.IsForbidden(err), "updating someone else's CRD: %v", err)
 		err = asAgent.Delete(ctx, theirs)
@@ -252,19 +252,19 @@ func TestRenderedManifestsOnARealAPIServer(t *testing.T) {
 			}
 			applied := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: own.Name()}}
 			require.NoError(t, asAgent.Patch(ctx, applied, client.RawPatch(types.ApplyPatchType, own.ApplyJSON),
-				client.ForceOwnership, client.FieldOwner(constants.AgentFieldManager)))
+				client.ForceOwnership, client.FieldOwner(crdinstall.FieldManager)))
 		}
 	})
 
 	t.Run("the agent's identity may change only the resource summary annotation of an Application", func(t *testing.T) {
 		app := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
-			"metadata": map[string]any{"name": "guestbook", "namespace": constants.GitOpsNamespace, "annotations": map[string]any{"team": "blue"}},
+			"metadata": map[string]any{"name": "guestbook", "namespace": contract.GitOpsNamespace, "annotations": map[string]any{"team": "blue"}},
 			"spec": map[string]any{"project": "default", "source": map[string]any{"repoURL": "https://example.com/repo.git", "path": "guestbook"},
 				"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": "guestbook"}},
 		}}
 		require.NoError(t, kubeClient.Create(ctx, app))
-		asAgent := impersonating(t, config, agentchart.InstallNamespace, constants.AgentDeployment)
+		asAgent := impersonating(t, config, agentchart.InstallNamespace, contract.AgentDeployment)
 		patch := func(doc string) error {
 			target := app.DeepCopy()
 			return asAgent.Patch(ctx, target, client.RawPatch(types.MergePatchType, []byte(doc)))
@@ -304,10 +304,10 @@ func TestRenderedManifestsOnARealAPIServer(t *testing.T) {
 			ObjectMeta: metav1.ObjectMeta{Name: "granted-by-operator"},
 			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"patch"}}},
 		}
-		asOperator := impersonating(t, config, constants.GitOpsNamespace, constants.OperatorDeployment)
+		asOperator := impersonating(t, config, contract.GitOpsNamespace, contract.OperatorDeployment)
 		require.NoError(t, asOperator.Create(ctx, role.DeepCopy()))
 
-		asController := impersonating(t, config, constants.GitOpsNamespace, applicationControllerSA)
+		asController := impersonating(t, config, contract.GitOpsNamespace, applicationControllerSA)
 		role.Name = "granted-by-controller"
 		err := asController.Create(ctx, role)
 		require.Error(t, err, "the application controller must not write RBAC by default")

@@ -22,7 +22,7 @@ import (
 	addonv1alpha1 "open-cluster-management.io/api/addon/v1alpha1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/test/install"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
 )
@@ -73,7 +73,7 @@ func TestChartInstallsAndUninstallsOnARealAPIServer(t *testing.T) {
 	assert.Equal(t, int32(2), *d.Spec.Replicas)
 	require.NoError(t, env.Client.Get(ctx, types.NamespacedName{Name: "gitops-addon-manager"}, &rbacv1.ClusterRole{}))
 	cma := &addonv1alpha1.ClusterManagementAddOn{}
-	require.NoError(t, env.Client.Get(ctx, types.NamespacedName{Name: constants.AddonName}, cma))
+	require.NoError(t, env.Client.Get(ctx, types.NamespacedName{Name: contract.AddonName}, cma))
 	assert.Equal(t, "GitOps addon", cma.Spec.AddOnMeta.DisplayName)
 
 	uninstall := action.NewUninstall(cfg)
@@ -100,7 +100,7 @@ func TestChartRefusesToInstallBesideACMsGitOpsAddon(t *testing.T) {
 	require.NoError(t, err)
 	acm := &unstructured.Unstructured{}
 	require.NoError(t, yaml.Unmarshal(data, &acm.Object))
-	require.Equal(t, constants.AddonName, acm.GetName())
+	require.Equal(t, contract.AddonName, acm.GetName())
 	require.NoError(t, env.Client.Create(ctx, acm))
 
 	_, err = installChart(ctx, helmConfig(t, env.KubeconfigFile(t), chartNamespace), managerChart(t), map[string]any{})
@@ -110,7 +110,7 @@ func TestChartRefusesToInstallBesideACMsGitOpsAddon(t *testing.T) {
 	assert.Contains(t, err.Error(), "addonManager.enabled=false", "the refusal says how to run beside it")
 
 	after := &addonv1alpha1.ClusterManagementAddOn{}
-	require.NoError(t, env.Client.Get(ctx, types.NamespacedName{Name: constants.AddonName}, after))
+	require.NoError(t, env.Client.Get(ctx, types.NamespacedName{Name: contract.AddonName}, after))
 	assert.Equal(t, acm.GetUID(), after.UID, "ACM's ClusterManagementAddOn untouched")
 	assert.Empty(t, after.Labels)
 
@@ -118,7 +118,7 @@ func TestChartRefusesToInstallBesideACMsGitOpsAddon(t *testing.T) {
 	_, err = installChart(ctx, helmConfig(t, env.KubeconfigFile(t), chartNamespace), managerChart(t),
 		map[string]any{"addonManager": map[string]any{"enabled": false}})
 	require.NoError(t, err, "helm install hub-only beside ACM's gitops-addon")
-	require.NoError(t, env.Client.Get(ctx, types.NamespacedName{Name: constants.AddonName}, after))
+	require.NoError(t, env.Client.Get(ctx, types.NamespacedName{Name: contract.AddonName}, after))
 	assert.Equal(t, acm.GetUID(), after.UID, "ACM's ClusterManagementAddOn is still ACM's")
 	assert.Equal(t, acm.GetResourceVersion(), after.ResourceVersion, "and unchanged")
 }

@@ -17,7 +17,7 @@ import (
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/addon"
 	"github.com/gitops-addon/gitops-addon/pkg/render"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/addonstatus"
@@ -28,7 +28,7 @@ import (
 )
 
 // agentUser is the spoke agent's ServiceAccount, as its Deployment runs it.
-var agentUser = "system:serviceaccount:" + addon.DefaultInstallNamespace + ":" + constants.AgentDeployment
+var agentUser = "system:serviceaccount:" + addon.DefaultInstallNamespace + ":" + contract.AgentDeployment
 
 // grantAgentRBAC applies what the hub ships for the agent's identity on a spoke: its
 // ServiceAccount, ClusterRole and binding, and the admission policy on its CRD writes.
@@ -43,7 +43,7 @@ func grantAgentRBAC(t *testing.T, ctx context.Context, c client.Client) {
 			continue // no kubelet: the test runs the agent itself
 		}
 		switch obj.GetName() {
-		case "gitops-addon:agent", constants.AgentDeployment, "gitops-addon-agent-crds":
+		case "gitops-addon:agent", contract.AgentDeployment, "gitops-addon-agent-crds":
 		default:
 			continue
 		}
@@ -97,7 +97,7 @@ func (i *installer) waitCondition(t *testing.T, reason string) metav1.Condition 
 	t.Helper()
 	var got metav1.Condition
 	require.EventuallyWithT(t, func(collect *assert.CollectT) {
-		c, ok := i.report.Condition(constants.ConditionArgoCDCRDsInstalled)
+		c, ok := i.report.Condition(contract.ConditionArgoCDCRDsInstalled)
 		got = c
 		assert.True(collect, ok, "no ArgoCDCRDsInstalled condition yet")
 		assert.Equal(collect, reason, c.Reason, "ArgoCDCRDsInstalled: %s", c.Message)
@@ -124,7 +124,7 @@ func TestCRDInstallerOnAKubernetesCluster(t *testing.T) {
 		for _, name := range embedded.Names() {
 			crd, err := getCRD(ctx, c, name)
 			require.NoError(t, err, name)
-			assert.True(t, install.AppliedByAgent(crd), "%s applied by %s", name, constants.AgentFieldManager)
+			assert.True(t, install.AppliedByAgent(crd), "%s applied by %s", name, crdinstall.FieldManager)
 		}
 		argocds, err := getCRD(ctx, c, "argocds.argoproj.io")
 		require.NoError(t, err)
@@ -212,7 +212,7 @@ func TestRoutesCRDOnlyWhereNoRouteAPIIsServed(t *testing.T) {
 	ctx := context.Background()
 	grantAgentRBAC(t, ctx, s.c)
 	routesCRDExists := func() bool {
-		_, err := getCRD(ctx, s.c, constants.RoutesCRDName)
+		_, err := getCRD(ctx, s.c, contract.RoutesCRDName)
 		return err == nil
 	}
 

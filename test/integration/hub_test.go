@@ -41,10 +41,11 @@ import (
 	"sigs.k8s.io/yaml"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/agentsigner"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/gitopscluster"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/manager"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/ownership"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
 	"github.com/gitops-addon/gitops-addon/test/workstandin"
 )
@@ -117,7 +118,7 @@ func startHub(t *testing.T) *hub {
 	})
 	h := &hub{t: t, ctx: ctx, c: env.Client, writes: writes, env: env}
 	h.create(&addonv1beta1.ClusterManagementAddOn{
-		ObjectMeta: metav1.ObjectMeta{Name: constants.AddonName},
+		ObjectMeta: metav1.ObjectMeta{Name: contract.AddonName},
 		Spec:       addonv1beta1.ClusterManagementAddOnSpec{InstallStrategy: addonv1beta1.InstallStrategy{Type: addonv1beta1.AddonInstallStrategyManual}},
 	})
 	return h
@@ -216,7 +217,7 @@ func (h *hub) decide(namespace, name string, clusters ...string) {
 func (h *hub) ownAddOnsByCMA(clusters ...string) {
 	h.t.Helper()
 	cma := &addonv1beta1.ClusterManagementAddOn{}
-	require.NoError(h.t, h.c.Get(h.ctx, types.NamespacedName{Name: constants.AddonName}, cma))
+	require.NoError(h.t, h.c.Get(h.ctx, types.NamespacedName{Name: contract.AddonName}, cma))
 	for _, cluster := range clusters {
 		mca := h.waitAddon(cluster)
 		patch := client.MergeFrom(mca.DeepCopy())
@@ -246,7 +247,7 @@ func (h *hub) waitAddon(cluster string) *addonv1beta1.ManagedClusterAddOn {
 	h.t.Helper()
 	mca := &addonv1beta1.ManagedClusterAddOn{}
 	require.Eventually(h.t, func() bool {
-		return h.c.Get(h.ctx, types.NamespacedName{Namespace: cluster, Name: constants.AddonName}, mca) == nil
+		return h.c.Get(h.ctx, types.NamespacedName{Namespace: cluster, Name: contract.AddonName}, mca) == nil
 	}, timeout, poll, "ManagedClusterAddOn in %s", cluster)
 	return mca
 }
@@ -369,8 +370,8 @@ func (h *hub) manifestWorks(cluster string) []workv1.ManifestWork {
 	h.t.Helper()
 	works := &workv1.ManifestWorkList{}
 	require.Eventually(h.t, func() bool {
-		err := h.c.List(h.ctx, works, client.InNamespace(cluster), client.MatchingLabels{addonv1beta1.AddonLabelKey: constants.AddonName})
-		return err == nil && shipped(h.t, works.Items)["Deployment/"+constants.AgentDeployment]
+		err := h.c.List(h.ctx, works, client.InNamespace(cluster), client.MatchingLabels{addonv1beta1.AddonLabelKey: contract.AddonName})
+		return err == nil && shipped(h.t, works.Items)["Deployment/"+contract.AgentDeployment]
 	}, timeout, poll, "ManifestWorks of %s", cluster)
 	return works.Items
 }
@@ -439,13 +440,13 @@ func TestHubAddonManager(t *testing.T) {
 		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: "vanilla-cluster-secret"}, s))
 		assert.Equal(t, "vanilla", string(s.Data["name"]))
 		assert.Equal(t, "https://vanilla.example.com:6443", string(s.Data["server"]))
-		assert.Equal(t, "vanilla", s.Labels[constants.LabelClusterName])
+		assert.Equal(t, "vanilla", s.Labels[gitopscluster.LabelClusterName])
 		assert.Equal(t, "test", s.Labels["env"], "ManagedCluster labels are copied for ApplicationSet selectors")
-		assert.Equal(t, "gitops-managed", s.Labels[constants.LabelOwnerName])
+		assert.Equal(t, "gitops-managed", s.Labels[ownership.LabelName])
 
 		cm := &corev1.ConfigMap{}
 		require.Eventually(t, func() bool {
-			return h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: gitopscluster.PlacementConfigMapName}, cm) == nil
+			return h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: appsv1beta1.PlacementConfigMapName}, cm) == nil
 		}, timeout, poll)
 		assert.Equal(t, map[string]string{"apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "placementdecisions", "statusListKey": "decisions", "matchKey": "clusterName"}, cm.Data)
 		role := &rbacv1.Role{}
@@ -466,18 +467,18 @@ func TestHubAddonManager(t *testing.T) {
 	t.Run("creates a ManagedClusterAddOn per cluster and addon-framework renders the ManifestWorks", func(t *testing.T) {
 		for _, c := range clusters {
 			mca := h.waitAddon(c)
-			assert.Equal(t, "gitops-managed", mca.Labels[constants.LabelOwnerName])
+			assert.Equal(t, "gitops-managed", mca.Labels[ownership.LabelName])
 		}
 		h.ownAddOnsByCMA(clusters...)
 		for _, c := range clusters {
 			works := h.manifestWorks(c)
 			objects := shipped(t, works)
 			for _, want := range []string{
-				"Namespace/" + constants.GitOpsNamespace,
-				"Deployment/" + constants.OperatorDeployment,
-				"ClusterRole/" + constants.PlatformExtensionsClusterRole,
-				"ArgoCD/" + constants.ArgoCDName,
-				"Deployment/" + constants.AgentDeployment,
+				"Namespace/" + contract.GitOpsNamespace,
+				"Deployment/" + contract.OperatorDeployment,
+				"ClusterRole/" + contract.PlatformExtensionsClusterRole,
+				"ArgoCD/" + contract.ArgoCDName,
+				"Deployment/" + contract.AgentDeployment,
 				"ValidatingAdmissionPolicy/gitops-addon-agent-crds",
 			} {
 				assert.True(t, objects[want], "cluster %s ships %s", c, want)
@@ -539,7 +540,7 @@ func TestHubAddonManager(t *testing.T) {
 			return strings.Join(secretNames(t, h), ",") == "ocp-cluster-secret,vanilla-cluster-secret"
 		}, timeout, poll)
 		require.Eventually(t, func() bool {
-			err := h.c.Get(h.ctx, types.NamespacedName{Namespace: "unknown", Name: constants.AddonName}, &addonv1beta1.ManagedClusterAddOn{})
+			err := h.c.Get(h.ctx, types.NamespacedName{Namespace: "unknown", Name: contract.AddonName}, &addonv1beta1.ManagedClusterAddOn{})
 			return apierrors.IsNotFound(err)
 		}, timeout, poll, "the ManagedClusterAddOn of the removed cluster is deleted")
 		assert.Contains(t, hooksCompleted(), "unknown", "its removal waited for the spoke teardown hook")
@@ -559,7 +560,7 @@ func TestHubAddonManager(t *testing.T) {
 		assert.Contains(t, c.Message, "vanilla-cluster-secret")
 		h.waitCondition(argoNS, "overlap", appsv1beta1.ConditionReady, metav1.ConditionFalse, appsv1beta1.ReasonNotReady)
 		mca := h.waitAddon("vanilla")
-		assert.Equal(t, "gitops-managed", mca.Labels[constants.LabelOwnerName], "the first owner keeps its addon")
+		assert.Equal(t, "gitops-managed", mca.Labels[ownership.LabelName], "the first owner keeps its addon")
 	})
 
 	t.Run("a Placement in another namespace is explained", func(t *testing.T) {
@@ -676,13 +677,13 @@ spec:
 			namespace, name string
 		}{
 			{&corev1.Secret{}, "team-b-argocd", "team-b-1-cluster-secret"},
-			{&corev1.ConfigMap{}, "team-b-argocd", gitopscluster.PlacementConfigMapName},
+			{&corev1.ConfigMap{}, "team-b-argocd", appsv1beta1.PlacementConfigMapName},
 			{&rbacv1.RoleBinding{}, "team-b", gitopscluster.PlacementReaderName + "-team-b-argocd"},
 		} {
 			require.Eventually(t, gone(c.obj, c.namespace, c.name), timeout, poll, "%T %s/%s removed", c.obj, c.namespace, c.name)
 		}
 		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: "team-b-argocd-2", Name: "team-b-1-cluster-secret"}, &corev1.Secret{}))
-		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: "team-b-argocd-2", Name: gitopscluster.PlacementConfigMapName}, &corev1.ConfigMap{}))
+		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: "team-b-argocd-2", Name: appsv1beta1.PlacementConfigMapName}, &corev1.ConfigMap{}))
 		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: "team-b", Name: gitopscluster.PlacementReaderName + "-team-b-argocd-2"}, &rbacv1.RoleBinding{}))
 		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: "team-b", Name: gitopscluster.PlacementReaderName}, &rbacv1.Role{}), "the Role is still needed")
 	})
@@ -706,15 +707,15 @@ spec:
 		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: "team-c-argocd", Name: "team-c-1-cluster-secret"}, secret))
 		mca := h.waitAddon("team-c-1")
 		for _, obj := range []client.Object{secret, mca} {
-			label := obj.GetLabels()[constants.LabelOwnerName]
+			label := obj.GetLabels()[ownership.LabelName]
 			assert.LessOrEqual(t, len(label), 63, "%T: a valid label value", obj)
 			assert.True(t, strings.HasPrefix(long, strings.TrimRight(label[:40], "-")), "%T: readable prefix %q", obj, label)
-			assert.Equal(t, "team-c/"+long, obj.GetAnnotations()[constants.AnnotationOwner], "%T: the full name", obj)
+			assert.Equal(t, "team-c/"+long, obj.GetAnnotations()[ownership.AnnotationOwner], "%T: the full name", obj)
 		}
 		// The owner mapping works both ways: the addon removed when the cluster leaves.
 		h.decide("team-c", "team-c", "team-b-1") // a PlacementDecision needs one decision
 		require.Eventually(t, func() bool {
-			return apierrors.IsNotFound(h.c.Get(h.ctx, types.NamespacedName{Namespace: "team-c-1", Name: constants.AddonName}, &addonv1beta1.ManagedClusterAddOn{}))
+			return apierrors.IsNotFound(h.c.Get(h.ctx, types.NamespacedName{Namespace: "team-c-1", Name: contract.AddonName}, &addonv1beta1.ManagedClusterAddOn{}))
 		}, timeout, poll, "its ManagedClusterAddOn is removed when the cluster leaves the Placement")
 	})
 
@@ -729,7 +730,7 @@ spec:
 			Data: map[string][]byte{"name": []byte("acm-1"), "server": []byte("https://acm-1.example.com:6443")},
 		}
 		h.create(acmSecret)
-		h.create(&addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: "acm-1", Name: constants.AddonName}})
+		h.create(&addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: "acm-1", Name: contract.AddonName}})
 		writesBefore := h.writes.count()
 		h.applyYAML(`
 apiVersion: apps.open-cluster-management.io/v1beta1
@@ -742,7 +743,7 @@ spec:
 `)
 		c := h.waitCondition("acm", "migrating", appsv1beta1.ConditionClustersRegistered, metav1.ConditionFalse, appsv1beta1.ReasonRegistrationFailed)
 		assert.Contains(t, c.Message, "Secret acm-argocd/acm-1-cluster-secret already exists and was not created by gitops-addon")
-		assert.Contains(t, c.Message, constants.AnnotationAdopt+"=true")
+		assert.Contains(t, c.Message, appsv1beta1.AnnotationAdopt+"=true")
 		for i := 0; i < 3; i++ { // wake it: each reconcile must not try the create again
 			gc := h.gitOpsCluster("acm", "migrating")
 			h.touch(gc, func() { metav1.SetMetaDataAnnotation(&gc.ObjectMeta, "example.com/touched", fmt.Sprint(i)) })
@@ -762,17 +763,17 @@ spec:
 			"one refused create of the Secret, then it is read, not created again")
 
 		gc := h.gitOpsCluster("acm", "migrating")
-		h.touch(gc, func() { metav1.SetMetaDataAnnotation(&gc.ObjectMeta, constants.AnnotationAdopt, "true") })
+		h.touch(gc, func() { metav1.SetMetaDataAnnotation(&gc.ObjectMeta, appsv1beta1.AnnotationAdopt, "true") })
 		h.waitCondition("acm", "migrating", appsv1beta1.ConditionClustersRegistered, metav1.ConditionTrue, appsv1beta1.ReasonRegistered)
 		secret := &corev1.Secret{}
 		require.NoError(t, h.c.Get(h.ctx, client.ObjectKeyFromObject(acmSecret), secret))
-		assert.Equal(t, "migrating", secret.Labels[constants.LabelOwnerName], "adopted")
+		assert.Equal(t, "migrating", secret.Labels[ownership.LabelName], "adopted")
 		assert.Equal(t, "true", secret.Labels["backup.example.com/include"], "another tool's label stays")
 		assert.Equal(t, "test", secret.Labels["env"], "the ManagedCluster's labels are copied")
 		mca := h.waitAddon("acm-1")
 		require.Eventually(t, func() bool {
 			require.NoError(t, h.c.Get(h.ctx, client.ObjectKeyFromObject(mca), mca))
-			return mca.Labels[constants.LabelOwnerName] == "migrating"
+			return mca.Labels[ownership.LabelName] == "migrating"
 		}, timeout, poll, "the ManagedClusterAddOn is adopted too")
 		assert.True(t, hasEvent(h, "acm", "migrating", "Adopted"), "an Event says what was adopted")
 	})
@@ -876,7 +877,7 @@ spec:
 		// addon-framework's registration controller asks the klusterlet for the certificate.
 		require.Eventually(t, func() bool {
 			mca := &addonv1beta1.ManagedClusterAddOn{}
-			if h.c.Get(h.ctx, types.NamespacedName{Namespace: "agent-1", Name: constants.AddonName}, mca) != nil || mca.Annotations[constants.ArgoCDAgentMode] != "autonomous" {
+			if h.c.Get(h.ctx, types.NamespacedName{Namespace: "agent-1", Name: contract.AddonName}, mca) != nil || mca.Annotations[contract.ArgoCDAgentMode] != "autonomous" {
 				return false
 			}
 			return slices.ContainsFunc(mca.Status.Registrations, func(r addonv1beta1.RegistrationConfig) bool {
@@ -899,12 +900,12 @@ spec:
 			// With the DNS name OCM's registration agent puts in every addon request.
 			der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
 				Subject:  pkix.Name{CommonName: commonName, Organization: []string{agentsigner.Group}},
-				DNSNames: []string{constants.AddonName + ".addon.open-cluster-management.io"},
+				DNSNames: []string{contract.AddonName + ".addon.open-cluster-management.io"},
 			}, key)
 			require.NoError(t, err)
 			csr := &certificatesv1.CertificateSigningRequest{
 				ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
-					clusterv1.ClusterNameLabelKey: "agent-1", addonv1beta1.AddonLabelKey: constants.AddonName,
+					clusterv1.ClusterNameLabelKey: "agent-1", addonv1beta1.AddonLabelKey: contract.AddonName,
 				}},
 				Spec: certificatesv1.CertificateSigningRequestSpec{
 					SignerName: agentsigner.SignerName,
@@ -971,8 +972,8 @@ spec:
 		h.waitCondition("agent-discovery", "agent-discovery", appsv1beta1.ConditionArgoCDAgentTrust, metav1.ConditionTrue, appsv1beta1.ReasonCertificatesCurrent)
 		require.Eventually(t, func() bool {
 			mca := &addonv1beta1.ManagedClusterAddOn{}
-			return h.c.Get(h.ctx, types.NamespacedName{Namespace: "agent-3", Name: constants.AddonName}, mca) == nil &&
-				mca.Annotations[constants.AnnotationArgoCDAgentPrincipal] == "203.0.113.7:443"
+			return h.c.Get(h.ctx, types.NamespacedName{Namespace: "agent-3", Name: contract.AddonName}, mca) == nil &&
+				principalOf(mca) == "203.0.113.7:443"
 		}, timeout, poll, "the cluster's agent is told the discovered address")
 		principalTLS := &corev1.Secret{}
 		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: "agent-argocd", Name: "argocd-agent-principal-tls"}, principalTLS))
@@ -993,8 +994,8 @@ spec:
 		require.NoError(t, h.c.Status().Update(h.ctx, route))
 		require.Eventually(t, func() bool {
 			mca := &addonv1beta1.ManagedClusterAddOn{}
-			return h.c.Get(h.ctx, types.NamespacedName{Namespace: "agent-3", Name: constants.AddonName}, mca) == nil &&
-				mca.Annotations[constants.AnnotationArgoCDAgentPrincipal] == "principal-agent-argocd.apps.hub.example.com:443"
+			return h.c.Get(h.ctx, types.NamespacedName{Namespace: "agent-3", Name: contract.AddonName}, mca) == nil &&
+				principalOf(mca) == "principal-agent-argocd.apps.hub.example.com:443"
 		}, timeout, poll, "the admitted Route's host is where the cluster's agent connects (the Route's watch wakes the GitOpsCluster)")
 		require.Eventually(t, func() bool {
 			require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: "agent-argocd", Name: "argocd-agent-principal-tls"}, principalTLS))
@@ -1021,7 +1022,7 @@ spec:
 
 	t.Run("deleting a GitOpsCluster removes what it created and nothing else", func(t *testing.T) {
 		contestedAddon, contestedSecret := &addonv1beta1.ManagedClusterAddOn{}, &corev1.Secret{}
-		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: "vanilla", Name: constants.AddonName}, contestedAddon))
+		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: "vanilla", Name: contract.AddonName}, contestedAddon))
 		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: "vanilla-cluster-secret"}, contestedSecret))
 		require.NoError(t, h.c.Delete(h.ctx, h.gitOpsCluster(argoNS, "gitops-managed")))
 		if !assert.Eventually(t, func() bool {
@@ -1031,16 +1032,16 @@ spec:
 			h.dumpAddons()
 			t.FailNow()
 		}
-		err := h.c.Get(h.ctx, types.NamespacedName{Namespace: "ocp", Name: constants.AddonName}, &addonv1beta1.ManagedClusterAddOn{})
+		err := h.c.Get(h.ctx, types.NamespacedName{Namespace: "ocp", Name: contract.AddonName}, &addonv1beta1.ManagedClusterAddOn{})
 		assert.True(t, apierrors.IsNotFound(err), "addon of ocp removed: %v", err)
 		// "overlap" was told vanilla is taken; with the first owner gone it takes it over.
 		require.Eventually(t, func() bool {
 			mca := &addonv1beta1.ManagedClusterAddOn{}
 			s := &corev1.Secret{}
-			return h.c.Get(h.ctx, types.NamespacedName{Namespace: "vanilla", Name: constants.AddonName}, mca) == nil &&
-				mca.Labels[constants.LabelOwnerName] == "overlap" &&
+			return h.c.Get(h.ctx, types.NamespacedName{Namespace: "vanilla", Name: contract.AddonName}, mca) == nil &&
+				mca.Labels[ownership.LabelName] == "overlap" &&
 				h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: "vanilla-cluster-secret"}, s) == nil &&
-				s.Labels[constants.LabelOwnerName] == "overlap"
+				s.Labels[ownership.LabelName] == "overlap"
 		}, timeout, poll, "the overlapping GitOpsCluster takes vanilla over")
 		mca, secret := &addonv1beta1.ManagedClusterAddOn{}, &corev1.Secret{}
 		require.NoError(t, h.c.Get(h.ctx, client.ObjectKeyFromObject(contestedAddon), mca))
@@ -1051,7 +1052,7 @@ spec:
 		assert.Equal(t, []string{"vanilla-cluster-secret"}, secretNames(t, h), "the deleted GitOpsCluster's other secrets are removed")
 		require.NoError(t, h.c.Get(h.ctx, client.ObjectKeyFromObject(userSecret), &corev1.Secret{}), "the user's secret survives")
 		// "overlap" still uses the Argo CD namespace and the namespace: shared objects stay.
-		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: gitopscluster.PlacementConfigMapName}, &corev1.ConfigMap{}))
+		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: appsv1beta1.PlacementConfigMapName}, &corev1.ConfigMap{}))
 		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: gitopscluster.PlacementReaderName}, &rbacv1.Role{}))
 
 		// With the first owner gone, the overlapping GitOpsCluster takes the cluster over.
@@ -1079,4 +1080,13 @@ func (h *hub) resourceVersions() map[string]string {
 		}
 	}
 	return out
+}
+
+// principalOf is the principal address a ManagedClusterAddOn's settings carry; "" outside
+// agent mode.
+func principalOf(mca *addonv1beta1.ManagedClusterAddOn) string {
+	if agent := contract.SettingsOf(mca.Annotations).ArgoCDAgent; agent != nil {
+		return agent.Principal
+	}
+	return ""
 }

@@ -21,7 +21,7 @@ import (
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/addon"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/agentsigner"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
@@ -108,13 +108,13 @@ func TestHubRBACIsLeastPrivilege(t *testing.T) {
 		attrs   authorizationv1.ResourceAttributes
 		allowed bool
 	}{
-		{"agent reports its addon's status", sub(res(cluster, "addon.open-cluster-management.io", "managedclusteraddons", "patch", constants.AddonName), "status"), true},
-		{"agent keeps its lease", res(cluster, "coordination.k8s.io", "leases", "update", constants.AddonName), true},
-		{"agent cannot change its addon's spec", res(cluster, "addon.open-cluster-management.io", "managedclusteraddons", "patch", constants.AddonName), false},
+		{"agent reports its addon's status", sub(res(cluster, "addon.open-cluster-management.io", "managedclusteraddons", "patch", contract.AddonName), "status"), true},
+		{"agent keeps its lease", res(cluster, "coordination.k8s.io", "leases", "update", contract.AddonName), true},
+		{"agent cannot change its addon's spec", res(cluster, "addon.open-cluster-management.io", "managedclusteraddons", "patch", contract.AddonName), false},
 		{"agent cannot touch another addon", sub(res(cluster, "addon.open-cluster-management.io", "managedclusteraddons", "patch", "other-addon"), "status"), false},
 		{"agent cannot read Secrets of its cluster namespace", res(cluster, "", "secrets", "get", ""), false},
 		{"agent cannot read ManifestWorks", res(cluster, "work.open-cluster-management.io", "manifestworks", "list", ""), false},
-		{"agent cannot reach another cluster's namespace", sub(res("cluster2", "addon.open-cluster-management.io", "managedclusteraddons", "patch", constants.AddonName), "status"), false},
+		{"agent cannot reach another cluster's namespace", sub(res("cluster2", "addon.open-cluster-management.io", "managedclusteraddons", "patch", contract.AddonName), "status"), false},
 		{"agent cannot read Argo CD cluster Secrets", res("openshift-gitops", "", "secrets", "list", ""), false},
 		{"agent cannot write RBAC", res(cluster, "rbac.authorization.k8s.io", "rolebindings", "create", ""), false},
 		{"agent cannot impersonate", res("", "", "users", "impersonate", "admin"), false},
@@ -188,7 +188,7 @@ func grantAgentHubPermissions(t *testing.T, ctx context.Context, c client.Client
 	reg := a.GetAgentAddonOptions().Registration
 	require.NotNil(t, reg)
 	mc := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: cluster}}
-	mca := &addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: cluster, Name: constants.AddonName}}
+	mca := &addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: cluster, Name: contract.AddonName}}
 	require.NoError(t, c.Create(ctx, mca), "the Role and RoleBinding are owned by the ManagedClusterAddOn")
 	configs, err := reg.Configurations(ctx, mc, mca)
 	require.NoError(t, err)

@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/manager"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/agent"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/routeguard"
@@ -97,7 +97,7 @@ func TestOnTheOldestSupportedKubernetes(t *testing.T) {
 		assert.Equal(t, []string{cluster + "-cluster-secret"}, secretNames(t, h))
 		h.ownAddOnsByCMA(cluster)
 		objects := shipped(t, h.manifestWorks(cluster))
-		assert.True(t, objects["ArgoCD/"+constants.ArgoCDName], "the ArgoCD CR is shipped")
+		assert.True(t, objects["ArgoCD/"+contract.ArgoCDName], "the ArgoCD CR is shipped")
 		assert.False(t, objects["ValidatingAdmissionPolicy/gitops-addon-agent-crds"], "a v1 ValidatingAdmissionPolicy would fail the ManifestWork on %s", oldest)
 		assert.False(t, objects["ValidatingAdmissionPolicyBinding/gitops-addon-agent-crds"])
 		assert.False(t, objects["Role/gitops-addon:agent:resource-summary"], "no patch on Applications without the policy that narrows it")
@@ -109,9 +109,9 @@ func TestOnTheOldestSupportedKubernetes(t *testing.T) {
 		require.NoError(t, routeServer.Register(ctx, env.Client))
 		require.NoError(t, fakeroute.WaitAvailable(ctx, env.Client, true, time.Minute))
 		runAgent(t, ctx, env, cluster)
-		crds := h.waitAgentCondition(cluster, constants.ConditionArgoCDCRDsInstalled, metav1.ConditionTrue)
+		crds := h.waitAgentCondition(cluster, contract.ConditionArgoCDCRDsInstalled, metav1.ConditionTrue)
 		assert.Contains(t, crds.Message, "serves no admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy", "the missing CRD policy is said")
-		guard := h.waitAgentCondition(cluster, constants.ConditionRoutesCRDGuard, metav1.ConditionFalse)
+		guard := h.waitAgentCondition(cluster, contract.ConditionRoutesCRDGuard, metav1.ConditionFalse)
 		assert.Equal(t, routeguard.ReasonGuardUnavailable, guard.Reason, guard.Message)
 	})
 
@@ -187,7 +187,7 @@ func (h *hub) waitAgentCondition(cluster, condType string, status metav1.Conditi
 	var last *metav1.Condition
 	for deadline := time.Now().Add(2 * timeout); time.Now().Before(deadline); time.Sleep(poll) {
 		mca := &addonv1beta1.ManagedClusterAddOn{}
-		if h.c.Get(h.ctx, types.NamespacedName{Namespace: cluster, Name: constants.AddonName}, mca) != nil {
+		if h.c.Get(h.ctx, types.NamespacedName{Namespace: cluster, Name: contract.AddonName}, mca) != nil {
 			continue
 		}
 		if last = meta.FindStatusCondition(mca.Status.Conditions, condType); last != nil && last.Status == status {

@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
 	"github.com/gitops-addon/gitops-addon/test/install"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
@@ -156,7 +156,7 @@ func TestPullModelTakesOverACMsReport(t *testing.T) {
 	report := &v1alpha1.MulticlusterApplicationSetReport{}
 	require.Eventually(t, func() bool {
 		return p.c.Get(p.ctx, client.ObjectKeyFromObject(acmReport), report) == nil &&
-			report.Labels[constants.LabelManagedBy] == constants.ManagedByValue
+			report.Labels[contract.LabelManagedBy] == contract.ManagedByValue
 	}, timeout, poll, "ACM's report taken over")
 	assert.Equal(t, acmReport.UID, report.UID, "the same report, in place")
 	require.Len(t, report.Statuses.ClusterConditions, 1)

@@ -29,7 +29,7 @@ import (
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/doctor"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/addonstatus"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/agent"
@@ -118,7 +118,7 @@ func (s *spoke) startGuard(o routeguard.Options) {
 	require.NoError(s.t, err)
 	hub, err := client.New(s.env.Config, client.Options{Scheme: hubScheme})
 	require.NoError(s.t, err)
-	require.NoError(s.t, mgr.Add(&addonstatus.Publisher{Hub: hub, ClusterName: "spoke1", AddonName: constants.AddonName, Report: s.report}))
+	require.NoError(s.t, mgr.Add(&addonstatus.Publisher{Hub: hub, ClusterName: "spoke1", AddonName: contract.AddonName, Report: s.report}))
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stop, s.done = cancel, make(chan error, 1)
 	go func() { s.done <- mgr.Start(ctx) }()
@@ -310,18 +310,18 @@ func TestRouteGuardOnARealAggregatedRouteAPI(t *testing.T) {
 	s.registerNativeRouteAPI()
 	require.True(t, s.routesServedByAggregatedServer(), "Routes are served by the aggregated server")
 	require.NoError(t, s.c.Create(s.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "spoke1"}}))
-	require.NoError(t, s.c.Create(s.ctx, &addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: "spoke1", Name: constants.AddonName}}))
+	require.NoError(t, s.c.Create(s.ctx, &addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: "spoke1", Name: contract.AddonName}}))
 
 	// First without the admission guard, so that a duplicate can appear while the agent
 	// runs, as it does where the apiserver cannot serve ValidatingAdmissionPolicy.
 	s.startGuard(routeguard.Options{DisableAdmissionGuard: true})
 
 	t.Run("classifies Native; the admission guard is off on request", func(t *testing.T) {
-		s.waitReport(t, constants.ConditionRouteAPI, constants.RouteAPINative)
-		c := s.waitReport(t, constants.ConditionRoutesCRDGuard, routeguard.ReasonGuardDisabled)
+		s.waitReport(t, contract.ConditionRouteAPI, contract.RouteAPINative)
+		c := s.waitReport(t, contract.ConditionRoutesCRDGuard, routeguard.ReasonGuardDisabled)
 		assert.Equal(t, metav1.ConditionFalse, c.Status)
-		s.waitReport(t, constants.ConditionDuplicateAPISurfaces, routeguard.ReasonNoDuplicates)
-		s.waitReport(t, constants.ConditionOpenAPIV2Available, routeguard.ReasonOpenAPIV2OK)
+		s.waitReport(t, contract.ConditionDuplicateAPISurfaces, routeguard.ReasonNoDuplicates)
+		s.waitReport(t, contract.ConditionOpenAPIV2Available, routeguard.ReasonOpenAPIV2OK)
 		assert.False(t, s.guardExists())
 	})
 
@@ -329,14 +329,14 @@ func TestRouteGuardOnARealAggregatedRouteAPI(t *testing.T) {
 		stopWatching := s.watchRoutes()
 		require.NoError(t, s.c.Create(s.ctx, routesCRD()))
 		created := time.Now()
-		require.Eventually(t, func() bool { return !s.crdExists(constants.RoutesCRDName) }, 5*time.Second, 50*time.Millisecond,
+		require.Eventually(t, func() bool { return !s.crdExists(contract.RoutesCRDName) }, 5*time.Second, 50*time.Millisecond,
 			"the duplicate CRD is deleted within 5 s")
 		t.Logf("duplicate CRD removed %v after it was created", time.Since(created).Round(10*time.Millisecond))
 		time.Sleep(time.Second)
 		lists, misses := stopWatching()
 		assert.Positive(t, lists)
 		assert.Zero(t, misses, "every Route list was answered by the aggregated server")
-		c := s.waitReport(t, constants.ConditionRoutesCRDGuard, routeguard.ReasonDuplicateRemoved)
+		c := s.waitReport(t, contract.ConditionRoutesCRDGuard, routeguard.ReasonDuplicateRemoved)
 		assert.Contains(t, c.Message, "Deleted a duplicate")
 		a := &apiregistrationv1.APIService{}
 		require.NoError(t, s.c.Get(s.ctx, types.NamespacedName{Name: "v1.route.openshift.io"}, a))
@@ -357,7 +357,7 @@ func TestRouteGuardOnARealAggregatedRouteAPI(t *testing.T) {
 		var got []metav1.Condition
 		require.Eventually(t, func() bool {
 			mca := &addonv1beta1.ManagedClusterAddOn{}
-			require.NoError(t, s.c.Get(s.ctx, types.NamespacedName{Namespace: "spoke1", Name: constants.AddonName}, mca))
+			require.NoError(t, s.c.Get(s.ctx, types.NamespacedName{Namespace: "spoke1", Name: contract.AddonName}, mca))
 			got = mca.Status.Conditions
 			for _, want := range s.report.Conditions() {
 				c := meta.FindStatusCondition(got, want.Type)
@@ -367,14 +367,14 @@ func TestRouteGuardOnARealAggregatedRouteAPI(t *testing.T) {
 			}
 			return len(got) == 4
 		}, 30*time.Second, 200*time.Millisecond, "conditions on the hub: %+v", &got)
-		assert.Equal(t, constants.RouteAPINative, meta.FindStatusCondition(got, constants.ConditionRouteAPI).Reason)
-		assert.Equal(t, routeguard.ReasonDuplicateRemoved, meta.FindStatusCondition(got, constants.ConditionRoutesCRDGuard).Reason)
+		assert.Equal(t, contract.RouteAPINative, meta.FindStatusCondition(got, contract.ConditionRouteAPI).Reason)
+		assert.Equal(t, routeguard.ReasonDuplicateRemoved, meta.FindStatusCondition(got, contract.ConditionRoutesCRDGuard).Reason)
 	})
 
 	t.Run("with the admission guard, creating the duplicate is rejected with its message", func(t *testing.T) {
 		s.stopGuard()
 		s.startGuard(routeguard.Options{})
-		s.waitReport(t, constants.ConditionRoutesCRDGuard, routeguard.ReasonGuardInstalled)
+		s.waitReport(t, contract.ConditionRoutesCRDGuard, routeguard.ReasonGuardInstalled)
 		var err error
 		require.Eventually(t, func() bool {
 			err = s.c.Create(s.ctx, routesCRD())
@@ -382,7 +382,7 @@ func TestRouteGuardOnARealAggregatedRouteAPI(t *testing.T) {
 		}, 30*time.Second, 200*time.Millisecond, "the guard rejects the duplicate CRD with its message")
 		t.Logf("rejected: %v", err)
 		// A create that slipped in before the policy took effect is removed by the agent.
-		require.Eventually(t, func() bool { return !s.crdExists(constants.RoutesCRDName) }, 5*time.Second, 50*time.Millisecond)
+		require.Eventually(t, func() bool { return !s.crdExists(contract.RoutesCRDName) }, 5*time.Second, 50*time.Millisecond)
 	})
 
 	t.Run("an unavailable openshift-apiserver is still Native", func(t *testing.T) {
@@ -392,16 +392,16 @@ func TestRouteGuardOnARealAggregatedRouteAPI(t *testing.T) {
 		var c metav1.Condition
 		require.Eventually(t, func() bool {
 			var ok bool
-			c, ok = s.report.Condition(constants.ConditionRouteAPI)
+			c, ok = s.report.Condition(contract.ConditionRouteAPI)
 			return ok && strings.Contains(c.Message, "not Available at the moment")
 		}, 30*time.Second, 100*time.Millisecond, "the agent reports the unavailable APIService")
-		assert.Equal(t, constants.RouteAPINative, c.Reason, c.Message)
+		assert.Equal(t, contract.RouteAPINative, c.Reason, c.Message)
 		assert.True(t, s.guardExists(), "the guard stays")
 		require.NoError(t, s.fake.Restart())
 		s.waitAPIServiceAvailable(true)
 		require.Eventually(t, func() bool {
-			c, ok := s.report.Condition(constants.ConditionRouteAPI)
-			return ok && c.Reason == constants.RouteAPINative && !strings.Contains(c.Message, "not Available")
+			c, ok := s.report.Condition(contract.ConditionRouteAPI)
+			return ok && c.Reason == contract.RouteAPINative && !strings.Contains(c.Message, "not Available")
 		}, 30*time.Second, 100*time.Millisecond, "and that it is back")
 	})
 
@@ -433,14 +433,14 @@ func TestRouteGuardOnARealAggregatedRouteAPI(t *testing.T) {
 
 	t.Run("the agent started on a broken cluster repairs /openapi/v2", func(t *testing.T) {
 		s.startGuard(routeguard.Options{})
-		require.Eventually(t, func() bool { return !s.crdExists(constants.RoutesCRDName) }, 5*time.Second, 50*time.Millisecond,
+		require.Eventually(t, func() bool { return !s.crdExists(contract.RoutesCRDName) }, 5*time.Second, 50*time.Millisecond,
 			"the duplicate CRD is deleted within 5 s of the agent starting")
 		require.Eventually(t, func() bool {
 			status, body := s.openAPIV2()
 			return status == http.StatusOK && bytes.Contains(body, []byte("/apis/canary.gitops-addon.test/v1/")) &&
 				bytes.Contains(body, []byte("/apis/route.openshift.io/v1/namespaces/{namespace}/routes"))
 		}, 30*time.Second, 250*time.Millisecond, "v2 has the canary and the aggregated Route paths again")
-		s.waitReport(t, constants.ConditionOpenAPIV2Available, routeguard.ReasonOpenAPIV2OK)
+		s.waitReport(t, contract.ConditionOpenAPIV2Available, routeguard.ReasonOpenAPIV2OK)
 		code, out := s.doctor()
 		assert.Equal(t, doctor.Healthy, code, out)
 		assert.True(t, s.routesServedByAggregatedServer())
@@ -450,7 +450,7 @@ func TestRouteGuardOnARealAggregatedRouteAPI(t *testing.T) {
 		s.stopGuard()
 		require.NoError(t, client.IgnoreNotFound(s.c.Delete(s.ctx, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: routeguard.GuardName}})))
 		require.Eventually(t, func() bool { return s.c.Create(s.ctx, routesCRD()) == nil }, 30*time.Second, 100*time.Millisecond)
-		require.Eventually(t, func() bool { return s.crdEstablished(constants.RoutesCRDName) }, 30*time.Second, 100*time.Millisecond,
+		require.Eventually(t, func() bool { return s.crdEstablished(contract.RoutesCRDName) }, 30*time.Second, 100*time.Millisecond,
 			"the duplicate is Established before the restart")
 		body := s.restartUntilOpenAPIV2Fails(t, 3)
 		assert.Empty(t, body, "the 503 has an empty body")
@@ -463,7 +463,7 @@ func TestRouteGuardOnARealAggregatedRouteAPI(t *testing.T) {
 		s.startGuard(routeguard.Options{})
 		started := time.Now()
 		require.NoError(t, s.c.Create(s.ctx, crd("canary2.gitops-addon.test", "Canary", "canaries")))
-		require.Eventually(t, func() bool { return !s.crdExists(constants.RoutesCRDName) }, 5*time.Second, 50*time.Millisecond,
+		require.Eventually(t, func() bool { return !s.crdExists(contract.RoutesCRDName) }, 5*time.Second, 50*time.Millisecond,
 			"the agent deletes the duplicate within 5 s of starting")
 		t.Logf("duplicate CRD removed %v after the agent started", time.Since(started).Round(10*time.Millisecond))
 		require.Eventually(t, func() bool {
@@ -475,7 +475,7 @@ func TestRouteGuardOnARealAggregatedRouteAPI(t *testing.T) {
 		lists, misses := stopWatching()
 		assert.Positive(t, lists)
 		assert.Zero(t, misses, "every Route list was answered by the aggregated server")
-		s.waitReport(t, constants.ConditionOpenAPIV2Available, routeguard.ReasonOpenAPIV2OK)
+		s.waitReport(t, contract.ConditionOpenAPIV2Available, routeguard.ReasonOpenAPIV2OK)
 		code, out = s.doctor()
 		assert.Equal(t, doctor.Healthy, code, out)
 	})
@@ -488,13 +488,13 @@ func TestRouteGuardOnARealAggregatedRouteAPI(t *testing.T) {
 			return apierrors.IsNotFound(err)
 		}, 30*time.Second, 100*time.Millisecond)
 		s.startGuard(routeguard.Options{})
-		s.waitReport(t, constants.ConditionRouteAPI, constants.RouteAPIAbsent)
+		s.waitReport(t, contract.ConditionRouteAPI, contract.RouteAPIAbsent)
 		require.Eventually(t, func() bool { return !s.guardExists() }, 10*time.Second, 100*time.Millisecond, "our guard is removed where the CRD is legitimate")
 		require.Eventually(t, func() bool { return s.c.Create(s.ctx, routesCRD()) == nil }, 30*time.Second, 100*time.Millisecond)
-		s.waitReport(t, constants.ConditionRouteAPI, constants.RouteAPICRD)
-		s.waitReport(t, constants.ConditionRoutesCRDGuard, routeguard.ReasonNotNative)
+		s.waitReport(t, contract.ConditionRouteAPI, contract.RouteAPICRD)
+		s.waitReport(t, contract.ConditionRoutesCRDGuard, routeguard.ReasonNotNative)
 		time.Sleep(3 * time.Second)
-		assert.True(t, s.crdExists(constants.RoutesCRDName), "nothing is deleted on a cluster without a native Route API")
+		assert.True(t, s.crdExists(contract.RoutesCRDName), "nothing is deleted on a cluster without a native Route API")
 		code, out := s.doctor()
 		assert.Equal(t, doctor.Healthy, code, out)
 		assert.Contains(t, out, "Route API:              CRD")

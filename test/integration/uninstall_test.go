@@ -26,7 +26,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/gitopscluster"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/uninstall"
@@ -50,7 +50,7 @@ type installedHub struct {
 // pullWork is a pull-model ManifestWork as the manager labels it.
 func pullWork(cluster, name string) *workv1.ManifestWork {
 	return &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Namespace: cluster, Name: name,
-		Labels: map[string]string{pullmodel.LabelPullWork: "true", constants.LabelManagedBy: constants.ManagedByValue}}}
+		Labels: map[string]string{pullmodel.LabelPullWork: "true", contract.LabelManagedBy: contract.ManagedByValue}}}
 }
 
 // markApplied sets Applied at the ManifestWork's generation, as a cluster's work agent does.
@@ -64,7 +64,7 @@ func markApplied(t *testing.T, ctx context.Context, c client.Client, key client.
 }
 
 func installHub(t *testing.T, ctx context.Context, c client.Client) installedHub {
-	ours := map[string]string{constants.LabelManagedBy: constants.ManagedByValue}
+	ours := map[string]string{contract.LabelManagedBy: contract.ManagedByValue}
 	selector := map[string]string{"app": "gitops-addon-manager"}
 	objects := []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: chartNamespace}},
@@ -82,13 +82,13 @@ func installHub(t *testing.T, ctx context.Context, c client.Client) installedHub
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("manager-pod-1"), LeaseDurationSeconds: ptr.To[int32](3600),
 				RenewTime: &metav1.MicroTime{Time: time.Now()}},
 		},
-		&addonv1beta1.ClusterManagementAddOn{ObjectMeta: metav1.ObjectMeta{Name: constants.AddonName,
+		&addonv1beta1.ClusterManagementAddOn{ObjectMeta: metav1.ObjectMeta{Name: contract.AddonName,
 			Labels: map[string]string{uninstall.ChartNameLabel: uninstall.ChartNameValue, "app.kubernetes.io/managed-by": "Helm"}},
 			Spec: addonv1beta1.ClusterManagementAddOnSpec{InstallStrategy: addonv1beta1.InstallStrategy{Type: addonv1beta1.AddonInstallStrategyManual}}},
-		&addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: constants.AddonName, Labels: ours}},
-		&addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: "c2", Name: constants.AddonName}},
+		&addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: contract.AddonName, Labels: ours}},
+		&addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: "c2", Name: contract.AddonName}},
 		&workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: "addon-gitops-addon-deploy-0",
-			Labels: map[string]string{addonv1beta1.AddonLabelKey: constants.AddonName}}},
+			Labels: map[string]string{addonv1beta1.AddonLabelKey: contract.AddonName}}},
 		pullWork("c1", "gitops-guestbook"),
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "gitops", Name: gitopscluster.ClusterSecretName("c1"), Labels: ours}},
 	}
@@ -105,8 +105,8 @@ func installHub(t *testing.T, ctx context.Context, c client.Client) installedHub
 	require.NoError(t, c.Create(ctx, gc))
 	return installedHub{
 		c: c, gc: gc,
-		ours:   client.ObjectKey{Namespace: "c1", Name: constants.AddonName},
-		users:  client.ObjectKey{Namespace: "c2", Name: constants.AddonName},
+		ours:   client.ObjectKey{Namespace: "c1", Name: contract.AddonName},
+		users:  client.ObjectKey{Namespace: "c2", Name: contract.AddonName},
 		work:   client.ObjectKey{Namespace: "c1", Name: "addon-gitops-addon-deploy-0"},
 		pull:   client.ObjectKey{Namespace: "c1", Name: "gitops-guestbook"},
 		secret: client.ObjectKey{Namespace: "gitops", Name: gitopscluster.ClusterSecretName("c1")},
@@ -222,7 +222,7 @@ func TestUninstall(t *testing.T) {
 	t.Run("our ManagedClusterAddOn and the ClusterManagementAddOn are gone; the user's stays", func(t *testing.T) {
 		assert.False(t, exists(t, c, h.ours, &addonv1beta1.ManagedClusterAddOn{}))
 		assert.True(t, exists(t, c, h.users, &addonv1beta1.ManagedClusterAddOn{}))
-		assert.False(t, exists(t, c, client.ObjectKey{Name: constants.AddonName}, &addonv1beta1.ClusterManagementAddOn{}))
+		assert.False(t, exists(t, c, client.ObjectKey{Name: contract.AddonName}, &addonv1beta1.ClusterManagementAddOn{}))
 	})
 	t.Run("the pull-model Application stays, released of Argo CD's resource finalizer only", func(t *testing.T) {
 		got := &unstructured.Unstructured{}
@@ -299,7 +299,7 @@ func TestUninstallOfAHubOnlyInstallationLeavesACMsAddonAlone(t *testing.T) {
 	acm := fixtures.ACMManagementAddOn(t)
 	require.NoError(t, c.Create(ctx, acm))
 	acmWork := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: "addon-gitops-addon-deploy-0",
-		Labels: map[string]string{addonv1beta1.AddonLabelKey: constants.AddonName}}}
+		Labels: map[string]string{addonv1beta1.AddonLabelKey: contract.AddonName}}}
 	require.NoError(t, c.Create(ctx, acmWork))
 	ours := pullWork("c1", "gitops-guestbook")
 	require.NoError(t, c.Create(ctx, ours))

@@ -13,7 +13,7 @@ import (
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/test/fixtures"
 )
 
@@ -121,15 +121,15 @@ func TestACMGitOpsAddonConfigIsUnderstood(t *testing.T) {
 			warn := func(_ *addonv1beta1.ManagedClusterAddOn, message string) { warnings = append(warnings, message) }
 			var annotations map[string]string
 			if tt.agentMode {
-				annotations = map[string]string{constants.ArgoCDAgentMode: "managed", constants.AnnotationArgoCDAgentPrincipal: "principal.example.com:443"}
+				annotations = agentModeSettings()
 			}
 			objects := render(t, Options{AgentImage: "a:1", ADCGetter: fakeADCGetter{"c1/gitops-addon-config": adc}, Warn: warn},
 				vanilla(), mca("gitops-addon-config", annotations, ""))
 
-			operator := find[*appsv1.Deployment](objects, constants.OperatorDeployment)
+			operator := find[*appsv1.Deployment](objects, contract.OperatorDeployment)
 			require.NotNil(t, operator)
 			assert.Equal(t, tt.wantOperator(adc), operator.Spec.Template.Spec.Containers[0].Image)
-			argocd := find[*unstructured.Unstructured](objects, constants.ArgoCDName)
+			argocd := find[*unstructured.Unstructured](objects, contract.ArgoCDName)
 			require.NotNil(t, argocd)
 			argoImage, _, _ := unstructured.NestedString(argocd.Object, "spec", "image")
 			argoVersion, _, _ := unstructured.NestedString(argocd.Object, "spec", "version")
@@ -140,7 +140,7 @@ func TestACMGitOpsAddonConfigIsUnderstood(t *testing.T) {
 			require.NotEmpty(t, argoVersion)
 			require.NotEmpty(t, redisImage)
 			assert.Contains(t, acmValue(adc, "ARGOCD_REDIS_IMAGE"), redisImage, "ArgoCD spec.redis.image from ARGOCD_REDIS_IMAGE")
-			for _, name := range []string{constants.OperatorDeployment, constants.AgentDeployment} {
+			for _, name := range []string{contract.OperatorDeployment, contract.AgentDeployment} {
 				env := containerEnv(find[*appsv1.Deployment](objects, name))
 				for _, variable := range []string{"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"} {
 					assert.Equal(t, tt.wantProxy[variable], env[variable], "%s of %s", variable, name)
@@ -168,8 +168,8 @@ func TestACMGitOpsAddonConfigIsUnderstood(t *testing.T) {
 // TestArgoCDAgentImage: argocd-agent's image reaches the ArgoCD CR in agent mode, from the
 // GitOpsCluster (annotation) over the AddOnDeploymentConfig, mirrored by its registries.
 func TestArgoCDAgentImage(t *testing.T) {
-	agentMode := map[string]string{constants.ArgoCDAgentMode: "managed", constants.AnnotationArgoCDAgentPrincipal: "principal.example.com:443"}
-	withImage := map[string]string{constants.AnnotationArgoCDAgentImage: "registry.example.com/argocd-agent:v1"}
+	agentMode := agentModeSettings()
+	withImage := contract.AddonSettings{Images: contract.Images{ArgoCDAgent: "registry.example.com/argocd-agent:v1"}}.Annotations()
 	for k, v := range agentMode {
 		withImage[k] = v
 	}
@@ -198,7 +198,7 @@ func TestArgoCDAgentImage(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			objects := render(t, Options{AgentImage: "a:1", ADCGetter: tt.adcs}, vanilla(), mca("cfg", tt.annotations, ""))
-			argocd := find[*unstructured.Unstructured](objects, constants.ArgoCDName)
+			argocd := find[*unstructured.Unstructured](objects, contract.ArgoCDName)
 			require.NotNil(t, argocd)
 			enabled, _, _ := unstructured.NestedBool(argocd.Object, "spec", "argoCDAgent", "agent", "enabled")
 			require.True(t, enabled, "agent mode")
@@ -206,4 +206,10 @@ func TestArgoCDAgentImage(t *testing.T) {
 			assert.Equal(t, tt.want, image)
 		})
 	}
+}
+
+// agentModeSettings are the ManagedClusterAddOn annotations of a managed-mode cluster
+// whose principal is known.
+func agentModeSettings() map[string]string {
+	return contract.AddonSettings{ArgoCDAgent: &contract.ArgoCDAgentSettings{Mode: "managed", Principal: "principal.example.com:443"}}.Annotations()
 }

@@ -26,7 +26,7 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/gitops-addon/gitops-addon/manifests"
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/agentsigner"
 )
 
@@ -88,7 +88,7 @@ func buildHelmAddon(o Options, chartFS embed.FS) (agent.AgentAddon, error) {
 		getValues = append(getValues, staticValues(o.ExtraValues))
 	}
 
-	factory := addonfactory.NewAgentAddonFactory(constants.AddonName, chartFS, manifests.AgentChartDir).
+	factory := addonfactory.NewAgentAddonFactory(contract.AddonName, chartFS, manifests.AgentChartDir).
 		WithScheme(agentScheme()).
 		WithGetValuesFuncs(getValues...).
 		WithAgentHealthProber(&agent.HealthProber{Type: agent.HealthProberTypeLease}).
@@ -115,7 +115,7 @@ func staticValues(v addonfactory.Values) addonfactory.GetValuesFunc {
 // agentScheme decodes the non-core kinds the chart renders.
 func agentScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
-	s.AddKnownTypeWithName(constants.ArgoCDGVK, &unstructured.Unstructured{})
+	s.AddKnownTypeWithName(contract.ArgoCDGVK, &unstructured.Unstructured{})
 	return s
 }
 
@@ -162,13 +162,13 @@ func hubRole(cluster string) *rbacv1.Role {
 			{
 				APIGroups:     []string{"addon.open-cluster-management.io"},
 				Resources:     []string{"managedclusteraddons"},
-				ResourceNames: []string{constants.AddonName},
+				ResourceNames: []string{contract.AddonName},
 				Verbs:         []string{"get", "list", "watch"},
 			},
 			{
 				APIGroups:     []string{"addon.open-cluster-management.io"},
 				Resources:     []string{"managedclusteraddons/status"},
-				ResourceNames: []string{constants.AddonName},
+				ResourceNames: []string{contract.AddonName},
 				Verbs:         []string{"get", "patch", "update"},
 			},
 			{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
@@ -182,8 +182,8 @@ func hubRole(cluster string) *rbacv1.Role {
 // CD Agent mode get their agent's client certificate too.
 func registration(kubeClient kubernetes.Interface, signer *agentsigner.Signer) *agent.RegistrationOption {
 	option := &agent.RegistrationOption{
-		Configurations:  agent.KubeClientSignerConfigurations(constants.AddonName, constants.AgentName),
-		CSRApproveCheck: utils.DefaultCSRApprover(constants.AgentName),
+		Configurations:  agent.KubeClientSignerConfigurations(contract.AddonName, contract.AgentName),
+		CSRApproveCheck: utils.DefaultCSRApprover(contract.AgentName),
 		PermissionConfig: func(ctx context.Context, cluster *clusterv1.ManagedCluster, addon *addonv1beta1.ManagedClusterAddOn) error {
 			if kubeClient == nil {
 				return fmt.Errorf("no hub client to grant the agent's permissions for cluster %s", cluster.Name)
@@ -264,7 +264,7 @@ func (a *gitopsAddon) GetAgentAddonOptions() agent.AgentAddonOptions {
 	opts := a.AgentAddon.GetAgentAddonOptions()
 	opts.ManifestConfigs = append(slices.Clone(opts.ManifestConfigs), workv1.ManifestConfigOption{
 		ResourceIdentifier: workv1.ResourceIdentifier{
-			Group: constants.ArgoCDGVK.Group, Resource: "argocds", Name: constants.ArgoCDName, Namespace: constants.GitOpsNamespace,
+			Group: contract.ArgoCDGVK.Group, Resource: "argocds", Name: contract.ArgoCDName, Namespace: contract.GitOpsNamespace,
 		},
 		UpdateStrategy: &workv1.UpdateStrategy{
 			Type:            workv1.UpdateStrategyTypeServerSideApply,
@@ -273,3 +273,7 @@ func (a *gitopsAddon) GetAgentAddonOptions() agent.AgentAddonOptions {
 	})
 	return opts
 }
+
+// AnnotationDeletionOrphan is OCM's annotation that tells the work agent to leave an
+// object on the spoke when the ManifestWork that carried it is deleted.
+const AnnotationDeletionOrphan = "addon.open-cluster-management.io/deletion-orphan"

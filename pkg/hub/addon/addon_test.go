@@ -22,7 +22,7 @@ import (
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
 
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 )
 
 // fakeADCGetter serves AddOnDeploymentConfigs from memory.
@@ -55,7 +55,7 @@ var (
 // carrying annotations and a RouteAPI report.
 func mca(adc string, annotations map[string]string, routeAPI string) *addonv1beta1.ManagedClusterAddOn {
 	a := &addonv1beta1.ManagedClusterAddOn{
-		ObjectMeta: metav1.ObjectMeta{Name: constants.AddonName, Namespace: "c1", Annotations: annotations},
+		ObjectMeta: metav1.ObjectMeta{Name: contract.AddonName, Namespace: "c1", Annotations: annotations},
 		Status:     addonv1beta1.ManagedClusterAddOnStatus{Namespace: DefaultInstallNamespace},
 	}
 	if adc != "" {
@@ -65,7 +65,7 @@ func mca(adc string, annotations map[string]string, routeAPI string) *addonv1bet
 		}}
 	}
 	if routeAPI != "" {
-		a.Status.Conditions = []metav1.Condition{{Type: constants.ConditionRouteAPI, Status: metav1.ConditionTrue, Reason: routeAPI}}
+		a.Status.Conditions = []metav1.Condition{{Type: contract.ConditionRouteAPI, Status: metav1.ConditionTrue, Reason: routeAPI}}
 	}
 	return a
 }
@@ -105,10 +105,10 @@ func TestRenderFlavours(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			objects := render(t, Options{AgentImage: "example.com/agent:v1"}, tc.cluster, mca("", nil, ""))
-			op := find[*appsv1.Deployment](objects, constants.OperatorDeployment)
+			op := find[*appsv1.Deployment](objects, contract.OperatorDeployment)
 			require.NotNil(t, op, "operator Deployment rendered")
 			assert.Contains(t, op.Spec.Template.Spec.Containers[0].Image, tc.wantImage)
-			ag := find[*appsv1.Deployment](objects, constants.AgentDeployment)
+			ag := find[*appsv1.Deployment](objects, contract.AgentDeployment)
 			require.NotNil(t, ag, "agent Deployment rendered")
 			assert.Equal(t, "example.com/agent:v1", ag.Spec.Template.Spec.Containers[0].Image)
 			assert.Equal(t, DefaultInstallNamespace, ag.Namespace)
@@ -119,31 +119,31 @@ func TestRenderFlavours(t *testing.T) {
 					t.Errorf("CRD %s rendered: the agent installs CRDs, the ManifestWork carries none", crd.Name)
 				}
 			}
-			argocd := find[*unstructured.Unstructured](objects, constants.ArgoCDName)
+			argocd := find[*unstructured.Unstructured](objects, contract.ArgoCDName)
 			require.NotNil(t, argocd, "ArgoCD CR rendered")
 			route, _, _ := unstructured.NestedBool(argocd.Object, "spec", "server", "route", "enabled")
 			assert.Equal(t, tc.cluster.Labels[labelVendor] == "OpenShift", route, "the Argo CD server Route only on OpenShift")
 			noDefaultRole, _, _ := unstructured.NestedBool(argocd.Object, "spec", "defaultClusterScopedRoleDisabled")
 			assert.True(t, noDefaultRole, "no */* ClusterRole: argocd-platform-extensions is the grant")
-			ns := find[*corev1.Namespace](objects, constants.GitOpsNamespace)
+			ns := find[*corev1.Namespace](objects, contract.GitOpsNamespace)
 			require.NotNil(t, ns)
-			assert.Contains(t, ns.Annotations, constants.AnnotationDeletionOrphan)
+			assert.Contains(t, ns.Annotations, AnnotationDeletionOrphan)
 		})
 	}
 }
 
 func TestAgentMountsWholeHubSecret(t *testing.T) {
 	objects := render(t, Options{AgentImage: "a:1"}, vanilla(), mca("", nil, ""))
-	ag := find[*appsv1.Deployment](objects, constants.AgentDeployment)
+	ag := find[*appsv1.Deployment](objects, contract.AgentDeployment)
 	require.NotNil(t, ag)
 	var found bool
 	for _, v := range ag.Spec.Template.Spec.Volumes {
-		if v.Secret != nil && v.Secret.SecretName == constants.HubKubeconfigSecret {
+		if v.Secret != nil && v.Secret.SecretName == contract.HubKubeconfigSecret {
 			found = true
 			assert.Empty(t, v.Secret.Items, "the whole secret is mounted: the kubeconfig refers to tls.crt/tls.key beside it")
 		}
 	}
-	assert.True(t, found, "agent mounts %s", constants.HubKubeconfigSecret)
+	assert.True(t, found, "agent mounts %s", contract.HubKubeconfigSecret)
 	for _, m := range ag.Spec.Template.Spec.Containers[0].VolumeMounts {
 		assert.Empty(t, m.SubPath)
 	}
@@ -174,17 +174,17 @@ func TestImagePrecedence(t *testing.T) {
 		{name: "ADC customizedVariable beats the flag", opts: Options{AgentImage: "a:1", OperatorImage: "flag.example.com/op:v1", ADCGetter: adcs},
 			addon: mca("cfg", nil, ""), wantOp: "adc.example.com/operator:v2", wantAgent: "a:1"},
 		{name: "GitOpsCluster annotation beats the ADC", opts: Options{AgentImage: "a:1", ADCGetter: adcs},
-			addon: mca("cfg", map[string]string{constants.AnnotationOperatorImage: "gc.example.com/op:v3"}, ""), wantOp: "gc.example.com/op:v3", wantAgent: "a:1"},
+			addon: mca("cfg", contract.AddonSettings{Images: contract.Images{Operator: "gc.example.com/op:v3"}}.Annotations(), ""), wantOp: "gc.example.com/op:v3", wantAgent: "a:1"},
 		{name: "ADC registries mirror the default operator image and the agent image", opts: Options{AgentImage: "quay.io/gitops-addon/gitops-addon:v1", ADCGetter: mirrored},
 			addon: mca("cfg", nil, ""), wantOp: "mirror.example.com/gitops/argocd-operator:v0.18.0", wantAgent: "mirror.example.com/addon/gitops-addon:v1"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			objects := render(t, tc.opts, vanilla(), tc.addon)
-			op := find[*appsv1.Deployment](objects, constants.OperatorDeployment)
+			op := find[*appsv1.Deployment](objects, contract.OperatorDeployment)
 			require.NotNil(t, op)
 			assert.Contains(t, op.Spec.Template.Spec.Containers[0].Image, tc.wantOp)
-			ag := find[*appsv1.Deployment](objects, constants.AgentDeployment)
+			ag := find[*appsv1.Deployment](objects, contract.AgentDeployment)
 			require.NotNil(t, ag)
 			assert.Equal(t, tc.wantAgent, ag.Spec.Template.Spec.Containers[0].Image)
 		})
@@ -236,14 +236,14 @@ func TestRegistriesMirrorEveryShippedImage(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			objects := render(t, tc.opts, tc.cluster, tc.addon)
-			for _, name := range []string{constants.OperatorDeployment, constants.AgentDeployment} {
+			for _, name := range []string{contract.OperatorDeployment, contract.AgentDeployment} {
 				d := find[*appsv1.Deployment](objects, name)
 				require.NotNil(t, d, name)
 				for _, c := range append(d.Spec.Template.Spec.InitContainers, d.Spec.Template.Spec.Containers...) {
 					assert.Equal(t, tc.mirrored, strings.HasPrefix(c.Image, "mirror.example.com/quay/"), "%s container %s: %s", name, c.Name, c.Image)
 				}
 			}
-			cr := find[*unstructured.Unstructured](objects, constants.ArgoCDName)
+			cr := find[*unstructured.Unstructured](objects, contract.ArgoCDName)
 			require.NotNil(t, cr, "ArgoCD CR rendered")
 			image, _, _ := unstructured.NestedString(cr.Object, "spec", "image")
 			version, _, _ := unstructured.NestedString(cr.Object, "spec", "version")
@@ -281,7 +281,7 @@ func TestDeploymentConfigKnobs(t *testing.T) {
 	a := mca("cfg", nil, "")
 	objects := render(t, Options{AgentImage: "a:1", ADCGetter: adcs}, vanilla(), a)
 
-	for _, name := range []string{constants.OperatorDeployment, constants.AgentDeployment} {
+	for _, name := range []string{contract.OperatorDeployment, contract.AgentDeployment} {
 		d := find[*appsv1.Deployment](objects, name)
 		require.NotNil(t, d, name)
 		spec := d.Spec.Template.Spec
@@ -294,12 +294,12 @@ func TestDeploymentConfigKnobs(t *testing.T) {
 		}
 		assert.Equal(t, "https://proxy.example.com:3129", env["HTTPS_PROXY"], name)
 	}
-	ag := find[*appsv1.Deployment](objects, constants.AgentDeployment)
+	ag := find[*appsv1.Deployment](objects, contract.AgentDeployment)
 	assert.Equal(t, "gitops-agent", ag.Namespace, "agentInstallNamespace from the ADC")
 	assert.Contains(t, ag.Spec.Template.Spec.Containers[0].Args, "--zap-log-level=debug")
 	assert.Contains(t, ag.Spec.Template.Spec.Containers[0].Args, "--disable-route-crd-admission-guard")
 
-	role := find[*rbacv1.ClusterRole](objects, constants.PlatformExtensionsClusterRole)
+	role := find[*rbacv1.ClusterRole](objects, contract.PlatformExtensionsClusterRole)
 	require.NotNil(t, role)
 	groups := map[string]bool{}
 	for _, r := range role.Rules {
@@ -316,7 +316,7 @@ func TestArgoCDAppliedServerSide(t *testing.T) {
 	require.NoError(t, err)
 	var found bool
 	for _, c := range a.GetAgentAddonOptions().ManifestConfigs {
-		if c.ResourceIdentifier.Resource == "argocds" && c.ResourceIdentifier.Name == constants.ArgoCDName {
+		if c.ResourceIdentifier.Resource == "argocds" && c.ResourceIdentifier.Name == contract.ArgoCDName {
 			found = true
 			require.NotNil(t, c.UpdateStrategy)
 			assert.Equal(t, workv1.UpdateStrategyTypeServerSideApply, c.UpdateStrategy.Type)
@@ -359,7 +359,7 @@ func TestUnknownCustomizedVariablesAreIgnoredWithAWarning(t *testing.T) {
 	warn := func(_ *addonv1beta1.ManagedClusterAddOn, message string) { warnings = append(warnings, message) }
 	objects := render(t, Options{AgentImage: "a:1", ADCGetter: adcs, Warn: warn}, vanilla(), mca("cfg", nil, ""))
 
-	ag := find[*appsv1.Deployment](objects, constants.AgentDeployment)
+	ag := find[*appsv1.Deployment](objects, contract.AgentDeployment)
 	require.NotNil(t, ag, "the stack is rendered")
 	assert.Contains(t, ag.Spec.Template.Spec.Containers[0].Args, "--zap-log-level=debug", "the known variable still applies")
 	require.Len(t, warnings, 1)
@@ -393,7 +393,7 @@ func TestManifestsRenderConcurrently(t *testing.T) {
 	a, err := New(Options{})
 	require.NoError(t, err)
 	addonFor := func(i int) *addonv1beta1.ManagedClusterAddOn {
-		return mca("", map[string]string{constants.AnnotationArgoCDImage: fmt.Sprintf("quay.example.com/argocd:v%d", i)}, "")
+		return mca("", contract.AddonSettings{Images: contract.Images{ArgoCD: fmt.Sprintf("quay.example.com/argocd:v%d", i)}}.Annotations(), "")
 	}
 	clusterFor := func(i int) *clusterv1.ManagedCluster {
 		return []func() *clusterv1.ManagedCluster{vanilla, openshift, unknown}[i%3]()

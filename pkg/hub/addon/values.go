@@ -2,7 +2,6 @@ package addon
 
 import (
 	"fmt"
-	"net"
 	"regexp"
 	"sort"
 	"strings"
@@ -12,7 +11,7 @@ import (
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 )
 
 // Names of the AddOnDeploymentConfig customizedVariables gitops-addon understands. Any
@@ -204,12 +203,12 @@ func fromAnnotations(addon *addonv1beta1.ManagedClusterAddOn) knobs {
 	if addon == nil {
 		return knobs{}
 	}
-	a := addon.Annotations
+	images := contract.SettingsOf(addon.Annotations).Images
 	return knobs{
-		operatorImage:    a[constants.AnnotationOperatorImage],
-		argoCDImage:      a[constants.AnnotationArgoCDImage],
-		redisImage:       a[constants.AnnotationRedisImage],
-		argoCDAgentImage: a[constants.AnnotationArgoCDAgentImage],
+		operatorImage:    images.Operator,
+		argoCDImage:      images.ArgoCD,
+		redisImage:       images.Redis,
+		argoCDAgentImage: images.ArgoCDAgent,
 	}
 }
 
@@ -217,12 +216,15 @@ func fromAnnotations(addon *addonv1beta1.ManagedClusterAddOn) knobs {
 // Agent mode, from what its GitOpsCluster wrote on the ManagedClusterAddOn; nil outside
 // agent mode.
 func argoCDAgentValues(addon *addonv1beta1.ManagedClusterAddOn) map[string]any {
-	if addon == nil || addon.Annotations[constants.ArgoCDAgentMode] == "" {
+	if addon == nil {
 		return nil
 	}
-	a := addon.Annotations
-	values := map[string]any{"mode": a[constants.ArgoCDAgentMode], "caCertificate": a[constants.AnnotationArgoCDAgentCA]}
-	if host, port, err := net.SplitHostPort(a[constants.AnnotationArgoCDAgentPrincipal]); err == nil {
+	agent := contract.SettingsOf(addon.Annotations).ArgoCDAgent
+	if agent == nil {
+		return nil
+	}
+	values := map[string]any{"mode": agent.Mode, "caCertificate": agent.PrincipalCA}
+	if host, port, ok := agent.PrincipalHostPort(); ok {
 		values["principalAddress"], values["principalPort"] = host, port
 	}
 	return values

@@ -26,9 +26,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/agenttrust"
-	"github.com/gitops-addon/gitops-addon/pkg/hub/gitopscluster"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/ownership"
 )
 
 const (
@@ -61,7 +61,10 @@ type Signer struct {
 // agentMode is the cluster's Argo CD Agent mode as its GitOpsCluster wrote it on the
 // ManagedClusterAddOn; "" when agent mode is off.
 func agentMode(addon *addonv1beta1.ManagedClusterAddOn) string {
-	return addon.Annotations[constants.ArgoCDAgentMode]
+	if agent := contract.SettingsOf(addon.Annotations).ArgoCDAgent; agent != nil {
+		return agent.Mode
+	}
+	return ""
 }
 
 // registration is the client certificate an agent-mode cluster's Argo CD Agent gets.
@@ -192,7 +195,7 @@ func (s *Signer) Sign(
 // ManagedClusterAddOn, which must be in agent mode: the spec decides which CA signs, never
 // an annotation alone.
 func (s *Signer) caNamespace(ctx context.Context, addon *addonv1beta1.ManagedClusterAddOn) (string, error) {
-	owner, ok := gitopscluster.OwnerOf(addon)
+	owner, ok := ownership.KeyOf(addon)
 	if !ok {
 		return "", errors.New("its ManagedClusterAddOn was not created by a GitOpsCluster")
 	}

@@ -26,7 +26,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/ownership"
 )
 
 // certificateRequest is what a klusterlet's registration agent sends for cluster.
@@ -64,12 +65,12 @@ func validRequest() certificateRequest {
 }
 
 func addonInAgentMode(mode string) *addonv1beta1.ManagedClusterAddOn {
-	a := &addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: constants.AddonName,
+	a := &addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: contract.AddonName,
 		Labels: map[string]string{
-			constants.LabelManagedBy: constants.ManagedByValue, constants.LabelOwnerNamespace: "team-a", constants.LabelOwnerName: "fleet",
+			contract.LabelManagedBy: contract.ManagedByValue, ownership.LabelNamespace: "team-a", ownership.LabelName: "fleet",
 		}}}
 	if mode != "" {
-		a.Annotations = map[string]string{constants.ArgoCDAgentMode: mode}
+		a.Annotations = map[string]string{contract.ArgoCDAgentMode: mode}
 	}
 	return a
 }
@@ -146,7 +147,7 @@ func TestApproveChecksWhoAsksAndForWhat(t *testing.T) {
 
 func TestConfigurationsAddTheAgentCertificateInAgentModeOnly(t *testing.T) {
 	cluster := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "c1"}}
-	configs := Configurations(agent.KubeClientSignerConfigurations(constants.AddonName, constants.AgentName))
+	configs := Configurations(agent.KubeClientSignerConfigurations(contract.AddonName, contract.AgentName))
 	off, err := configs(context.Background(), cluster, addonInAgentMode(""))
 	require.NoError(t, err)
 	assert.Len(t, off, 1, "the hub client certificate only")

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 )
 
 // Names of the Secrets in the Argo CD namespace, as argocd-agent's principal reads them.
@@ -260,11 +260,11 @@ func tlsSecret(ns, name string, pair *keyPair) *corev1.Secret {
 // labels mark the trust Secrets as gitops-addon's, shared by the GitOpsClusters of the
 // namespace (the manager's cache sees them by this label).
 func labels() map[string]string {
-	return map[string]string{constants.LabelManagedBy: constants.ManagedByValue}
+	return map[string]string{contract.LabelManagedBy: contract.ManagedByValue}
 }
 
 func ours(s *corev1.Secret) bool {
-	return s.Labels[constants.LabelManagedBy] == constants.ManagedByValue
+	return s.Labels[contract.LabelManagedBy] == contract.ManagedByValue
 }
 
 func (k *Keeper) now() time.Time {

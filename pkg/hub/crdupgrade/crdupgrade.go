@@ -29,7 +29,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gitops-addon/gitops-addon/charts"
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/crdowner"
 )
 
@@ -94,7 +94,7 @@ func prepare(crd *apiextensionsv1.CustomResourceDefinition) (CRD, error) {
 	if crd.Labels == nil {
 		crd.Labels = map[string]string{}
 	}
-	crd.Labels[constants.LabelManagedBy] = constants.ManagedByValue
+	crd.Labels[contract.LabelManagedBy] = contract.ManagedByValue
 	if crd.Annotations == nil {
 		crd.Annotations = map[string]string{}
 	}

@@ -10,7 +10,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 )
 
 func TestLoadEmbedsTheChartCRDsAsOurs(t *testing.T) {
@@ -22,7 +22,7 @@ func TestLoadEmbedsTheChartCRDsAsOurs(t *testing.T) {
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		require.NoError(t, json.Unmarshal(c.Apply, crd))
 		assert.Equal(t, "CustomResourceDefinition", crd.Kind)
-		assert.Equal(t, constants.ManagedByValue, crd.Labels[constants.LabelManagedBy])
+		assert.Equal(t, contract.ManagedByValue, crd.Labels[contract.LabelManagedBy])
 		assert.Equal(t, strconv.Itoa(SchemaRevision), crd.Annotations[AnnotationSchemaRevision])
 		assert.NotEmpty(t, c.Versions)
 	}
@@ -37,7 +37,7 @@ func TestDecide(t *testing.T) {
 			Status:     apiextensionsv1.CustomResourceDefinitionStatus{StoredVersions: stored},
 		}
 	}
-	ours := map[string]string{constants.LabelManagedBy: constants.ManagedByValue}
+	ours := map[string]string{contract.LabelManagedBy: contract.ManagedByValue}
 	revision := func(rev int) map[string]string { return map[string]string{AnnotationSchemaRevision: strconv.Itoa(rev)} }
 	tests := []struct {
 		name    string
@@ -53,7 +53,7 @@ func TestDecide(t *testing.T) {
 		{"a stored version the schema drops: refused", existing(ours, revision(SchemaRevision), "v1alpha1", "v1beta1"), refuse, "stored as version v1alpha1"},
 		{"OLM's: left alone", existing(map[string]string{"operators.coreos.com/openshift-gitops-operator.openshift-operators": ""}, nil), leave, "OLM"},
 		{"Red Hat ACM's installer: left alone", existing(map[string]string{"installer.name": "multiclusterhub"}, nil), leave, "multiclusterhub"},
-		{"another chart's: left alone", existing(map[string]string{constants.LabelManagedBy: "argocd-operator"}, nil), leave, "argocd-operator"},
+		{"another chart's: left alone", existing(map[string]string{contract.LabelManagedBy: "argocd-operator"}, nil), leave, "argocd-operator"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/ownership"
 )
 
 // acmClusterSecretNames are the names Red Hat ACM 2.9 and later give a cluster's Argo CD
@@ -71,13 +71,13 @@ func (r *Reconciler) planClusterSecrets(ctx context.Context, gc *appsv1beta1.Git
 			case keep == "":
 				plan.blocked[cluster] = fmt.Sprintf("Red Hat ACM's cluster secret %s/%s registers cluster %q with Argo CD already; gitops-addon adds no second one "+
 					"(Argo CD refuses a destination name two cluster secrets carry). Fix: annotate GitOpsCluster %s/%s with %s=true to take it over, or delete it.",
-					s.Namespace, s.Name, cluster, gc.Namespace, gc.Name, constants.AnnotationAdopt)
+					s.Namespace, s.Name, cluster, gc.Namespace, gc.Name, appsv1beta1.AnnotationAdopt)
 			case adopts(gc):
 				plan.duplicates[cluster] = append(plan.duplicates[cluster], s)
 			default:
 				plan.doubled[cluster] = fmt.Sprintf("Red Hat ACM's cluster secret %s/%s registers cluster %q too, beside %s/%s: Argo CD sees the cluster "+
 					"twice and refuses it as a destination name. Fix: annotate GitOpsCluster %s/%s with %s=true (ACM's is then removed), or delete ACM's.",
-					s.Namespace, s.Name, cluster, s.Namespace, keep, gc.Namespace, gc.Name, constants.AnnotationAdopt)
+					s.Namespace, s.Name, cluster, s.Namespace, keep, gc.Namespace, gc.Name, appsv1beta1.AnnotationAdopt)
 			}
 			if plan.blocked[cluster] != "" {
 				break
@@ -112,7 +112,7 @@ func (r *Reconciler) unregistered(gc *appsv1beta1.GitOpsCluster, cluster string,
 // namespace, from the cache.
 func (r *Reconciler) ownedSecretNames(ctx context.Context, gc *appsv1beta1.GitOpsCluster) (map[string]bool, error) {
 	owned := &corev1.SecretList{}
-	if err := r.Client.List(ctx, owned, client.InNamespace(gc.ArgoNamespace()), ownerSelector(gc)); err != nil {
+	if err := r.Client.List(ctx, owned, client.InNamespace(gc.ArgoNamespace()), ownership.Selector(gc)); err != nil {
 		return nil, fmt.Errorf("listing the cluster secrets of %s/%s: %w", gc.Namespace, gc.Name, err)
 	}
 	names := map[string]bool{}
@@ -137,13 +137,13 @@ func (r *Reconciler) acmSecrets(ctx context.Context, gc *appsv1beta1.GitOpsClust
 	out := map[string]*corev1.Secret{}
 	for i := range list.Items {
 		s := &list.Items[i]
-		if !slices.Contains(acmClusterSecretNames(s.Labels[constants.LabelClusterName]), s.Name) {
+		if !slices.Contains(acmClusterSecretNames(s.Labels[LabelClusterName]), s.Name) {
 			continue
 		}
-		switch who, _ := classifyOwnership(s, gc); who {
-		case ownedByUs:
+		switch who, _ := ownership.Classify(s, gc); who {
+		case ownership.OwnedByIt:
 			owned[s.Name] = true
-		case notOwned:
+		case ownership.NotOwned:
 			out[s.Name] = s
 		}
 	}
@@ -165,7 +165,7 @@ func (r *Reconciler) removeDuplicates(ctx context.Context, gc *appsv1beta1.GitOp
 		}
 		r.event(gc, corev1.EventTypeNormal, "DuplicateRemoved",
 			"Removed Red Hat ACM's cluster secret %s/%s: %s/%s, adopted, registers the same cluster (%s is \"true\")",
-			s.Namespace, s.Name, s.Namespace, kept, constants.AnnotationAdopt)
+			s.Namespace, s.Name, s.Namespace, kept, appsv1beta1.AnnotationAdopt)
 	}
 	return nil
 }

@@ -16,16 +16,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/ownership"
 )
 
 // acmSecret is a cluster Secret as Red Hat ACM 2.9 and later write it.
 func acmSecret(name, cluster string) *corev1.Secret {
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "gitops", Name: name, UID: types.UID("acm-" + name), Labels: map[string]string{
-			labelSecretType:            "cluster",
-			labelACMCluster:            "true",
-			constants.LabelClusterName: cluster,
+			labelSecretType:  "cluster",
+			labelACMCluster:  "true",
+			LabelClusterName: cluster,
 			"apps.open-cluster-management.io/cluster-server": cluster + "-control-plane",
 			"apps.open-cluster-management.io/data-source":    "blank",
 		}},
@@ -38,7 +38,7 @@ func clusterSecretsOf(t *testing.T, c client.Client, cluster string) []corev1.Se
 	t.Helper()
 	list := &corev1.SecretList{}
 	require.NoError(t, c.List(context.Background(), list, client.InNamespace("gitops"),
-		client.MatchingLabels{labelSecretType: "cluster", constants.LabelClusterName: cluster}))
+		client.MatchingLabels{labelSecretType: "cluster", LabelClusterName: cluster}))
 	return list.Items
 }
 
@@ -86,7 +86,7 @@ func TestACMClusterSecretsAreTakenOverNeverDoubled(t *testing.T) {
 			if tt.adopt {
 				current := &appsv1beta1.GitOpsCluster{}
 				require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(gc), current))
-				current.Annotations = map[string]string{constants.AnnotationAdopt: "true"}
+				current.Annotations = map[string]string{appsv1beta1.AnnotationAdopt: "true"}
 				require.NoError(t, c.Update(ctx, current))
 			}
 
@@ -120,7 +120,7 @@ func TestACMClusterSecretsAreTakenOverNeverDoubled(t *testing.T) {
 			}
 			assert.Equal(t, []string{tt.wantKept}, names, "exactly one cluster Secret for c1")
 			kept := secrets[0]
-			assert.Equal(t, "gc", kept.Labels[constants.LabelOwnerName], "kept Secret is ours")
+			assert.Equal(t, "gc", kept.Labels[ownership.LabelName], "kept Secret is ours")
 			if uid, wasACMs := uids[tt.wantKept]; wasACMs {
 				assert.Equal(t, uid, string(kept.UID), "ACM's Secret taken over in place, not recreated")
 			}

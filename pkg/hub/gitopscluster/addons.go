@@ -18,30 +18,22 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/ownership"
 )
 
-// imageAnnotations carries spec.gitopsAddon's image choices to the addon's values
-// functions through the ManagedClusterAddOn.
-func imageAnnotations(gc *appsv1beta1.GitOpsCluster) map[string]string {
+// imageSettings are spec.gitopsAddon's image choices, which the addon's values functions
+// render the cluster's manifests with.
+func imageSettings(gc *appsv1beta1.GitOpsCluster) contract.Images {
 	a := gc.Spec.GitOpsAddon
-	out := map[string]string{}
 	if a == nil {
-		return out
+		return contract.Images{}
 	}
-	for key, value := range map[string]string{
-		constants.AnnotationOperatorImage: a.GitOpsOperatorImage,
-		constants.AnnotationArgoCDImage:   a.GitOpsImage,
-		constants.AnnotationRedisImage:    a.RedisImage,
-	} {
-		if value != "" {
-			out[key] = value
-		}
+	images := contract.Images{Operator: a.GitOpsOperatorImage, ArgoCD: a.GitOpsImage, Redis: a.RedisImage}
+	if agent := a.ArgoCDAgent; agent != nil {
+		images.ArgoCDAgent = agent.Image
 	}
-	if agent := a.ArgoCDAgent; agent != nil && agent.Image != "" {
-		out[constants.AnnotationArgoCDAgentImage] = agent.Image
-	}
-	return out
+	return images
 }
 
 // desiredAddon is the ManagedClusterAddOn a GitOpsCluster creates on a cluster. When the
@@ -50,15 +42,14 @@ func imageAnnotations(gc *appsv1beta1.GitOpsCluster) map[string]string {
 // change): addon-framework's registration and deploy controllers wait for that reference,
 // and OCM's addon manager adds it at its own pace (2 workers; at 1,000 clusters about a
 // minute behind the creates).
-func desiredAddon(gc *appsv1beta1.GitOpsCluster, cluster string, agent map[string]string, cma *metav1.OwnerReference) *addonv1beta1.ManagedClusterAddOn {
-	annotations := imageAnnotations(gc)
-	maps.Copy(annotations, ownerAnnotations(gc))
-	maps.Copy(annotations, agent)
+func desiredAddon(gc *appsv1beta1.GitOpsCluster, cluster string, settings contract.AddonSettings, cma *metav1.OwnerReference) *addonv1beta1.ManagedClusterAddOn {
+	annotations := settings.Annotations()
+	maps.Copy(annotations, ownership.Annotations(gc))
 	addon := &addonv1beta1.ManagedClusterAddOn{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        constants.AddonName,
+			Name:        contract.AddonName,
 			Namespace:   cluster,
-			Labels:      ownerLabels(gc),
+			Labels:      ownership.Labels(gc),
 			Annotations: annotations,
 		},
 	}
@@ -73,12 +64,12 @@ func desiredAddon(gc *appsv1beta1.GitOpsCluster, cluster string, agent map[strin
 // ClusterManagementAddOn does not exist (OCM then adds the reference once it does).
 func (r *Reconciler) managementAddonRef(ctx context.Context) (*metav1.OwnerReference, error) {
 	cma := &addonv1beta1.ClusterManagementAddOn{}
-	err := r.Client.Get(ctx, client.ObjectKey{Name: constants.AddonName}, cma)
+	err := r.Client.Get(ctx, client.ObjectKey{Name: contract.AddonName}, cma)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, nil
 	case err != nil:
-		return nil, fmt.Errorf("reading ClusterManagementAddOn %s: %w", constants.AddonName, err)
+		return nil, fmt.Errorf("reading ClusterManagementAddOn %s: %w", contract.AddonName, err)
 	}
 	return metav1.NewControllerRef(
 		cma,
@@ -90,12 +81,12 @@ func (r *Reconciler) managementAddonRef(ctx context.Context) (*metav1.OwnerRefer
 // ClusterManagementAddOn gitops-addon's installer, "" when there is none.
 func (r *Reconciler) addonDeliverer(ctx context.Context) (string, error) {
 	cma := &addonv1beta1.ClusterManagementAddOn{}
-	err := r.Client.Get(ctx, client.ObjectKey{Name: constants.AddonName}, cma)
+	err := r.Client.Get(ctx, client.ObjectKey{Name: contract.AddonName}, cma)
 	switch {
 	case apierrors.IsNotFound(err):
 		return "", nil
 	case err != nil:
-		return "", fmt.Errorf("reading ClusterManagementAddOn %s: %w", constants.AddonName, err)
+		return "", fmt.Errorf("reading ClusterManagementAddOn %s: %w", contract.AddonName, err)
 	}
 	return DescribeManagementAddon(cma), nil
 }
@@ -145,9 +136,7 @@ func updateAddon(current, desired client.Object) bool {
 		annotations = map[string]string{}
 	}
 	want := desired.GetAnnotations()
-	for _, key := range []string{
-		constants.AnnotationOperatorImage, constants.AnnotationArgoCDImage, constants.AnnotationRedisImage, constants.AnnotationArgoCDAgentImage,
-		constants.ArgoCDAgentMode, constants.AnnotationArgoCDAgentPrincipal, constants.AnnotationArgoCDAgentCA} {
+	for _, key := range contract.SettingsAnnotationKeys() {
 		value, wanted := want[key]
 		if got, has := annotations[key]; wanted && got != value || !wanted && has {
 			changed = true
@@ -158,8 +147,8 @@ func updateAddon(current, desired client.Object) bool {
 			delete(annotations, key)
 		}
 	}
-	if owner, ok := want[constants.AnnotationOwner]; ok && annotations[constants.AnnotationOwner] != owner {
-		annotations[constants.AnnotationOwner], changed = owner, true
+	if owner, ok := want[ownership.AnnotationOwner]; ok && annotations[ownership.AnnotationOwner] != owner {
+		annotations[ownership.AnnotationOwner], changed = owner, true
 	}
 	current.SetLabels(labels)
 	current.SetAnnotations(annotations)
@@ -231,7 +220,7 @@ func (r *Reconciler) agentModeOf(ctx context.Context, gc *appsv1beta1.GitOpsClus
 		}
 		return "", "", fmt.Errorf("reading ManagedCluster %s: %w", cluster, err)
 	}
-	switch label, set := mc.Labels[constants.ArgoCDAgentMode]; {
+	switch label, set := mc.Labels[contract.ArgoCDAgentMode]; {
 	case !set:
 		return mode, "", nil
 	case label == appsv1beta1.ArgoCDAgentModeManaged || label == appsv1beta1.ArgoCDAgentModeAutonomous:
@@ -239,7 +228,7 @@ func (r *Reconciler) agentModeOf(ctx context.Context, gc *appsv1beta1.GitOpsClus
 	default:
 		return mode, fmt.Sprintf("ManagedCluster %s has label %s=%q, which is not an Argo CD Agent mode: using the GitOpsCluster's mode %q. Fix: set the label to "+
 			"%s or %s, or remove it.",
-			cluster, constants.ArgoCDAgentMode, label, mode, appsv1beta1.ArgoCDAgentModeManaged, appsv1beta1.ArgoCDAgentModeAutonomous), nil
+			cluster, contract.ArgoCDAgentMode, label, mode, appsv1beta1.ArgoCDAgentModeManaged, appsv1beta1.ArgoCDAgentModeAutonomous), nil
 	}
 }
 
@@ -287,7 +276,7 @@ func (r *Reconciler) ensureAddon(
 		return addonState{}, err
 	}
 	current := &addonv1beta1.ManagedClusterAddOn{}
-	outcome, err := r.ensureOwned(ctx, gc, desiredAddon(gc, cluster, agentAnnotations(gc, mode, agent), cma), current, updateAddon)
+	outcome, err := r.ensureOwned(ctx, gc, desiredAddon(gc, cluster, addonSettings(gc, mode, agent), cma), current, updateAddon)
 	if err != nil {
 		return addonState{}, err
 	}
@@ -298,8 +287,8 @@ func (r *Reconciler) ensureAddon(
 	available := meta.IsStatusConditionTrue(current.Status.Conditions, addonv1beta1.ManagedClusterAddOnConditionAvailable)
 	state := addonState{outcome: outcome, available: available, modeProblem: problem, agentMode: mode != ""}
 	if state.agentMode {
-		state.agentCertificate = meta.IsStatusConditionTrue(current.Status.Conditions, constants.ConditionArgoCDAgentCertificate)
-		state.agentConnected = meta.IsStatusConditionTrue(current.Status.Conditions, constants.ConditionArgoCDAgentConnected)
+		state.agentCertificate = meta.IsStatusConditionTrue(current.Status.Conditions, contract.ConditionArgoCDAgentCertificate)
+		state.agentConnected = meta.IsStatusConditionTrue(current.Status.Conditions, contract.ConditionArgoCDAgentConnected)
 	}
 	return state, nil
 }
@@ -321,7 +310,7 @@ type removalResult struct {
 func (r *Reconciler) removeStaleAddons(ctx context.Context, gc *appsv1beta1.GitOpsCluster, wanted map[string]bool) (removalResult, error) {
 	var res removalResult
 	addons := &addonv1beta1.ManagedClusterAddOnList{}
-	if err := r.Client.List(ctx, addons, ownerSelector(gc)); err != nil {
+	if err := r.Client.List(ctx, addons, ownership.Selector(gc)); err != nil {
 		return res, fmt.Errorf("listing ManagedClusterAddOns of %s/%s: %w", gc.Namespace, gc.Name, err)
 	}
 	var terminating []addonv1beta1.ManagedClusterAddOn

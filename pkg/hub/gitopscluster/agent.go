@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/agenttrust"
 )
 
@@ -173,34 +173,32 @@ func (r *Reconciler) toAgentFormat(ctx context.Context, desired *corev1.Secret, 
 		return fmt.Errorf("issuing the resource proxy client certificate of %s: %w", cluster, err)
 	}
 	desired.Labels[labelAgentName] = cluster
-	desired.Annotations[constants.AnnotationWrittenLabels] = writtenLabels(desired.Labels)
+	desired.Annotations[AnnotationWrittenLabels] = writtenLabels(desired.Labels)
 	desired.Annotations[annotationSkipReconcile] = "true"
 	desired.Data["server"] = []byte(agenttrust.ResourceProxyURL(desired.Namespace, cluster))
 	desired.Data["config"] = config
 	return nil
 }
 
-// agentAnnotations are what an agent-mode cluster's ManagedClusterAddOn carries for the
-// spoke's ArgoCD CR: the mode, the principal's address and the CA to trust it by (unless
-// propagation is off); none outside agent mode.
-func agentAnnotations(gc *appsv1beta1.GitOpsCluster, mode string, agent agentResult) map[string]string {
+// addonSettings are what a cluster's ManagedClusterAddOn carries for the addon's
+// rendering: the GitOpsCluster's images and, in agent mode, the mode, the principal's
+// address and the CA to trust it by (unless propagation is off).
+func addonSettings(gc *appsv1beta1.GitOpsCluster, mode string, agent agentResult) contract.AddonSettings {
+	settings := contract.AddonSettings{Images: imageSettings(gc)}
 	if mode == "" {
-		return nil
+		return settings
 	}
-	out := map[string]string{constants.ArgoCDAgentMode: mode}
-	if address := agent.principal.hostPort(); address != "" {
-		out[constants.AnnotationArgoCDAgentPrincipal] = address
-	}
+	settings.ArgoCDAgent = &contract.ArgoCDAgentSettings{Mode: mode, Principal: agent.principal.hostPort()}
 	if ca := agent.state.CACertificatePEM(); len(ca) > 0 && propagatesHubCA(gc) {
-		out[constants.AnnotationArgoCDAgentCA] = string(ca)
+		settings.ArgoCDAgent.PrincipalCA = string(ca)
 	}
-	return out
+	return settings
 }
 
 // propagatesHubCA tells whether the principal's CA goes to the clusters: propagateHubCA
 // (true unless set false), and not ACM's skip annotation.
 func propagatesHubCA(gc *appsv1beta1.GitOpsCluster) bool {
-	if gc.Annotations[constants.AnnotationSkipHubCAPropagation] == "true" {
+	if gc.Annotations[appsv1beta1.AnnotationSkipHubCAPropagation] == "true" {
 		return false
 	}
 	p := gc.Spec.GitOpsAddon.ArgoCDAgent.PropagateHubCA

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/ownership"
 )
 
 // applyOutcome says what ensureOwned found about an object.
@@ -111,7 +111,7 @@ func (r *Reconciler) readForeign(ctx context.Context, gc *appsv1beta1.GitOpsClus
 // nobody's GitOpsCluster owns (AnnotationAdopt "true"): Red Hat ACM's cluster Secrets,
 // ManagedClusterAddOns and placement ConfigMap, when migrating from ACM.
 func adopts(gc *appsv1beta1.GitOpsCluster) bool {
-	return gc.Annotations[constants.AnnotationAdopt] == "true"
+	return gc.Annotations[appsv1beta1.AnnotationAdopt] == "true"
 }
 
 // adopt puts our owner labels on an object nobody's GitOpsCluster owns and brings it to
@@ -132,17 +132,17 @@ func (r *Reconciler) adopt(ctx context.Context, gc *appsv1beta1.GitOpsCluster, d
 	}
 	r.foreign.forget(kind, key)
 	r.recent.add(kind, key) // the cache sees it only now
-	r.event(gc, corev1.EventTypeNormal, "Adopted", "Adopted %s %s (it was not created by gitops-addon; %s is \"true\")", kind, key, constants.AnnotationAdopt)
+	r.event(gc, corev1.EventTypeNormal, "Adopted", "Adopted %s %s (it was not created by gitops-addon; %s is \"true\")", kind, key, appsv1beta1.AnnotationAdopt)
 	return applyOutcome{}, nil
 }
 
 // foreignOutcome describes an object that is not ours; foreign is false when it is ours.
 func foreignOutcome(current client.Object, gc *appsv1beta1.GitOpsCluster, kind string) (applyOutcome, bool) {
 	key := client.ObjectKeyFromObject(current)
-	switch who, other := classifyOwnership(current, gc); who {
-	case ownedByUs:
+	switch who, other := ownership.Classify(current, gc); who {
+	case ownership.OwnedByIt:
 		return applyOutcome{}, false
-	case ownedByOtherGitOpsCluster:
+	case ownership.OwnedByOther:
 		return applyOutcome{
 			conflict: true, existing: current,
 			problem: fmt.Sprintf("%s %s belongs to GitOpsCluster %s, which selects the same cluster; it is left unchanged. Fix: make the Placements of the two "+
@@ -154,7 +154,7 @@ func foreignOutcome(current client.Object, gc *appsv1beta1.GitOpsCluster, kind s
 			existing: current,
 			problem: fmt.Sprintf("%s %s already exists and was not created by gitops-addon; it is left unchanged. Fix: annotate GitOpsCluster %s/%s with %s=true to "+
 				"adopt it (as when migrating from Red Hat ACM), delete it, or remove the cluster from the Placement.",
-				kind, key, gc.Namespace, gc.Name, constants.AnnotationAdopt),
+				kind, key, gc.Namespace, gc.Name, appsv1beta1.AnnotationAdopt),
 		}, true
 	}
 }

@@ -12,7 +12,8 @@ import (
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/ownership"
 )
 
 const (
@@ -22,9 +23,12 @@ const (
 	// secrets; ApplicationSets written for it select on it, so we set it too.
 	labelACMCluster = "apps.open-cluster-management.io/acm-cluster"
 
-	// PlacementConfigMapName is the ConfigMap an ApplicationSet clusterDecisionResource
-	// generator names in configMapRef to read PlacementDecisions.
-	PlacementConfigMapName = constants.PlacementConfigMapName
+	// LabelClusterName names, as Red Hat ACM's label does, the managed cluster an Argo CD
+	// cluster Secret stands for.
+	LabelClusterName = "apps.open-cluster-management.io/cluster-name"
+	// AnnotationWrittenLabels lists, comma-separated, the label keys gitops-addon wrote on
+	// an Argo CD cluster Secret; the others are another tool's and stay.
+	AnnotationWrittenLabels = "gitops-addon.open-cluster-management.io/written-labels"
 	// PlacementReaderName names the Role and RoleBinding that let the ApplicationSet
 	// controller read PlacementDecisions.
 	PlacementReaderName = "gitops-addon-applicationset-placement"
@@ -58,10 +62,10 @@ func clusterServer(mc *clusterv1.ManagedCluster) string {
 // are copied so that ApplicationSet cluster generators can select on them.
 func desiredClusterSecret(gc *appsv1beta1.GitOpsCluster, mc *clusterv1.ManagedCluster) *corev1.Secret {
 	labels := clusterLabels(mc)
-	maps.Copy(labels, ownerLabels(gc))
+	maps.Copy(labels, ownership.Labels(gc))
 	labels[labelSecretType] = "cluster"
 	labels[labelACMCluster] = "true"
-	labels[constants.LabelClusterName] = mc.Name
+	labels[LabelClusterName] = mc.Name
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        ClusterSecretName(mc.Name),
@@ -82,8 +86,8 @@ func desiredClusterSecret(gc *appsv1beta1.GitOpsCluster, mc *clusterv1.ManagedCl
 // other tools put on it stay, and a label removed from the ManagedCluster is removed
 // from the Secret), and the owner in full when its name is hashed in the labels.
 func secretAnnotations(gc *appsv1beta1.GitOpsCluster, labels map[string]string) map[string]string {
-	annotations := map[string]string{constants.AnnotationWrittenLabels: writtenLabels(labels)}
-	maps.Copy(annotations, ownerAnnotations(gc))
+	annotations := map[string]string{AnnotationWrittenLabels: writtenLabels(labels)}
+	maps.Copy(annotations, ownership.Annotations(gc))
 	return annotations
 }
 
@@ -113,14 +117,14 @@ func clusterLabels(mc *clusterv1.ManagedCluster) map[string]string {
 // sharedLabels mark objects that several GitOpsClusters may rely on; they are removed
 // only when no GitOpsCluster needs them any more.
 func sharedLabels() map[string]string {
-	return map[string]string{constants.LabelManagedBy: constants.ManagedByValue}
+	return map[string]string{contract.LabelManagedBy: contract.ManagedByValue}
 }
 
 // desiredPlacementConfigMap tells the ApplicationSet clusterDecisionResource generator
 // how to read OCM PlacementDecisions.
 func desiredPlacementConfigMap(argoNamespace string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: PlacementConfigMapName, Namespace: argoNamespace, Labels: sharedLabels()},
+		ObjectMeta: metav1.ObjectMeta{Name: appsv1beta1.PlacementConfigMapName, Namespace: argoNamespace, Labels: sharedLabels()},
 		Data: map[string]string{
 			"apiVersion":    "cluster.open-cluster-management.io/v1beta1",
 			"kind":          "placementdecisions",

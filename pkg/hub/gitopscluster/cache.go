@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 )
 
 // CacheByObject narrows the manager's cache for the kinds this controller writes: a hub
@@ -22,7 +22,7 @@ import (
 // when not empty, are the only namespaces whose Secrets and ConfigMaps the manager may
 // read (the chart grants them there only): the cache watches them there only.
 func CacheByObject(argoNamespaces []string) map[client.Object]cache.ByObject {
-	ours := labels.SelectorFromSet(labels.Set{constants.LabelManagedBy: constants.ManagedByValue})
+	ours := labels.SelectorFromSet(labels.Set{contract.LabelManagedBy: contract.ManagedByValue})
 	namespaces := namespaceConfigs(argoNamespaces)
 	return map[client.Object]cache.ByObject{
 		&corev1.Secret{}:    {Label: ours, Namespaces: namespaces},
@@ -32,10 +32,10 @@ func CacheByObject(argoNamespaces []string) map[client.Object]cache.ByObject {
 		&rbacv1.Role{}:        {Label: ours},
 		&rbacv1.RoleBinding{}: {Label: ours},
 		&addonv1beta1.ManagedClusterAddOn{}: {
-			Field: fields.OneTermEqualSelector("metadata.name", constants.AddonName),
+			Field: fields.OneTermEqualSelector("metadata.name", contract.AddonName),
 		},
 		&addonv1beta1.ClusterManagementAddOn{}: {
-			Field: fields.OneTermEqualSelector("metadata.name", constants.AddonName),
+			Field: fields.OneTermEqualSelector("metadata.name", contract.AddonName),
 		},
 		&clusterv1.ManagedCluster{}: {Transform: slimManagedCluster},
 	}

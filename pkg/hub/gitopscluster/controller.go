@@ -31,8 +31,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/agenttrust"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/ownership"
 )
 
 // ControllerName names the controller in logs, metrics and events.
@@ -279,10 +280,10 @@ func addonChangeMatters() predicate.Funcs {
 			return meta.IsStatusConditionTrue(a.Status.Conditions, addonv1beta1.ManagedClusterAddOnConditionAvailable)
 		}
 		certificate := func(a *addonv1beta1.ManagedClusterAddOn) bool {
-			return meta.IsStatusConditionTrue(a.Status.Conditions, constants.ConditionArgoCDAgentCertificate)
+			return meta.IsStatusConditionTrue(a.Status.Conditions, contract.ConditionArgoCDAgentCertificate)
 		}
 		connected := func(a *addonv1beta1.ManagedClusterAddOn) bool {
-			return meta.IsStatusConditionTrue(a.Status.Conditions, constants.ConditionArgoCDAgentConnected)
+			return meta.IsStatusConditionTrue(a.Status.Conditions, contract.ConditionArgoCDAgentConnected)
 		}
 		return old.Generation != updated.Generation ||
 			!maps.Equal(old.Labels, updated.Labels) || !maps.Equal(old.Annotations, updated.Annotations) ||
@@ -352,26 +353,11 @@ func (r *Reconciler) forAddon(ctx context.Context, obj client.Object) []reconcil
 }
 
 func (r *Reconciler) forOwner(_ context.Context, obj client.Object) []reconcile.Request {
-	owner, ok := OwnerOf(obj)
+	owner, ok := ownership.KeyOf(obj)
 	if !ok {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: owner}}
-}
-
-// OwnerOf is the GitOpsCluster that created obj, as its labels record it; false for an
-// object gitops-addon did not create.
-func OwnerOf(obj client.Object) (client.ObjectKey, bool) {
-	o, ok := recordedOwner(obj)
-	if !ok {
-		return client.ObjectKey{}, false
-	}
-	name := o.Name
-	// A name too long for a label is hashed there, and written in full beside it.
-	if ns, full, found := strings.Cut(obj.GetAnnotations()[constants.AnnotationOwner], "/"); found && ns == o.Namespace && ownerNameLabel(full) == o.Name {
-		name = full
-	}
-	return client.ObjectKey{Namespace: o.Namespace, Name: name}, true
 }
 
 func (r *Reconciler) forAll(ctx context.Context, _ client.Object) []reconcile.Request {

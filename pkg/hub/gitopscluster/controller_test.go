@@ -30,8 +30,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/agenttrust"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/ownership"
 )
 
 func testScheme(t *testing.T) *runtime.Scheme {
@@ -89,8 +90,8 @@ func TestReconcileCreatesSecretsAndAddons(t *testing.T) {
 		require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "gitops", Name: ClusterSecretName(cluster)}, s))
 		assert.Equal(t, "cluster", s.Labels["argocd.argoproj.io/secret-type"])
 		mca := &addonv1beta1.ManagedClusterAddOn{}
-		require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: cluster, Name: constants.AddonName}, mca))
-		assert.Equal(t, "example.com/op:v1", mca.Annotations[constants.AnnotationOperatorImage])
+		require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: cluster, Name: contract.AddonName}, mca))
+		assert.Equal(t, "example.com/op:v1", contract.SettingsOf(mca.Annotations).Images.Operator)
 	}
 	assert.Equal(t, int32(2), got.Status.SelectedClusters)
 	assert.Equal(t, int32(2), got.Status.AddonEnabledClusters)
@@ -104,16 +105,16 @@ func TestReconcileCreatesSecretsAndAddons(t *testing.T) {
 // so that no cluster waits for OCM to add it.
 func TestCreatedAddonsAreOwnedByTheClusterManagementAddOn(t *testing.T) {
 	t.Run("the ClusterManagementAddOn exists", func(t *testing.T) {
-		cma := &addonv1beta1.ClusterManagementAddOn{ObjectMeta: metav1.ObjectMeta{Name: constants.AddonName, UID: "cma-uid"}}
+		cma := &addonv1beta1.ClusterManagementAddOn{ObjectMeta: metav1.ObjectMeta{Name: contract.AddonName, UID: "cma-uid"}}
 		gc := gitOpsCluster("gc", "p", true)
 		r, c := newReconciler(t, append(placementObjects("p", "c1"), gc, cma)...)
 		reconcileOnce(t, r, gc)
 		mca := &addonv1beta1.ManagedClusterAddOn{}
-		require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "c1", Name: constants.AddonName}, mca))
+		require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "c1", Name: contract.AddonName}, mca))
 		require.Len(t, mca.OwnerReferences, 1)
 		ref := mca.OwnerReferences[0]
 		assert.Equal(t, metav1.OwnerReference{
-			APIVersion: "addon.open-cluster-management.io/v1alpha1", Kind: "ClusterManagementAddOn", Name: constants.AddonName,
+			APIVersion: "addon.open-cluster-management.io/v1alpha1", Kind: "ClusterManagementAddOn", Name: contract.AddonName,
 			UID: "cma-uid", Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
 		}, ref, "exactly what OCM's addon-owner controller writes (utils.MergeOwnerRefs then changes nothing)")
 	})
@@ -122,14 +123,14 @@ func TestCreatedAddonsAreOwnedByTheClusterManagementAddOn(t *testing.T) {
 		r, c := newReconciler(t, append(placementObjects("p", "c1"), gc)...)
 		reconcileOnce(t, r, gc)
 		mca := &addonv1beta1.ManagedClusterAddOn{}
-		require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "c1", Name: constants.AddonName}, mca))
+		require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "c1", Name: contract.AddonName}, mca))
 		assert.Empty(t, mca.OwnerReferences)
 	})
 }
 
 func TestReconcileNeverTouchesForeignObjects(t *testing.T) {
 	userSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "gitops", Name: ClusterSecretName("c1"), Labels: map[string]string{"team": "a"}}, Data: map[string][]byte{"server": []byte("https://mine")}}
-	userAddon := &addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: constants.AddonName, Labels: map[string]string{"team": "a"}}}
+	userAddon := &addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: contract.AddonName, Labels: map[string]string{"team": "a"}}}
 	gc := gitOpsCluster("gc", "p", true)
 	r, c := newReconciler(t, append(placementObjects("p", "c1"), gc, userSecret, userAddon)...)
 	got := reconcileOnce(t, r, gc)
@@ -175,13 +176,13 @@ func TestReconcileConflictBetweenGitOpsClusters(t *testing.T) {
 	assert.Equal(t, appsv1beta1.ReasonOwnedByOther, cond.Reason)
 	assert.Contains(t, cond.Message, "gitops/first")
 	mca := &addonv1beta1.ManagedClusterAddOn{}
-	require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "c1", Name: constants.AddonName}, mca))
-	assert.Equal(t, "first", mca.Labels[constants.LabelOwnerName])
+	require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "c1", Name: contract.AddonName}, mca))
+	assert.Equal(t, "first", mca.Labels[ownership.LabelName])
 
 	// The second's teardown does not delete the first's objects.
 	require.NoError(t, c.Delete(context.Background(), got))
 	reconcileDeleted(t, r, got)
-	require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "c1", Name: constants.AddonName}, &addonv1beta1.ManagedClusterAddOn{}))
+	require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "c1", Name: contract.AddonName}, &addonv1beta1.ManagedClusterAddOn{}))
 	require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "gitops", Name: ClusterSecretName("c1")}, &corev1.Secret{}))
 }
 
@@ -198,7 +199,7 @@ func TestUnresolvedPlacementKeepsRegistrations(t *testing.T) {
 	assert.Equal(t, appsv1beta1.ReasonPlacementNotFound, cond.Reason)
 	assert.Contains(t, cond.Message, `"typo"`)
 	require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "gitops", Name: ClusterSecretName("c1")}, &corev1.Secret{}), "a typo never unregisters clusters")
-	require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "c1", Name: constants.AddonName}, &addonv1beta1.ManagedClusterAddOn{}))
+	require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "c1", Name: contract.AddonName}, &addonv1beta1.ManagedClusterAddOn{}))
 }
 
 func TestDisablingTheAddonRemovesOnlyOurAddons(t *testing.T) {
@@ -208,7 +209,7 @@ func TestDisablingTheAddonRemovesOnlyOurAddons(t *testing.T) {
 	got.Spec.GitOpsAddon.Enabled = ptr.To(false)
 	require.NoError(t, c.Update(context.Background(), got))
 	got = reconcileOnce(t, r, got)
-	err := c.Get(context.Background(), types.NamespacedName{Namespace: "c1", Name: constants.AddonName}, &addonv1beta1.ManagedClusterAddOn{})
+	err := c.Get(context.Background(), types.NamespacedName{Namespace: "c1", Name: contract.AddonName}, &addonv1beta1.ManagedClusterAddOn{})
 	assert.True(t, client.IgnoreNotFound(err) == nil && err != nil, "addon removed")
 	require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "gitops", Name: ClusterSecretName("c1")}, &corev1.Secret{}), "registration stays")
 	assert.Equal(t, appsv1beta1.ReasonAddOnDisabled, meta.FindStatusCondition(got.Status.Conditions, appsv1beta1.ConditionAddOnsReady).Reason)
@@ -252,7 +253,7 @@ func TestArgoNamespaceOutsideTheManagersIsRefused(t *testing.T) {
 			got := reconcileOnce(t, r, gc)
 
 			secretErr := c.Get(context.Background(), types.NamespacedName{Namespace: "gitops", Name: ClusterSecretName("c1")}, &corev1.Secret{})
-			addonErr := c.Get(context.Background(), types.NamespacedName{Namespace: "c1", Name: constants.AddonName}, &addonv1beta1.ManagedClusterAddOn{})
+			addonErr := c.Get(context.Background(), types.NamespacedName{Namespace: "c1", Name: contract.AddonName}, &addonv1beta1.ManagedClusterAddOn{})
 			if tt.refusedOn == "" {
 				require.NoError(t, secretErr, "cluster Secret written")
 				require.NoError(t, addonErr, "ManagedClusterAddOn written")
@@ -297,14 +298,14 @@ func TestArgoCDAgentModePerCluster(t *testing.T) {
 			gc.Spec.GitOpsAddon.ArgoCDAgent = tt.agent
 			objs := placementObjects("p", "c1")
 			if tt.label != "" {
-				objs[2].SetLabels(map[string]string{constants.ArgoCDAgentMode: tt.label})
+				objs[2].SetLabels(map[string]string{contract.ArgoCDAgentMode: tt.label})
 			}
 			r, c := newReconciler(t, append(objs, gc)...)
 			got := reconcileOnce(t, r, gc)
 
 			mca := &addonv1beta1.ManagedClusterAddOn{}
-			require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "c1", Name: constants.AddonName}, mca))
-			mode, set := mca.Annotations[constants.ArgoCDAgentMode]
+			require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "c1", Name: contract.AddonName}, mca))
+			mode, set := mca.Annotations[contract.ArgoCDAgentMode]
 			assert.Equal(t, tt.wantMode, mode)
 			assert.Equal(t, tt.wantMode != "", set)
 			addons := meta.FindStatusCondition(got.Status.Conditions, appsv1beta1.ConditionAddOnsReady)
@@ -312,7 +313,7 @@ func TestArgoCDAgentModePerCluster(t *testing.T) {
 				assert.Equal(t, appsv1beta1.ReasonAddOnFailed, addons.Reason)
 				assert.Contains(t, addons.Message, tt.wantProblem)
 			} else {
-				assert.NotContains(t, addons.Message, constants.ArgoCDAgentMode)
+				assert.NotContains(t, addons.Message, contract.ArgoCDAgentMode)
 			}
 		})
 	}
@@ -353,8 +354,8 @@ func TestHandoverResolvesOtherGitOpsClustersOnce(t *testing.T) {
 
 	for _, cluster := range clusters {
 		mca := &addonv1beta1.ManagedClusterAddOn{}
-		require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: cluster, Name: constants.AddonName}, mca), "kept: handed over")
-		assert.Equal(t, "second", mca.Labels[constants.LabelOwnerName], cluster)
+		require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: cluster, Name: contract.AddonName}, mca), "kept: handed over")
+		assert.Equal(t, "second", mca.Labels[ownership.LabelName], cluster)
 	}
 	// Once for the addons let go, once for the cluster Secrets, once for the shared
 	// objects; it was twice per cluster (41 here).
@@ -379,7 +380,7 @@ func TestAgentModeAnnotationsCarryThePrincipalAndItsCA(t *testing.T) {
 		{name: "no address yet", agent: appsv1beta1.ArgoCDAgentSpec{Enabled: ptr.To(true)}, wantCA: true},
 		{name: "propagateHubCA false", agent: appsv1beta1.ArgoCDAgentSpec{Enabled: ptr.To(true), PropagateHubCA: ptr.To(false)}},
 		{name: "ACM's skip annotation", agent: appsv1beta1.ArgoCDAgentSpec{Enabled: ptr.To(true)},
-			annotations: map[string]string{constants.AnnotationSkipHubCAPropagation: "true"}},
+			annotations: map[string]string{appsv1beta1.AnnotationSkipHubCAPropagation: "true"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -391,11 +392,13 @@ func TestAgentModeAnnotationsCarryThePrincipalAndItsCA(t *testing.T) {
 			reconcileOnce(t, r, gc)
 
 			mca := &addonv1beta1.ManagedClusterAddOn{}
-			require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "c1", Name: constants.AddonName}, mca))
-			principal, set := mca.Annotations[constants.AnnotationArgoCDAgentPrincipal]
-			assert.Equal(t, tt.principal, principal)
-			assert.Equal(t, tt.principal != "", set)
-			ca := mca.Annotations[constants.AnnotationArgoCDAgentCA]
+			require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "c1", Name: contract.AddonName}, mca))
+			agent := contract.SettingsOf(mca.Annotations).ArgoCDAgent
+			require.NotNil(t, agent, "agent mode is on")
+			assert.Equal(t, tt.principal, agent.Principal)
+			_, set := mca.Annotations["gitops-addon.open-cluster-management.io/argocd-agent-principal"]
+			assert.Equal(t, tt.principal != "", set, "an unknown principal leaves no annotation")
+			ca := agent.PrincipalCA
 			if !tt.wantCA {
 				assert.Empty(t, ca)
 				return
@@ -475,8 +478,8 @@ func TestPrincipalAddressIsSetOrDiscovered(t *testing.T) {
 			require.NotNil(t, trust)
 			assert.Equal(t, tt.wantReason, trust.Reason)
 			mca := &addonv1beta1.ManagedClusterAddOn{}
-			require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "c1", Name: constants.AddonName}, mca))
-			assert.Equal(t, tt.wantPrincipal, mca.Annotations[constants.AnnotationArgoCDAgentPrincipal])
+			require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "c1", Name: contract.AddonName}, mca))
+			assert.Equal(t, tt.wantPrincipal, principalOf(mca))
 			if tt.wantMessage != "" {
 				assert.Equal(t, metav1.ConditionFalse, trust.Status)
 				assert.Contains(t, trust.Message, tt.wantMessage)
@@ -538,9 +541,9 @@ func TestAgentCertificatesAndConnectionsAreCountedPerCluster(t *testing.T) {
 			reconcileOnce(t, r, gc)
 			for cluster, report := range map[string]agentReport{"c1": tt.c1, "c2": tt.c2} {
 				mca := &addonv1beta1.ManagedClusterAddOn{}
-				require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: cluster, Name: constants.AddonName}, mca))
+				require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: cluster, Name: contract.AddonName}, mca))
 				for condition, on := range map[string]bool{addonv1beta1.ManagedClusterAddOnConditionAvailable: report.available,
-					constants.ConditionArgoCDAgentCertificate: report.certificate, constants.ConditionArgoCDAgentConnected: report.connected} {
+					contract.ConditionArgoCDAgentCertificate: report.certificate, contract.ConditionArgoCDAgentConnected: report.connected} {
 					status := metav1.ConditionFalse
 					if on {
 						status = metav1.ConditionTrue
@@ -592,4 +595,13 @@ func TestGitOpsClustersSharingAPrincipalDoNotReissueItsCertificateInTurn(t *test
 	require.NoError(t, err)
 	assert.Contains(t, cert.DNSNames, "principal.example.com")
 	assert.True(t, slices.ContainsFunc(cert.IPAddresses, func(ip net.IP) bool { return ip.String() == "10.0.0.9" }), "both GitOpsClusters' addresses: %v", cert.IPAddresses)
+}
+
+// principalOf is the principal address a ManagedClusterAddOn's settings carry; "" outside
+// agent mode.
+func principalOf(mca *addonv1beta1.ManagedClusterAddOn) string {
+	if agent := contract.SettingsOf(mca.Annotations).ArgoCDAgent; agent != nil {
+		return agent.Principal
+	}
+	return ""
 }

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 )
 
 // departing answers Leaving from a map of cluster -> Applications.
@@ -33,7 +33,7 @@ func TestAddonRemovalWaitsForDepartingApplications(t *testing.T) {
 	ctx := context.Background()
 	addonOf := func(c client.Client, cluster string) (*addonv1beta1.ManagedClusterAddOn, bool) {
 		mca := &addonv1beta1.ManagedClusterAddOn{}
-		err := c.Get(ctx, types.NamespacedName{Namespace: cluster, Name: constants.AddonName}, mca)
+		err := c.Get(ctx, types.NamespacedName{Namespace: cluster, Name: contract.AddonName}, mca)
 		if apierrors.IsNotFound(err) {
 			return nil, false
 		}

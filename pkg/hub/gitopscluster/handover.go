@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/ownership"
 )
 
 // claimants are the live GitOpsClusters other than gc with the clusters their Placements
@@ -95,13 +95,13 @@ func (c *claimants) handOverIfClaimed(ctx context.Context, obj client.Object, cl
 // else; next's own reconcile, which the change wakes, brings the rest to what it wants.
 func (r *Reconciler) handOver(ctx context.Context, gc, next *appsv1beta1.GitOpsCluster, obj client.Object) error {
 	labels := obj.GetLabels()
-	for k, v := range ownerLabels(next) {
+	for k, v := range ownership.Labels(next) {
 		labels[k] = v
 	}
 	obj.SetLabels(labels)
 	annotations := obj.GetAnnotations()
-	delete(annotations, constants.AnnotationOwner)
-	for k, v := range ownerAnnotations(next) {
+	delete(annotations, ownership.AnnotationOwner)
+	for k, v := range ownership.Annotations(next) {
 		if annotations == nil {
 			annotations = map[string]string{}
 		}

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/test/fixtures"
 )
 
@@ -56,19 +56,19 @@ func TestHubOnlyLeavesTheAddonToACM(t *testing.T) {
 		return &Reconciler{Client: c, APIReader: c, HubOnly: true}, c
 	}
 	acmAddon := func(cluster string) *addonv1beta1.ManagedClusterAddOn {
-		return &addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: cluster, Name: constants.AddonName,
+		return &addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: cluster, Name: contract.AddonName,
 			Labels: map[string]string{"app": "acm"}}}
 	}
 
 	t.Run("beside ACM's addon: clusters registered, ACM's ManagedClusterAddOns untouched, none added", func(t *testing.T) {
 		gc := gitOpsCluster("gc", "p", true)
-		gc.Annotations = map[string]string{constants.AnnotationAdopt: "true"}
+		gc.Annotations = map[string]string{appsv1beta1.AnnotationAdopt: "true"}
 		stale := ownedAddonOf(t, gitOpsCluster("gc-old", "p", true), "c3")
 		r, c := newHubOnly(t, append(placementObjects("p", "c1", "c2"), gc, fixtures.ACMManagementAddOn(t), acmAddon("c1"), stale)...)
 		before := map[string]string{}
 		for _, cluster := range []string{"c1", "c3"} {
 			mca := &addonv1beta1.ManagedClusterAddOn{}
-			require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: cluster, Name: constants.AddonName}, mca))
+			require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: cluster, Name: contract.AddonName}, mca))
 			before[cluster] = mca.ResourceVersion
 		}
 		got := reconcileOnce(t, r, gc)
@@ -79,10 +79,10 @@ func TestHubOnlyLeavesTheAddonToACM(t *testing.T) {
 		}
 		for cluster, rv := range before {
 			mca := &addonv1beta1.ManagedClusterAddOn{}
-			require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: cluster, Name: constants.AddonName}, mca))
+			require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: cluster, Name: contract.AddonName}, mca))
 			assert.Equal(t, rv, mca.ResourceVersion, "ManagedClusterAddOn on %s not changed, not adopted, not removed", cluster)
 		}
-		err := c.Get(ctx, types.NamespacedName{Namespace: "c2", Name: constants.AddonName}, &addonv1beta1.ManagedClusterAddOn{})
+		err := c.Get(ctx, types.NamespacedName{Namespace: "c2", Name: contract.AddonName}, &addonv1beta1.ManagedClusterAddOn{})
 		assert.True(t, client.IgnoreNotFound(err) == nil && err != nil, "no ManagedClusterAddOn created on c2")
 
 		cond := meta.FindStatusCondition(got.Status.Conditions, appsv1beta1.ConditionAddOnsReady)
@@ -108,7 +108,7 @@ func TestHubOnlyLeavesTheAddonToACM(t *testing.T) {
 // ownedAddonOf is a ManagedClusterAddOn that a GitOpsCluster created, as it labels them.
 func ownedAddonOf(t *testing.T, gc *appsv1beta1.GitOpsCluster, cluster string) *addonv1beta1.ManagedClusterAddOn {
 	t.Helper()
-	a := desiredAddon(gc, cluster, nil, nil)
+	a := desiredAddon(gc, cluster, contract.AddonSettings{}, nil)
 	a.TypeMeta = metav1.TypeMeta{}
 	return a
 }

@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
 )
 
 func labelled(labels map[string]string) *clusterv1.ManagedCluster {
@@ -124,7 +123,7 @@ func TestClusterSecretUpdatesKeepOtherToolsLabels(t *testing.T) {
 		}, map[string]string{"env": "prod"}, true, map[string]string{"team": "", "backup.example.com/include": "true", "env": "prod"}},
 		{"a Secret written before the annotation keeps every label", func() *corev1.Secret {
 			s := written.DeepCopy()
-			delete(s.Annotations, constants.AnnotationWrittenLabels)
+			delete(s.Annotations, AnnotationWrittenLabels)
 			s.Labels["backup.example.com/include"] = "true"
 			return s
 		}, map[string]string{"env": "prod"}, true, map[string]string{"team": "a", "backup.example.com/include": "true"}},

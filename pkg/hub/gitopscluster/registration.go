@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/ownership"
 )
 
 // registerClusters writes an Argo CD cluster secret for every decided cluster, removes
@@ -107,7 +107,7 @@ func updateSecret(current, desired client.Object) bool {
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	if written, ok := cur.Annotations[constants.AnnotationWrittenLabels]; ok {
+	if written, ok := cur.Annotations[AnnotationWrittenLabels]; ok {
 		for _, k := range strings.Split(written, ",") {
 			if _, wanted := want.Labels[k]; !wanted {
 				delete(labels, k)
@@ -130,7 +130,7 @@ func updateSecret(current, desired client.Object) bool {
 // wasAgentFormat tells whether gitops-addon wrote a cluster Secret in Argo CD Agent's
 // format (it wrote the agent-name label).
 func wasAgentFormat(s *corev1.Secret) bool {
-	return slices.Contains(strings.Split(s.Annotations[constants.AnnotationWrittenLabels], ","), labelAgentName)
+	return slices.Contains(strings.Split(s.Annotations[AnnotationWrittenLabels], ","), labelAgentName)
 }
 
 // addAnnotations sets each of want on obj and tells whether anything changed; other
@@ -158,7 +158,7 @@ func addAnnotations(obj client.Object, want map[string]string) bool {
 // to another GitOpsCluster that registers the same cluster in the same namespace.
 func (r *Reconciler) removeStaleSecrets(ctx context.Context, gc *appsv1beta1.GitOpsCluster, wanted map[types.NamespacedName]bool) error {
 	secrets := &corev1.SecretList{}
-	if err := r.Client.List(ctx, secrets, ownerSelector(gc)); err != nil {
+	if err := r.Client.List(ctx, secrets, ownership.Selector(gc)); err != nil {
 		return fmt.Errorf("listing cluster secrets of %s/%s: %w", gc.Namespace, gc.Name, err)
 	}
 	claimants := r.claimants(gc)
@@ -167,7 +167,7 @@ func (r *Reconciler) removeStaleSecrets(ctx context.Context, gc *appsv1beta1.Git
 		if wanted[client.ObjectKeyFromObject(s)] {
 			continue
 		}
-		if cluster := s.Labels[constants.LabelClusterName]; cluster != "" {
+		if cluster := s.Labels[LabelClusterName]; cluster != "" {
 			handed, err := claimants.handOverIfClaimed(ctx, s, cluster, wantsSecretIn(s.Namespace))
 			if err != nil {
 				return err
@@ -265,7 +265,7 @@ func (r *Reconciler) ensureSharedNotInCache(
 	if update(current, desired) {
 		return fmt.Sprintf("%s %s exists, was not created by gitops-addon and differs from what ApplicationSets need; it is left unchanged. Fix: annotate "+
 			"GitOpsCluster %s/%s with %s=true to adopt it, or delete it and gitops-addon recreates it.",
-			kind, key, gc.Namespace, gc.Name, constants.AnnotationAdopt), nil
+			kind, key, gc.Namespace, gc.Name, appsv1beta1.AnnotationAdopt), nil
 	}
 	return "", nil
 }

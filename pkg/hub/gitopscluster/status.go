@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 )
 
 // maxListed bounds how many cluster names a condition message lists, so that a fleet of
@@ -227,12 +227,12 @@ func addonsCondition(obs observation) metav1.Condition {
 	case a.hubOnly && a.deliverer == "":
 		c.Status, c.Reason = metav1.ConditionFalse, appsv1beta1.ReasonAddOnNotDelivered
 		c.Message = "spec.gitopsAddon.enabled is true, but nothing delivers the addon: this installation is hub-only (manager --deliver-addon=false, " +
-			"chart addonManager.enabled=false) and there is no ClusterManagementAddOn " + constants.AddonName + ". Fix: install the chart with " +
+			"chart addonManager.enabled=false) and there is no ClusterManagementAddOn " + contract.AddonName + ". Fix: install the chart with " +
 			"addonManager.enabled=true, or set spec.gitopsAddon.enabled to false."
 	case a.hubOnly:
 		c.Status, c.Reason = metav1.ConditionTrue, appsv1beta1.ReasonAddOnDeliveredElsewhere
 		c.Message = "spec.gitopsAddon.enabled is true; this installation is hub-only (manager --deliver-addon=false, chart addonManager.enabled=false), so " +
-			"the ManagedClusterAddOns and each spoke's GitOps stack are left to the ClusterManagementAddOn " + constants.AddonName + " (" + a.deliverer +
+			"the ManagedClusterAddOns and each spoke's GitOps stack are left to the ClusterManagementAddOn " + contract.AddonName + " (" + a.deliverer +
 			"): none is created, changed or removed here."
 	case !obs.placement.resolved:
 		c.Status, c.Reason = metav1.ConditionUnknown, appsv1beta1.ReasonPlacementUnresolved
@@ -263,13 +263,13 @@ func addonsCondition(obs observation) metav1.Condition {
 		if len(a.agentWithoutCertificate) > 0 {
 			c.Message += "; not yet on: " + listNames(
 				a.agentWithoutCertificate,
-			) + " (see their ManagedClusterAddOn's " + constants.ConditionArgoCDAgentCertificate + " condition)"
+			) + " (see their ManagedClusterAddOn's " + contract.ConditionArgoCDAgentCertificate + " condition)"
 		}
 		c.Message += fmt.Sprintf("; argocd-agent connected to the principal on %d of %d", a.agentConnected, a.agentMode)
 		if len(a.agentNotConnected) > 0 {
 			c.Message += "; not connected: " + listNames(
 				a.agentNotConnected,
-			) + " (see their ManagedClusterAddOn's " + constants.ConditionArgoCDAgentConnected + " condition)"
+			) + " (see their ManagedClusterAddOn's " + contract.ConditionArgoCDAgentConnected + " condition)"
 		}
 		c.Message += "."
 	}

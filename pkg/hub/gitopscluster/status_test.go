@@ -11,7 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 )
 
 func TestComputeStatus(t *testing.T) {
@@ -156,13 +156,10 @@ func TestListNamesIsBounded(t *testing.T) {
 	assert.Equal(t, "a, b, c, d, e, f, g, h, i, j and 15 more", listNames(names))
 }
 
-func TestImageAnnotationsCarryTheAgentImage(t *testing.T) {
+func TestImageSettingsCarryTheAgentImage(t *testing.T) {
 	gc := &appsv1beta1.GitOpsCluster{Spec: appsv1beta1.GitOpsClusterSpec{GitOpsAddon: &appsv1beta1.GitOpsAddonSpec{
 		Enabled: ptr.To(true), GitOpsImage: "example.com/argocd:v3",
 		ArgoCDAgent: &appsv1beta1.ArgoCDAgentSpec{Enabled: ptr.To(true), Image: "example.com/argocd-agent:v1"},
 	}}}
-	assert.Equal(t, map[string]string{
-		constants.AnnotationArgoCDImage:      "example.com/argocd:v3",
-		constants.AnnotationArgoCDAgentImage: "example.com/argocd-agent:v1",
-	}, imageAnnotations(gc))
+	assert.Equal(t, contract.Images{ArgoCD: "example.com/argocd:v3", ArgoCDAgent: "example.com/argocd-agent:v1"}, imageSettings(gc))
 }

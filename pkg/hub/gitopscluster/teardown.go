@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/ownership"
 )
 
 // finalize tears down, in order, what a deleted GitOpsCluster created: first its
@@ -56,7 +57,7 @@ func (r *Reconciler) finalize(ctx context.Context, gc *appsv1beta1.GitOpsCluster
 // deleted (finalized by OCM).
 func (r *Reconciler) deleteOwnedAddons(ctx context.Context, gc *appsv1beta1.GitOpsCluster) ([]addonv1beta1.ManagedClusterAddOn, error) {
 	addons := &addonv1beta1.ManagedClusterAddOnList{}
-	if err := r.Client.List(ctx, addons, ownerSelector(gc)); err != nil {
+	if err := r.Client.List(ctx, addons, ownership.Selector(gc)); err != nil {
 		return nil, fmt.Errorf("listing ManagedClusterAddOns of %s/%s: %w", gc.Namespace, gc.Name, err)
 	}
 	var remaining []addonv1beta1.ManagedClusterAddOn
@@ -151,7 +152,7 @@ func (r *Reconciler) removeUnneededSharedObjects(ctx context.Context, gc *appsv1
 	needed := map[string]bool{}
 	for _, o := range live {
 		argoNS := o.ArgoNamespace()
-		needed[sharedKey(&corev1.ConfigMap{}, argoNS, PlacementConfigMapName)] = true
+		needed[sharedKey(&corev1.ConfigMap{}, argoNS, appsv1beta1.PlacementConfigMapName)] = true
 		needed[sharedKey(&rbacv1.RoleBinding{}, o.Namespace, placementReaderBindingName(argoNS))] = true
 		needed[sharedKey(&rbacv1.Role{}, o.Namespace, PlacementReaderName)] = true
 	}
@@ -168,7 +169,7 @@ func (r *Reconciler) removeUnneededSharedObjects(ctx context.Context, gc *appsv1
 			if !ok || !isSharedPlacementObject(obj) || needed[sharedKey(obj, obj.GetNamespace(), obj.GetName())] {
 				continue
 			}
-			if _, owned := recordedOwner(obj); owned {
+			if _, owned := ownership.Recorded(obj); owned {
 				continue // a GitOpsCluster's own object, not a shared one
 			}
 			if err := r.deleteExact(ctx, obj); err != nil {
@@ -189,7 +190,7 @@ func sharedKey(obj client.Object, namespace, name string) string {
 func isSharedPlacementObject(obj client.Object) bool {
 	switch obj.(type) {
 	case *corev1.ConfigMap:
-		return obj.GetName() == PlacementConfigMapName
+		return obj.GetName() == appsv1beta1.PlacementConfigMapName
 	case *rbacv1.Role:
 		return obj.GetName() == PlacementReaderName
 	case *rbacv1.RoleBinding:

@@ -14,7 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/ownership"
 )
 
 // TestAStuckDeletionIsExplained: a GitOpsCluster whose deletion waits longer than
@@ -26,7 +27,7 @@ func TestAStuckDeletionIsExplained(t *testing.T) {
 		gc.Finalizers = []string{Finalizer}
 		gc.DeletionTimestamp = &metav1.Time{Time: time.Now().Add(-since)}
 		held := &addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{
-			Namespace: "c1", Name: constants.AddonName, Labels: ownerLabels(gc),
+			Namespace: "c1", Name: contract.AddonName, Labels: ownership.Labels(gc),
 			Finalizers: []string{"cluster.open-cluster-management.io/addon-pre-delete"},
 		}}
 		return gc, held
@@ -67,7 +68,7 @@ func TestAStuckDeletionIsExplained(t *testing.T) {
 func TestAStuckAddonRemovalIsExplained(t *testing.T) {
 	leaving := func(name string, since time.Duration) *addonv1beta1.ManagedClusterAddOn {
 		return &addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{
-			Namespace: name, Name: constants.AddonName, Labels: ownerLabels(gitOpsCluster("gc", "p", true)),
+			Namespace: name, Name: contract.AddonName, Labels: ownership.Labels(gitOpsCluster("gc", "p", true)),
 			Finalizers:        []string{"cluster.open-cluster-management.io/addon-pre-delete"},
 			DeletionTimestamp: &metav1.Time{Time: time.Now().Add(-since)},
 		}}

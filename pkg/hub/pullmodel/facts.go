@@ -11,7 +11,7 @@ import (
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 )
 
 // ClusterExists reads the ManagedCluster from the manager's cache.
@@ -49,7 +49,7 @@ func (r *Reconciler) AppProject(ctx context.Context, namespace, name string) (*u
 
 // addonEnabled says whether the cluster has the gitops-addon ManagedClusterAddOn.
 func (r *Reconciler) addonEnabled(ctx context.Context, cluster string) (bool, error) {
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: cluster, Name: constants.AddonName}, &addonv1beta1.ManagedClusterAddOn{})
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: cluster, Name: contract.AddonName}, &addonv1beta1.ManagedClusterAddOn{})
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}

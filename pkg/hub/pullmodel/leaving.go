@@ -14,7 +14,7 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 )
 
 // Departures finds the pull Applications that are on their way out of a cluster. The
@@ -142,7 +142,7 @@ func placementSelectors(generator any) ([]metav1.LabelSelector, bool) {
 		return nil, false
 	}
 	if cdr, ok := g["clusterDecisionResource"].(map[string]any); ok {
-		if cdr["configMapRef"] != constants.PlacementConfigMapName {
+		if cdr["configMapRef"] != appsv1beta1.PlacementConfigMapName {
 			return nil, false
 		}
 		var sel metav1.LabelSelector

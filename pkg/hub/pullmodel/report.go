@@ -30,7 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/contract/appresources"
 )
 
@@ -163,7 +163,7 @@ func (r *ReportReconciler) takeOver(ctx context.Context, desired *v1alpha1.Multi
 	if err := r.APIReader.Get(ctx, key, existing); err != nil {
 		return fmt.Errorf("reading the existing report %s: %w", key, err)
 	}
-	if existing.Labels[constants.LabelManagedBy] == constants.ManagedByValue {
+	if existing.Labels[contract.LabelManagedBy] == contract.ManagedByValue {
 		return nil // ours, created moments ago: the cache has not caught up; the next reconcile does
 	}
 	updated := existing.DeepCopy()
@@ -199,7 +199,7 @@ func (r *ReportReconciler) buildReport(ctx context.Context, appSet types.Namespa
 			Name: appSet.Name, Namespace: appSet.Namespace,
 			Labels: map[string]string{
 				LabelHostingAppSetReport: ReportLabelValue(appSet.Namespace, appSet.Name),
-				constants.LabelManagedBy: constants.ManagedByValue,
+				contract.LabelManagedBy:  contract.ManagedByValue,
 			},
 		},
 	}

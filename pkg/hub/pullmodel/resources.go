@@ -10,7 +10,7 @@ import (
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/contract/appresources"
 )
 
@@ -82,16 +82,16 @@ func resourceProblems(ctx context.Context, c client.Reader, hubOnly bool, cluste
 // whyNoSummary explains why a cluster sends no resource summary, or returns "" when one
 // is simply on its way (the agent writes it right after Argo CD's status).
 func whyNoSummary(ctx context.Context, c client.Reader, hubOnly bool, cluster, spokeNamespace string) (string, error) {
-	if spokeNamespace != constants.GitOpsNamespace {
+	if spokeNamespace != contract.GitOpsNamespace {
 		return fmt.Sprintf("the Application runs in namespace %s on the cluster, and the gitops-addon agent summarises the "+
-			"Applications of %s only (where the cluster's Argo CD runs them by default)", spokeNamespace, constants.GitOpsNamespace), nil
+			"Applications of %s only (where the cluster's Argo CD runs them by default)", spokeNamespace, contract.GitOpsNamespace), nil
 	}
 	if hubOnly {
 		return "this installation is hub-only, and the gitops addon the cluster runs (Red Hat ACM's) does not summarise " +
 			"an Application's resources; ACM shows them through its Search component", nil
 	}
 	addon := &addonv1beta1.ManagedClusterAddOn{}
-	err := c.Get(ctx, client.ObjectKey{Namespace: cluster, Name: constants.AddonName}, addon)
+	err := c.Get(ctx, client.ObjectKey{Namespace: cluster, Name: contract.AddonName}, addon)
 	switch {
 	case apierrors.IsNotFound(err):
 		return "the gitops addon, whose agent summarises them, is not enabled on the cluster", nil
@@ -102,7 +102,7 @@ func whyNoSummary(ctx context.Context, c client.Reader, hubOnly bool, cluster, s
 		return "the cluster's gitops-addon agent cannot write them: " + c.Message, nil
 	case !meta.IsStatusConditionTrue(addon.Status.Conditions, addonv1beta1.ManagedClusterAddOnConditionAvailable):
 		return "the gitops-addon agent, which summarises them, is not available on the cluster (see `kubectl get " +
-			"managedclusteraddon " + constants.AddonName + " -n " + cluster + "`)", nil
+			"managedclusteraddon " + contract.AddonName + " -n " + cluster + "`)", nil
 	default:
 		return "", nil
 	}

@@ -26,7 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/contract/appresources"
 )
 
@@ -69,7 +69,7 @@ func NewCache(mgr manager.Manager) (cache.Cache, error) {
 			app:                    {Transform: slimApplication},
 			&workv1.ManifestWork{}: {Label: labels.SelectorFromSet(labels.Set{LabelPullWork: "true"})},
 			&v1alpha1.MulticlusterApplicationSetReport{}: {
-				Label: labels.SelectorFromSet(labels.Set{constants.LabelManagedBy: constants.ManagedByValue}),
+				Label: labels.SelectorFromSet(labels.Set{contract.LabelManagedBy: contract.ManagedByValue}),
 			},
 		},
 	})

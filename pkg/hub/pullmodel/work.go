@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	workv1 "open-cluster-management.io/api/work/v1"
 
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/contract/appresources"
 )
 
@@ -135,7 +135,7 @@ func desiredWork(p workPlan) (*workv1.ManifestWork, string, error) {
 }
 
 func workLabels(hub *unstructured.Unstructured) map[string]string {
-	l := map[string]string{LabelPullWork: "true", constants.LabelManagedBy: constants.ManagedByValue}
+	l := map[string]string{LabelPullWork: "true", contract.LabelManagedBy: contract.ManagedByValue}
 	if _, ok := applicationSetOwner(hub); ok {
 		l[LabelApplicationSet] = "true"
 	}

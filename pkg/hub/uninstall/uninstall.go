@@ -50,7 +50,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/gitopscluster"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
 )
@@ -233,7 +233,7 @@ func (u uninstaller) ourWorks(ctx context.Context, withAddon bool) ([]*workv1.Ma
 		return out, err
 	}
 	addon := &workv1.ManifestWorkList{}
-	if err := u.c.List(ctx, addon, client.MatchingLabels{addonv1beta1.AddonLabelKey: constants.AddonName}); err != nil {
+	if err := u.c.List(ctx, addon, client.MatchingLabels{addonv1beta1.AddonLabelKey: contract.AddonName}); err != nil {
 		return nil, fmt.Errorf("listing gitops-addon ManifestWorks: %w", err)
 	}
 	for i := range addon.Items {
@@ -245,7 +245,7 @@ func (u uninstaller) ourWorks(ctx context.Context, withAddon bool) ([]*workv1.Ma
 // pullWorks lists the pull model's ManifestWorks.
 func (u uninstaller) pullWorks(ctx context.Context) ([]*workv1.ManifestWork, error) {
 	list := &workv1.ManifestWorkList{}
-	if err := u.c.List(ctx, list, client.MatchingLabels{pullmodel.LabelPullWork: "true", constants.LabelManagedBy: constants.ManagedByValue}); err != nil {
+	if err := u.c.List(ctx, list, client.MatchingLabels{pullmodel.LabelPullWork: "true", contract.LabelManagedBy: contract.ManagedByValue}); err != nil {
 		return nil, fmt.Errorf("listing pull-model ManifestWorks: %w", err)
 	}
 	works := make([]*workv1.ManifestWork, 0, len(list.Items))
@@ -259,11 +259,11 @@ func (u uninstaller) pullWorks(ctx context.Context) ([]*workv1.ManifestWork, err
 // and tells whether another installation made it (this chart labels its own).
 func (u uninstaller) managementAddon(ctx context.Context) (*addonv1beta1.ClusterManagementAddOn, bool, error) {
 	cma := &addonv1beta1.ClusterManagementAddOn{}
-	switch err := u.c.Get(ctx, types.NamespacedName{Name: constants.AddonName}, cma); {
+	switch err := u.c.Get(ctx, types.NamespacedName{Name: contract.AddonName}, cma); {
 	case apierrors.IsNotFound(err):
 		return nil, false, nil
 	case err != nil:
-		return nil, false, fmt.Errorf("reading ClusterManagementAddOn %s: %w", constants.AddonName, err)
+		return nil, false, fmt.Errorf("reading ClusterManagementAddOn %s: %w", contract.AddonName, err)
 	}
 	return cma, cma.Labels[ChartNameLabel] != ChartNameValue, nil
 }
@@ -363,14 +363,14 @@ func (u uninstaller) releasePulledApplications(ctx context.Context) error {
 // removeAddons deletes the ManagedClusterAddOns gitops-addon created and waits until
 // OCM removed them with their (now orphaning) ManifestWorks.
 func (u uninstaller) removeAddons(ctx context.Context) error {
-	ours := client.MatchingLabels{constants.LabelManagedBy: constants.ManagedByValue}
+	ours := client.MatchingLabels{contract.LabelManagedBy: contract.ManagedByValue}
 	list := &addonv1beta1.ManagedClusterAddOnList{}
 	if err := u.c.List(ctx, list, ours); err != nil {
 		return fmt.Errorf("listing gitops-addon ManagedClusterAddOns: %w", err)
 	}
 	var addons []*addonv1beta1.ManagedClusterAddOn
 	for i := range list.Items {
-		if list.Items[i].Name == constants.AddonName {
+		if list.Items[i].Name == contract.AddonName {
 			addons = append(addons, &list.Items[i])
 		}
 	}
@@ -392,7 +392,7 @@ func (u uninstaller) removeAddons(ctx context.Context) error {
 		if err := u.c.List(ctx, left, ours); err != nil {
 			return false, err
 		}
-		remaining = slices.DeleteFunc(left.Items, func(a addonv1beta1.ManagedClusterAddOn) bool { return a.Name != constants.AddonName })
+		remaining = slices.DeleteFunc(left.Items, func(a addonv1beta1.ManagedClusterAddOn) bool { return a.Name != contract.AddonName })
 		return len(remaining) == 0, nil
 	})
 	if err != nil {
@@ -458,19 +458,19 @@ func (u uninstaller) removeManagementAddon(ctx context.Context) error {
 	case err != nil:
 		return err
 	case cma == nil:
-		u.printf("6. The ClusterManagementAddOn %s is not there.\n", constants.AddonName)
+		u.printf("6. The ClusterManagementAddOn %s is not there.\n", contract.AddonName)
 		return nil
 	case foreign:
 		u.printf("6. The ClusterManagementAddOn %s is not this chart's (%s): left as it is, since deleting it would take its addon off every cluster.\n",
-			constants.AddonName, gitopscluster.DescribeManagementAddon(cma))
+			contract.AddonName, gitopscluster.DescribeManagementAddon(cma))
 		return nil
 	}
-	u.printf("6. Delete the ClusterManagementAddOn %s, last.\n", constants.AddonName)
+	u.printf("6. Delete the ClusterManagementAddOn %s, last.\n", contract.AddonName)
 	if !u.o.Yes {
 		return nil
 	}
 	if err := u.c.Delete(ctx, cma, client.Preconditions{UID: &cma.UID}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting ClusterManagementAddOn %s: %w", constants.AddonName, err)
+		return fmt.Errorf("deleting ClusterManagementAddOn %s: %w", contract.AddonName, err)
 	}
 	return nil
 }

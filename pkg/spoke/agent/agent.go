@@ -30,7 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/addonstatus"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/agentcert"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/agenthealth"
@@ -94,7 +94,7 @@ func buildScheme(adders ...func(*runtime.Scheme) error) (*runtime.Scheme, error)
 // Validate checks the options, naming the flag to fix.
 func (o *Options) Validate() error {
 	if o.HubKubeconfig == "" {
-		return fmt.Errorf("--hub-kubeconfig is required: the kubeconfig file of the %s secret", constants.HubKubeconfigSecret)
+		return fmt.Errorf("--hub-kubeconfig is required: the kubeconfig file of the %s secret", contract.HubKubeconfigSecret)
 	}
 	if _, err := os.Stat(o.HubKubeconfig); err != nil {
 		return fmt.Errorf("--hub-kubeconfig: %w", err)
@@ -144,7 +144,7 @@ func CRDInstaller(s Setup) error {
 // ResourceSummary keeps on each Application the hub pulled here the summary of its
 // resources the hub shows (pkg/contract/appresources).
 func ResourceSummary(s Setup) error {
-	return resourcesummary.SetupWithManager(s.Manager, resourcesummary.Options{Namespace: constants.GitOpsNamespace, Report: s.Report})
+	return resourcesummary.SetupWithManager(s.Manager, resourcesummary.Options{Namespace: contract.GitOpsNamespace, Report: s.Report})
 }
 
 // ArgoCDAgentCertificate hands argocd-agent the client certificate OCM keeps for it and
@@ -174,7 +174,7 @@ func ArgoCDAgentHealth(s Setup) error {
 	}
 	url := s.Options.ArgoCDAgentHealthURL
 	if url == "" {
-		url = agenthealth.HealthURL(constants.ArgoCDName, constants.GitOpsNamespace)
+		url = agenthealth.HealthURL(contract.ArgoCDName, contract.GitOpsNamespace)
 	}
 	return s.Manager.Add(&agenthealth.Prober{URL: url, Interval: s.Options.ArgoCDAgentHealthInterval, Report: s.Report})
 }
@@ -184,8 +184,8 @@ func ArgoCDAgentHealth(s Setup) error {
 func (o Options) agentCertificate(report *addonstatus.Report) (agentcert.Options, bool) {
 	return agentcert.Options{
 		SourceNamespace: o.AddonNamespace, SourceSecret: o.ArgoCDAgentCertificateSecret,
-		ArgoNamespace: constants.GitOpsNamespace, AgentDeployment: agentcert.AgentDeployment(constants.ArgoCDName),
-		ArgoCD: constants.ArgoCDName, Report: report,
+		ArgoNamespace: contract.GitOpsNamespace, AgentDeployment: agentcert.AgentDeployment(contract.ArgoCDName),
+		ArgoCD: contract.ArgoCDName, Report: report,
 	}, o.ArgoCDAgentCertificateSecret != ""
 }
 
@@ -229,7 +229,7 @@ func Run(ctx context.Context, o Options, features ...Feature) error {
 			return err
 		}
 	}
-	if err := mgr.Add(&addonstatus.Publisher{Hub: hubClient, ClusterName: o.ClusterName, AddonName: constants.AddonName, Report: setup.Report}); err != nil {
+	if err := mgr.Add(&addonstatus.Publisher{Hub: hubClient, ClusterName: o.ClusterName, AddonName: contract.AddonName, Report: setup.Report}); err != nil {
 		return fmt.Errorf("adding the status publisher: %w", err)
 	}
 	ctrl.Log.WithName("agent").Info("starting", "cluster", o.ClusterName, "namespace", o.AddonNamespace)
@@ -261,7 +261,7 @@ func newManager(spokeCfg *rest.Config, o Options) (manager.Manager, error) {
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsBindAddress},
 		HealthProbeBindAddress:        o.HealthProbeBindAddress,
 		LeaderElection:                o.LeaderElection,
-		LeaderElectionID:              constants.AgentDeployment,
+		LeaderElectionID:              contract.AgentDeployment,
 		LeaderElectionNamespace:       o.AddonNamespace,
 		LeaderElectionReleaseOnCancel: true,
 		Cache:                         cache.Options{ByObject: cacheByObject(o)},
@@ -289,7 +289,7 @@ func addLease(mgr manager.Manager, spokeCfg, hubCfg *rest.Config, o Options) err
 	if err != nil {
 		return fmt.Errorf("creating the spoke kube client: %w", err)
 	}
-	updater := lease.NewLeaseUpdater(spokeKube, constants.AddonName, o.AddonNamespace).WithHubLeaseConfig(hubCfg, o.ClusterName)
+	updater := lease.NewLeaseUpdater(spokeKube, contract.AddonName, o.AddonNamespace).WithHubLeaseConfig(hubCfg, o.ClusterName)
 	return mgr.Add(leaseRunnable{updater: updater})
 }
 

@@ -33,7 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/addonstatus"
 )
 
@@ -45,7 +45,7 @@ const (
 	AnnotationCertificate = "gitops-addon.open-cluster-management.io/argocd-agent-client-certificate"
 	// ConditionCertificate reports, on the ManagedClusterAddOn, the certificate the agent
 	// has.
-	ConditionCertificate = constants.ConditionArgoCDAgentCertificate
+	ConditionCertificate = contract.ConditionArgoCDAgentCertificate
 	// Reasons of ConditionCertificate.
 	ReasonInPlace       = "InPlace"
 	ReasonWaitingForOCM = "WaitingForCertificate"
@@ -179,7 +179,7 @@ func (r *Reconciler) ensureClientTLS(ctx context.Context, source *corev1.Secret)
 		}
 		secret := &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: r.ArgoNamespace, Name: ClientTLSSecret,
-				Labels: map[string]string{constants.LabelManagedBy: constants.ManagedByValue}},
+				Labels: map[string]string{contract.LabelManagedBy: contract.ManagedByValue}},
 			Type: corev1.SecretTypeTLS,
 			Data: want,
 		}
@@ -190,7 +190,7 @@ func (r *Reconciler) ensureClientTLS(ctx context.Context, source *corev1.Secret)
 	case err != nil:
 		return fmt.Errorf("reading Secret %s/%s: %w", r.ArgoNamespace, ClientTLSSecret, err)
 	}
-	if current.Labels[constants.LabelManagedBy] != constants.ManagedByValue {
+	if current.Labels[contract.LabelManagedBy] != contract.ManagedByValue {
 		return fmt.Errorf("secret %s/%s exists and was not created by gitops-addon: it is left as it is and argocd-agent uses it. "+
 			"Fix: delete it to let gitops-addon keep the certificate OCM issues there", r.ArgoNamespace, ClientTLSSecret)
 	}
@@ -212,7 +212,7 @@ func (r *Reconciler) ensureClientTLS(ctx context.Context, source *corev1.Secret)
 // being deleted.
 func (r *Reconciler) instancePresent(ctx context.Context) error {
 	instance := &metav1.PartialObjectMetadata{}
-	instance.SetGroupVersionKind(constants.ArgoCDGVK)
+	instance.SetGroupVersionKind(contract.ArgoCDGVK)
 	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: r.ArgoNamespace, Name: r.ArgoCD}, instance)
 	switch {
 	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):

@@ -12,7 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/addonstatus"
 )
 
@@ -31,7 +31,7 @@ type Retirement struct {
 }
 
 // AgentModeConditions are the conditions the agent reports only in agent mode.
-var AgentModeConditions = []string{constants.ConditionArgoCDAgentCertificate, constants.ConditionArgoCDAgentConnected}
+var AgentModeConditions = []string{contract.ConditionArgoCDAgentCertificate, contract.ConditionArgoCDAgentConnected}
 
 // Start withdraws the conditions and removes the Secret, retrying until it succeeds.
 func (r *Retirement) Start(ctx context.Context) error {
@@ -72,7 +72,7 @@ func RemoveClientTLS(ctx context.Context, c client.Client, namespace string) (bo
 		return false, nil
 	case err != nil:
 		return false, fmt.Errorf("reading Secret %s/%s: %w", namespace, ClientTLSSecret, err)
-	case secret.Labels[constants.LabelManagedBy] != constants.ManagedByValue:
+	case secret.Labels[contract.LabelManagedBy] != contract.ManagedByValue:
 		return false, nil
 	}
 	// The UID precondition: a Secret someone recreated meanwhile is not ours to delete.

@@ -18,11 +18,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/addonstatus"
 )
 
-// Reasons of constants.ConditionArgoCDAgentConnected.
+// Reasons of contract.ConditionArgoCDAgentConnected.
 const (
 	ReasonConnected    = "Connected"
 	ReasonNotConnected = "NotConnected"
@@ -70,7 +70,7 @@ func (p *Prober) NeedLeaderElection() bool { return true }
 // Probe asks once and says what the answer means. The message holds nothing that changes
 // between two probes with the same answer, so a steady state writes nothing.
 func (p *Prober) Probe(ctx context.Context) metav1.Condition {
-	c := metav1.Condition{Type: constants.ConditionArgoCDAgentConnected}
+	c := metav1.Condition{Type: contract.ConditionArgoCDAgentConnected}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.URL, nil)
 	if err != nil {
 		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, ReasonUnreachable, fmt.Sprintf("Cannot ask argocd-agent at %s: %v.", p.URL, err)

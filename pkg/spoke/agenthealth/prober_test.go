@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/addonstatus"
 )
 
@@ -39,7 +39,7 @@ func TestProbeReadsArgoCDAgentsHealth(t *testing.T) {
 			}
 			p := &Prober{URL: url}
 			first, second := p.Probe(context.Background()), p.Probe(context.Background())
-			assert.Equal(t, constants.ConditionArgoCDAgentConnected, first.Type)
+			assert.Equal(t, contract.ConditionArgoCDAgentConnected, first.Type)
 			assert.Equal(t, tc.want, first.Status, first.Message)
 			assert.Equal(t, tc.reason, first.Reason, first.Message)
 			assert.Equal(t, first, second, "the same answer makes the same condition, so a steady state writes nothing")
@@ -69,7 +69,7 @@ func TestProberReportsChangesOnly(t *testing.T) {
 	waitFor := func(reason string) {
 		t.Helper()
 		require.Eventually(t, func() bool {
-			c, ok := report.Condition(constants.ConditionArgoCDAgentConnected)
+			c, ok := report.Condition(contract.ConditionArgoCDAgentConnected)
 			return ok && c.Reason == reason
 		}, 5*time.Second, 10*time.Millisecond)
 	}

@@ -8,7 +8,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 )
 
 // Reasons of the ArgoCDCRDsInstalled condition.
@@ -48,7 +48,7 @@ func condition(argo []result, routes *result, decision routesDecision) metav1.Co
 	if routes != nil {
 		routesNote = "Routes CRD: wanted (" + decision.why + ")."
 	}
-	c := metav1.Condition{Type: constants.ConditionArgoCDCRDsInstalled}
+	c := metav1.Condition{Type: contract.ConditionArgoCDCRDsInstalled}
 	switch {
 	case len(failed) > 0:
 		c.Status, c.Reason = metav1.ConditionFalse, ReasonInstallFailed

@@ -21,8 +21,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/addonstatus"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/crdinstall/crds"
 )
 
 const (
@@ -40,12 +41,12 @@ func clusterCRD(name string, labels map[string]string, source string, generation
 		Name: name, UID: types.UID("uid-" + name), Generation: generation, Labels: labels,
 	}}
 	if source != "" {
-		crd.Annotations = map[string]string{constants.AnnotationCRDSource: source}
+		crd.Annotations = map[string]string{crds.AnnotationSource: source}
 	}
 	return crd
 }
 
-var ours = map[string]string{constants.LabelManagedBy: constants.ManagedByValue}
+var ours = map[string]string{contract.LabelManagedBy: contract.ManagedByValue}
 
 func TestDecide(t *testing.T) {
 	desired := desiredCRD("argocds.argoproj.io", v18)
@@ -61,7 +62,7 @@ func TestDecide(t *testing.T) {
 		{"missing: install", nil, nil, actionApply, "missing"},
 		{"being deleted: wait, never fight the deletion", deleting, nil, actionWaitDeletion, "being deleted"},
 		{"OLM's: left alone", clusterCRD("argocds.argoproj.io", map[string]string{"operators.coreos.com/openshift-gitops-operator.openshift-gitops-operator": ""}, "", 1), nil, actionLeaveForeign, "OLM"},
-		{"a Helm chart's: left alone", clusterCRD("argocds.argoproj.io", map[string]string{constants.LabelManagedBy: "Helm"}, "", 1), nil, actionLeaveForeign, "Helm"},
+		{"a Helm chart's: left alone", clusterCRD("argocds.argoproj.io", map[string]string{contract.LabelManagedBy: "Helm"}, "", 1), nil, actionLeaveForeign, "Helm"},
 		{"unlabelled: left alone", clusterCRD("argocds.argoproj.io", nil, "", 1), nil, actionLeaveForeign, "someone else"},
 		{"ours from an older agent: upgrade", clusterCRD("argocds.argoproj.io", ours, v17, 1), &applied{uid: "uid-argocds.argoproj.io", generation: 1}, actionApply, "v0.17.2"},
 		{"ours from a newer agent: kept", clusterCRD("argocds.argoproj.io", ours, v19, 1), nil, actionKeepNewer, "v0.19.1, newer than this agent's v0.18.0"},
@@ -97,12 +98,12 @@ func TestEmbeddedCRDs(t *testing.T) {
 	embedded, err := Load()
 	require.NoError(t, err)
 	require.Len(t, embedded.ArgoCD, 8)
-	assert.Equal(t, constants.RoutesCRDName, embedded.Routes.Name())
+	assert.Equal(t, contract.RoutesCRDName, embedded.Routes.Name())
 	for _, crd := range append(slices.Clone(embedded.ArgoCD), embedded.Routes) {
 		object, err := crd.Decode()
 		require.NoError(t, err)
 		assert.Equal(t, crd.Name(), object.Name)
-		assert.Equal(t, constants.ManagedByValue, object.Labels[constants.LabelManagedBy], crd.Name())
+		assert.Equal(t, contract.ManagedByValue, object.Labels[contract.LabelManagedBy], crd.Name())
 		assert.NotEmpty(t, sourceVersion(crd.Source), crd.Name())
 		var asObject map[string]any
 		require.NoError(t, yaml.Unmarshal(crd.ApplyJSON, &asObject), crd.Name())
@@ -212,7 +213,7 @@ func (f *fixture) reconcile(t *testing.T) error {
 
 func (f *fixture) condition(t *testing.T) metav1.Condition {
 	t.Helper()
-	c, ok := f.installer.Report.Condition(constants.ConditionArgoCDCRDsInstalled)
+	c, ok := f.installer.Report.Condition(contract.ConditionArgoCDCRDsInstalled)
 	require.True(t, ok, "the ArgoCDCRDsInstalled condition is reported")
 	return c
 }
@@ -220,7 +221,7 @@ func (f *fixture) condition(t *testing.T) metav1.Condition {
 func nativeRouteAPIService() *apiregistrationv1.APIService {
 	return &apiregistrationv1.APIService{
 		ObjectMeta: metav1.ObjectMeta{Name: "v1.route.openshift.io"},
-		Spec: apiregistrationv1.APIServiceSpec{Group: constants.RouteGroup, Version: "v1",
+		Spec: apiregistrationv1.APIServiceSpec{Group: contract.RouteGroup, Version: "v1",
 			Service: &apiregistrationv1.ServiceReference{Namespace: "openshift-apiserver", Name: "api"}},
 	}
 }
@@ -229,7 +230,7 @@ func TestInstallerInstallsThenStaysQuiet(t *testing.T) {
 	f := newFixture(t, false)
 	require.NoError(t, f.reconcile(t))
 	assert.Len(t, f.applies, 9, "eight Argo CD CRDs and the Routes CRD on a cluster without a Route API")
-	assert.Contains(t, f.applies, constants.RoutesCRDName)
+	assert.Contains(t, f.applies, contract.RoutesCRDName)
 	c := f.condition(t)
 	assert.Equal(t, metav1.ConditionTrue, c.Status, c.Message)
 	assert.Equal(t, ReasonInstalled, c.Reason)
@@ -295,7 +296,7 @@ func TestInstallerReportsTheCRDThatFailed(t *testing.T) {
 }
 
 func TestRoutesCRDOnlyWhereNoRouteAPIIsServed(t *testing.T) {
-	foreignRoutes := clusterCRD(constants.RoutesCRDName, nil, "", 1)
+	foreignRoutes := clusterCRD(contract.RoutesCRDName, nil, "", 1)
 	foreignRoutes.Status.Conditions = []apiextensionsv1.CustomResourceDefinitionCondition{{Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionTrue}}
 	tests := []struct {
 		name      string
@@ -313,7 +314,7 @@ func TestRoutesCRDOnlyWhereNoRouteAPIIsServed(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, tt.openShift, tt.objects...)
 			require.NoError(t, f.reconcile(t))
-			assert.Equal(t, tt.want, slices.Contains(f.applies, constants.RoutesCRDName))
+			assert.Equal(t, tt.want, slices.Contains(f.applies, contract.RoutesCRDName))
 			assert.Contains(t, f.condition(t).Message, tt.note)
 		})
 	}
@@ -328,7 +329,7 @@ func TestRoutesCRDOnlyWhereNoRouteAPIIsServed(t *testing.T) {
 			},
 		})
 		require.Error(t, f.reconcile(t))
-		assert.NotContains(t, f.applies, constants.RoutesCRDName)
+		assert.NotContains(t, f.applies, contract.RoutesCRDName)
 		assert.Len(t, f.applies, 8)
 		assert.Contains(t, f.condition(t).Message, "cannot be classified")
 	})

@@ -7,8 +7,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/version"
 
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/crdowner"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/crdinstall/crds"
 )
 
 // action is what the installer does about one CRD.
@@ -51,10 +52,10 @@ func decide(desired *CRD, current *apiextensionsv1.CustomResourceDefinition, las
 		return verdict{actionApply, "missing"}
 	case current.DeletionTimestamp != nil:
 		return verdict{actionWaitDeletion, "being deleted; it is installed again once it is gone"}
-	case current.Labels[constants.LabelManagedBy] != constants.ManagedByValue:
+	case current.Labels[contract.LabelManagedBy] != contract.ManagedByValue:
 		return verdict{actionLeaveForeign, "provided by " + provider(current) + ", left alone"}
 	}
-	installed := current.Annotations[constants.AnnotationCRDSource]
+	installed := current.Annotations[crds.AnnotationSource]
 	if newer, v := isNewer(installed, desired.Source); newer {
 		return verdict{actionKeepNewer, fmt.Sprintf("installed from %s, newer than this agent's %s: kept", v, sourceVersion(desired.Source))}
 	}
@@ -88,5 +89,5 @@ func provider(crd *apiextensionsv1.CustomResourceDefinition) string {
 	if who := crdowner.Other(crd.Labels); who != "" {
 		return who
 	}
-	return "someone else (no " + constants.LabelManagedBy + ": " + constants.ManagedByValue + " label)"
+	return "someone else (no " + contract.LabelManagedBy + ": " + contract.ManagedByValue + " label)"
 }

@@ -25,10 +25,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/addonstatus"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/routeguard"
 )
+
+// FieldManager is the spoke agent's server-side apply field manager for the CRDs.
+const FieldManager = "gitops-addon-agent"
 
 // singleton is the one key of the work queue: any event about our CRDs or the Route API
 // means "look at every CRD again" (there are nine, all read from the cache).
@@ -80,7 +83,7 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Installer, error) {
 	ours := predicate.NewPredicateFuncs(func(o client.Object) bool { return slices.Contains(names, o.GetName()) })
 	routeAPI := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		s, ok := o.(*apiregistrationv1.APIService)
-		return ok && s.Spec.Group == constants.RouteGroup
+		return ok && s.Spec.Group == contract.RouteGroup
 	})
 	// The first reconcile must not wait for an event (on a cluster without our CRDs and
 	// without a Route APIService none would come), and it goes through the controller's
@@ -169,11 +172,11 @@ func (i *Installer) decideRoutes(ctx context.Context) (routesDecision, error) {
 	facts, err := i.routeFacts(ctx)
 	cls := routeguard.Classify(facts, err)
 	switch cls.Reason {
-	case constants.RouteAPIAbsent:
+	case contract.RouteAPIAbsent:
 		return routesDecision{install: true, why: "the cluster serves no Route API"}, nil
-	case constants.RouteAPICRD:
+	case contract.RouteAPICRD:
 		return routesDecision{install: true, why: "the cluster serves Routes from the CRD"}, nil
-	case constants.RouteAPINative:
+	case contract.RouteAPINative:
 		return routesDecision{why: "Routes are served natively"}, nil
 	}
 	return routesDecision{why: "the Route API cannot be classified: " + cls.Message}, err
@@ -188,7 +191,7 @@ func (i *Installer) routeFacts(ctx context.Context) (routeguard.Facts, error) {
 		return facts, fmt.Errorf("listing APIServices: %w", err)
 	}
 	facts.APIServices = apiServices.Items
-	routes, err := i.get(ctx, constants.RoutesCRDName)
+	routes, err := i.get(ctx, contract.RoutesCRDName)
 	if err != nil {
 		return facts, err
 	}
@@ -246,7 +249,7 @@ func (i *Installer) get(ctx context.Context, name string) (*apiextensionsv1.Cust
 func (i *Installer) apply(ctx context.Context, crd *CRD) (*apiextensionsv1.CustomResourceDefinition, error) {
 	obj := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: crd.Name()}}
 	err := i.Client.Patch(ctx, obj, client.RawPatch(types.ApplyPatchType, crd.ApplyJSON),
-		client.ForceOwnership, client.FieldOwner(constants.AgentFieldManager))
+		client.ForceOwnership, client.FieldOwner(FieldManager))
 	if err != nil {
 		return nil, err
 	}

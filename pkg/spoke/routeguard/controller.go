@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/addonstatus"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/openapicheck"
 )
@@ -120,7 +120,7 @@ func (g *Guard) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.R
 		return reconcile.Result{}, err
 	}
 	setDuplicates(g.Report, DuplicateSurfaces(facts))
-	if cls.Reason != constants.RouteAPINative {
+	if cls.Reason != contract.RouteAPINative {
 		if err := removeGuard(ctx, g.Client); err != nil {
 			return reconcile.Result{}, err
 		}
@@ -151,11 +151,11 @@ func (g *Guard) removeDuplicate(ctx context.Context, cls Classification) (bool, 
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("deleting the duplicate CRD %s: %w", constants.RoutesCRDName, err)
+		return false, fmt.Errorf("deleting the duplicate CRD %s: %w", contract.RoutesCRDName, err)
 	}
-	ctrl.LoggerFrom(ctx).Info("deleted the duplicate Routes CRD", "crd", constants.RoutesCRDName, "apiService", cls.NativeAPIService.Name)
+	ctrl.LoggerFrom(ctx).Info("deleted the duplicate Routes CRD", "crd", contract.RoutesCRDName, "apiService", cls.NativeAPIService.Name)
 	g.Recorder.Eventf(cls.NativeAPIService, nil, corev1.EventTypeWarning, "DuplicateRoutesCRDRemoved", "Remediate",
-		"Deleted CustomResourceDefinition %s: it duplicated route.openshift.io/v1 served by this APIService and broke /openapi/v2", constants.RoutesCRDName)
+		"Deleted CustomResourceDefinition %s: it duplicated route.openshift.io/v1 served by this APIService and broke /openapi/v2", contract.RoutesCRDName)
 	return true, nil
 }
 
@@ -165,7 +165,7 @@ func (g *Guard) guard(ctx context.Context) error {
 	status, reason, message, err := g.reconcileAdmissionGuard(ctx)
 	if !g.lastRemoval.IsZero() && err == nil {
 		reason = ReasonDuplicateRemoved
-		message = "Deleted a duplicate " + constants.RoutesCRDName + " CRD at " + g.lastRemoval.Format(time.RFC3339) +
+		message = "Deleted a duplicate " + contract.RoutesCRDName + " CRD at " + g.lastRemoval.Format(time.RFC3339) +
 			"; Routes stay served natively. " + message
 	}
 	setGuard(g.Report, status, reason, message)

@@ -13,7 +13,7 @@ import (
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 )
 
 // Facts are what the classification reads from a cluster.
@@ -40,7 +40,7 @@ func ReadFacts(ctx context.Context, r client.Reader) (Facts, error) {
 
 // Classification is how a cluster serves route.openshift.io/v1.
 type Classification struct {
-	// Reason is one of constants.RouteAPINative, RouteAPICRD, RouteAPIAbsent, RouteAPIUnknown.
+	// Reason is one of contract.RouteAPINative, RouteAPICRD, RouteAPIAbsent, RouteAPIUnknown.
 	Reason string
 	// Message explains it.
 	Message string
@@ -57,17 +57,17 @@ type Classification struct {
 // is Available at the moment: an unavailable openshift-apiserver is still native.
 func Classify(f Facts, readErr error) Classification {
 	if readErr != nil {
-		return Classification{Reason: constants.RouteAPIUnknown, Message: "Cannot read the cluster's APIServices and CRDs: " + readErr.Error()}
+		return Classification{Reason: contract.RouteAPIUnknown, Message: "Cannot read the cluster's APIServices and CRDs: " + readErr.Error()}
 	}
-	c := Classification{NativeAPIService: serviceBackedAPIService(f.APIServices, constants.RouteGroup, constants.RouteVersion)}
+	c := Classification{NativeAPIService: serviceBackedAPIService(f.APIServices, contract.RouteGroup, contract.RouteVersion)}
 	for i := range f.CRDs {
-		if f.CRDs[i].Name == constants.RoutesCRDName {
+		if f.CRDs[i].Name == contract.RoutesCRDName {
 			c.RoutesCRD = &f.CRDs[i]
 		}
 	}
 	switch {
 	case c.NativeAPIService != nil:
-		c.Reason = constants.RouteAPINative
+		c.Reason = contract.RouteAPINative
 		c.Message = fmt.Sprintf("route.openshift.io/v1 is served by APIService %s (service %s/%s).",
 			c.NativeAPIService.Name, c.NativeAPIService.Spec.Service.Namespace, c.NativeAPIService.Spec.Service.Name)
 		if unavailable := unavailableBecause(c.NativeAPIService); unavailable != "" {
@@ -75,10 +75,10 @@ func Classify(f Facts, readErr error) Classification {
 			c.Message += " It is not Available at the moment (" + unavailable + "); a Routes CRD must still never be installed."
 		}
 	case c.RoutesCRD != nil:
-		c.Reason = constants.RouteAPICRD
-		c.Message = "route.openshift.io/v1 is served by the CustomResourceDefinition " + constants.RoutesCRDName + "."
+		c.Reason = contract.RouteAPICRD
+		c.Message = "route.openshift.io/v1 is served by the CustomResourceDefinition " + contract.RoutesCRDName + "."
 	default:
-		c.Reason = constants.RouteAPIAbsent
+		c.Reason = contract.RouteAPIAbsent
 		c.Message = "The cluster serves no route.openshift.io/v1 API."
 	}
 	return c

@@ -12,7 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 )
 
 // GuardName names the ValidatingAdmissionPolicy and its binding.
@@ -26,7 +26,7 @@ const GuardMessage = "routes.route.openshift.io must not be created as a CustomR
 	"(guard installed by gitops-addon)."
 
 func guardLabels() map[string]string {
-	return map[string]string{constants.LabelManagedBy: constants.ManagedByValue}
+	return map[string]string{contract.LabelManagedBy: contract.ManagedByValue}
 }
 
 func desiredPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
@@ -36,7 +36,7 @@ func desiredPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
 			MatchConstraints: &admissionregistrationv1.MatchResources{
 				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-					ResourceNames: []string{constants.RoutesCRDName},
+					ResourceNames: []string{contract.RoutesCRDName},
 					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
 						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
 						Rule: admissionregistrationv1.Rule{
@@ -47,7 +47,7 @@ func desiredPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 				}},
 			},
 			Validations: []admissionregistrationv1.Validation{{
-				Expression: fmt.Sprintf("object.metadata.name != '%s'", constants.RoutesCRDName),
+				Expression: fmt.Sprintf("object.metadata.name != '%s'", contract.RoutesCRDName),
 				Message:    GuardMessage,
 				Reason:     ptr.To(metav1.StatusReasonForbidden),
 			}},
@@ -143,7 +143,7 @@ func removeGuard(ctx context.Context, c client.Client) error {
 		if err != nil {
 			return fmt.Errorf("reading %s: %w", GuardName, err)
 		}
-		if obj.GetLabels()[constants.LabelManagedBy] != constants.ManagedByValue {
+		if obj.GetLabels()[contract.LabelManagedBy] != contract.ManagedByValue {
 			continue
 		}
 		uid := obj.GetUID()

@@ -5,7 +5,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/addonstatus"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/openapicheck"
 )
@@ -30,30 +30,30 @@ const (
 func setRouteAPI(r *addonstatus.Report, c Classification) {
 	status := metav1.ConditionTrue // a Route API is served
 	switch c.Reason {
-	case constants.RouteAPIAbsent:
+	case contract.RouteAPIAbsent:
 		status = metav1.ConditionFalse
-	case constants.RouteAPIUnknown:
+	case contract.RouteAPIUnknown:
 		status = metav1.ConditionUnknown
 	}
-	r.Set(metav1.Condition{Type: constants.ConditionRouteAPI, Status: status, Reason: c.Reason, Message: c.Message})
+	r.Set(metav1.Condition{Type: contract.ConditionRouteAPI, Status: status, Reason: c.Reason, Message: c.Message})
 }
 
 func setGuard(r *addonstatus.Report, status metav1.ConditionStatus, reason, message string) {
-	r.Set(metav1.Condition{Type: constants.ConditionRoutesCRDGuard, Status: status, Reason: reason, Message: message})
+	r.Set(metav1.Condition{Type: contract.ConditionRoutesCRDGuard, Status: status, Reason: reason, Message: message})
 }
 
 func setDuplicates(r *addonstatus.Report, dups []Duplicate) {
 	if len(dups) == 0 {
-		r.Set(metav1.Condition{Type: constants.ConditionDuplicateAPISurfaces, Status: metav1.ConditionFalse, Reason: ReasonNoDuplicates,
+		r.Set(metav1.Condition{Type: contract.ConditionDuplicateAPISurfaces, Status: metav1.ConditionFalse, Reason: ReasonNoDuplicates,
 			Message: "No CRD duplicates a group/version served by an aggregated APIService."})
 		return
 	}
-	r.Set(metav1.Condition{Type: constants.ConditionDuplicateAPISurfaces, Status: metav1.ConditionTrue, Reason: ReasonDuplicatesFound,
+	r.Set(metav1.Condition{Type: contract.ConditionDuplicateAPISurfaces, Status: metav1.ConditionTrue, Reason: ReasonDuplicatesFound,
 		Message: describeDuplicates(dups) + ". Each breaks /openapi/v2. Fix: delete the duplicating CRD (kubectl delete crd NAME)."})
 }
 
 func setOpenAPI(r *addonstatus.Report, res openapicheck.Result, err error) {
-	c := metav1.Condition{Type: constants.ConditionOpenAPIV2Available}
+	c := metav1.Condition{Type: contract.ConditionOpenAPIV2Available}
 	switch {
 	case err != nil:
 		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, ReasonOpenAPIV2NotKnown, fmt.Sprintf("Could not check /openapi/v2: %v", err)

@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/addonstatus"
 )
 
@@ -50,7 +50,7 @@ func crd(name, group string, versions ...string) apiextensionsv1.CustomResourceD
 }
 
 func routesCRD() apiextensionsv1.CustomResourceDefinition {
-	return crd(constants.RoutesCRDName, "route.openshift.io", "v1")
+	return crd(contract.RoutesCRDName, "route.openshift.io", "v1")
 }
 
 func TestClassify(t *testing.T) {
@@ -62,14 +62,14 @@ func TestClassify(t *testing.T) {
 		want    string
 		wantCRD bool
 	}{
-		"service-backed APIService":              {facts: Facts{APIServices: []apiregistrationv1.APIService{nativeAPIService()}}, want: constants.RouteAPINative},
-		"unavailable service-backed APIService":  {facts: Facts{APIServices: []apiregistrationv1.APIService{unavailable}}, want: constants.RouteAPINative},
-		"native with a duplicate CRD":            {facts: Facts{APIServices: []apiregistrationv1.APIService{nativeAPIService()}, CRDs: []apiextensionsv1.CustomResourceDefinition{routesCRD()}}, want: constants.RouteAPINative, wantCRD: true},
-		"CRD with its local APIService":          {facts: Facts{APIServices: []apiregistrationv1.APIService{localAPIService("route.openshift.io", "v1")}, CRDs: []apiextensionsv1.CustomResourceDefinition{routesCRD()}}, want: constants.RouteAPICRD, wantCRD: true},
-		"a local APIService alone is not native": {facts: Facts{APIServices: []apiregistrationv1.APIService{localAPIService("route.openshift.io", "v1")}}, want: constants.RouteAPIAbsent},
-		"another version is not route v1":        {facts: Facts{APIServices: []apiregistrationv1.APIService{func() apiregistrationv1.APIService { a := nativeAPIService(); a.Spec.Version = "v2"; return a }()}}, want: constants.RouteAPIAbsent},
-		"nothing":                                {want: constants.RouteAPIAbsent},
-		"read error fails closed":                {facts: Facts{APIServices: []apiregistrationv1.APIService{nativeAPIService()}}, err: errors.New("boom"), want: constants.RouteAPIUnknown},
+		"service-backed APIService":              {facts: Facts{APIServices: []apiregistrationv1.APIService{nativeAPIService()}}, want: contract.RouteAPINative},
+		"unavailable service-backed APIService":  {facts: Facts{APIServices: []apiregistrationv1.APIService{unavailable}}, want: contract.RouteAPINative},
+		"native with a duplicate CRD":            {facts: Facts{APIServices: []apiregistrationv1.APIService{nativeAPIService()}, CRDs: []apiextensionsv1.CustomResourceDefinition{routesCRD()}}, want: contract.RouteAPINative, wantCRD: true},
+		"CRD with its local APIService":          {facts: Facts{APIServices: []apiregistrationv1.APIService{localAPIService("route.openshift.io", "v1")}, CRDs: []apiextensionsv1.CustomResourceDefinition{routesCRD()}}, want: contract.RouteAPICRD, wantCRD: true},
+		"a local APIService alone is not native": {facts: Facts{APIServices: []apiregistrationv1.APIService{localAPIService("route.openshift.io", "v1")}}, want: contract.RouteAPIAbsent},
+		"another version is not route v1":        {facts: Facts{APIServices: []apiregistrationv1.APIService{func() apiregistrationv1.APIService { a := nativeAPIService(); a.Spec.Version = "v2"; return a }()}}, want: contract.RouteAPIAbsent},
+		"nothing":                                {want: contract.RouteAPIAbsent},
+		"read error fails closed":                {facts: Facts{APIServices: []apiregistrationv1.APIService{nativeAPIService()}}, err: errors.New("boom"), want: contract.RouteAPIUnknown},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -97,7 +97,7 @@ func TestDuplicateSurfaces(t *testing.T) {
 	require.Len(t, dups, 2, "every CRD duplicating a service-backed APIService, not only Routes; unserved versions and local APIServices do not count")
 	assert.Equal(t, "nodes.metrics.k8s.io", dups[0].CRD)
 	assert.Equal(t, "kube-system/metrics-server", dups[0].Service)
-	assert.Equal(t, constants.RoutesCRDName, dups[1].CRD)
+	assert.Equal(t, contract.RoutesCRDName, dups[1].CRD)
 	assert.Contains(t, describeDuplicates(dups), "CRD routes.route.openshift.io duplicates route.openshift.io/v1 served by APIService v1.route.openshift.io")
 	assert.Empty(t, DuplicateSurfaces(Facts{CRDs: f.CRDs}))
 
@@ -142,24 +142,24 @@ func TestReconcile(t *testing.T) {
 	}{
 		"native: the duplicate is deleted and the guard installed": {
 			apiServices: []apiregistrationv1.APIService{nativeAPIService()}, crds: []apiextensionsv1.CustomResourceDefinition{routesCRD()},
-			wantRouteAPI: constants.RouteAPINative, wantGuardReason: ReasonDuplicateRemoved, wantGuard: true, wantEvent: true,
+			wantRouteAPI: contract.RouteAPINative, wantGuardReason: ReasonDuplicateRemoved, wantGuard: true, wantEvent: true,
 		},
 		"native without a duplicate: guard only": {
 			apiServices:  []apiregistrationv1.APIService{nativeAPIService()},
-			wantRouteAPI: constants.RouteAPINative, wantGuardReason: ReasonGuardInstalled, wantGuard: true,
+			wantRouteAPI: contract.RouteAPINative, wantGuardReason: ReasonGuardInstalled, wantGuard: true,
 		},
 		"native with the admission guard disabled: the duplicate still goes, our guard is removed": {
 			apiServices: []apiregistrationv1.APIService{nativeAPIService()}, crds: []apiextensionsv1.CustomResourceDefinition{routesCRD()},
 			existingGuard: true, disabled: true,
-			wantRouteAPI: constants.RouteAPINative, wantGuardReason: ReasonDuplicateRemoved, wantEvent: true,
+			wantRouteAPI: contract.RouteAPINative, wantGuardReason: ReasonDuplicateRemoved, wantEvent: true,
 		},
 		"vanilla with the CRD: kept, no guard, an old guard removed": {
 			apiServices: []apiregistrationv1.APIService{localAPIService("route.openshift.io", "v1")}, crds: []apiextensionsv1.CustomResourceDefinition{routesCRD()},
 			existingGuard: true,
-			wantRouteAPI:  constants.RouteAPICRD, wantGuardReason: ReasonNotNative, wantCRDKept: true,
+			wantRouteAPI:  contract.RouteAPICRD, wantGuardReason: ReasonNotNative, wantCRDKept: true,
 		},
 		"absent: nothing": {
-			wantRouteAPI: constants.RouteAPIAbsent, wantGuardReason: ReasonNotNative,
+			wantRouteAPI: contract.RouteAPIAbsent, wantGuardReason: ReasonNotNative,
 		},
 	}
 	for name, tc := range cases {
@@ -173,11 +173,11 @@ func TestReconcile(t *testing.T) {
 			_, err := g.Reconcile(context.Background(), singleton)
 			require.NoError(t, err)
 
-			routeAPI, _ := g.Report.Condition(constants.ConditionRouteAPI)
+			routeAPI, _ := g.Report.Condition(contract.ConditionRouteAPI)
 			assert.Equal(t, tc.wantRouteAPI, routeAPI.Reason)
-			guard, _ := g.Report.Condition(constants.ConditionRoutesCRDGuard)
+			guard, _ := g.Report.Condition(contract.ConditionRoutesCRDGuard)
 			assert.Equal(t, tc.wantGuardReason, guard.Reason, guard.Message)
-			err = c.Get(context.Background(), client.ObjectKey{Name: constants.RoutesCRDName}, &apiextensionsv1.CustomResourceDefinition{})
+			err = c.Get(context.Background(), client.ObjectKey{Name: contract.RoutesCRDName}, &apiextensionsv1.CustomResourceDefinition{})
 			assert.Equal(t, tc.wantCRDKept, err == nil, "CRD kept")
 			err = c.Get(context.Background(), client.ObjectKey{Name: GuardName}, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{})
 			assert.Equal(t, tc.wantGuard, err == nil, "guard binding present")
@@ -214,10 +214,10 @@ func TestReconcileFailsClosed(t *testing.T) {
 			g, rec := newGuard(t, c, false)
 			_, err := g.Reconcile(context.Background(), singleton)
 			require.Error(t, err, "the error is returned so the request is retried")
-			routeAPI, _ := g.Report.Condition(constants.ConditionRouteAPI)
-			assert.Equal(t, constants.RouteAPIUnknown, routeAPI.Reason)
+			routeAPI, _ := g.Report.Condition(contract.ConditionRouteAPI)
+			assert.Equal(t, contract.RouteAPIUnknown, routeAPI.Reason)
 			assert.Equal(t, metav1.ConditionUnknown, routeAPI.Status)
-			guard, _ := g.Report.Condition(constants.ConditionRoutesCRDGuard)
+			guard, _ := g.Report.Condition(contract.ConditionRoutesCRDGuard)
 			assert.Equal(t, ReasonGuardUnknown, guard.Reason)
 			assert.Zero(t, deletes, "nothing is deleted while the facts are unknown")
 			assert.Empty(t, rec.Events)
@@ -262,19 +262,19 @@ func TestEnsureGuardWritesOnlyOnChange(t *testing.T) {
 
 func TestReportSignalsOnlyOnChange(t *testing.T) {
 	r := addonstatus.NewReport()
-	setRouteAPI(r, Classification{Reason: constants.RouteAPINative, Message: "m"})
+	setRouteAPI(r, Classification{Reason: contract.RouteAPINative, Message: "m"})
 	select {
 	case <-r.Changed():
 	default:
 		t.Fatal("a new condition signals")
 	}
-	setRouteAPI(r, Classification{Reason: constants.RouteAPINative, Message: "m"})
+	setRouteAPI(r, Classification{Reason: contract.RouteAPINative, Message: "m"})
 	select {
 	case <-r.Changed():
 		t.Fatal("an unchanged condition does not signal")
 	default:
 	}
-	setRouteAPI(r, Classification{Reason: constants.RouteAPIUnknown, Message: "x"})
-	c, _ := r.Condition(constants.ConditionRouteAPI)
+	setRouteAPI(r, Classification{Reason: contract.RouteAPIUnknown, Message: "x"})
+	c, _ := r.Condition(contract.ConditionRouteAPI)
 	assert.Equal(t, metav1.ConditionUnknown, c.Status)
 }

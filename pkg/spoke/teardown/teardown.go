@@ -22,7 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitops-addon/gitops-addon/pkg/constants"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/agentcert"
 )
 
@@ -73,9 +73,9 @@ func removeArgoCD(ctx context.Context, c client.WithWatch, o Options) error {
 		return nil
 	}
 	instance := &list.Items[0]
-	if instance.GetLabels()[constants.LabelManagedBy] != constants.ManagedByValue {
+	if instance.GetLabels()[contract.LabelManagedBy] != contract.ManagedByValue {
 		o.Logf("ArgoCD %s/%s was not delivered by gitops-addon (no label %s=%s): it stays", o.Namespace, o.Name,
-			constants.LabelManagedBy, constants.ManagedByValue)
+			contract.LabelManagedBy, contract.ManagedByValue)
 		return nil
 	}
 	if instance.GetDeletionTimestamp() == nil {
@@ -186,7 +186,7 @@ func applicationList() *unstructured.UnstructuredList {
 
 func argoCDList() *unstructured.UnstructuredList {
 	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(constants.ArgoCDGVK.GroupVersion().WithKind(constants.ArgoCDGVK.Kind + "List"))
+	list.SetGroupVersionKind(contract.ArgoCDGVK.GroupVersion().WithKind(contract.ArgoCDGVK.Kind + "List"))
 	return list
 }
 
@@ -194,5 +194,5 @@ func stillThere(o Options, finalizers []string, cause error) error {
 	return fmt.Errorf("ArgoCD %s/%s is still there after %v, waiting for its finalizers %v (%v): the GitOps operator "+
 		"(Deployment %s/%s) must run to finalize it; check its pods. The addon's removal waits for this hook, so the "+
 		"operator stays until the instance is gone", o.Namespace, o.Name, o.Timeout, finalizers, cause,
-		constants.GitOpsNamespace, constants.OperatorDeployment)
+		contract.GitOpsNamespace, contract.OperatorDeployment)
 }

@@ -1,0 +1,45 @@
+package contract
+
+import "k8s.io/apimachinery/pkg/runtime/schema"
+
+const (
+	// AddonName is the name of the ClusterManagementAddOn, of every ManagedClusterAddOn,
+	// of the addon lease and of the Helm release rendered for each cluster.
+	AddonName = "gitops-addon"
+
+	// AgentName is the constant agent name in the addon's CSR subject. It must never
+	// change between manager restarts, or the CSR approver rejects renewals.
+	AgentName = "gitops-addon-agent"
+
+	// HubKubeconfigSecret is the Secret OCM's registration agent writes on the spoke with
+	// the agent's hub credential (kubeconfig, tls.crt, tls.key, cluster-name); OCM names
+	// it after the addon.
+	HubKubeconfigSecret = AddonName + "-hub-kubeconfig"
+
+	// AgentDeployment is the name of the spoke agent Deployment and its ServiceAccount.
+	AgentDeployment = "gitops-addon-agent"
+
+	// GitOpsNamespace is where the GitOps operator and the Argo CD instance run on a spoke.
+	GitOpsNamespace = "openshift-gitops"
+
+	// ArgoCDName is the name of the ArgoCD custom resource shipped to each spoke.
+	ArgoCDName = "openshift-gitops"
+
+	// OperatorDeployment is the GitOps operator Deployment shipped to each spoke.
+	OperatorDeployment = "openshift-gitops-operator-controller-manager"
+
+	// PlatformExtensionsClusterRole is the least-privilege ClusterRole granted to the
+	// spoke Argo CD application controller.
+	PlatformExtensionsClusterRole = "argocd-platform-extensions"
+
+	// LabelManagedBy marks every object gitops-addon creates, on the hub and on spokes;
+	// caches are filtered on it and teardown removes only what carries it.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// ManagedByValue is the value of LabelManagedBy on our objects.
+	ManagedByValue = "gitops-addon"
+)
+
+// ArgoCDGVK is the kind of the Argo CD instance the addon delivers (the GitOps
+// operator's ArgoCD), handled as unstructured or metadata so that gitops-addon needs no
+// Go dependency on the operator's API.
+var ArgoCDGVK = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1beta1", Kind: "ArgoCD"}
