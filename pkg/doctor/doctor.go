@@ -11,9 +11,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
-	"github.com/gitops-addon/gitops-addon/pkg/spoke/agent"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/openapicheck"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/routeguard"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/schemes"
 )
 
 // Exit codes of Run.
@@ -25,7 +25,7 @@ const (
 
 // Run checks the cluster of cfg and writes a report to out.
 func Run(ctx context.Context, cfg *rest.Config, out io.Writer) int {
-	scheme, err := agent.SpokeScheme()
+	scheme, err := schemes.Spoke()
 	if err != nil {
 		fmt.Fprintln(out, "cannot check:", err)
 		return CannotCheck

@@ -32,8 +32,8 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/doctor"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/addonstatus"
-	"github.com/gitops-addon/gitops-addon/pkg/spoke/agent"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/routeguard"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/schemes"
 	"github.com/gitops-addon/gitops-addon/test/fakeroute"
 	"github.com/gitops-addon/gitops-addon/test/pki"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
@@ -114,7 +114,7 @@ func (s *spoke) startGuard(o routeguard.Options) {
 	o.Report = s.report
 	_, err := routeguard.SetupWithManager(mgr, o)
 	require.NoError(s.t, err)
-	hubScheme, err := agent.HubScheme()
+	hubScheme, err := schemes.Hub()
 	require.NoError(s.t, err)
 	hub, err := client.New(s.env.Config, client.Options{Scheme: hubScheme})
 	require.NoError(s.t, err)

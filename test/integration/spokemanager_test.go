@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/gitops-addon/gitops-addon/pkg/spoke/agent"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/schemes"
 )
 
 // newSpokeManager is a controller manager as the spoke agent builds one (its scheme and
@@ -21,7 +21,7 @@ import (
 // build several times in one process.
 func newSpokeManager(t *testing.T, cfg *rest.Config, byObject map[client.Object]cache.ByObject) manager.Manager {
 	t.Helper()
-	scheme, err := agent.SpokeScheme()
+	scheme, err := schemes.Spoke()
 	require.NoError(t, err)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",

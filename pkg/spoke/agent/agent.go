@@ -12,17 +12,11 @@ import (
 	"strings"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	"open-cluster-management.io/addon-framework/pkg/lease"
 	"open-cluster-management.io/addon-framework/pkg/utils"
-	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,6 +31,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/crdinstall"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/resourcesummary"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/routeguard"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/schemes"
 )
 
 // Options configures the spoke agent.
@@ -69,26 +64,6 @@ type Options struct {
 	MetricsBindAddress     string
 	HealthProbeBindAddress string
 	LeaderElection         bool
-}
-
-// SpokeScheme registers the kinds the agent reads and writes on the spoke.
-func SpokeScheme() (*runtime.Scheme, error) {
-	return buildScheme(clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, apiregistrationv1.AddToScheme, admissionregistrationv1.AddToScheme)
-}
-
-// HubScheme registers the kinds the agent touches on the hub.
-func HubScheme() (*runtime.Scheme, error) {
-	return buildScheme(addonv1beta1.Install)
-}
-
-func buildScheme(adders ...func(*runtime.Scheme) error) (*runtime.Scheme, error) {
-	s := runtime.NewScheme()
-	for _, add := range adders {
-		if err := add(s); err != nil {
-			return nil, fmt.Errorf("building a scheme: %w", err)
-		}
-	}
-	return s, nil
 }
 
 // Validate checks the options, naming the flag to fix.
@@ -206,7 +181,7 @@ func Run(ctx context.Context, o Options, features ...Feature) error {
 	if err != nil {
 		return err
 	}
-	hubScheme, err := HubScheme()
+	hubScheme, err := schemes.Hub()
 	if err != nil {
 		return err
 	}
@@ -252,7 +227,7 @@ func spokeConfig(kubeconfig string) (*rest.Config, error) {
 }
 
 func newManager(spokeCfg *rest.Config, o Options) (manager.Manager, error) {
-	scheme, err := SpokeScheme()
+	scheme, err := schemes.Spoke()
 	if err != nil {
 		return nil, err
 	}
