@@ -495,10 +495,25 @@ func newManagerProfiler(b *testing.B) *managerProfiler {
 
 // flags are the manager's extra flags: its pprof endpoint when profiling.
 func (p *managerProfiler) flags() map[string]string {
-	if p.dir == "" {
-		return nil
+	flags := extraManagerFlags(p.b)
+	if p.dir != "" {
+		flags["--pprof-bind-address"] = p.address
 	}
-	return map[string]string{"--pprof-bind-address": p.address}
+	return flags
+}
+
+// extraManagerFlags are FLEET_BENCH_MANAGER_FLAGS ("--flag=value ..."): manager flags to
+// compare a setting in one run, e.g. --addon-workers=1.
+func extraManagerFlags(b *testing.B) map[string]string {
+	flags := map[string]string{}
+	for _, field := range strings.Fields(os.Getenv("FLEET_BENCH_MANAGER_FLAGS")) {
+		name, value, ok := strings.Cut(field, "=")
+		if !ok || !strings.HasPrefix(name, "--") {
+			b.Fatalf("FLEET_BENCH_MANAGER_FLAGS: %q is not --flag=value", field)
+		}
+		flags[name] = value
+	}
+	return flags
 }
 
 // cpu starts a CPU profile of the phase and returns a function that waits for it.

@@ -9,22 +9,15 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
-	"open-cluster-management.io/addon-framework/pkg/addonmanager/controllers/addonconfig"
-	"open-cluster-management.io/addon-framework/pkg/addonmanager/controllers/agentdeploy"
-	"open-cluster-management.io/addon-framework/pkg/addonmanager/controllers/certificate"
-	"open-cluster-management.io/addon-framework/pkg/addonmanager/controllers/cmaconfig"
-	"open-cluster-management.io/addon-framework/pkg/addonmanager/controllers/cmamanagedby"
-	"open-cluster-management.io/addon-framework/pkg/addonmanager/controllers/registration"
+	"open-cluster-management.io/addon-framework/pkg/addonmanager"
 	"open-cluster-management.io/addon-framework/pkg/agent"
 	"open-cluster-management.io/addon-framework/pkg/index"
-	"open-cluster-management.io/addon-framework/pkg/utils"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	addonclient "open-cluster-management.io/api/client/addon/clientset/versioned"
 	addoninformers "open-cluster-management.io/api/client/addon/informers/externalversions"
@@ -32,50 +25,37 @@ import (
 	clusterinformers "open-cluster-management.io/api/client/cluster/informers/externalversions"
 	workclient "open-cluster-management.io/api/client/work/clientset/versioned"
 	workinformers "open-cluster-management.io/api/client/work/informers/externalversions"
-	workv1informers "open-cluster-management.io/api/client/work/informers/externalversions/work/v1"
-	"open-cluster-management.io/sdk-go/pkg/basecontroller/factory"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 )
 
 // informerResync is addon-framework's own resync period.
 const informerResync = 10 * time.Minute
 
-// addonManager runs addon-framework's controllers for gitops-addon over informers sized
-// for a fleet, wired here instead of by addonmanager.New for two reasons measured at
-// 1,000 clusters (make bench-fleet): New's Start caches every ManagedClusterAddOn of every
-// addon (a hub has one per addon and cluster: tens of thousands) and keeps every
-// object's managed fields, and it runs each controller with a single worker, so every
-// cluster's ManifestWork, agent registration and status waits for all the clusters
-// before it. Here the addon informers hold only gitops-addon's objects, no cached object
-// keeps its managed fields, and the per-cluster controllers (deploy, registration, CSR
-// approval) run with several workers; their queues are keyed by cluster and addon, so no
-// cluster is ever synced by two workers at once. Everything else is as the framework
-// wires it in BaseAddonManagerImpl.StartWithInformers.
+// addonManager runs addon-framework's controllers for gitops-addon through the
+// framework's public entry point for caller-built informers
+// (BaseAddonManagerImpl.StartWithInformers), over informers sized for a fleet. Not
+// addonmanager.New, for what was measured at 1,000 clusters (make bench-fleet): New's Start
+// caches every ManagedClusterAddOn of every addon (a hub has one per addon and cluster:
+// tens of thousands) and keeps every object's managed fields. Here the addon informers
+// hold only gitops-addon's objects and no cached object keeps its managed fields; the
+// framework wires its controllers itself, so a framework upgrade brings its controller
+// set with it (TestFrameworkControllerSet says when that set changes).
 type addonManager struct {
-	agents  map[string]agent.AgentAddon
-	configs map[schema.GroupVersionResource]bool
+	base    *addonmanager.BaseAddonManagerImpl
 	clients addonClients
-	workers int
 }
 
-func newAddonManager(clients addonClients, agentAddon agent.AgentAddon, workers int) (*addonManager, error) {
-	options := agentAddon.GetAgentAddonOptions()
-	if options.AddonName == "" {
+func newAddonManager(cfg *rest.Config, clients addonClients, agentAddon agent.AgentAddon) (*addonManager, error) {
+	if agentAddon.GetAgentAddonOptions().AddonName == "" {
 		return nil, fmt.Errorf("registering the gitops-addon agent addon: the addon has no name")
 	}
-	if workers < 1 {
-		return nil, fmt.Errorf("the addon manager needs at least 1 worker, got %d", workers)
+	base := addonmanager.NewBaseAddonManagerImpl(cfg)
+	// gitops-addon is not a template addon: every ManagedClusterAddOn of it is ours to sync.
+	base.ApplyOptionFuncs(addonmanager.WithTemplateMode(false))
+	if err := base.AddAgent(agentAddon); err != nil {
+		return nil, fmt.Errorf("registering the gitops-addon agent addon: %w", err)
 	}
-	configs := map[schema.GroupVersionResource]bool{}
-	for _, gvr := range options.SupportedConfigGVRs {
-		configs[gvr] = true
-	}
-	return &addonManager{
-		agents:  map[string]agent.AgentAddon{options.AddonName: agentAddon},
-		configs: configs,
-		clients: clients,
-		workers: workers,
-	}, nil
+	return &addonManager{base: base, clients: clients}, nil
 }
 
 // addonClients are the clients of the addon (its hub RBAC, AddOnDeploymentConfigs) and
@@ -107,10 +87,11 @@ func newAddonClients(cfg *rest.Config) (addonClients, error) {
 	return c, err
 }
 
-// Start builds the informers, starts the framework's controllers and the informers.
+// Start builds the informers, starts the framework's controllers on them and starts
+// the informers.
 func (m *addonManager) Start(ctx context.Context) error {
-	clients := m.clients
-	ourAddon := addonLabelSelector(m.agents)
+	clients, agents := m.clients, m.base.GetAddonAgents()
+	ourAddon := addonLabelSelector(agents)
 	kubeInformers := kubeinformers.NewSharedInformerFactoryWithOptions(clients.kube, informerResync,
 		kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = ourAddon }))
 	workInformers := workinformers.NewSharedInformerFactoryWithOptions(clients.work, informerResync,
@@ -118,7 +99,7 @@ func (m *addonManager) Start(ctx context.Context) error {
 	// Only ManagedClusterAddOns and ClusterManagementAddOns come from this factory, and
 	// the framework acts only on those named after our addon.
 	addonInformers := addoninformers.NewSharedInformerFactoryWithOptions(clients.addon, informerResync,
-		addoninformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = addonNameSelector(m.agents) }))
+		addoninformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = addonNameSelector(agents) }))
 	clusterInformers := clusterinformers.NewSharedInformerFactory(clients.cluster, informerResync)
 	dynamicInformers := dynamicinformer.NewDynamicSharedInformerFactory(clients.dynamic, informerResync)
 
@@ -137,7 +118,9 @@ func (m *addonManager) Start(ctx context.Context) error {
 	if err := addIndexers(works.Informer(), addons.Informer(), managementAddons.Informer()); err != nil {
 		return err
 	}
-	m.runControllers(ctx, works, kubeInformers, addonInformers, clusterInformers, dynamicInformers)
+	if err := m.base.StartWithInformers(ctx, clients.work, works, kubeInformers, addonInformers, clusterInformers, dynamicInformers); err != nil {
+		return fmt.Errorf("starting addon-framework's controllers: %w", err)
+	}
 	kubeInformers.Start(ctx.Done())
 	workInformers.Start(ctx.Done())
 	addonInformers.Start(ctx.Done())
@@ -146,7 +129,9 @@ func (m *addonManager) Start(ctx context.Context) error {
 	return nil
 }
 
-// addIndexers adds the indexes addon-framework's controllers look objects up by.
+// addIndexers adds the indexes addon-framework's controllers look objects up by, as the
+// framework's own Start does (StartWithInformers expects them on the informers it is
+// given; TestFrameworkControllerSet checks that these are all the framework uses).
 func addIndexers(works, addons, managementAddons toolscache.SharedIndexInformer) error {
 	if err := works.AddIndexers(toolscache.Indexers{
 		index.ManifestWorkByAddon:           index.IndexManifestWorkByAddon,
@@ -167,41 +152,6 @@ func addIndexers(works, addons, managementAddons toolscache.SharedIndexInformer)
 		return fmt.Errorf("indexing ClusterManagementAddOns: %w", err)
 	}
 	return nil
-}
-
-// runControllers starts addon-framework's controllers for our addon on the given informers.
-func (m *addonManager) runControllers(ctx context.Context, works workv1informers.ManifestWorkInformer,
-	kubeInformers kubeinformers.SharedInformerFactory, addonInformers addoninformers.SharedInformerFactory,
-	clusterInformers clusterinformers.SharedInformerFactory, dynamicInformers dynamicinformer.DynamicSharedInformerFactory) {
-	clients := m.clients
-	clusters := clusterInformers.Cluster().V1().ManagedClusters()
-	addons := addonInformers.Addon().V1beta1().ManagedClusterAddOns()
-	managementAddons := addonInformers.Addon().V1beta1().ClusterManagementAddOns()
-	csrs := kubeInformers.Certificates().V1().CertificateSigningRequests()
-	// gitops-addon is not a template addon: every ManagedClusterAddOn of it is ours to sync.
-	allAddons := utils.AllowAllAddOns
-	ourName := utils.FilterByAddonName(m.agents)
-
-	perCluster := []factory.Controller{
-		agentdeploy.NewAddonDeployController(clients.work, clients.addon, clusters, addons, works, m.agents, allAddons),
-		registration.NewAddonRegistrationController(clients.addon, clusters, addons, m.agents, allAddons),
-		certificate.NewCSRApprovingController(clients.kube, clusters, csrs, addons, m.agents, allAddons),
-		certificate.NewCSRSignController(clients.kube, clusters, csrs, addons, m.agents, allAddons),
-	}
-	for _, controller := range perCluster {
-		go controller.Run(ctx, m.workers)
-	}
-	// These sync the one ClusterManagementAddOn, or the config references of each
-	// ManagedClusterAddOn, which the deploy controller waits for: one worker each, as upstream.
-	single := []factory.Controller{cmamanagedby.NewCMAManagedByController(clients.addon, managementAddons, m.agents, ourName)}
-	if len(m.configs) != 0 {
-		single = append(single,
-			addonconfig.NewAddonConfigController(clients.addon, addons, managementAddons, dynamicInformers, m.configs, ourName),
-			cmaconfig.NewCMAConfigController(clients.addon, managementAddons, dynamicInformers, m.configs, ourName))
-	}
-	for _, controller := range single {
-		go controller.Run(ctx, 1)
-	}
 }
 
 // addonLabelSelector selects the objects labelled for one of the registered addons.

@@ -4,7 +4,6 @@
 package manager
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -259,7 +258,7 @@ func addAddonManager(mgr manager.Manager, cfg *rest.Config, o Options, signer *a
 	if err != nil {
 		return err
 	}
-	addonManager, err := newAddonManager(clients, agentAddon, cmp.Or(o.AddonWorkers, DefaultAddonWorkers))
+	addonManager, err := newAddonManager(cfg, clients, agentAddon)
 	if err != nil {
 		return err
 	}
