@@ -148,12 +148,9 @@ func (k *Keeper) ensureCA(ctx context.Context, ns string, now time.Time, issued 
 		issued[CASecret] = "missing"
 		return &caSet{signer: ca}, false, k.write(ctx, nil, tlsSecret(ns, CASecret, ca))
 	}
-	cas, err := loadCASet(secret)
+	cas, err := loadSigningCA(ns, secret)
 	if err != nil {
-		return nil, false, fmt.Errorf("secret %s/%s: %w; fix it or delete it to let gitops-addon issue a CA", ns, CASecret, err)
-	}
-	if cas.signer.key == nil || !cas.signer.cert.IsCA {
-		return nil, false, fmt.Errorf("secret %s/%s must hold a CA certificate and its key (tls.crt, tls.key) to sign the principal's certificates", ns, CASecret)
+		return nil, false, err
 	}
 	if !ours(secret) {
 		return cas, true, nil
@@ -183,7 +180,7 @@ func (k *Keeper) ensureServing(
 	why := "missing"
 	if secret != nil {
 		if !ours(secret) {
-			return nil, fmt.Errorf("secret %s/%s exists and was not created by gitops-addon; it is left unchanged: delete it to let gitops-addon issue it", ns, name)
+			return nil, notOurs(ns, name)
 		}
 		current, err := parsePair(secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey])
 		if err != nil {
@@ -272,4 +269,21 @@ func (k *Keeper) now() time.Time {
 		return k.Now()
 	}
 	return time.Now()
+}
+
+// loadSigningCA reads a namespace's CA Secret, which must hold a CA that can sign.
+func loadSigningCA(ns string, secret *corev1.Secret) (*caSet, error) {
+	cas, err := loadCASet(secret)
+	if err != nil {
+		return nil, fmt.Errorf("secret %s/%s: %w; fix it or delete it to let gitops-addon issue a CA", ns, CASecret, err)
+	}
+	if cas.signer.key == nil || !cas.signer.cert.IsCA {
+		return nil, fmt.Errorf("secret %s/%s must hold a CA certificate and its key (tls.crt, tls.key) to sign the principal's certificates", ns, CASecret)
+	}
+	return cas, nil
+}
+
+// notOurs is the error of a serving certificate's Secret another tool created.
+func notOurs(ns, name string) error {
+	return fmt.Errorf("secret %s/%s exists and was not created by gitops-addon; it is left unchanged: delete it to let gitops-addon issue it", ns, name)
 }

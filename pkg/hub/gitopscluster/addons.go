@@ -19,6 +19,7 @@ import (
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/argocdagent"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/ownership"
 )
 
@@ -42,7 +43,9 @@ func imageSettings(gc *appsv1beta1.GitOpsCluster) contract.Images {
 // change): addon-framework's registration and deploy controllers wait for that reference,
 // and OCM's addon manager adds it at its own pace (2 workers; at 1,000 clusters about a
 // minute behind the creates).
-func desiredAddon(gc *appsv1beta1.GitOpsCluster, cluster string, settings contract.AddonSettings, cma *metav1.OwnerReference) *addonv1beta1.ManagedClusterAddOn {
+func desiredAddon(
+	gc *appsv1beta1.GitOpsCluster, cluster string, settings contract.AddonSettings, cma *metav1.OwnerReference,
+) *addonv1beta1.ManagedClusterAddOn {
 	annotations := settings.Annotations()
 	maps.Copy(annotations, ownership.Annotations(gc))
 	addon := &addonv1beta1.ManagedClusterAddOn{
@@ -158,7 +161,7 @@ func updateAddon(current, desired client.Object) bool {
 // reconcileAddons ensures a gitops-addon ManagedClusterAddOn on every decided cluster when
 // the addon is enabled, and removes the ones this GitOpsCluster created that are no longer
 // wanted. ManagedClusterAddOns created by users or other GitOpsClusters are never touched.
-func (r *Reconciler) reconcileAddons(ctx context.Context, gc *appsv1beta1.GitOpsCluster, clusters []string, agent agentResult) (addonResult, error) {
+func (r *Reconciler) reconcileAddons(ctx context.Context, gc *appsv1beta1.GitOpsCluster, clusters []string, agent argocdagent.Trust) (addonResult, error) {
 	res := addonResult{enabled: gc.AddonEnabled()}
 	if r.HubOnly {
 		res.hubOnly = true
@@ -268,7 +271,7 @@ func (r *Reconciler) ensureAddon(
 	ctx context.Context,
 	gc *appsv1beta1.GitOpsCluster,
 	cluster string,
-	agent agentResult,
+	agent argocdagent.Trust,
 	cma *metav1.OwnerReference,
 ) (addonState, error) {
 	mode, problem, err := r.agentModeOf(ctx, gc, cluster)

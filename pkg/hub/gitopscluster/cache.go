@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/argocdagent"
 )
 
 // CacheByObject narrows the manager's cache for the kinds this controller writes: a hub
@@ -23,12 +24,12 @@ import (
 // read (the chart grants them there only): the cache watches them there only.
 func CacheByObject(argoNamespaces []string) map[client.Object]cache.ByObject {
 	ours := labels.SelectorFromSet(labels.Set{contract.LabelManagedBy: contract.ManagedByValue})
-	namespaces := namespaceConfigs(argoNamespaces)
+	namespaces := NamespaceConfigs(argoNamespaces)
 	return map[client.Object]cache.ByObject{
 		&corev1.Secret{}:    {Label: ours, Namespaces: namespaces},
 		&corev1.ConfigMap{}: {Label: ours, Namespaces: namespaces},
 		// The Argo CD Agent principal's Services, where agents connect (principal.go).
-		&corev1.Service{}:     {Label: principalServiceSelector(), Namespaces: namespaces},
+		&corev1.Service{}:     {Label: argocdagent.PrincipalServiceSelector(), Namespaces: namespaces},
 		&rbacv1.Role{}:        {Label: ours},
 		&rbacv1.RoleBinding{}: {Label: ours},
 		&addonv1beta1.ManagedClusterAddOn{}: {
@@ -41,9 +42,9 @@ func CacheByObject(argoNamespaces []string) map[client.Object]cache.ByObject {
 	}
 }
 
-// namespaceConfigs restricts a cached kind to argoNamespaces; nil (every namespace) when
+// NamespaceConfigs restricts a cached kind to argoNamespaces; nil (every namespace) when
 // there are none.
-func namespaceConfigs(argoNamespaces []string) map[string]cache.Config {
+func NamespaceConfigs(argoNamespaces []string) map[string]cache.Config {
 	if len(argoNamespaces) == 0 {
 		return nil
 	}

@@ -104,7 +104,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err // retried with backoff; the status and an Event say why
 	}
-	return ctrl.Result{RequeueAfter: earliest(obs.addons.recheckAfter, obs.agent.untilRenewal(time.Now()))}, nil
+	return ctrl.Result{RequeueAfter: earliest(obs.addons.recheckAfter, obs.agent.UntilRenewal(time.Now()))}, nil
 }
 
 // refuseArgoNamespace refuses an argoNamespace outside the manager's: its Secrets and
@@ -160,16 +160,15 @@ func (r *Reconciler) observe(ctx context.Context, gc *appsv1beta1.GitOpsCluster)
 	}
 	if refusal := r.refuseArgoNamespace(gc); refusal != nil {
 		// Agent mode's trust is the first step in the argoNamespace.
-		obs.agent.enabled = gc.ArgoCDAgentEnabled()
-		if obs.agent.enabled {
+		obs.agent.Enabled = gc.ArgoCDAgentEnabled()
+		if obs.agent.Enabled {
 			refusal.condition = appsv1beta1.ConditionArgoCDAgentTrust
 		}
 		obs.failed = refusal
 		return obs, nil
 	}
 	// Agent mode's cluster Secrets carry client certificates signed by its CA: trust first.
-	if obs.agent, err = r.ensureAgentTrust(ctx, gc); err != nil {
-		obs.failed = &stepFailure{condition: appsv1beta1.ConditionArgoCDAgentTrust, err: err}
+	if obs.agent, obs.failed, err = r.readAgentTrust(ctx, gc); obs.failed != nil {
 		return obs, err
 	}
 	if obs.registration, err = r.registerClusters(ctx, gc, obs.placement.clusters, obs.agent); err != nil {
@@ -242,7 +241,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&clusterv1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(r.forAll),
 			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, copiedLabelsChanged()))).
 		Watches(&addonv1beta1.ManagedClusterAddOn{}, r.allOnDelete(r.forAddon), builder.WithPredicates(addonChangeMatters())).
-		Watches(&corev1.Secret{}, r.allOnDelete(r.forOwner)).
+		Watches(&corev1.Secret{}, r.allOnDelete(r.forSecret)).
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.forPrincipalService))
 	if r.Routes {
 		b = b.Watches(&routev1.Route{}, handler.EnqueueRequestsFromMapFunc(r.forPrincipalService))

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
@@ -32,6 +33,7 @@ import (
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/agenttrust"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/argocdagent"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/ownership"
 )
 
@@ -72,11 +74,23 @@ func newReconciler(t *testing.T, objs ...client.Object) (*Reconciler, client.Cli
 
 func reconcileOnce(t *testing.T, r *Reconciler, gc *appsv1beta1.GitOpsCluster) *appsv1beta1.GitOpsCluster {
 	t.Helper()
+	if r.Trust != nil {
+		keepTrust(t, r, gc.ArgoNamespace())
+	}
 	_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(gc)})
 	require.NoError(t, err)
 	out := &appsv1beta1.GitOpsCluster{}
 	require.NoError(t, r.Client.Get(context.Background(), client.ObjectKeyFromObject(gc), out))
 	return out
+}
+
+// keepTrust runs the Argo CD Agent trust controller on an Argo CD namespace, as the
+// manager does beside the GitOpsCluster controller.
+func keepTrust(t *testing.T, r *Reconciler, argoNamespace string) {
+	t.Helper()
+	trust := &argocdagent.TrustReconciler{Client: r.Client, Keeper: r.Trust, Routes: r.Routes}
+	_, err := trust.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Name: argoNamespace}})
+	require.NoError(t, err)
 }
 
 func TestReconcileCreatesSecretsAndAddons(t *testing.T) {
@@ -604,4 +618,43 @@ func principalOf(mca *addonv1beta1.ManagedClusterAddOn) string {
 		return agent.Principal
 	}
 	return ""
+}
+
+// TestAgentModeWaitsForTheTrustItDoesNotIssue: the GitOpsCluster controller only reads
+// the namespace's trust. Before the trust controller has issued it, the reconcile stops
+// before signing anything: ArgoCDAgentTrust and the steps after it Unknown (TrustPending,
+// no Warning), no cluster Secret, no trust Secret written; once the trust is there, the
+// clusters are registered in agent format.
+func TestAgentModeWaitsForTheTrustItDoesNotIssue(t *testing.T) {
+	gc := gitOpsCluster("gc", "p", true)
+	gc.Spec.GitOpsAddon.ArgoCDAgent = &appsv1beta1.ArgoCDAgentSpec{Enabled: ptr.To(true), ServerAddress: "principal.example.com"}
+	r, c := newReconciler(t, append(placementObjects("p", "c1"), gc)...)
+	r.Trust = &agenttrust.Keeper{Client: c, APIReader: c}
+	recorder := events.NewFakeRecorder(20)
+	r.Recorder = recorder
+
+	_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(gc)})
+	require.NoError(t, err, "waiting is not an error to retry with backoff")
+	got := &appsv1beta1.GitOpsCluster{}
+	require.NoError(t, c.Get(context.Background(), client.ObjectKeyFromObject(gc), got))
+	for _, condition := range []string{appsv1beta1.ConditionArgoCDAgentTrust, appsv1beta1.ConditionClustersRegistered, appsv1beta1.ConditionAddOnsReady} {
+		cond := meta.FindStatusCondition(got.Status.Conditions, condition)
+		require.NotNil(t, cond, condition)
+		assert.Equal(t, metav1.ConditionUnknown, cond.Status, condition)
+		assert.Equal(t, argocdagent.ReasonTrustPending, cond.Reason, condition)
+	}
+	trustCond := meta.FindStatusCondition(got.Status.Conditions, appsv1beta1.ConditionArgoCDAgentTrust)
+	assert.Contains(t, trustCond.Message, "Waiting for gitops-addon to issue argocd-agent-ca")
+	secrets := &corev1.SecretList{}
+	require.NoError(t, c.List(context.Background(), secrets))
+	assert.Empty(t, secrets.Items, "neither a cluster Secret nor a trust Secret is written by the GitOpsCluster controller")
+	assert.Empty(t, recorder.Events, "a wait records no Warning")
+
+	got = reconcileOnce(t, r, gc) // the trust controller runs, then the GitOpsCluster's
+	trustCond = meta.FindStatusCondition(got.Status.Conditions, appsv1beta1.ConditionArgoCDAgentTrust)
+	require.NotNil(t, trustCond)
+	assert.Equal(t, metav1.ConditionTrue, trustCond.Status, trustCond.Message)
+	secret := &corev1.Secret{}
+	require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "gitops", Name: "c1-cluster-secret"}, secret))
+	assert.Equal(t, "c1", secret.Labels[argocdagent.LabelAgentName], "registered in agent format")
 }

@@ -16,13 +16,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/argocdagent"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/ownership"
 )
 
 // registerClusters writes an Argo CD cluster secret for every decided cluster, removes
 // the ones this GitOpsCluster wrote for clusters no longer decided, and ensures the
 // ApplicationSet placement ConfigMap and RBAC.
-func (r *Reconciler) registerClusters(ctx context.Context, gc *appsv1beta1.GitOpsCluster, clusters []string, agent agentResult) (registrationResult, error) {
+func (r *Reconciler) registerClusters(
+	ctx context.Context, gc *appsv1beta1.GitOpsCluster, clusters []string, agent argocdagent.Trust,
+) (registrationResult, error) {
 	var res registrationResult
 	plan, err := r.planClusterSecrets(ctx, gc, clusters)
 	if err != nil {
@@ -75,7 +78,9 @@ type secretState struct {
 }
 
 // ensureClusterSecret writes one decided cluster's Argo CD cluster secret, named name.
-func (r *Reconciler) ensureClusterSecret(ctx context.Context, gc *appsv1beta1.GitOpsCluster, cluster, name string, agent agentResult) (secretState, error) {
+func (r *Reconciler) ensureClusterSecret(
+	ctx context.Context, gc *appsv1beta1.GitOpsCluster, cluster, name string, agent argocdagent.Trust,
+) (secretState, error) {
 	mc := &clusterv1.ManagedCluster{}
 	if err := r.Client.Get(ctx, types.NamespacedName{Name: cluster}, mc); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -85,7 +90,7 @@ func (r *Reconciler) ensureClusterSecret(ctx context.Context, gc *appsv1beta1.Gi
 	}
 	desired := desiredClusterSecret(gc, mc)
 	desired.Name = name
-	if agent.enabled && r.Trust != nil {
+	if agent.Enabled && r.Trust != nil {
 		if err := r.toAgentFormat(ctx, desired, cluster, agent); err != nil {
 			return secretState{}, err
 		}
@@ -116,10 +121,10 @@ func updateSecret(current, desired client.Object) bool {
 	}
 	maps.Copy(labels, want.Labels)
 	changed := !maps.Equal(labels, cur.Labels) || !equality.Semantic.DeepEqual(cur.Data, want.Data)
-	if _, agent := want.Annotations[annotationSkipReconcile]; !agent && wasAgentFormat(cur) {
+	if _, agent := want.Annotations[argocdagent.AnnotationSkipReconcile]; !agent && wasAgentFormat(cur) {
 		// Agent mode turned off: the hub's Argo CD reconciles the cluster's Applications again.
-		if _, has := cur.Annotations[annotationSkipReconcile]; has {
-			delete(cur.Annotations, annotationSkipReconcile)
+		if _, has := cur.Annotations[argocdagent.AnnotationSkipReconcile]; has {
+			delete(cur.Annotations, argocdagent.AnnotationSkipReconcile)
 			changed = true
 		}
 	}
@@ -130,7 +135,7 @@ func updateSecret(current, desired client.Object) bool {
 // wasAgentFormat tells whether gitops-addon wrote a cluster Secret in Argo CD Agent's
 // format (it wrote the agent-name label).
 func wasAgentFormat(s *corev1.Secret) bool {
-	return slices.Contains(strings.Split(s.Annotations[AnnotationWrittenLabels], ","), labelAgentName)
+	return slices.Contains(strings.Split(s.Annotations[AnnotationWrittenLabels], ","), argocdagent.LabelAgentName)
 }
 
 // addAnnotations sets each of want on obj and tells whether anything changed; other

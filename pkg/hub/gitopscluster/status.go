@@ -16,6 +16,7 @@ import (
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/argocdagent"
 )
 
 // maxListed bounds how many cluster names a condition message lists, so that a fleet of
@@ -66,7 +67,7 @@ type observation struct {
 	registration registrationResult
 	addons       addonResult
 	unsupported  []string
-	agent        agentResult
+	agent        argocdagent.Trust
 	// failed is the step that could not be done, if one could not; the steps after it
 	// were not attempted.
 	failed *stepFailure
@@ -81,6 +82,10 @@ type stepFailure struct {
 	// condition takes this reason and the error's own message (which says the fix), and
 	// nothing retries until the spec or the manager's configuration changes.
 	reason string
+	// pending: not a failure but a wait for another controller (the Argo CD Agent trust
+	// being issued); the condition is Unknown, no Warning is recorded, and that
+	// controller's writes wake the reconcile.
+	pending bool
 }
 
 // conditionOrder is the order in which a reconcile does its steps.
@@ -100,6 +105,12 @@ func applyFailure(conds []metav1.Condition, f *stepFailure) {
 				continue
 			}
 			switch {
+			case t == f.condition && f.pending:
+				conds[i].Status, conds[i].Reason, conds[i].Message = metav1.ConditionUnknown, argocdagent.ReasonTrustPending, sentence(f.err.Error())
+				after = true
+			case after && f.pending:
+				conds[i].Status, conds[i].Reason = metav1.ConditionUnknown, argocdagent.ReasonTrustPending
+				conds[i].Message = "Not evaluated yet: " + f.err.Error() + "."
 			case t == f.condition && f.reason != "":
 				conds[i].Status, conds[i].Reason, conds[i].Message = metav1.ConditionFalse, f.reason, f.err.Error()
 				after = true
@@ -156,7 +167,7 @@ func computeStatus(gc *appsv1beta1.GitOpsCluster, obs observation, now metav1.Ti
 		registrationCondition(obs),
 		addonsCondition(obs),
 	}
-	if obs.agent.enabled {
+	if obs.agent.Enabled {
 		conds = append(conds, agentCondition(obs))
 	} else {
 		meta.RemoveStatusCondition(&st.Conditions, appsv1beta1.ConditionArgoCDAgentTrust)
@@ -277,11 +288,11 @@ func addonsCondition(obs observation) metav1.Condition {
 }
 
 func agentCondition(obs observation) metav1.Condition {
-	if !obs.placement.resolved || obs.agent.state.CA.Secret == "" {
+	if !obs.placement.resolved || obs.agent.State.CA.Secret == "" {
 		return metav1.Condition{Type: appsv1beta1.ConditionArgoCDAgentTrust, Status: metav1.ConditionUnknown, Reason: appsv1beta1.ReasonPlacementUnresolved,
 			Message: "Not evaluated yet: the Placement must resolve first."}
 	}
-	return agentTrustCondition(obs.agent)
+	return obs.agent.Condition()
 }
 
 func readyCondition(conds []metav1.Condition) metav1.Condition {
@@ -359,4 +370,12 @@ func unsupportedFields(gc *appsv1beta1.GitOpsCluster) []string {
 // instead of wrapping (a fleet is far below 2^31 clusters, but a wrapped count would lie).
 func clusterCount(n int) int32 {
 	return int32(min(n, math.MaxInt32)) //nolint:gosec // G115: bounded by the min above
+}
+
+// sentence makes a message that starts in lower case a sentence.
+func sentence(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:] + "."
 }

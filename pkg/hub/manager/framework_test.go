@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,11 +15,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
-	addonfake "open-cluster-management.io/api/client/addon/clientset/versioned/fake"
-	addoninformers "open-cluster-management.io/api/client/addon/informers/externalversions"
-	workfake "open-cluster-management.io/api/client/work/clientset/versioned/fake"
-	workinformers "open-cluster-management.io/api/client/work/informers/externalversions"
+	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
+	workv1 "open-cluster-management.io/api/work/v1"
 )
 
 // reviewedControllers are the controllers addon-framework's StartWithInformers starts,
@@ -101,9 +101,7 @@ func startedByStartWithInformers(t *testing.T, file string) (controllers, inform
 		return true
 	})
 	informerChain := regexp.MustCompile(`\w+Informers\.\w+\(\)\.\w+\(\)\.\w+\(\)`)
-	for _, chain := range informerChain.FindAllString(string(src[body.Pos()-1:body.End()-1]), -1) {
-		informers = append(informers, chain)
-	}
+	informers = append(informers, informerChain.FindAllString(string(src[body.Pos()-1:body.End()-1]), -1)...)
 	slices.Sort(controllers)
 	slices.Sort(informers)
 	return slices.Compact(controllers), slices.Compact(informers)
@@ -136,10 +134,11 @@ func indexesUsedBy(t *testing.T, dir string) []string {
 
 // indexesAdded are the index names addIndexers puts on the manager's informers.
 func indexesAdded(t *testing.T) []string {
-	works := workinformers.NewSharedInformerFactory(workfake.NewSimpleClientset(), 0).Work().V1().ManifestWorks().Informer()
-	addonFactory := addoninformers.NewSharedInformerFactory(addonfake.NewSimpleClientset(), 0)
-	addons := addonFactory.Addon().V1beta1().ManagedClusterAddOns().Informer()
-	managementAddons := addonFactory.Addon().V1beta1().ClusterManagementAddOns().Informer()
+	informer := func(obj runtime.Object) toolscache.SharedIndexInformer {
+		return toolscache.NewSharedIndexInformer(&toolscache.ListWatch{}, obj, 0, toolscache.Indexers{})
+	}
+	works, addons := informer(&workv1.ManifestWork{}), informer(&addonv1beta1.ManagedClusterAddOn{})
+	managementAddons := informer(&addonv1beta1.ClusterManagementAddOn{})
 	require.NoError(t, addIndexers(works, addons, managementAddons))
 	var names []string
 	for _, informer := range []toolscache.SharedIndexInformer{works, addons, managementAddons} {
@@ -153,28 +152,41 @@ func indexesAdded(t *testing.T) []string {
 // indexValues maps the framework's index constants (pkg/index) to their values, the
 // names informers know the indexes by.
 func indexValues(t *testing.T, dir string) map[string]string {
-	pkgs, err := parser.ParseDir(token.NewFileSet(), dir, func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	values := map[string]string{}
-	for _, pkg := range pkgs {
-		for _, file := range pkg.Files {
-			for _, decl := range file.Decls {
-				gen, ok := decl.(*ast.GenDecl)
-				if !ok || gen.Tok != token.CONST {
-					continue
-				}
-				for _, spec := range gen.Specs {
-					vs := spec.(*ast.ValueSpec)
-					for i, name := range vs.Names {
-						if i < len(vs.Values) {
-							if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
-								values[name.Name] = strings.Trim(lit.Value, "`\"")
-							}
-						}
+	for _, entry := range entries {
+		if !strings.HasSuffix(entry.Name(), ".go") || strings.HasSuffix(entry.Name(), "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(token.NewFileSet(), filepath.Join(dir, entry.Name()), nil, 0)
+		require.NoError(t, err)
+		maps.Copy(values, stringConstants(file))
+	}
+	return values
+}
+
+// stringConstants are a file's string constants by name.
+func stringConstants(file *ast.File) map[string]string {
+	out := map[string]string{}
+	for _, decl := range file.Decls {
+		gen, ok := decl.(*ast.GenDecl)
+		if !ok || gen.Tok != token.CONST {
+			continue
+		}
+		for _, spec := range gen.Specs {
+			vs, ok := spec.(*ast.ValueSpec)
+			if !ok {
+				continue
+			}
+			for i, name := range vs.Names {
+				if i < len(vs.Values) {
+					if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+						out[name.Name] = strings.Trim(lit.Value, "`\"")
 					}
 				}
 			}
 		}
 	}
-	return values
+	return out
 }

@@ -39,6 +39,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/hub/addon"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/agentsigner"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/agenttrust"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/argocdagent"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/crdupgrade"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/gitopscluster"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
@@ -145,7 +146,7 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 	}
 	byObject := gitopscluster.CacheByObject(o.ArgoNamespaces)
 	if routes {
-		maps.Copy(byObject, gitopscluster.RouteCacheByObject(o.ArgoNamespaces))
+		maps.Copy(byObject, argocdagent.RouteCacheByObject(gitopscluster.NamespaceConfigs(o.ArgoNamespaces)))
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
@@ -185,6 +186,15 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 		HubOnly:        o.HubOnly,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the GitOpsCluster controller: %w", err)
+	}
+	if err := (&argocdagent.TrustReconciler{
+		Client:         mgr.GetClient(),
+		Keeper:         trust,
+		Routes:         routes,
+		Recorder:       mgr.GetEventRecorder("gitops-addon-manager"),
+		ArgoNamespaces: o.ArgoNamespaces,
+	}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the Argo CD Agent trust controller: %w", err)
 	}
 	if o.HubOnly {
 		ctrl.Log.WithName("manager").Info("hub-only: the addon is not delivered by this installation (--deliver-addon=false); no ManagedClusterAddOn is " +

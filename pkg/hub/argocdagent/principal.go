@@ -1,4 +1,8 @@
-package gitopscluster
+// Package argocdagent is the hub side of Argo CD Agent mode: where the clusters' agents
+// reach the principal, the trust the principal and the agents share (one controller per
+// Argo CD namespace keeps it), what a GitOpsCluster reports of it, and the Argo CD cluster
+// Secrets in the agent's format.
+package argocdagent
 
 import (
 	"cmp"
@@ -12,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 )
@@ -26,67 +29,76 @@ const (
 	labelName      = "app.kubernetes.io/name"
 )
 
-// principalServiceSelector selects the principal's Services, the only Services the
-// manager caches.
-func principalServiceSelector() labels.Selector {
+// PrincipalServiceSelector selects the principal's Services (and on OpenShift its
+// Routes), the only Services and Routes the manager caches.
+func PrincipalServiceSelector() labels.Selector {
 	return labels.SelectorFromSet(labels.Set{labelPartOf: "argocd-agent", labelComponent: "principal"})
 }
 
 // RouteCacheByObject caches the principal's Routes (OpenShift hubs: the operator's
-// passthrough Route to the principal carries the Service's labels) in argoNamespaces
-// (all when empty), for a manager on a hub that serves route.openshift.io/v1.
-func RouteCacheByObject(argoNamespaces []string) map[client.Object]cache.ByObject {
-	return map[client.Object]cache.ByObject{&routev1.Route{}: {Label: principalServiceSelector(), Namespaces: namespaceConfigs(argoNamespaces)}}
+// passthrough Route to the principal carries the Service's labels) in namespaces (all
+// when nil), for a manager on a hub that serves route.openshift.io/v1.
+func RouteCacheByObject(namespaces map[string]cache.Config) map[client.Object]cache.ByObject {
+	return map[client.Object]cache.ByObject{&routev1.Route{}: {Label: PrincipalServiceSelector(), Namespaces: namespaces}}
 }
 
-// principal is where the clusters' agents reach the principal, and the names its
+// Principal is where the clusters' agents reach the principal, and the names its
 // certificate must hold.
-type principal struct {
-	// address and port agents connect to; address empty when unknown (problem says why).
-	address, port string
-	// service is the principal's Service in the Argo CD namespace, when there is one.
-	service string
-	problem string
+type Principal struct {
+	// Address and Port agents connect to; Address empty when unknown (Problem says why).
+	Address, Port string
+	// Service is the principal's Service in the Argo CD namespace, when there is one.
+	Service string
+	Problem string
+}
+
+// Finder finds the principal of an Argo CD namespace in the manager's cache.
+type Finder struct {
+	// Reader reads the principal's Services and Routes (cached by their labels).
+	Reader client.Reader
+	// Routes: the hub serves route.openshift.io/v1, and the principal's Route is
+	// discovered (its cache is RouteCacheByObject).
+	Routes bool
 }
 
 // findPrincipal decides where agents connect: spec.gitopsAddon.argoCDAgent.serverAddress
 // when set, else the host of the principal's admitted Route (on a hub that serves
 // Routes), else the LoadBalancer of the principal's Service in argoNamespace.
-func (r *Reconciler) findPrincipal(ctx context.Context, gc *appsv1beta1.GitOpsCluster) (principal, error) {
+func (f Finder) Find(ctx context.Context, gc *appsv1beta1.GitOpsCluster) (Principal, error) {
 	spec := gc.Spec.GitOpsAddon.ArgoCDAgent
 	ns := gc.ArgoNamespace()
-	p := principal{address: spec.ServerAddress, port: cmp.Or(spec.ServerPort, "443")}
-	svc, err := r.principalService(ctx, ns)
+	p := Principal{Address: spec.ServerAddress, Port: cmp.Or(spec.ServerPort, "443")}
+	svc, err := f.principalService(ctx, ns)
 	if err != nil {
 		return p, err
 	}
 	if svc != nil {
-		p.service = svc.Name
+		p.Service = svc.Name
 	}
-	if p.address != "" {
+	if p.Address != "" {
 		return p, nil
 	}
-	route, err := r.principalRouteHost(ctx, ns)
+	route, err := f.principalRouteHost(ctx, ns)
 	if err != nil || route != "" {
-		p.address, p.port = route, "443"
+		p.Address, p.Port = route, "443"
 		return p, err
 	}
 	switch {
 	case svc == nil:
-		p.problem = fmt.Sprintf("No Argo CD Agent principal runs in %s (no Service labelled %s=argocd-agent, %s=principal) and "+
+		p.Problem = fmt.Sprintf("No Argo CD Agent principal runs in %s (no Service labelled %s=argocd-agent, %s=principal) and "+
 			"spec.gitopsAddon.argoCDAgent.serverAddress is empty, so the clusters' agents have nowhere to connect. "+
 			"Fix: enable the principal in the hub's ArgoCD CR (`gitops-addon render principal --namespace %s` prints the settings), "+
 			"and set serverAddress or give its Service type LoadBalancer.", ns, labelPartOf, labelComponent, ns)
 	case svc.Spec.Type != corev1.ServiceTypeLoadBalancer || len(svc.Status.LoadBalancer.Ingress) == 0:
-		p.problem = fmt.Sprintf("The principal's Service %s/%s is of type %s with no load balancer address, and "+
+		p.Problem = fmt.Sprintf("The principal's Service %s/%s is of type %s with no load balancer address, and "+
 			"spec.gitopsAddon.argoCDAgent.serverAddress is empty, so the clusters' agents cannot reach it. "+
 			"Fix: set serverAddress (and serverPort) to the address the clusters reach the principal at (an Ingress, a gateway), "+
 			"set spec.argoCDAgent.principal.server.service.type: LoadBalancer in the hub's ArgoCD CR, "+
 			"or, on OpenShift, enable its Route (spec.argoCDAgent.principal.server.route.enabled), which is discovered once admitted.", ns, svc.Name, svc.Spec.Type)
 	default:
 		ingress := svc.Status.LoadBalancer.Ingress[0]
-		p.address = cmp.Or(ingress.Hostname, ingress.IP)
-		p.port = servicePort(svc)
+		p.Address = cmp.Or(ingress.Hostname, ingress.IP)
+		p.Port = servicePort(svc)
 	}
 	return p, nil
 }
@@ -94,9 +106,9 @@ func (r *Reconciler) findPrincipal(ctx context.Context, gc *appsv1beta1.GitOpsCl
 // principalService is the Service agents connect to: of the principal's Services (it
 // has several: metrics, health, redis proxy, resource proxy), the one named as its
 // app.kubernetes.io/name label; nil when there is none.
-func (r *Reconciler) principalService(ctx context.Context, ns string) (*corev1.Service, error) {
+func (f Finder) principalService(ctx context.Context, ns string) (*corev1.Service, error) {
 	services := &corev1.ServiceList{}
-	if err := r.Client.List(ctx, services, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: principalServiceSelector()}); err != nil {
+	if err := f.Reader.List(ctx, services, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: PrincipalServiceSelector()}); err != nil {
 		return nil, fmt.Errorf("looking for the Argo CD Agent principal's Service in %s: %w", ns, err)
 	}
 	for i := range services.Items {
@@ -110,12 +122,12 @@ func (r *Reconciler) principalService(ctx context.Context, ns string) (*corev1.S
 // principalRouteHost is the host of the principal's Route in ns once a router admitted
 // it ("" when there is none, or the hub serves no Routes); agents reach it on 443, the
 // Route passing TLS through to the principal.
-func (r *Reconciler) principalRouteHost(ctx context.Context, ns string) (string, error) {
-	if !r.Routes {
+func (f Finder) principalRouteHost(ctx context.Context, ns string) (string, error) {
+	if !f.Routes {
 		return "", nil
 	}
 	routes := &routev1.RouteList{}
-	if err := r.Client.List(ctx, routes, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: principalServiceSelector()}); err != nil {
+	if err := f.Reader.List(ctx, routes, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: PrincipalServiceSelector()}); err != nil {
 		return "", fmt.Errorf("looking for the Argo CD Agent principal's Route in %s: %w", ns, err)
 	}
 	for i := range routes.Items {
@@ -142,38 +154,25 @@ func servicePort(svc *corev1.Service) string {
 	return strconv.Itoa(int(svc.Spec.Ports[0].Port))
 }
 
-// hostPort is "address:port" (IPv6 in brackets), "" when the address is unknown.
-func (p principal) hostPort() string {
-	if p.address == "" {
+// HostPort is "address:port" (IPv6 in brackets), "" when the address is unknown.
+func (p Principal) HostPort() string {
+	if p.Address == "" {
 		return ""
 	}
-	return net.JoinHostPort(p.address, p.port)
+	return net.JoinHostPort(p.Address, p.Port)
 }
 
-// forPrincipalService wakes the agent-mode GitOpsClusters of the namespace of the
-// principal's Service or Route.
-func (r *Reconciler) forPrincipalService(ctx context.Context, obj client.Object) []reconcile.Request {
-	sharing, err := r.sharingPrincipal(ctx, obj.GetNamespace())
-	if err != nil {
-		return nil
-	}
-	out := make([]reconcile.Request, 0, len(sharing))
-	for _, gc := range sharing {
-		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(gc)})
-	}
-	return out
-}
-
-// sharingPrincipal are the agent-mode GitOpsClusters of an Argo CD namespace, which one
-// principal serves; read-only, straight from the cache (not copied).
-func (r *Reconciler) sharingPrincipal(ctx context.Context, argoNamespace string) ([]*appsv1beta1.GitOpsCluster, error) {
+// Sharing are the agent-mode GitOpsClusters of an Argo CD namespace, which one principal
+// serves; read-only, straight from the cache (not copied). Those being deleted are left
+// out: their clusters' agents are going.
+func Sharing(ctx context.Context, reader client.Reader, argoNamespace string) ([]*appsv1beta1.GitOpsCluster, error) {
 	list := &appsv1beta1.GitOpsClusterList{}
-	if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+	if err := reader.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing the GitOpsClusters sharing the principal of %s: %w", argoNamespace, err)
 	}
 	var out []*appsv1beta1.GitOpsCluster
 	for i := range list.Items {
-		if gc := &list.Items[i]; gc.ArgoCDAgentEnabled() && gc.ArgoNamespace() == argoNamespace {
+		if gc := &list.Items[i]; gc.ArgoCDAgentEnabled() && gc.ArgoNamespace() == argoNamespace && gc.DeletionTimestamp.IsZero() {
 			out = append(out, gc)
 		}
 	}

@@ -1,0 +1,195 @@
+package argocdagent
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/agenttrust"
+)
+
+func agentGitOpsCluster(namespace, name, argoNamespace, serverAddress string) *appsv1beta1.GitOpsCluster {
+	return &appsv1beta1.GitOpsCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Generation: 1},
+		Spec: appsv1beta1.GitOpsClusterSpec{
+			ArgoServer: appsv1beta1.ArgoServerSpec{ArgoNamespace: argoNamespace},
+			GitOpsAddon: &appsv1beta1.GitOpsAddonSpec{Enabled: ptr.To(true),
+				ArgoCDAgent: &appsv1beta1.ArgoCDAgentSpec{Enabled: ptr.To(true), ServerAddress: serverAddress}},
+		},
+	}
+}
+
+// writes counts the writes a client makes.
+type writes struct{ n int }
+
+func newTrustReconciler(t *testing.T, w *writes, objs ...client.Object) (*TrustReconciler, client.Client, *events.FakeRecorder) {
+	s := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(s))
+	require.NoError(t, appsv1beta1.AddToScheme(s))
+	count := func() { w.n++ }
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithInterceptorFuncs(interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			count()
+			return c.Create(ctx, obj, opts...)
+		},
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			count()
+			return c.Update(ctx, obj, opts...)
+		},
+	}).Build()
+	recorder := events.NewFakeRecorder(50)
+	return &TrustReconciler{Client: c, Keeper: &agenttrust.Keeper{Client: c, APIReader: c}, Recorder: recorder}, c, recorder
+}
+
+func keep(t *testing.T, r *TrustReconciler, ns string) (ctrl.Result, error) {
+	t.Helper()
+	return r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Name: ns}})
+}
+
+func principalCertificate(t *testing.T, c client.Client, ns string) *x509.Certificate {
+	t.Helper()
+	s := &corev1.Secret{}
+	require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: agenttrust.PrincipalSecret}, s))
+	block, _ := pem.Decode(s.Data[corev1.TLSCertKey])
+	require.NotNil(t, block)
+	cert, err := x509.ParseCertificate(block.Bytes)
+	require.NoError(t, err)
+	return cert
+}
+
+// TestOneTrustPerNamespaceForEveryGitOpsClusterSharingIt: the GitOpsClusters of two
+// namespaces sharing one Argo CD namespace get one principal certificate naming every
+// serverAddress, issued in one pass, with an Event on each; a second pass writes nothing.
+func TestOneTrustPerNamespaceForEveryGitOpsClusterSharingIt(t *testing.T) {
+	w := &writes{}
+	a := agentGitOpsCluster("team-a", "fleet", "argocd", "principal.example.com")
+	b := agentGitOpsCluster("team-b", "fleet", "argocd", "agents.example.com")
+	r, c, recorder := newTrustReconciler(t, w, a, b)
+
+	result, err := keep(t, r, "argocd")
+	require.NoError(t, err)
+	assert.Positive(t, result.RequeueAfter, "woken again when a certificate is due")
+	for _, name := range []string{agenttrust.CASecret, agenttrust.PrincipalSecret, agenttrust.ResourceProxySecret, agenttrust.JWTSecret} {
+		require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "argocd", Name: name}, &corev1.Secret{}), name)
+	}
+	assert.Subset(t, principalCertificate(t, c, "argocd").DNSNames, []string{"principal.example.com", "agents.example.com", "argocd-agent-principal.argocd.svc"})
+	assert.Len(t, recorder.Events, 8, "an Event per Secret issued on each of the two GitOpsClusters")
+
+	before := w.n
+	_, err = keep(t, r, "argocd")
+	require.NoError(t, err)
+	assert.Equal(t, before, w.n, "a steady state writes nothing")
+}
+
+// TestTrustLeavesOtherNamespacesAlone: no agent-mode GitOpsCluster (or one not in agent
+// mode, or being deleted) points at the namespace, or it is outside the manager's
+// namespaces: nothing is written there.
+func TestTrustLeavesOtherNamespacesAlone(t *testing.T) {
+	off := agentGitOpsCluster("team-a", "off", "argocd", "p.example.com")
+	off.Spec.GitOpsAddon.ArgoCDAgent.Enabled = ptr.To(false)
+	deleting := agentGitOpsCluster("team-a", "deleting", "argocd", "p.example.com")
+	deleting.DeletionTimestamp, deleting.Finalizers = ptr.To(metav1.Now()), []string{"test"}
+	elsewhere := agentGitOpsCluster("team-a", "elsewhere", "not-allowed", "p.example.com")
+	for name, tc := range map[string]struct {
+		objs []client.Object
+		ns   string
+	}{
+		"no GitOpsCluster":             {ns: "argocd"},
+		"not in agent mode":            {objs: []client.Object{off}, ns: "argocd"},
+		"being deleted":                {objs: []client.Object{deleting}, ns: "argocd"},
+		"outside the manager's grants": {objs: []client.Object{elsewhere}, ns: "not-allowed"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := &writes{}
+			r, _, _ := newTrustReconciler(t, w, tc.objs...)
+			r.ArgoNamespaces = []string{"argocd"}
+			_, err := keep(t, r, tc.ns)
+			require.NoError(t, err)
+			assert.Zero(t, w.n)
+		})
+	}
+}
+
+// TestTrustFailureIsAWarningOnEachGitOpsCluster: a trust Secret another tool created is
+// never replaced; every GitOpsCluster sharing the principal is told why, and the reconcile
+// fails (retried with backoff).
+func TestTrustFailureIsAWarningOnEachGitOpsCluster(t *testing.T) {
+	w := &writes{}
+	foreign := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "argocd", Name: agenttrust.PrincipalSecret}}
+	a := agentGitOpsCluster("team-a", "fleet", "argocd", "principal.example.com")
+	b := agentGitOpsCluster("team-b", "fleet", "argocd", "principal.example.com")
+	r, c, recorder := newTrustReconciler(t, w, a, b, foreign)
+
+	_, err := keep(t, r, "argocd")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "was not created by gitops-addon")
+	warnings := 0
+	for len(recorder.Events) > 0 {
+		if e := <-recorder.Events; assert.Contains(t, e, ReasonTrustFailed) {
+			warnings++
+		}
+	}
+	assert.Equal(t, 2, warnings)
+	got := &corev1.Secret{}
+	require.NoError(t, c.Get(context.Background(), client.ObjectKeyFromObject(foreign), got))
+	assert.Empty(t, got.Data, "the foreign Secret is left as it was")
+}
+
+// TestTrustFollowsTheGitOpsClusters: a namespace is reconciled when a GitOpsCluster in
+// agent mode points at it, and on a spec change at the one it pointed at before too;
+// status writes wake nothing; the trust Secrets and the principal's objects map to their
+// namespace.
+func TestTrustFollowsTheGitOpsClusters(t *testing.T) {
+	before := agentGitOpsCluster("team-a", "fleet", "old", "p.example.com")
+	after := before.DeepCopy()
+	after.Spec.ArgoServer.ArgoNamespace, after.Generation = "new", 2
+	statusOnly := before.DeepCopy()
+	statusOnly.Status.Phase = "successful"
+
+	handler := argoNamespacesOf()
+	queued := func(fire func(q workqueue.TypedRateLimitingInterface[reconcile.Request])) []string {
+		q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+		defer q.ShutDown()
+		fire(q)
+		var out []string
+		for q.Len() > 0 {
+			item, _ := q.Get()
+			out = append(out, item.Name)
+			q.Done(item)
+		}
+		return out
+	}
+	ctx := context.Background()
+	assert.Equal(t, []string{"old"}, queued(func(q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		handler.Create(ctx, event.CreateEvent{Object: before}, q)
+	}))
+	assert.ElementsMatch(t, []string{"old", "new"}, queued(func(q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		handler.Update(ctx, event.UpdateEvent{ObjectOld: before, ObjectNew: after}, q)
+	}))
+	assert.Empty(t, queued(func(q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		handler.Update(ctx, event.UpdateEvent{ObjectOld: before, ObjectNew: statusOnly}, q)
+	}))
+
+	trustSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "argocd", Name: agenttrust.CASecret}}
+	assert.Equal(t, []reconcile.Request{{NamespacedName: types.NamespacedName{Name: "argocd"}}}, trustSecretNamespace(ctx, trustSecret))
+	assert.Empty(t, trustSecretNamespace(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "argocd", Name: "c1-cluster-secret"}}))
+}
