@@ -1,0 +1,72 @@
+package agenttrust
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// TestReadSaysWhatEnsureKeptAndWritesNothing: before Ensure every trust Secret is missing
+// and nothing can be signed; after it, Read's State is Ensure's (certificates, expiry,
+// renewal, the CA to sign with), and reading never writes.
+func TestReadSaysWhatEnsureKeptAndWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
+	k, c := newKeeper(t, &now)
+
+	st, missing, err := k.Read(ctx, ns)
+	require.NoError(t, err)
+	assert.Equal(t, []string{CASecret, PrincipalSecret, ResourceProxySecret, JWTSecret}, missing)
+	_, _, err = st.ClientConfigFor("c1", nil, now)
+	require.Error(t, err, "nothing to sign with before the CA is issued")
+	secrets := &corev1.SecretList{}
+	require.NoError(t, c.List(ctx, secrets))
+	assert.Empty(t, secrets.Items, "Read writes nothing")
+
+	kept, err := k.Ensure(ctx, Request{Namespace: ns, PrincipalNames: []string{"principal.example.com", "10.0.0.9"}})
+	require.NoError(t, err)
+	st, missing, err = k.Read(ctx, ns)
+	require.NoError(t, err)
+	assert.Empty(t, missing)
+	assert.Equal(t, kept.CA, st.CA)
+	assert.Equal(t, kept.Principal, st.Principal)
+	assert.Equal(t, kept.ResourceProxy, st.ResourceProxy)
+	assert.Equal(t, kept.RenewAt, st.RenewAt)
+	assert.Equal(t, kept.CACertificatePEM(), st.CACertificatePEM())
+	_, _, err = st.ClientConfigFor("c1", nil, now)
+	require.NoError(t, err, "the CA read signs")
+}
+
+// TestReadNamesAnUnusableTrustSecret: a serving certificate's Secret another tool created,
+// and a CA Secret without a key, are errors with the fix; an unreadable serving
+// certificate of ours is missing (issued again).
+func TestReadNamesAnUnusableTrustSecret(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
+	foreign := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: PrincipalSecret}}
+	k, _ := newKeeper(t, &now, foreign)
+	_, _, err := k.Read(ctx, ns)
+	require.ErrorContains(t, err, "was not created by gitops-addon; it is left unchanged: delete it")
+
+	keyless := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: CASecret}, Data: map[string][]byte{corev1.TLSCertKey: []byte("x")}}
+	k, _ = newKeeper(t, &now, keyless)
+	_, _, err = k.Read(ctx, ns)
+	require.ErrorContains(t, err, "fix it or delete it to let gitops-addon issue a CA")
+
+	k, c := newKeeper(t, &now)
+	_, err = k.Ensure(ctx, Request{Namespace: ns, PrincipalNames: []string{"p.example.com"}})
+	require.NoError(t, err)
+	broken := &corev1.Secret{}
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: ResourceProxySecret}, broken))
+	broken.Data[corev1.TLSCertKey] = []byte("not a certificate")
+	require.NoError(t, c.Update(ctx, broken))
+	_, missing, err := k.Read(ctx, ns)
+	require.NoError(t, err)
+	assert.Equal(t, []string{ResourceProxySecret}, missing)
+}
