@@ -311,43 +311,12 @@ type removalResult struct {
 // are gone (see holdRemoval). It reports each removal that has waited longer than
 // StuckAfter (naming its cluster and finalizers), and when to look again.
 func (r *Reconciler) removeStaleAddons(ctx context.Context, gc *appsv1beta1.GitOpsCluster, wanted map[string]bool) (removalResult, error) {
-	var res removalResult
-	addons := &addonv1beta1.ManagedClusterAddOnList{}
-	if err := r.Client.List(ctx, addons, ownership.Selector(gc)); err != nil {
-		return res, fmt.Errorf("listing ManagedClusterAddOns of %s/%s: %w", gc.Namespace, gc.Name, err)
+	removal, err := r.removeAddons(ctx, gc, wanted, true)
+	if err != nil {
+		return removalResult{}, err
 	}
-	var terminating []addonv1beta1.ManagedClusterAddOn
-	claimants := r.claimants(gc)
-	for i := range addons.Items {
-		addon := &addons.Items[i]
-		if wanted[addon.Namespace] {
-			r.drains.forget(string(gc.UID) + "/" + addon.Namespace) // back before its removal
-			continue
-		}
-		if !addon.DeletionTimestamp.IsZero() {
-			terminating = append(terminating, *addon)
-			continue
-		}
-		if handed, err := claimants.handOverIfClaimed(ctx, addon, addon.Namespace, wantsAddon); err != nil || handed {
-			if err != nil {
-				return res, err
-			}
-			continue
-		}
-		message, hold, err := r.holdRemoval(ctx, gc, addon.Namespace)
-		if err != nil {
-			return res, err
-		}
-		if hold {
-			res.draining = append(res.draining, message)
-			continue
-		}
-		if err := r.deleteExact(ctx, addon); err != nil {
-			return res, err
-		}
-		r.event(gc, corev1.EventTypeNormal, "AddOnRemoved", "Removed ManagedClusterAddOn %s from cluster %s", addon.Name, addon.Namespace)
-	}
-	stuckAddons, recheckAfter := overdue(terminating)
+	res := removalResult{draining: removal.draining}
+	stuckAddons, recheckAfter := overdue(removal.terminating)
 	if len(stuckAddons) > 0 {
 		res.stuck = append(res.stuck, fmt.Sprintf("Removing the addon has taken more than %v on %s. OCM removes a ManagedClusterAddOn's finalizers once the "+
 			"cluster's klusterlet "+
@@ -356,6 +325,63 @@ func (r *Reconciler) removeStaleAddons(ctx context.Context, gc *appsv1beta1.GitO
 	res.recheckAfter = recheckAfter
 	if len(res.draining) > 0 && (res.recheckAfter == 0 || drainRecheck < res.recheckAfter) {
 		res.recheckAfter = drainRecheck
+	}
+	return res, nil
+}
+
+// addonRemoval is what one pass of removeAddons left under way.
+type addonRemoval struct {
+	// terminating were already being deleted (finalized by OCM) when the pass began.
+	terminating []addonv1beta1.ManagedClusterAddOn
+	// deleted were deleted by this pass.
+	deleted []addonv1beta1.ManagedClusterAddOn
+	// draining is, for each removal held for departing Applications, what it waits for.
+	draining []string
+}
+
+// removeAddons is the one loop that lets go of a GitOpsCluster's ManagedClusterAddOns on
+// the clusters not in wanted (all of them when its GitOpsCluster is deleted): each goes to
+// the next GitOpsCluster that selects its cluster too, or, with holdForDepartures, waits
+// for the Applications leaving its cluster (holdRemoval), or is deleted. Those of users
+// or other GitOpsClusters are never listed.
+func (r *Reconciler) removeAddons(ctx context.Context, gc *appsv1beta1.GitOpsCluster, wanted map[string]bool, holdForDepartures bool) (addonRemoval, error) {
+	var res addonRemoval
+	addons := &addonv1beta1.ManagedClusterAddOnList{}
+	if err := r.Client.List(ctx, addons, ownership.Selector(gc)); err != nil {
+		return res, fmt.Errorf("listing ManagedClusterAddOns of %s/%s: %w", gc.Namespace, gc.Name, err)
+	}
+	claimants := r.claimants(gc)
+	for i := range addons.Items {
+		addon := &addons.Items[i]
+		if wanted[addon.Namespace] {
+			r.drains.forget(string(gc.UID) + "/" + addon.Namespace) // back before its removal
+			continue
+		}
+		if !addon.DeletionTimestamp.IsZero() {
+			res.terminating = append(res.terminating, *addon)
+			continue
+		}
+		if handed, err := claimants.handOverIfClaimed(ctx, addon, addon.Namespace, wantsAddon); err != nil || handed {
+			if err != nil {
+				return res, err
+			}
+			continue
+		}
+		if holdForDepartures {
+			message, hold, err := r.holdRemoval(ctx, gc, addon.Namespace)
+			if err != nil {
+				return res, err
+			}
+			if hold {
+				res.draining = append(res.draining, message)
+				continue
+			}
+		}
+		if err := r.deleteExact(ctx, addon); err != nil {
+			return res, err
+		}
+		r.event(gc, corev1.EventTypeNormal, "AddOnRemoved", "Removed ManagedClusterAddOn %s from cluster %s", addon.Name, addon.Namespace)
+		res.deleted = append(res.deleted, *addon)
 	}
 	return res, nil
 }

@@ -52,34 +52,12 @@ func (r *Reconciler) finalize(ctx context.Context, gc *appsv1beta1.GitOpsCluster
 	return ctrl.Result{}, nil
 }
 
-// deleteOwnedAddons deletes every ManagedClusterAddOn of a GitOpsCluster, or hands it
-// over to another GitOpsCluster that selects its cluster too, and returns the ones being
-// deleted (finalized by OCM).
+// deleteOwnedAddons lets go of every ManagedClusterAddOn of a GitOpsCluster being
+// deleted (handed over to another GitOpsCluster that selects its cluster too, or deleted)
+// and returns the ones being deleted (finalized by OCM).
 func (r *Reconciler) deleteOwnedAddons(ctx context.Context, gc *appsv1beta1.GitOpsCluster) ([]addonv1beta1.ManagedClusterAddOn, error) {
-	addons := &addonv1beta1.ManagedClusterAddOnList{}
-	if err := r.Client.List(ctx, addons, ownership.Selector(gc)); err != nil {
-		return nil, fmt.Errorf("listing ManagedClusterAddOns of %s/%s: %w", gc.Namespace, gc.Name, err)
-	}
-	var remaining []addonv1beta1.ManagedClusterAddOn
-	claimants := r.claimants(gc)
-	for i := range addons.Items {
-		addon := &addons.Items[i]
-		if !addon.DeletionTimestamp.IsZero() {
-			remaining = append(remaining, *addon)
-			continue
-		}
-		if handed, err := claimants.handOverIfClaimed(ctx, addon, addon.Namespace, wantsAddon); err != nil || handed {
-			if err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if err := r.deleteExact(ctx, addon); err != nil {
-			return nil, err
-		}
-		remaining = append(remaining, *addon)
-	}
-	return remaining, nil
+	removal, err := r.removeAddons(ctx, gc, nil, false)
+	return append(removal.terminating, removal.deleted...), err
 }
 
 // StuckAfter is how long a GitOpsCluster may wait for its ManagedClusterAddOns to go
