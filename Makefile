@@ -10,7 +10,7 @@ IMAGE          ?= $(IMAGE_REPO):$(patsubst v%,%,$(VERSION))
 GIT_COMMIT     ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS        := -s -w -X github.com/gitops-addon/gitops-addon/pkg/version.Version=$(VERSION) -X github.com/gitops-addon/gitops-addon/pkg/version.GitCommit=$(GIT_COMMIT)
 KUBE_VERSION   ?= v1.35.4
-# The oldest Kubernetes the hub and spokes support (README, Supported Kubernetes versions):
+# The oldest Kubernetes the hub and spokes support (docs/operations/install.md, Supported Kubernetes versions):
 # its kube-apiserver runs the integration test TestOnTheOldestSupportedKubernetes.
 OLDEST_KUBE_VERSION ?= v1.29.6
 ETCD_VERSION   ?= v3.6.8
@@ -49,9 +49,14 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: generate
-generate: controller-gen ## Generate deepcopy functions and the agent chart's CRDs (from pinned upstream modules).
+generate: controller-gen ## Generate deepcopy functions, the agent chart's CRDs (from pinned upstream modules) and docs/reference (make docs).
 	$(BIN)/controller-gen object:headerFile=hack/boilerplate.go.txt paths=./pkg/api/...
 	go run ./hack/crdgen
+	go run ./hack/docgen
+
+.PHONY: docs
+docs: ## Generate docs/reference from the code: the API (crd-ref-docs), conditions and Events, the commands' flags (cobra), the chart values (helm-docs).
+	go run ./hack/docgen
 
 .PHONY: manifests
 manifests: controller-gen ## Generate the GitOpsCluster CRD into the manager chart.
@@ -93,11 +98,12 @@ test-unit: controller-gen ## Run the tests that need no kube-apiserver, no root 
 .PHONY: argocd-agent-notice
 argocd-agent-notice:
 	@if [[ -z "$(ARGOCD_AGENT_BIN)" ]]; then \
-	  printf '\n%s\n%s\n%s\n%s\n\n' \
+	  printf '\n%s\n%s\n%s\n%s\n%s\n\n' \
 	    '************************************************************************************' \
-	    '* NOT RUN: the Argo CD Agent interop subtest (the real argocd-agent principal and    *' \
-	    '* agents carrying Applications). argocd-agent is not on the Go module proxy: build  *' \
-	    '* it yourself and run `make test-argocd-agent ARGOCD_AGENT_BIN=...` (see README).  *'; \
+	    '* NOT RUN: the Argo CD Agent interop subtest (the real argocd-agent principal and  *' \
+	    '* agents carrying Applications). argocd-agent is not on the Go module proxy: build *' \
+	    '* it yourself and run `make test-argocd-agent ARGOCD_AGENT_BIN=...`                *' \
+	    '* (docs/guides/argocd-agent.md).                                                   *'; \
 	  printf '%s\n\n' '************************************************************************************'; \
 	fi
 
@@ -111,7 +117,7 @@ test-e2e: e2e-env ## Run the end-to-end tests: a real OCM hub, spokes, Argo CD a
 
 .PHONY: test-argocd-agent
 test-argocd-agent: e2e-env ## Run the Argo CD Agent end-to-end subtest with the real principal and agents: ARGOCD_AGENT_BIN=/path/to/argocd-agent (your build; argocd-agent is not on the Go module proxy).
-	@test -x "$(ARGOCD_AGENT_BIN)" || { echo "ARGOCD_AGENT_BIN must name an argocd-agent binary (github.com/argoproj-labs/argocd-agent, built by you): see README, Argo CD Agent mode"; exit 2; }
+	@test -x "$(ARGOCD_AGENT_BIN)" || { echo "ARGOCD_AGENT_BIN must name an argocd-agent binary (github.com/argoproj-labs/argocd-agent, built by you): see docs/guides/argocd-agent.md"; exit 2; }
 	ARGOCD_AGENT_BIN="$(ARGOCD_AGENT_BIN)" go test -count=1 -timeout $(TEST_TIMEOUT) -v -run 'TestArgoCD$$/Argo_CD_Agent' ./test/e2e/
 
 .PHONY: bench
