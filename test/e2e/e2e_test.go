@@ -331,7 +331,7 @@ func TestFleet(t *testing.T) {
 	})
 
 	// Last: it takes the product away.
-	t.Run("helm uninstall leaves nothing stuck and keeps what the README says", func(t *testing.T) {
+	t.Run("helm uninstall leaves nothing stuck and keeps what docs/operations/uninstall.md says", func(t *testing.T) {
 		hub, spoke := f.Hub.Client, spokes[openshift].Client
 		applicationsBefore, pullWorksBefore := hubApplications(ctx, t, hub), pullWorks(ctx, t, hub)
 		t.Logf("pull-model ManifestWorks before: %v (TestMovingFromACM's way back uninstalls with pulled Applications running)", pullWorksBefore)
@@ -343,7 +343,7 @@ func TestFleet(t *testing.T) {
 		require.NoError(t, err, "the pre-delete hook said:\n%s", out)
 		t.Logf("the pre-delete hook said:\n%s", out)
 
-		// The README's table, row by row.
+		// docs/operations/uninstall.md's table, row by row.
 		for _, crd := range []string{"gitopsclusters.apps.open-cluster-management.io", "multiclusterapplicationsetreports.apps.open-cluster-management.io"} {
 			assert.True(t, exists(ctx, hub, &apiextensionsv1.CustomResourceDefinition{}, crd), "hub CRD %s kept", crd)
 		}

@@ -126,7 +126,7 @@ func exists(t *testing.T, c client.Client, key client.ObjectKey, obj client.Obje
 // TestUninstall runs `gitops-addon uninstall`'s steps on a real kube-apiserver: a dry run
 // changes nothing; while a manager still holds the leader Lease it stops and says so;
 // a ManagedClusterAddOn that does not go is named with its cluster and finalizers; then
-// everything is released in order, and what the README says stays is still there.
+// everything is released in order, and what docs/operations/uninstall.md says stays is still there.
 func TestUninstall(t *testing.T) {
 	env := testenv.Start(t, testenv.WithCRDPaths(append(append(testenv.OCMCRDPaths(), testenv.ArgoCDCRDPaths(t)...),
 		filepath.Join(testenv.RepoRoot(), "charts", "gitops-addon", "crds"))...))

@@ -66,7 +66,7 @@ func WithKubeAPIServerVersion(version string) Option {
 	return func(o *options) { o.kubeVersion = version }
 }
 
-// OldestKubeVersion is the oldest Kubernetes gitops-addon supports (README, Supported
+// OldestKubeVersion is the oldest Kubernetes gitops-addon supports (docs/operations/install.md, Supported
 // Kubernetes versions): the Makefile's OLDEST_KUBE_VERSION, which it exports.
 func OldestKubeVersion() string {
 	if v := os.Getenv("OLDEST_KUBE_VERSION"); v != "" {
