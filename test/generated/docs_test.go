@@ -1,0 +1,254 @@
+package generated
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// userDocs are the hand-written pages: README.md, CONTRIBUTING.md, SECURITY.md and docs/
+// but the generated docs/reference.
+func userDocs(t *testing.T) []string {
+	t.Helper()
+	root := repoRoot(t)
+	pages := []string{"README.md", "CONTRIBUTING.md", "SECURITY.md"}
+	require.NoError(t, filepath.WalkDir(filepath.Join(root, "docs"), func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() && rel == "docs/reference" {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(rel, ".md") {
+			pages = append(pages, rel)
+		}
+		return nil
+	}))
+	return pages
+}
+
+var (
+	shellFence  = regexp.MustCompile("^```(sh|shell|bash|console)\\s*$")
+	runByMarker = regexp.MustCompile(`^<!-- (run by|illustrative)\b.*-->$`)
+	testName    = regexp.MustCompile(`\bTest[A-Z][A-Za-z0-9_]*`)
+	makeTarget  = regexp.MustCompile("`make ([a-z][a-z0-9-]*)")
+)
+
+// TestEveryDocsCommandSaysWhoRunsIt: every shell block of the hand-written docs is
+// preceded by `<!-- run by: ... -->`, naming the test or `make` target that runs the same
+// commands, or by `<!-- illustrative: ... -->` (docs/testing.md, "Commands in these
+// docs"). Each test and make target a marker names must exist.
+func TestEveryDocsCommandSaysWhoRunsIt(t *testing.T) {
+	root := repoRoot(t)
+	tests := definedTests(t, root)
+	makefile, err := os.ReadFile(filepath.Join(root, "Makefile"))
+	require.NoError(t, err)
+	for _, page := range userDocs(t) {
+		lines := readLines(t, filepath.Join(root, page))
+		inFence := false
+		for i, line := range lines {
+			if strings.HasPrefix(line, "```") {
+				opening := !inFence
+				inFence = !inFence
+				if !opening || !shellFence.MatchString(line) {
+					continue
+				}
+				marker := previousNonBlank(lines, i)
+				if !assert.Regexp(t, runByMarker, marker, "%s:%d: a shell block without `<!-- run by: TestX (where) -->` or "+
+					"`<!-- illustrative: why -->` on the line above it", page, i+1) {
+					continue
+				}
+				for _, name := range testName.FindAllString(marker, -1) {
+					assert.Contains(t, tests, name, "%s:%d: the marker names %s, which no _test.go file defines", page, i+1, name)
+				}
+				for _, m := range makeTarget.FindAllStringSubmatch(marker, -1) {
+					assert.Regexp(t, "(?m)^"+regexp.QuoteMeta(m[1])+":", string(makefile), "%s:%d: the marker names make %s, which the Makefile "+
+						"does not define", page, i+1, m[1])
+				}
+			}
+		}
+	}
+}
+
+// definedTests are the names of the test functions of the repository.
+func definedTests(t *testing.T, root string) map[string]bool {
+	t.Helper()
+	defined := regexp.MustCompile(`(?m)^func (Test[A-Za-z0-9_]*)\(`)
+	tests := map[string]bool{}
+	require.NoError(t, filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "bin" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range defined.FindAllStringSubmatch(string(raw), -1) {
+			tests[m[1]] = true
+		}
+		return nil
+	}))
+	return tests
+}
+
+var (
+	markdownLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	codeSpan     = regexp.MustCompile("(`+)[^`]*?(`+)")
+	headingLine  = regexp.MustCompile(`^#{1,6} (.*)$`)
+)
+
+// TestDocsLinksResolve: every relative link of the docs, the generated reference
+// included, names a file that exists, and every #anchor a heading of its page.
+func TestDocsLinksResolve(t *testing.T) {
+	root := repoRoot(t)
+	pages := userDocs(t)
+	for name := range filesUnder(t, filepath.Join(root, "docs", "reference")) {
+		pages = append(pages, "docs/reference/"+name)
+	}
+	for _, page := range pages {
+		inFence := false
+		for i, line := range readLines(t, filepath.Join(root, page)) {
+			if strings.HasPrefix(line, "```") {
+				inFence = !inFence
+			}
+			if inFence {
+				continue
+			}
+			for _, m := range markdownLink.FindAllStringSubmatch(codeSpan.ReplaceAllString(line, "``"), -1) {
+				target := m[1]
+				if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+					continue
+				}
+				file, fragment, _ := strings.Cut(target, "#")
+				path := filepath.Join(root, page)
+				if file != "" {
+					path = filepath.Join(filepath.Dir(path), filepath.FromSlash(file))
+				}
+				_, err := os.Stat(path)
+				if !assert.NoError(t, err, "%s:%d: link %s: no such file", page, i+1, target) || fragment == "" {
+					continue
+				}
+				assert.Contains(t, anchors(t, path), fragment, "%s:%d: link %s: no such heading", page, i+1, target)
+			}
+		}
+	}
+}
+
+// anchors are the anchors GitHub makes of a Markdown page's headings.
+func anchors(t *testing.T, path string) map[string]bool {
+	t.Helper()
+	found := map[string]bool{}
+	seen := map[string]int{}
+	inFence := false
+	for _, line := range readLines(t, path) {
+		if strings.HasPrefix(line, "```") {
+			inFence = !inFence
+		}
+		m := headingLine.FindStringSubmatch(line)
+		if inFence || m == nil {
+			continue
+		}
+		a := slug(m[1])
+		if n := seen[a]; n > 0 {
+			found[a+"-"+strconv.Itoa(n)] = true
+		} else {
+			found[a] = true
+		}
+		seen[a]++
+	}
+	return found
+}
+
+// slug is GitHub's anchor of a heading: lower case, punctuation dropped, spaces to dashes.
+func slug(heading string) string {
+	heading = regexp.MustCompile(`\[([^\]]*)\]\([^)]*\)`).ReplaceAllString(heading, "$1")
+	var b strings.Builder
+	for _, r := range strings.ToLower(heading) {
+		switch {
+		case r == ' ':
+			b.WriteByte('-')
+		case r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r > 127:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// TestTroubleshootingNamesEveryReason: docs/troubleshooting.md says what to do for every
+// condition reason the code sets (the reasons of docs/reference/conditions.md), so a new
+// reason comes with its entry.
+func TestTroubleshootingNamesEveryReason(t *testing.T) {
+	root := repoRoot(t)
+	troubleshooting, err := os.ReadFile(filepath.Join(root, "docs", "troubleshooting.md"))
+	require.NoError(t, err)
+	inReasons := false
+	reasons := 0
+	for _, line := range readLines(t, filepath.Join(root, "docs", "reference", "conditions.md")) {
+		if strings.HasPrefix(line, "## ") {
+			inReasons = line == "## Reasons"
+		}
+		if !inReasons || !strings.HasPrefix(line, "| `") || strings.HasSuffix(line, "| declared, never set |") {
+			continue
+		}
+		reason := strings.SplitN(line, "`", 3)[1]
+		reasons++
+		assert.True(t, strings.Contains(string(troubleshooting), "`"+reason+"`"), "docs/troubleshooting.md has no entry for the reason %s "+
+			"(docs/reference/conditions.md): say what it means and what to do", reason)
+	}
+	require.NotZero(t, reasons, "docs/reference/conditions.md lists reasons under ## Reasons")
+}
+
+// TestREADMEStatesTheTwoCommands: the README opens with `make demo` and `make test`, and
+// CI runs the same test command.
+func TestREADMEStatesTheTwoCommands(t *testing.T) {
+	root := repoRoot(t)
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	require.NoError(t, err)
+	assert.Regexp(t, "(?m)^make demo ", string(readme))
+	assert.Regexp(t, "(?m)^make test ", string(readme))
+	ci, err := os.ReadFile(filepath.Join(root, ".ci", "run"))
+	require.NoError(t, err)
+	assert.Regexp(t, `(?m)^make verify test$`, string(ci))
+}
+
+func readLines(t *testing.T, path string) []string {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	var lines []string
+	scanner := bufio.NewScanner(f)
+	scanner.Buffer(make([]byte, 1<<20), 1<<20)
+	for scanner.Scan() {
+		lines = append(lines, scanner.Text())
+	}
+	require.NoError(t, scanner.Err())
+	return lines
+}
+
+func previousNonBlank(lines []string, i int) string {
+	for j := i - 1; j >= 0; j-- {
+		if strings.TrimSpace(lines[j]) != "" {
+			return strings.TrimSpace(lines[j])
+		}
+	}
+	return ""
+}
