@@ -904,22 +904,22 @@ func commentText(g *ast.CommentGroup) string {
 	return strings.Join(strings.Fields(g.Text()), " ")
 }
 
-func sortedPackages(m map[string]*codePackage) []*codePackage {
-	out := make([]*codePackage, 0, len(m))
-	for _, p := range m {
-		out = append(out, p)
+// sortedValues are a map's values, ordered by key.
+func sortedValues[V any](m map[string]V, key func(V) string) []V {
+	out := make([]V, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].dir < out[j].dir })
+	sort.Slice(out, func(i, j int) bool { return key(out[i]) < key(out[j]) })
 	return out
 }
 
+func sortedPackages(m map[string]*codePackage) []*codePackage {
+	return sortedValues(m, func(p *codePackage) string { return p.dir })
+}
+
 func sortedConsts(m map[string]*constDef) []*constDef {
-	out := make([]*constDef, 0, len(m))
-	for _, c := range m {
-		out = append(out, c)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
-	return out
+	return sortedValues(m, func(c *constDef) string { return c.name })
 }
 
 // writeConditions writes conditions.md and events.md.

@@ -9,13 +9,10 @@ import (
 // conditionsPage renders conditions.md: the condition types, then every reason, grouped
 // by the package that declares it and, within it, by its const group.
 func (idx *codeIndex) conditionsPage() (string, error) {
-	var b strings.Builder
-	b.WriteString(generatedNotice)
-	b.WriteString("# Conditions and reasons\n\n")
-	b.WriteString("Every condition type and reason gitops-addon sets, read from the constants in `pkg/` and from the code that " +
-		"sets them. A message template is the text a user sees, with `<expression>` where the code puts a value computed at " +
-		"run time (the Go expression that computes it); a reason whose message is built elsewhere has none here. What to do " +
-		"about each reason: [troubleshooting](../troubleshooting.md).\n\n")
+	b := page("Conditions and reasons", "Every condition type and reason gitops-addon sets, read from the constants in `pkg/` and from "+
+		"the code that sets them. A message template is the text a user sees, with `<expression>` where the code puts a value "+
+		"computed at run time (the Go expression that computes it); a reason whose message is built elsewhere has none here. "+
+		"What to do about each reason: [troubleshooting](../troubleshooting.md).\n\n")
 
 	b.WriteString("## Condition types\n\n")
 	b.WriteString("| Type | Shown on | Meaning | Reasons |\n| --- | --- | --- | --- |\n")
@@ -33,7 +30,7 @@ func (idx *codeIndex) conditionsPage() (string, error) {
 				}
 			}
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", code(t.value), cell(where), cell(meaning(t.doc, constName(t.def))), orDash(strings.Join(reasons, ", ")))
+		fmt.Fprintf(b, "| %s | %s | %s | %s |\n", code(t.value), cell(where), cell(meaning(t.doc, constName(t.def))), orDash(strings.Join(reasons, ", ")))
 	}
 
 	b.WriteString("\n## Reasons\n\nGrouped by the package that declares them; the condition is the one the code sets the reason on, " +
@@ -47,11 +44,11 @@ func (idx *codeIndex) conditionsPage() (string, error) {
 		if err != nil {
 			return "", err
 		}
-		fmt.Fprintf(&b, "\n### %s\n\nShown on %s.\n", code(pkg), where)
+		fmt.Fprintf(b, "\n### %s\n\nShown on %s.\n", code(pkg), where)
 		groups, order := groupReasons(byPkg[pkg])
 		for _, g := range order {
 			if g != "" {
-				fmt.Fprintf(&b, "\n%s\n", g)
+				fmt.Fprintf(b, "\n%s\n", g)
 			}
 			b.WriteString("\n| Reason | Condition | Meaning | Message (template) | Set in |\n| --- | --- | --- | --- | --- |\n")
 			for _, r := range groups[g] {
@@ -62,7 +59,7 @@ func (idx *codeIndex) conditionsPage() (string, error) {
 						places = "the reason of an Event only: [events.md](events.md#" + anchor(e.sites[0].pkg) + ")"
 					}
 				}
-				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", code(r.value), orDash(conds), cell(meaning(docOf(r), constName(r.def))),
+				fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", code(r.value), orDash(conds), cell(meaning(docOf(r), constName(r.def))),
 					orDash(messages), orDash(places))
 			}
 		}
@@ -72,13 +69,10 @@ func (idx *codeIndex) conditionsPage() (string, error) {
 
 // eventsPage renders events.md: every Event reason recorded with a constant or a literal.
 func (idx *codeIndex) eventsPage() (string, error) {
-	var b strings.Builder
-	b.WriteString(generatedNotice)
-	b.WriteString("# Events\n\n")
-	b.WriteString("Every Event reason gitops-addon records by name, read from the code's `Eventf` and `event` calls, with the " +
-		"message template (`<expression>`: a value computed at run time). `kubectl describe` shows an object's Events; " +
-		"`kubectl get events -A --field-selector type=Warning` lists the warnings. The pull model also records each " +
-		"[reason of a hub Application's condition](conditions.md#pkghubpullmodel) as an Event on it, and the GitOpsCluster " +
+	b := page("Events", "Every Event reason gitops-addon records by name, read from the code's `Eventf` and `event` calls, with the "+
+		"message template (`<expression>`: a value computed at run time). `kubectl describe` shows an object's Events; "+
+		"`kubectl get events -A --field-selector type=Warning` lists the warnings. The pull model also records each "+
+		"[reason of a hub Application's condition](conditions.md#pkghubpullmodel) as an Event on it, and the GitOpsCluster "+
 		"controller each failed step's [condition reason](conditions.md#pkgapiv1beta1).\n")
 	byPkg := map[string][]*reasonDef{}
 	for _, value := range sortedKeys(idx.events) {
@@ -90,7 +84,7 @@ func (idx *codeIndex) eventsPage() (string, error) {
 		if err != nil {
 			return "", err
 		}
-		fmt.Fprintf(&b, "\n## %s\n\nOn %s.\n\n", code(pkg), where)
+		fmt.Fprintf(b, "\n## %s\n\nOn %s.\n\n", code(pkg), where)
 		b.WriteString("| Reason | Type | Message (template) | Recorded in |\n| --- | --- | --- | --- |\n")
 		for _, r := range byPkg[pkg] {
 			var eventTypes, messages, places []string
@@ -99,11 +93,18 @@ func (idx *codeIndex) eventsPage() (string, error) {
 				messages = appendNew(messages, code(s.message))
 				places = appendNew(places, place(s))
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", code(r.value), strings.Join(eventTypes, ", "), strings.Join(messages, "<br>"),
+			fmt.Fprintf(b, "| %s | %s | %s | %s |\n", code(r.value), strings.Join(eventTypes, ", "), strings.Join(messages, "<br>"),
 				strings.Join(places, "<br>"))
 		}
 	}
 	return b.String(), nil
+}
+
+// page starts a generated page: the notice, the title and the introduction.
+func page(title, intro string) *strings.Builder {
+	b := &strings.Builder{}
+	b.WriteString(generatedNotice + "# " + title + "\n\n" + intro)
+	return b
 }
 
 // summary is what the reason's sites say: the conditions, the message templates and
@@ -142,31 +143,11 @@ func groupReasons(reasons []*reasonDef) (map[string][]*reasonDef, []string) {
 }
 
 func (idx *codeIndex) sortedConditionTypes() []*conditionTypeDef {
-	out := make([]*conditionTypeDef, 0, len(idx.conditionTypes))
-	for _, t := range idx.conditionTypes {
-		out = append(out, t)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].pkg != out[j].pkg {
-			return out[i].pkg < out[j].pkg
-		}
-		return out[i].value < out[j].value
-	})
-	return out
+	return sortedValues(idx.conditionTypes, func(t *conditionTypeDef) string { return t.pkg + "\x00" + t.value })
 }
 
 func (idx *codeIndex) sortedReasons() []*reasonDef {
-	out := make([]*reasonDef, 0, len(idx.reasons))
-	for _, r := range idx.reasons {
-		out = append(out, r)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].pkg != out[j].pkg {
-			return out[i].pkg < out[j].pkg
-		}
-		return out[i].value < out[j].value
-	})
-	return out
+	return sortedValues(idx.reasons, func(r *reasonDef) string { return r.pkg + "\x00" + r.value })
 }
 
 func docOf(r *reasonDef) string {

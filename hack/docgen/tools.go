@@ -247,11 +247,8 @@ func writeIndex(_, out string) error {
 		cli = append(cli, e.Name())
 	}
 	sort.Strings(cli)
-	var b strings.Builder
-	b.WriteString(generatedNotice)
-	b.WriteString("# Reference\n\n")
-	b.WriteString("Generated from the code by `make docs` (`go run ./hack/docgen`); `go test ./test/generated/` fails when a page " +
-		"is not what the code says, so these pages are current with the code they sit beside.\n\n")
+	b := page("Reference", "Generated from the code by `make docs` (`go run ./hack/docgen`); `go test ./test/generated/` fails when "+
+		"a page is not what the code says, so these pages are current with the code they sit beside.\n\n")
 	b.WriteString("| page | what | generated from |\n| --- | --- | --- |\n")
 	b.WriteString("| [api.md](api.md) | the GitOpsCluster (`apps.open-cluster-management.io/v1beta1`) and MulticlusterApplicationSetReport " +
 		"(`v1alpha1`) API: every field, its meaning, default and validation | the Go types' comments and kubebuilder markers in " +
@@ -262,7 +259,7 @@ func writeIndex(_, out string) error {
 		"in `pkg/` (`hack/docgen`) |\n")
 	b.WriteString("| [chart-values.md](chart-values.md) | every value of the manager chart, its default and what the schema allows | " +
 		"`charts/gitops-addon/values.yaml` (`# --` comments, by helm-docs) and `values.schema.json` |\n")
-	fmt.Fprintf(&b, "| [cli/](cli/%s) | the `gitops-addon` binary's commands and flags: ", cli[0])
+	fmt.Fprintf(b, "| [cli/](cli/%s) | the `gitops-addon` binary's commands and flags: ", cli[0])
 	var links []string
 	for _, name := range cli {
 		command := strings.ReplaceAll(strings.TrimSuffix(name, ".md"), "_", " ")
