@@ -26,3 +26,12 @@ func TestManagerRejectsUnknownFlags(t *testing.T) {
 	c := newManagerCommand()
 	assert.Error(t, c.ParseFlags([]string{"--no-such-flag=1"}))
 }
+
+// TestManagerStillAcceptsTheDeprecatedAddonWorkers: an older chart's --addon-workers
+// parses (and is ignored, with cobra's deprecation notice), so an upgrade of the binary
+// alone does not stop the manager.
+func TestManagerStillAcceptsTheDeprecatedAddonWorkers(t *testing.T) {
+	c := newManagerCommand()
+	require.NoError(t, c.ParseFlags([]string{"--addon-workers=8"}))
+	assert.NotEmpty(t, c.Flags().Lookup("addon-workers").Deprecated, "marked deprecated: hidden from --help, a notice when used")
+}

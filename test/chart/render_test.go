@@ -102,7 +102,9 @@ func TestDefaults(t *testing.T) {
 	}
 	assert.Contains(t, args, "--kube-api-qps=200", "the hub client is sized for fleet work")
 	assert.Contains(t, args, "--kube-api-burst=400")
-	assert.Contains(t, args, "--addon-workers=8", "addon-framework's per-cluster controllers sync clusters concurrently")
+	for _, a := range args {
+		assert.NotContains(t, a, "--addon-workers", "deprecated and ignored: not passed")
+	}
 
 	d := objects["Deployment/gitops-addon-manager"]
 	nonRoot, _, _ := unstructured.NestedBool(d.Object, "spec", "template", "spec", "securityContext", "runAsNonRoot")
@@ -181,8 +183,10 @@ func TestNonDefaultValues(t *testing.T) {
 			configs, _, _ := unstructured.NestedSlice(o["ClusterManagementAddOn/gitops-addon"].Object, "spec", "supportedConfigs")
 			assert.Equal(t, map[string]any{"name": "fleet", "namespace": "open-cluster-management-addon"}, configs[0].(map[string]any)["defaultConfig"])
 		}},
-		{"addon workers", []string{"addonManager.workers=32"}, func(t *testing.T, o map[string]*unstructured.Unstructured) {
-			assert.Contains(t, managerArgs(t, o), "--addon-workers=32")
+		{"addon workers: deprecated, still accepted, not passed", []string{"addonManager.workers=32"}, func(t *testing.T, o map[string]*unstructured.Unstructured) {
+			for _, a := range managerArgs(t, o) {
+				assert.NotContains(t, a, "--addon-workers")
+			}
 		}},
 		{"three replicas, metrics port", []string{"replicas=3", "metrics.port=9090"}, func(t *testing.T, o map[string]*unstructured.Unstructured) {
 			replicas, _, _ := unstructured.NestedInt64(o["Deployment/gitops-addon-manager"].Object, "spec", "replicas")

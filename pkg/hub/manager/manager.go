@@ -48,9 +48,6 @@ import (
 // LeaderElectionID is the Lease that elects the active manager replica.
 const LeaderElectionID = "gitops-addon-manager"
 
-// DefaultAddonWorkers is the default of Options.AddonWorkers.
-const DefaultAddonWorkers = 8
-
 // Options configures the hub manager.
 type Options struct {
 	MetricsBindAddress     string
@@ -74,9 +71,6 @@ type Options struct {
 	// PullApplyTimeout is how long a pull ManifestWork may stay unapplied before the hub
 	// Application says so (pullmodel.DefaultApplyTimeout when zero).
 	PullApplyTimeout time.Duration
-	// AddonWorkers is how many clusters addon-framework's per-cluster controllers (deploy,
-	// registration, CSR approval and signing) sync concurrently; 0 means DefaultAddonWorkers.
-	AddonWorkers int
 	// UpgradeCRDs brings the hub's CRDs to this manager's schema before it starts
 	// (pkg/hub/crdupgrade): Helm never upgrades a chart's crds/.
 	UpgradeCRDs bool
