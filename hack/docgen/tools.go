@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -122,6 +123,8 @@ type jsonSchema struct {
 	MaxLength            *int                   `json:"maxLength"`
 	Pattern              string                 `json:"pattern"`
 	UniqueItems          bool                   `json:"uniqueItems"`
+	Deprecated           bool                   `json:"deprecated"`
+	Description          string                 `json:"description"`
 }
 
 // schemaConstraints renders what values.schema.json allows for each value it constrains.
@@ -189,6 +192,10 @@ func schemaType(s *jsonSchema) string {
 // constraints says in words what a property allows; "" when it allows any value of its type.
 func constraints(s *jsonSchema, required bool) string {
 	var parts []string
+	if s.Deprecated {
+		// The schema's description of a deprecated value says what it has become.
+		parts = append(parts, cmp.Or(strings.TrimSuffix(s.Description, "."), "deprecated"))
+	}
 	if required {
 		parts = append(parts, "required")
 	}
