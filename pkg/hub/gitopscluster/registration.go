@@ -257,7 +257,7 @@ func (r *Reconciler) ensureSharedNotInCache(
 		}
 		return "", fmt.Errorf("reading existing %s %s: %w", kind, key, err)
 	}
-	if adopts(gc) {
+	if gc.Adopts() {
 		_, err := r.adopt(ctx, gc, desired, current, update)
 		return "", err
 	}
