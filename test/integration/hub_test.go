@@ -43,6 +43,7 @@ import (
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/agentsigner"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/appsetaccess"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/gitopscluster"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/manager"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/ownership"
@@ -451,14 +452,14 @@ func TestHubAddonManager(t *testing.T) {
 		assert.Equal(t, map[string]string{"apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "placementdecisions", "statusListKey": "decisions", "matchKey": "clusterName"}, cm.Data)
 		role := &rbacv1.Role{}
 		require.Eventually(t, func() bool {
-			return h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: gitopscluster.PlacementReaderName}, role) == nil
+			return h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: appsetaccess.PlacementReaderName}, role) == nil
 		}, timeout, poll)
 		assert.Contains(t, role.Rules[0].Resources, "placementdecisions")
 		binding := &rbacv1.RoleBinding{}
 		require.Eventually(t, func() bool {
-			return h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: gitopscluster.PlacementReaderName + "-" + argoNS}, binding) == nil
+			return h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: appsetaccess.PlacementReaderName + "-" + argoNS}, binding) == nil
 		}, timeout, poll)
-		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: gitopscluster.PlacementReaderName + "-" + argoNS}, binding))
+		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: appsetaccess.PlacementReaderName + "-" + argoNS}, binding))
 		assert.Equal(t, "openshift-gitops-applicationset-controller", binding.Subjects[0].Name)
 		h.waitCondition(argoNS, "gitops-managed", appsv1beta1.ConditionClustersRegistered, metav1.ConditionTrue, appsv1beta1.ReasonRegistered)
 		h.waitCondition(argoNS, "gitops-managed", appsv1beta1.ConditionPlacementResolved, metav1.ConditionTrue, appsv1beta1.ReasonResolved)
@@ -678,14 +679,14 @@ spec:
 		}{
 			{&corev1.Secret{}, "team-b-argocd", "team-b-1-cluster-secret"},
 			{&corev1.ConfigMap{}, "team-b-argocd", appsv1beta1.PlacementConfigMapName},
-			{&rbacv1.RoleBinding{}, "team-b", gitopscluster.PlacementReaderName + "-team-b-argocd"},
+			{&rbacv1.RoleBinding{}, "team-b", appsetaccess.PlacementReaderName + "-team-b-argocd"},
 		} {
 			require.Eventually(t, gone(c.obj, c.namespace, c.name), timeout, poll, "%T %s/%s removed", c.obj, c.namespace, c.name)
 		}
 		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: "team-b-argocd-2", Name: "team-b-1-cluster-secret"}, &corev1.Secret{}))
 		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: "team-b-argocd-2", Name: appsv1beta1.PlacementConfigMapName}, &corev1.ConfigMap{}))
-		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: "team-b", Name: gitopscluster.PlacementReaderName + "-team-b-argocd-2"}, &rbacv1.RoleBinding{}))
-		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: "team-b", Name: gitopscluster.PlacementReaderName}, &rbacv1.Role{}), "the Role is still needed")
+		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: "team-b", Name: appsetaccess.PlacementReaderName + "-team-b-argocd-2"}, &rbacv1.RoleBinding{}))
+		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: "team-b", Name: appsetaccess.PlacementReaderName}, &rbacv1.Role{}), "the Role is still needed")
 	})
 
 	t.Run("a GitOpsCluster name too long for a label value works: hashed in labels, in full in an annotation", func(t *testing.T) {
@@ -1053,7 +1054,7 @@ spec:
 		require.NoError(t, h.c.Get(h.ctx, client.ObjectKeyFromObject(userSecret), &corev1.Secret{}), "the user's secret survives")
 		// "overlap" still uses the Argo CD namespace and the namespace: shared objects stay.
 		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: appsv1beta1.PlacementConfigMapName}, &corev1.ConfigMap{}))
-		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: gitopscluster.PlacementReaderName}, &rbacv1.Role{}))
+		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: appsetaccess.PlacementReaderName}, &rbacv1.Role{}))
 
 		// With the first owner gone, the overlapping GitOpsCluster takes the cluster over.
 		h.ownAddOnsByCMA("vanilla")
