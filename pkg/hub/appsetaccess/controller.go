@@ -1,4 +1,4 @@
-// Package appsetaccess owns the objects every GitOpsCluster of a namespace shares so that ApplicationSets can read OCM placements.
+// Package appsetaccess is the one owner, per namespace, of the objects GitOpsClusters share so that ApplicationSets can read OCM placements.
 package appsetaccess
 
 import (
@@ -79,7 +79,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		current[key] = state
 		errs = append(errs, err)
 	}
-	errs = append(errs, r.removeUnwanted(ctx, ns, want, previous))
+	errs = append(errs, r.removeUnwanted(ctx, ns, want, previous, current))
 	r.record(ctx, ns, previous, current)
 	return ctrl.Result{}, errors.Join(errs...)
 }
@@ -186,13 +186,15 @@ func (r *Reconciler) adopt(ctx context.Context, w *wanted, current client.Object
 // removeUnwanted deletes the shared objects of namespace ns that we created and no
 // GitOpsCluster needs any more: a deleted GitOpsCluster's, and those left behind when an
 // argoNamespace changed. Objects without our label are invisible to the cached client
-// and therefore never deleted.
-func (r *Reconciler) removeUnwanted(ctx context.Context, ns string, want map[objectKey]*wanted, previous map[objectKey]objectState) error {
+// and therefore never deleted. One that could not be deleted stays in current with the
+// GitOpsClusters that needed it, whom the retry's Events are about too.
+func (r *Reconciler) removeUnwanted(ctx context.Context, ns string, want map[objectKey]*wanted, previous, current map[objectKey]objectState) error {
 	lists := []client.ObjectList{&rbacv1.RoleList{}, &rbacv1.RoleBindingList{}}
 	if r.allowed(ns) {
 		// ConfigMaps are granted and cached in the argoNamespaces only.
 		lists = append(lists, &corev1.ConfigMapList{})
 	}
+	var errs []error
 	for _, list := range lists {
 		objs, err := r.listShared(ctx, ns, list)
 		if err != nil {
@@ -203,14 +205,32 @@ func (r *Reconciler) removeUnwanted(ctx context.Context, ns string, want map[obj
 			if want[key] != nil {
 				continue
 			}
-			uid := obj.GetUID()
-			if err := r.Client.Delete(ctx, obj, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
-				return fmt.Errorf("deleting %s: %w", key, err)
-			}
-			for _, regarding := range concerned(obj, previous[key].users) {
-				r.event(regarding, corev1.EventTypeNormal, "SharedObjectRemoved", "Removed %s, which no GitOpsCluster needs any more", key)
+			if err := r.remove(ctx, obj, previous[key].users); err != nil {
+				current[key] = objectState{users: previous[key].users}
+				errs = append(errs, err)
 			}
 		}
+	}
+	return errors.Join(errs...)
+}
+
+// remove deletes a shared object nobody needs if it is still the one listed (a
+// same-named object created meanwhile survives), and tells the GitOpsClusters that
+// needed it in an Event: a failure too, since no status names an object nobody needs.
+func (r *Reconciler) remove(ctx context.Context, obj client.Object, users []*appsv1beta1.GitOpsCluster) error {
+	key := keyOf(obj)
+	uid := obj.GetUID()
+	err := client.IgnoreNotFound(r.Client.Delete(ctx, obj, client.Preconditions{UID: &uid}))
+	for _, regarding := range concerned(obj, users) {
+		if err != nil {
+			r.event(regarding, corev1.EventTypeWarning, "SharedObjectNotRemoved", "Could not remove %s, which no GitOpsCluster needs any more: %v. "+
+				"Retrying with backoff.", key, err)
+			continue
+		}
+		r.event(regarding, corev1.EventTypeNormal, "SharedObjectRemoved", "Removed %s, which no GitOpsCluster needs any more", key)
+	}
+	if err != nil {
+		return fmt.Errorf("deleting %s: %w", key, err)
 	}
 	return nil
 }

@@ -562,3 +562,27 @@ func TestALaggingCacheIsNotMistakenForSomeoneElses(t *testing.T) {
 	assert.Empty(t, problems)
 	require.NoError(t, failed)
 }
+
+// TestAFailedRemovalIsAWarningEvent: no GitOpsCluster's status names an object nobody
+// needs any more, so a removal that fails is a Warning Event, on the GitOpsCluster that
+// needed it, and retried.
+func TestAFailedRemovalIsAWarningEvent(t *testing.T) {
+	ctx := context.Background()
+	gc := gitOpsCluster("team", "a", "argocd")
+	gc.Finalizers = []string{"example.com/hold"}
+	f := newFixture(t, nil, gc)
+	require.NoError(t, f.reconcile(t, "argocd"))
+	require.NoError(t, f.c.Delete(ctx, gc))
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "acm-placement", errors.New("no"))
+	f.r.Client = interceptor.NewClient(f.r.Client.(client.WithWatch), interceptor.Funcs{
+		Delete: func(context.Context, client.WithWatch, client.Object, ...client.DeleteOption) error { return forbidden },
+	})
+
+	notRemoved := recordedEvent{"*v1beta1.GitOpsCluster team/a", "SharedObjectNotRemoved", "Could not remove ConfigMap argocd/acm-placement, which no " +
+		`GitOpsCluster needs any more: configmaps "acm-placement" is forbidden: no. Retrying with backoff.`}
+	for range 2 {
+		assert.ErrorIs(t, f.reconcile(t, "argocd"), forbidden, "returned: retried with backoff")
+	}
+	assert.Equal(t, []recordedEvent{notRemoved, notRemoved}, f.events.events, "the retry still knows whom it concerns")
+	assert.NotNil(t, f.read(t, placementConfigMap("argocd").desired))
+}
