@@ -32,6 +32,7 @@ import (
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/appsetaccess"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/gitopscluster"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/crdinstall"
@@ -355,7 +356,7 @@ func TestFleet(t *testing.T) {
 		}
 		assert.True(t, exists(ctx, hub, &corev1.Secret{}, contract.GitOpsNamespace+"/"+gitopscluster.ClusterSecretName(openshift)), "Argo CD cluster Secret kept")
 		assert.True(t, exists(ctx, hub, &corev1.ConfigMap{}, contract.GitOpsNamespace+"/"+appsv1beta1.PlacementConfigMapName), "acm-placement ConfigMap kept")
-		assert.True(t, exists(ctx, hub, &rbacv1.Role{}, gitOpsClusters.Items[0].Namespace+"/"+gitopscluster.PlacementReaderName), "placement Role kept")
+		assert.True(t, exists(ctx, hub, &rbacv1.Role{}, gitOpsClusters.Items[0].Namespace+"/"+appsetaccess.PlacementReaderName), "placement Role kept")
 		assert.Equal(t, applicationsBefore, hubApplications(ctx, t, hub), "the hub's Argo CD Applications kept")
 		// The pull-model ManifestWorks go, orphaning: each spoke keeps its Applications.
 		require.Eventually(t, func() bool { return len(pullWorks(ctx, t, hub)) == 0 }, 2*time.Minute, time.Second,

@@ -43,6 +43,7 @@ import (
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/agentsigner"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/appsetaccess"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/gitopscluster"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/manager"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/ownership"
@@ -451,14 +452,14 @@ func TestHubAddonManager(t *testing.T) {
 		assert.Equal(t, map[string]string{"apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "placementdecisions", "statusListKey": "decisions", "matchKey": "clusterName"}, cm.Data)
 		role := &rbacv1.Role{}
 		require.Eventually(t, func() bool {
-			return h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: gitopscluster.PlacementReaderName}, role) == nil
+			return h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: appsetaccess.PlacementReaderName}, role) == nil
 		}, timeout, poll)
 		assert.Contains(t, role.Rules[0].Resources, "placementdecisions")
 		binding := &rbacv1.RoleBinding{}
 		require.Eventually(t, func() bool {
-			return h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: gitopscluster.PlacementReaderName + "-" + argoNS}, binding) == nil
+			return h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: appsetaccess.PlacementReaderName + "-" + argoNS}, binding) == nil
 		}, timeout, poll)
-		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: gitopscluster.PlacementReaderName + "-" + argoNS}, binding))
+		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: appsetaccess.PlacementReaderName + "-" + argoNS}, binding))
 		assert.Equal(t, "openshift-gitops-applicationset-controller", binding.Subjects[0].Name)
 		h.waitCondition(argoNS, "gitops-managed", appsv1beta1.ConditionClustersRegistered, metav1.ConditionTrue, appsv1beta1.ReasonRegistered)
 		h.waitCondition(argoNS, "gitops-managed", appsv1beta1.ConditionPlacementResolved, metav1.ConditionTrue, appsv1beta1.ReasonResolved)
@@ -678,14 +679,14 @@ spec:
 		}{
 			{&corev1.Secret{}, "team-b-argocd", "team-b-1-cluster-secret"},
 			{&corev1.ConfigMap{}, "team-b-argocd", appsv1beta1.PlacementConfigMapName},
-			{&rbacv1.RoleBinding{}, "team-b", gitopscluster.PlacementReaderName + "-team-b-argocd"},
+			{&rbacv1.RoleBinding{}, "team-b", appsetaccess.PlacementReaderName + "-team-b-argocd"},
 		} {
 			require.Eventually(t, gone(c.obj, c.namespace, c.name), timeout, poll, "%T %s/%s removed", c.obj, c.namespace, c.name)
 		}
 		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: "team-b-argocd-2", Name: "team-b-1-cluster-secret"}, &corev1.Secret{}))
 		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: "team-b-argocd-2", Name: appsv1beta1.PlacementConfigMapName}, &corev1.ConfigMap{}))
-		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: "team-b", Name: gitopscluster.PlacementReaderName + "-team-b-argocd-2"}, &rbacv1.RoleBinding{}))
-		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: "team-b", Name: gitopscluster.PlacementReaderName}, &rbacv1.Role{}), "the Role is still needed")
+		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: "team-b", Name: appsetaccess.PlacementReaderName + "-team-b-argocd-2"}, &rbacv1.RoleBinding{}))
+		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: "team-b", Name: appsetaccess.PlacementReaderName}, &rbacv1.Role{}), "the Role is still needed")
 	})
 
 	t.Run("a GitOpsCluster name too long for a label value works: hashed in labels, in full in an annotation", func(t *testing.T) {
@@ -731,6 +732,13 @@ spec:
 		}
 		h.create(acmSecret)
 		h.create(&addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: "acm-1", Name: contract.AddonName}})
+		// An older ACM's placement ConfigMap, on the v1alpha1 PlacementDecisions.
+		acmConfigMap := &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "acm-argocd", Name: appsv1beta1.PlacementConfigMapName, Labels: map[string]string{"backup.example.com/include": "true"}},
+			Data: map[string]string{"apiVersion": "cluster.open-cluster-management.io/v1alpha1", "kind": "placementdecisions",
+				"statusListKey": "decisions", "matchKey": "clusterName"},
+		}
+		h.create(acmConfigMap)
 		writesBefore := h.writes.count()
 		h.applyYAML(`
 apiVersion: apps.open-cluster-management.io/v1beta1
@@ -744,6 +752,11 @@ spec:
 		c := h.waitCondition("acm", "migrating", appsv1beta1.ConditionClustersRegistered, metav1.ConditionFalse, appsv1beta1.ReasonRegistrationFailed)
 		assert.Contains(t, c.Message, "Secret acm-argocd/acm-1-cluster-secret already exists and was not created by gitops-addon")
 		assert.Contains(t, c.Message, appsv1beta1.AnnotationAdopt+"=true")
+		require.Eventually(t, func() bool {
+			c := meta.FindStatusCondition(h.gitOpsCluster("acm", "migrating").Status.Conditions, appsv1beta1.ConditionClustersRegistered)
+			return c != nil && strings.Contains(c.Message, "ConfigMap acm-argocd/acm-placement exists, was not created by gitops-addon and differs from "+
+				"what ApplicationSets need; it is left unchanged. Fix: annotate GitOpsCluster acm/migrating with "+appsv1beta1.AnnotationAdopt+"=true")
+		}, timeout, poll, "the ConfigMap's owner tells the GitOpsCluster, which says it on ClustersRegistered")
 		for i := 0; i < 3; i++ { // wake it: each reconcile must not try the create again
 			gc := h.gitOpsCluster("acm", "migrating")
 			h.touch(gc, func() { metav1.SetMetaDataAnnotation(&gc.ObjectMeta, "example.com/touched", fmt.Sprint(i)) })
@@ -762,6 +775,28 @@ spec:
 		assert.Equal(t, map[string]int{"/namespaces/acm-argocd/secrets": 1}, creates,
 			"one refused create of the Secret, then it is read, not created again")
 
+		// Another GitOpsCluster on the same Argo CD adopts: the shared ConfigMap is taken over
+		// for both, and "migrating", which changed in nothing, is told (woken by the
+		// ConfigMap's owner).
+		h.namespace("acm-b")
+		h.applyYAML(`
+apiVersion: apps.open-cluster-management.io/v1beta1
+kind: GitOpsCluster
+metadata: {name: adopter, namespace: acm-b, annotations: {` + appsv1beta1.AnnotationAdopt + `: "true"}}
+spec:
+  argoServer: {argoNamespace: acm-argocd}
+  placementRef: {kind: Placement, name: not-yet}
+`)
+		require.Eventually(t, func() bool {
+			c := meta.FindStatusCondition(h.gitOpsCluster("acm", "migrating").Status.Conditions, appsv1beta1.ConditionClustersRegistered)
+			return c != nil && !strings.Contains(c.Message, "ConfigMap acm-argocd/acm-placement") && strings.Contains(c.Message, "Secret acm-argocd/acm-1-cluster-secret")
+		}, timeout, poll, "the ConfigMap's problem leaves migrating's status once another GitOpsCluster adopted it; the Secret's stays")
+		adopter := h.gitOpsCluster("acm-b", "adopter")
+		require.NoError(t, h.c.Delete(h.ctx, adopter))
+		require.Eventually(t, func() bool {
+			return apierrors.IsNotFound(h.c.Get(h.ctx, client.ObjectKeyFromObject(adopter), adopter))
+		}, timeout, poll)
+
 		gc := h.gitOpsCluster("acm", "migrating")
 		h.touch(gc, func() { metav1.SetMetaDataAnnotation(&gc.ObjectMeta, appsv1beta1.AnnotationAdopt, "true") })
 		h.waitCondition("acm", "migrating", appsv1beta1.ConditionClustersRegistered, metav1.ConditionTrue, appsv1beta1.ReasonRegistered)
@@ -776,6 +811,11 @@ spec:
 			return mca.Labels[ownership.LabelName] == "migrating"
 		}, timeout, poll, "the ManagedClusterAddOn is adopted too")
 		assert.True(t, hasEvent(h, "acm", "migrating", "Adopted"), "an Event says what was adopted")
+		cm := &corev1.ConfigMap{}
+		require.NoError(t, h.c.Get(h.ctx, client.ObjectKeyFromObject(acmConfigMap), cm))
+		assert.Equal(t, acmConfigMap.UID, cm.UID, "the ConfigMap is adopted in place, and kept: migrating needs it")
+		assert.Equal(t, "cluster.open-cluster-management.io/v1beta1", cm.Data["apiVersion"], "and says what ApplicationSets need")
+		assert.Equal(t, "true", cm.Labels["backup.example.com/include"], "another tool's label stays")
 	})
 
 	t.Run("invalid GitOpsClusters are rejected by the apiserver", func(t *testing.T) {
@@ -1053,7 +1093,7 @@ spec:
 		require.NoError(t, h.c.Get(h.ctx, client.ObjectKeyFromObject(userSecret), &corev1.Secret{}), "the user's secret survives")
 		// "overlap" still uses the Argo CD namespace and the namespace: shared objects stay.
 		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: appsv1beta1.PlacementConfigMapName}, &corev1.ConfigMap{}))
-		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: gitopscluster.PlacementReaderName}, &rbacv1.Role{}))
+		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: appsetaccess.PlacementReaderName}, &rbacv1.Role{}))
 
 		// With the first owner gone, the overlapping GitOpsCluster takes the cluster over.
 		h.ownAddOnsByCMA("vanilla")

@@ -348,6 +348,13 @@ func (g *GitOpsCluster) ArgoNamespace() string {
 	return g.Namespace
 }
 
+// Adopts tells whether the GitOpsCluster takes over the objects of the names it wants
+// that no GitOpsCluster of gitops-addon owns (AnnotationAdopt "true"): Red Hat ACM's
+// cluster Secrets, ManagedClusterAddOns and placement ConfigMap, when migrating from ACM.
+func (g *GitOpsCluster) Adopts() bool {
+	return g.Annotations[AnnotationAdopt] == "true"
+}
+
 // AddonEnabled tells whether spec.gitopsAddon.enabled is true.
 func (g *GitOpsCluster) AddonEnabled() bool {
 	return g.Spec.GitOpsAddon != nil && g.Spec.GitOpsAddon.Enabled != nil && *g.Spec.GitOpsAddon.Enabled

@@ -54,7 +54,7 @@ func (r *Reconciler) planClusterSecrets(ctx context.Context, gc *appsv1beta1.Git
 	}
 	foreign := map[string]*corev1.Secret{}
 	_, checked := r.acmSecretsChecked.Load(gc.UID)
-	if !checked || adopts(gc) || slices.ContainsFunc(clusters, func(c string) bool { return r.unregistered(gc, c, owned) }) {
+	if !checked || gc.Adopts() || slices.ContainsFunc(clusters, func(c string) bool { return r.unregistered(gc, c, owned) }) {
 		if foreign, err = r.acmSecrets(ctx, gc, owned); err != nil {
 			return plan, err
 		}
@@ -66,13 +66,13 @@ func (r *Reconciler) planClusterSecrets(ctx context.Context, gc *appsv1beta1.Git
 			s, found := foreign[name]
 			switch {
 			case !found || name == keep:
-			case keep == "" && adopts(gc):
+			case keep == "" && gc.Adopts():
 				keep = name
 			case keep == "":
 				plan.blocked[cluster] = fmt.Sprintf("Red Hat ACM's cluster secret %s/%s registers cluster %q with Argo CD already; gitops-addon adds no second one "+
 					"(Argo CD refuses a destination name two cluster secrets carry). Fix: annotate GitOpsCluster %s/%s with %s=true to take it over, or delete it.",
 					s.Namespace, s.Name, cluster, gc.Namespace, gc.Name, appsv1beta1.AnnotationAdopt)
-			case adopts(gc):
+			case gc.Adopts():
 				plan.duplicates[cluster] = append(plan.duplicates[cluster], s)
 			default:
 				plan.doubled[cluster] = fmt.Sprintf("Red Hat ACM's cluster secret %s/%s registers cluster %q too, beside %s/%s: Argo CD sees the cluster "+

@@ -49,7 +49,7 @@ func (r *Reconciler) ensureOwned(ctx context.Context, gc *appsv1beta1.GitOpsClus
 	}
 	r.recent.seen(kind, key)
 	if outcome, foreign := foreignOutcome(current, gc, kind); foreign {
-		if !outcome.conflict && adopts(gc) {
+		if !outcome.conflict && gc.Adopts() {
 			return r.adopt(ctx, gc, desired, current, update)
 		}
 		return outcome, nil
@@ -100,18 +100,11 @@ func (r *Reconciler) readForeign(ctx context.Context, gc *appsv1beta1.GitOpsClus
 		r.foreign.forget(kind, key)
 		return applyOutcome{}, r.updateIfChanged(ctx, current, desired, update)
 	}
-	if !outcome.conflict && adopts(gc) {
+	if !outcome.conflict && gc.Adopts() {
 		return r.adopt(ctx, gc, desired, current, update)
 	}
 	r.foreign.add(kind, key)
 	return outcome, nil
-}
-
-// adopts tells whether a GitOpsCluster takes over objects of the names it wants that
-// nobody's GitOpsCluster owns (AnnotationAdopt "true"): Red Hat ACM's cluster Secrets,
-// ManagedClusterAddOns and placement ConfigMap, when migrating from ACM.
-func adopts(gc *appsv1beta1.GitOpsCluster) bool {
-	return gc.Annotations[appsv1beta1.AnnotationAdopt] == "true"
 }
 
 // adopt puts our owner labels on an object nobody's GitOpsCluster owns and brings it to

@@ -1,18 +1,15 @@
 package gitopscluster
 
 import (
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
-	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/ownership"
 )
 
@@ -29,17 +26,7 @@ const (
 	// AnnotationWrittenLabels lists, comma-separated, the label keys gitops-addon wrote on
 	// an Argo CD cluster Secret; the others are another tool's and stay.
 	AnnotationWrittenLabels = "gitops-addon.open-cluster-management.io/written-labels"
-	// PlacementReaderName names the Role and RoleBinding that let the ApplicationSet
-	// controller read PlacementDecisions.
-	PlacementReaderName = "gitops-addon-applicationset-placement"
 )
-
-// applicationSetControllerAccounts are the ServiceAccounts of the ApplicationSet
-// controller of an OpenShift GitOps instance and of an upstream Argo CD install.
-var applicationSetControllerAccounts = []string{
-	"openshift-gitops-applicationset-controller",
-	"argocd-applicationset-controller",
-}
 
 // ClusterSecretName is the name of the Argo CD cluster secret of a managed cluster.
 func ClusterSecretName(cluster string) string { return cluster + "-cluster-secret" }
@@ -112,55 +99,4 @@ func clusterLabels(mc *clusterv1.ManagedCluster) map[string]string {
 		}
 	}
 	return labels
-}
-
-// sharedLabels mark objects that several GitOpsClusters may rely on; they are removed
-// only when no GitOpsCluster needs them any more.
-func sharedLabels() map[string]string {
-	return map[string]string{contract.LabelManagedBy: contract.ManagedByValue}
-}
-
-// desiredPlacementConfigMap tells the ApplicationSet clusterDecisionResource generator
-// how to read OCM PlacementDecisions.
-func desiredPlacementConfigMap(argoNamespace string) *corev1.ConfigMap {
-	return &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: appsv1beta1.PlacementConfigMapName, Namespace: argoNamespace, Labels: sharedLabels()},
-		Data: map[string]string{
-			"apiVersion":    "cluster.open-cluster-management.io/v1beta1",
-			"kind":          "placementdecisions",
-			"statusListKey": "decisions",
-			"matchKey":      "clusterName",
-		},
-	}
-}
-
-// desiredPlacementReaderRole lets its subjects read Placements and PlacementDecisions in
-// the namespace where they live (the GitOpsCluster's namespace).
-func desiredPlacementReaderRole(namespace string) *rbacv1.Role {
-	return &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Name: PlacementReaderName, Namespace: namespace, Labels: sharedLabels()},
-		Rules: []rbacv1.PolicyRule{{
-			APIGroups: []string{"cluster.open-cluster-management.io"},
-			Resources: []string{"placementdecisions", "placements"},
-			Verbs:     []string{"get", "list", "watch"},
-		}},
-	}
-}
-
-// placementReaderBindingName is unique per Argo CD namespace, because GitOpsClusters in
-// one namespace may serve Argo CD instances in different namespaces.
-func placementReaderBindingName(argoNamespace string) string {
-	return fmt.Sprintf("%s-%s", PlacementReaderName, argoNamespace)
-}
-
-func desiredPlacementReaderBinding(namespace, argoNamespace string) *rbacv1.RoleBinding {
-	subjects := make([]rbacv1.Subject, 0, len(applicationSetControllerAccounts))
-	for _, sa := range applicationSetControllerAccounts {
-		subjects = append(subjects, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: argoNamespace})
-	}
-	return &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: placementReaderBindingName(argoNamespace), Namespace: namespace, Labels: sharedLabels()},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: PlacementReaderName},
-		Subjects:   subjects,
-	}
 }

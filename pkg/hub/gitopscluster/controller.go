@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
@@ -54,6 +55,9 @@ type Reconciler struct {
 	Departures Departures
 	// DrainTimeout bounds how long an addon's removal waits for them (0: DefaultDrainTimeout).
 	DrainTimeout time.Duration
+	// ApplicationSetAccess reports the problems of the shared ApplicationSet objects each
+	// GitOpsCluster needs, and wakes those whose problems change; nil reports none.
+	ApplicationSetAccess ApplicationSetAccess
 	// Trust keeps the Argo CD Agent certificates of GitOpsClusters in agent mode; nil: off.
 	Trust *agenttrust.Keeper
 	// ArgoNamespaces are the only argoNamespaces the manager may work in (its Secrets and
@@ -245,6 +249,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.forPrincipalService))
 	if r.Routes {
 		b = b.Watches(&routev1.Route{}, handler.EnqueueRequestsFromMapFunc(r.forPrincipalService))
+	}
+	if r.ApplicationSetAccess != nil {
+		b = b.WatchesRawSource(source.Channel(r.ApplicationSetAccess.Changed(), &handler.EnqueueRequestForObject{}))
 	}
 	return b.Complete(r)
 }

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -21,8 +20,9 @@ import (
 )
 
 // registerClusters writes an Argo CD cluster secret for every decided cluster, removes
-// the ones this GitOpsCluster wrote for clusters no longer decided, and ensures the
-// ApplicationSet placement ConfigMap and RBAC.
+// the ones this GitOpsCluster wrote for clusters no longer decided, and reports what is
+// wrong with the ApplicationSet placement ConfigMap and RBAC it needs (which
+// pkg/hub/appsetaccess writes).
 func (r *Reconciler) registerClusters(
 	ctx context.Context, gc *appsv1beta1.GitOpsCluster, clusters []string, agent argocdagent.Trust,
 ) (registrationResult, error) {
@@ -60,13 +60,8 @@ func (r *Reconciler) registerClusters(
 	if err := r.removeStaleSecrets(ctx, gc, wanted); err != nil {
 		return res, err
 	}
-	problems, err := r.ensureApplicationSetAccess(ctx, gc)
-	res.problems = append(res.problems, problems...)
-	if err != nil {
-		return res, err
-	}
-	// After a change of argoNamespace, the old namespace's objects may be needed by nobody.
-	return res, r.removeUnneededSharedObjects(ctx, gc)
+	r.reportApplicationSetAccess(gc, &res)
+	return res, nil
 }
 
 // secretState is what ensureClusterSecret found on one cluster: the Secret's name (empty
@@ -187,121 +182,6 @@ func (r *Reconciler) removeStaleSecrets(ctx context.Context, gc *appsv1beta1.Git
 		r.event(gc, corev1.EventTypeNormal, "ClusterUnregistered", "Removed Argo CD cluster secret %s/%s", s.Namespace, s.Name)
 	}
 	return nil
-}
-
-// ensureApplicationSetAccess ensures the ConfigMap and RBAC the ApplicationSet
-// clusterDecisionResource generator needs. They are shared by every GitOpsCluster of the
-// same namespaces, so they carry no owner labels.
-func (r *Reconciler) ensureApplicationSetAccess(ctx context.Context, gc *appsv1beta1.GitOpsCluster) ([]string, error) {
-	argoNS := gc.ArgoNamespace()
-	shared := []struct {
-		desired, current client.Object
-		update           func(current, desired client.Object) bool
-	}{
-		{desiredPlacementConfigMap(argoNS), &corev1.ConfigMap{}, updateConfigMap},
-		{desiredPlacementReaderRole(gc.Namespace), &rbacv1.Role{}, updateRole},
-		{desiredPlacementReaderBinding(gc.Namespace, argoNS), &rbacv1.RoleBinding{}, updateRoleBinding},
-	}
-	var problems []string
-	for _, s := range shared {
-		problem, err := r.ensureShared(ctx, gc, s.desired, s.current, s.update)
-		if err != nil {
-			return problems, err
-		}
-		if problem != "" {
-			problems = append(problems, problem)
-		}
-	}
-	return problems, nil
-}
-
-// ensureShared creates or updates a shared object. One created by someone else is never
-// changed, unless the GitOpsCluster adopts (AnnotationAdopt): it is fine when it already
-// says what we need, a problem otherwise.
-func (r *Reconciler) ensureShared(
-	ctx context.Context,
-	gc *appsv1beta1.GitOpsCluster,
-	desired, current client.Object,
-	update func(current, desired client.Object) bool,
-) (string, error) {
-	key := client.ObjectKeyFromObject(desired)
-	kind := kindOf(desired)
-	err := r.Client.Get(ctx, key, current)
-	switch {
-	case apierrors.IsNotFound(err):
-		return r.ensureSharedNotInCache(ctx, gc, desired, current, update)
-	case err != nil:
-		return "", fmt.Errorf("reading %s %s: %w", kind, key, err)
-	}
-	return "", r.updateIfChanged(ctx, current, desired, update)
-}
-
-// ensureSharedNotInCache creates a shared object, or finds the foreign one that holds its
-// name (remembered, so that later reconciles read it instead of failing a create).
-func (r *Reconciler) ensureSharedNotInCache(
-	ctx context.Context,
-	gc *appsv1beta1.GitOpsCluster,
-	desired, current client.Object,
-	update func(current, desired client.Object) bool,
-) (string, error) {
-	key := client.ObjectKeyFromObject(desired)
-	kind := kindOf(desired)
-	if !r.foreign.known(kind, key) {
-		createErr := r.Client.Create(ctx, desired.DeepCopyObject().(client.Object))
-		switch {
-		case createErr == nil:
-			return "", nil
-		case !apierrors.IsAlreadyExists(createErr):
-			return "", fmt.Errorf("creating %s %s: %w", kind, key, createErr)
-		}
-	}
-	if err := r.APIReader.Get(ctx, key, current); err != nil {
-		if apierrors.IsNotFound(err) && r.foreign.known(kind, key) {
-			r.foreign.forget(kind, key) // gone: ours now
-			return r.ensureSharedNotInCache(ctx, gc, desired, current, update)
-		}
-		return "", fmt.Errorf("reading existing %s %s: %w", kind, key, err)
-	}
-	if adopts(gc) {
-		_, err := r.adopt(ctx, gc, desired, current, update)
-		return "", err
-	}
-	r.foreign.add(kind, key)
-	if update(current, desired) {
-		return fmt.Sprintf("%s %s exists, was not created by gitops-addon and differs from what ApplicationSets need; it is left unchanged. Fix: annotate "+
-			"GitOpsCluster %s/%s with %s=true to adopt it, or delete it and gitops-addon recreates it.",
-			kind, key, gc.Namespace, gc.Name, appsv1beta1.AnnotationAdopt), nil
-	}
-	return "", nil
-}
-
-func updateConfigMap(current, desired client.Object) bool {
-	cur, want := current.(*corev1.ConfigMap), desired.(*corev1.ConfigMap)
-	if maps.Equal(cur.Data, want.Data) {
-		return false
-	}
-	cur.Data = want.Data
-	return true
-}
-
-func updateRole(current, desired client.Object) bool {
-	cur, want := current.(*rbacv1.Role), desired.(*rbacv1.Role)
-	if equality.Semantic.DeepEqual(cur.Rules, want.Rules) {
-		return false
-	}
-	cur.Rules = want.Rules
-	return true
-}
-
-func updateRoleBinding(current, desired client.Object) bool {
-	cur, want := current.(*rbacv1.RoleBinding), desired.(*rbacv1.RoleBinding)
-	if equality.Semantic.DeepEqual(cur.Subjects, want.Subjects) && cur.RoleRef == want.RoleRef {
-		return false
-	}
-	// roleRef is immutable: a foreign binding with another roleRef is reported, not changed,
-	// and ours always has the same one.
-	cur.Subjects = want.Subjects
-	return true
 }
 
 // deleteExact deletes an object only if it is still the one we read (UID precondition),

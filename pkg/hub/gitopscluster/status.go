@@ -36,6 +36,9 @@ type registrationResult struct {
 	registered int
 	problems   []string // one sentence each: what is wrong and how to fix it
 	conflict   bool     // a problem is an object owned by someone else
+	// accessFailed: a read or write of the shared ApplicationSet objects failed (a
+	// problem says which, with the fix).
+	accessFailed bool
 }
 
 // addonResult is what ensuring the ManagedClusterAddOns found.
@@ -217,8 +220,11 @@ func registrationCondition(obs observation) metav1.Condition {
 		c.Message = "Waiting for the Placement to resolve; existing registrations are left unchanged."
 	case len(obs.registration.problems) > 0:
 		c.Status, c.Reason = metav1.ConditionFalse, appsv1beta1.ReasonRegistrationFailed
-		if obs.registration.conflict {
+		switch {
+		case obs.registration.conflict:
 			c.Reason = appsv1beta1.ReasonOwnedByOther
+		case obs.registration.accessFailed:
+			c.Reason = appsv1beta1.ReasonReconcileError
 		}
 		c.Message = joinProblems(obs.registration.problems)
 	default:

@@ -7,24 +7,22 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
-	"github.com/gitops-addon/gitops-addon/pkg/hub/ownership"
 )
 
 // finalize tears down, in order, what a deleted GitOpsCluster created: first its
 // ManagedClusterAddOns, waiting until OCM has removed them (and with them the addon's
 // workloads on the spokes; CRDs and the namespace stay, they are orphaned), then its
-// Argo CD cluster secrets, then the shared ApplicationSet objects no other GitOpsCluster
-// needs, and only then the finalizer. Nothing it did not create is touched.
+// Argo CD cluster secrets, and only then the finalizer. Nothing it did not create is
+// touched. The shared ApplicationSet objects are not its own: pkg/hub/appsetaccess
+// removes those no other GitOpsCluster needs once it is being deleted.
 func (r *Reconciler) finalize(ctx context.Context, gc *appsv1beta1.GitOpsCluster) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(gc, Finalizer) {
 		return ctrl.Result{}, nil
@@ -40,9 +38,6 @@ func (r *Reconciler) finalize(ctx context.Context, gc *appsv1beta1.GitOpsCluster
 		return r.explainWait(ctx, gc, remaining)
 	}
 	if err := r.removeStaleSecrets(ctx, gc, nil); err != nil {
-		return ctrl.Result{}, err
-	}
-	if err := r.removeUnneededSharedObjects(ctx, gc); err != nil {
 		return ctrl.Result{}, err
 	}
 	controllerutil.RemoveFinalizer(gc, Finalizer)
@@ -113,68 +108,6 @@ func WaitingAddOns(addons []addonv1beta1.ManagedClusterAddOn) string {
 		parts = append(parts, fmt.Sprintf("cluster %s (%s)", a.Namespace, finalizers))
 	}
 	return strings.Join(parts, "; ")
-}
-
-// removeUnneededSharedObjects deletes the ApplicationSet ConfigMaps and RBAC we created
-// that no live GitOpsCluster needs any more: those of a deleted GitOpsCluster, and those
-// left in the old namespace when a GitOpsCluster's argoNamespace changed. Objects
-// without our label are invisible to the cached client and therefore never deleted.
-func (r *Reconciler) removeUnneededSharedObjects(ctx context.Context, gc *appsv1beta1.GitOpsCluster) error {
-	live, err := r.otherLiveGitOpsClusters(ctx, gc)
-	if err != nil {
-		return err
-	}
-	if gc.DeletionTimestamp.IsZero() {
-		live = append(live, *gc)
-	}
-	needed := map[string]bool{}
-	for _, o := range live {
-		argoNS := o.ArgoNamespace()
-		needed[sharedKey(&corev1.ConfigMap{}, argoNS, appsv1beta1.PlacementConfigMapName)] = true
-		needed[sharedKey(&rbacv1.RoleBinding{}, o.Namespace, placementReaderBindingName(argoNS))] = true
-		needed[sharedKey(&rbacv1.Role{}, o.Namespace, PlacementReaderName)] = true
-	}
-	for _, list := range []client.ObjectList{&corev1.ConfigMapList{}, &rbacv1.RoleBindingList{}, &rbacv1.RoleList{}} {
-		if err := r.Client.List(ctx, list, client.MatchingLabels(sharedLabels())); err != nil {
-			return fmt.Errorf("listing shared objects: %w", err)
-		}
-		items, err := meta.ExtractList(list)
-		if err != nil {
-			return fmt.Errorf("reading shared objects: %w", err)
-		}
-		for _, item := range items {
-			obj, ok := item.(client.Object)
-			if !ok || !isSharedPlacementObject(obj) || needed[sharedKey(obj, obj.GetNamespace(), obj.GetName())] {
-				continue
-			}
-			if _, owned := ownership.Recorded(obj); owned {
-				continue // a GitOpsCluster's own object, not a shared one
-			}
-			if err := r.deleteExact(ctx, obj); err != nil {
-				return err
-			}
-			r.event(gc, corev1.EventTypeNormal, "SharedObjectRemoved", "Removed %s %s/%s, which no GitOpsCluster needs any more",
-				kindOf(obj), obj.GetNamespace(), obj.GetName())
-		}
-	}
-	return nil
-}
-
-func sharedKey(obj client.Object, namespace, name string) string {
-	return kindOf(obj) + "/" + namespace + "/" + name
-}
-
-// isSharedPlacementObject tells the ApplicationSet placement objects by their names.
-func isSharedPlacementObject(obj client.Object) bool {
-	switch obj.(type) {
-	case *corev1.ConfigMap:
-		return obj.GetName() == appsv1beta1.PlacementConfigMapName
-	case *rbacv1.Role:
-		return obj.GetName() == PlacementReaderName
-	case *rbacv1.RoleBinding:
-		return strings.HasPrefix(obj.GetName(), PlacementReaderName+"-")
-	}
-	return false
 }
 
 func (r *Reconciler) otherLiveGitOpsClusters(ctx context.Context, gc *appsv1beta1.GitOpsCluster) ([]appsv1beta1.GitOpsCluster, error) {

@@ -1,6 +1,7 @@
 // Package manager wires the hub side of gitops-addon: a controller-runtime manager with
-// the GitOpsCluster controller, metrics, health probes and leader election, and
-// addon-framework's addon manager, started only once this replica is the leader.
+// the GitOpsCluster and ApplicationSet access controllers, metrics, health probes and
+// leader election, and addon-framework's addon manager, started only once this replica
+// is the leader.
 package manager
 
 import (
@@ -39,6 +40,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/hub/addon"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/agentsigner"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/agenttrust"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/appsetaccess"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/argocdagent"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/crdupgrade"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/gitopscluster"
@@ -169,15 +171,27 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 		}
 	}
 	trust := &agenttrust.Keeper{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
-	if err := (&gitopscluster.Reconciler{
+	// The shared ApplicationSet objects are written whether or not this installation
+	// delivers the addon (HubOnly): the hub's ApplicationSets need them either way.
+	access := &appsetaccess.Reconciler{
 		Client:         mgr.GetClient(),
 		APIReader:      mgr.GetAPIReader(),
 		Recorder:       mgr.GetEventRecorder("gitops-addon-manager"),
-		Departures:     departuresOrNil(departures),
 		ArgoNamespaces: o.ArgoNamespaces,
-		Trust:          trust,
-		Routes:         routes,
-		HubOnly:        o.HubOnly,
+	}
+	if err := access.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the ApplicationSet access controller: %w", err)
+	}
+	if err := (&gitopscluster.Reconciler{
+		Client:               mgr.GetClient(),
+		APIReader:            mgr.GetAPIReader(),
+		Recorder:             mgr.GetEventRecorder("gitops-addon-manager"),
+		Departures:           departuresOrNil(departures),
+		ApplicationSetAccess: access,
+		ArgoNamespaces:       o.ArgoNamespaces,
+		Trust:                trust,
+		Routes:               routes,
+		HubOnly:              o.HubOnly,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the GitOpsCluster controller: %w", err)
 	}
