@@ -50,6 +50,7 @@ var recordedOn = []struct{ prefix, where string }{
 	{"pkg/hub/gitopscluster", "the GitOpsCluster (`kubectl describe gitopscluster`)"},
 	{"pkg/hub/argocdagent", "every GitOpsCluster of the Argo CD namespace"},
 	{"pkg/hub/appsetaccess", "the GitOpsClusters that need the shared object (after a manager restart, the object itself)"},
+	{"pkg/hub/ownership", "the GitOpsCluster (`kubectl describe gitopscluster`)"},
 	{"pkg/hub/pullmodel", "the hub Application (`kubectl describe application`)"},
 	{"pkg/hub/addon", "the cluster's ManagedClusterAddOn `gitops-addon` on the hub"},
 	{"pkg/hub/crdupgrade", "the hub's CustomResourceDefinition (`kubectl describe crd gitopsclusters.apps.open-cluster-management.io`)"},

@@ -105,7 +105,7 @@ func keptName(cluster string, owned map[string]bool) string {
 // the cache, and none created moments ago that the cache has not caught up with.
 func (r *Reconciler) unregistered(gc *appsv1beta1.GitOpsCluster, cluster string, owned map[string]bool) bool {
 	key := client.ObjectKey{Namespace: gc.ArgoNamespace(), Name: ClusterSecretName(cluster)}
-	return keptName(cluster, owned) == "" && !r.recent.created(kindOf(&corev1.Secret{}), key)
+	return keptName(cluster, owned) == "" && !r.owned().RecentlyCreated(ownership.KindOf(&corev1.Secret{}), key)
 }
 
 // ownedSecretNames are the names of the Secrets this GitOpsCluster keeps in its Argo CD
@@ -160,7 +160,7 @@ func (r *Reconciler) removeDuplicates(ctx context.Context, gc *appsv1beta1.GitOp
 		r.event(gc, corev1.EventTypeWarning, "DoubleRegistration", "%s", doubled)
 	}
 	for _, s := range duplicates {
-		if err := r.deleteExact(ctx, s); err != nil {
+		if err := r.owned().DeleteExact(ctx, s); err != nil {
 			return err
 		}
 		r.event(gc, corev1.EventTypeNormal, "DuplicateRemoved",

@@ -198,7 +198,7 @@ func (r *Reconciler) reconcileAddons(ctx context.Context, gc *appsv1beta1.GitOps
 
 // addonState is what ensureAddon found on one cluster.
 type addonState struct {
-	outcome   applyOutcome
+	outcome   ownership.Outcome
 	available bool
 	// modeProblem says why the cluster's Argo CD Agent mode label was not used.
 	modeProblem string
@@ -239,8 +239,8 @@ func (r *Reconciler) agentModeOf(ctx context.Context, gc *appsv1beta1.GitOpsClus
 func (res *addonResult) add(cluster string, state addonState) {
 	// A user's own ManagedClusterAddOn still delivers the stack, so it counts and is no
 	// problem; it is simply not ours to change. Another GitOpsCluster's is a conflict.
-	if state.outcome.conflict {
-		res.problems = append(res.problems, state.outcome.problem)
+	if state.outcome.Conflict {
+		res.problems = append(res.problems, state.outcome.Problem)
 		res.conflict = true
 	}
 	if state.modeProblem != "" {
@@ -279,13 +279,13 @@ func (r *Reconciler) ensureAddon(
 		return addonState{}, err
 	}
 	current := &addonv1beta1.ManagedClusterAddOn{}
-	outcome, err := r.ensureOwned(ctx, gc, desiredAddon(gc, cluster, addonSettings(gc, mode, agent), cma), current, updateAddon)
+	outcome, err := r.owned().Ensure(ctx, gc, desiredAddon(gc, cluster, addonSettings(gc, mode, agent), cma), current, updateAddon)
 	if err != nil {
 		return addonState{}, err
 	}
 
-	if outcome.existing != nil {
-		current = outcome.existing.(*addonv1beta1.ManagedClusterAddOn)
+	if outcome.Existing != nil {
+		current = outcome.Existing.(*addonv1beta1.ManagedClusterAddOn)
 	}
 	available := meta.IsStatusConditionTrue(current.Status.Conditions, addonv1beta1.ManagedClusterAddOnConditionAvailable)
 	state := addonState{outcome: outcome, available: available, modeProblem: problem, agentMode: mode != ""}
@@ -377,7 +377,7 @@ func (r *Reconciler) removeAddons(ctx context.Context, gc *appsv1beta1.GitOpsClu
 				continue
 			}
 		}
-		if err := r.deleteExact(ctx, addon); err != nil {
+		if err := r.owned().DeleteExact(ctx, addon); err != nil {
 			return res, err
 		}
 		r.event(gc, corev1.EventTypeNormal, "AddOnRemoved", "Removed ManagedClusterAddOn %s from cluster %s", addon.Name, addon.Namespace)

@@ -71,10 +71,9 @@ type Reconciler struct {
 	// The spokes' GitOps stack comes from elsewhere, e.g. Red Hat ACM's AddOnTemplate addon.
 	HubOnly bool
 
-	// recent are the objects created that the cache may not show yet.
-	recent recentCreates
-	// foreign are the wanted names held by objects that are not ours.
-	foreign foreignObjects
+	// store writes the objects this controller owns (owned).
+	store     *ownership.Store
+	storeOnce sync.Once
 	// acmSecretsChecked holds the UIDs of the GitOpsClusters whose Argo CD namespace was
 	// searched for Red Hat ACM's cluster Secrets since the manager started.
 	acmSecretsChecked sync.Map
@@ -225,6 +224,15 @@ func findCondition(conds []metav1.Condition, t string) *metav1.Condition {
 		}
 	}
 	return nil
+}
+
+// owned is the Store of the objects GitOpsClusters own, made on first use from the
+// Reconciler's clients.
+func (r *Reconciler) owned() *ownership.Store {
+	r.storeOnce.Do(func() {
+		r.store = &ownership.Store{Client: r.Client, APIReader: r.APIReader, Recorder: r.Recorder}
+	})
+	return r.store
 }
 
 func (r *Reconciler) event(gc *appsv1beta1.GitOpsCluster, eventType, reason, format string, args ...any) {

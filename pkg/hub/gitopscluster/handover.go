@@ -94,25 +94,12 @@ func (c *claimants) handOverIfClaimed(ctx context.Context, obj client.Object, cl
 // handOver makes next the owner of obj: its owner labels and annotation change, nothing
 // else; next's own reconcile, which the change wakes, brings the rest to what it wants.
 func (r *Reconciler) handOver(ctx context.Context, gc, next *appsv1beta1.GitOpsCluster, obj client.Object) error {
-	labels := obj.GetLabels()
-	for k, v := range ownership.Labels(next) {
-		labels[k] = v
-	}
-	obj.SetLabels(labels)
-	annotations := obj.GetAnnotations()
-	delete(annotations, ownership.AnnotationOwner)
-	for k, v := range ownership.Annotations(next) {
-		if annotations == nil {
-			annotations = map[string]string{}
-		}
-		annotations[k] = v
-	}
-	obj.SetAnnotations(annotations)
+	ownership.Transfer(obj, next)
 	if err := r.Client.Update(ctx, obj); err != nil {
-		return fmt.Errorf("handing %s %s over to GitOpsCluster %s/%s: %w", kindOf(obj), client.ObjectKeyFromObject(obj), next.Namespace, next.Name, err)
+		return fmt.Errorf("handing %s %s over to GitOpsCluster %s/%s: %w", ownership.KindOf(obj), client.ObjectKeyFromObject(obj), next.Namespace, next.Name, err)
 	}
 	r.event(gc, corev1.EventTypeNormal, "HandedOver", "Handed %s %s over to GitOpsCluster %s/%s, which selects the cluster too",
-		kindOf(obj), client.ObjectKeyFromObject(obj), next.Namespace, next.Name)
+		ownership.KindOf(obj), client.ObjectKeyFromObject(obj), next.Namespace, next.Name)
 	return nil
 }
 

@@ -90,11 +90,11 @@ func (r *Reconciler) ensureClusterSecret(
 			return secretState{}, err
 		}
 	}
-	outcome, err := r.ensureOwned(ctx, gc, desired, &corev1.Secret{}, updateSecret)
+	outcome, err := r.owned().Ensure(ctx, gc, desired, &corev1.Secret{}, updateSecret)
 	if err != nil {
 		return secretState{}, err
 	}
-	return secretState{name: client.ObjectKeyFromObject(desired), problem: outcome.problem, conflict: outcome.conflict}, nil
+	return secretState{name: client.ObjectKeyFromObject(desired), problem: outcome.Problem, conflict: outcome.Conflict}, nil
 }
 
 // updateSecret brings an owned cluster Secret's data and our labels to the desired
@@ -176,21 +176,10 @@ func (r *Reconciler) removeStaleSecrets(ctx context.Context, gc *appsv1beta1.Git
 				continue
 			}
 		}
-		if err := r.deleteExact(ctx, s); err != nil {
+		if err := r.owned().DeleteExact(ctx, s); err != nil {
 			return err
 		}
 		r.event(gc, corev1.EventTypeNormal, "ClusterUnregistered", "Removed Argo CD cluster secret %s/%s", s.Namespace, s.Name)
-	}
-	return nil
-}
-
-// deleteExact deletes an object only if it is still the one we read (UID precondition),
-// so that a same-named object created meanwhile by someone else survives.
-func (r *Reconciler) deleteExact(ctx context.Context, obj client.Object) error {
-	uid := obj.GetUID()
-	err := r.Client.Delete(ctx, obj, client.Preconditions{UID: &uid})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting %s %s: %w", kindOf(obj), client.ObjectKeyFromObject(obj), err)
 	}
 	return nil
 }

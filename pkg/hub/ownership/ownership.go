@@ -6,6 +6,7 @@ package ownership
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"maps"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -123,4 +124,24 @@ func Classify(obj, gitOpsCluster client.Object) (Relation, Owner) {
 	default:
 		return OwnedByOther, o
 	}
+}
+
+// Transfer records newOwner as the GitOpsCluster that owns obj (its owner labels and
+// annotation), changing nothing else; the caller writes obj.
+func Transfer(obj, newOwner client.Object) {
+	labels := obj.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	maps.Copy(labels, Labels(newOwner))
+	obj.SetLabels(labels)
+	annotations := obj.GetAnnotations()
+	delete(annotations, AnnotationOwner)
+	if full := Annotations(newOwner); full != nil {
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		maps.Copy(annotations, full)
+	}
+	obj.SetAnnotations(annotations)
 }

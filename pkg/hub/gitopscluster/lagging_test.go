@@ -4,11 +4,11 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
-	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -16,21 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
-
-func TestRecentCreatesExpire(t *testing.T) {
-	now := time.Now()
-	r := recentCreates{now: func() time.Time { return now }}
-	key := client.ObjectKey{Namespace: "c1", Name: "gitops-addon"}
-	assert.False(t, r.created("ManagedClusterAddOn", key))
-	r.add("ManagedClusterAddOn", key)
-	assert.True(t, r.created("ManagedClusterAddOn", key))
-	assert.False(t, r.created("Secret", key), "per kind")
-	now = now.Add(recentCreateTTL + time.Second)
-	assert.False(t, r.created("ManagedClusterAddOn", key), "trusted only for a while: an object deleted meanwhile is created again")
-	r.add("ManagedClusterAddOn", key)
-	r.seen("ManagedClusterAddOn", key)
-	assert.False(t, r.created("ManagedClusterAddOn", key), "dropped once the cache has it")
-}
 
 // TestALaggingCacheDoesNotMakeCreatesRepeat: while the cache does not show the
 // ManagedClusterAddOns and Secrets created by the previous reconcile, the next reconcile
