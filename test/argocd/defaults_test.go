@@ -1,12 +1,8 @@
 package argocd
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"io/fs"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -15,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gitops-addon/gitops-addon/manifests"
+	"github.com/gitops-addon/gitops-addon/test/gosource"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
 )
 
@@ -46,25 +43,7 @@ func TestChartDefaultsAreTheShippedOperators(t *testing.T) {
 
 // stringConstants reads the string constants a Go file declares.
 func stringConstants(t *testing.T, path string) map[string]string {
-	file, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+	out, err := gosource.StringConstants(path)
 	require.NoError(t, err)
-	out := map[string]string{}
-	for _, decl := range file.Decls {
-		gen, ok := decl.(*ast.GenDecl)
-		if !ok || gen.Tok != token.CONST {
-			continue
-		}
-		for _, spec := range gen.Specs {
-			vs := spec.(*ast.ValueSpec)
-			for i, name := range vs.Names {
-				if i >= len(vs.Values) {
-					continue
-				}
-				if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
-					out[name.Name], _ = strconv.Unquote(lit.Value)
-				}
-			}
-		}
-	}
 	return out
 }

@@ -19,6 +19,8 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	workv1 "open-cluster-management.io/api/work/v1"
+
+	"github.com/gitops-addon/gitops-addon/test/gosource"
 )
 
 // reviewedControllers are the controllers addon-framework's StartWithInformers starts,
@@ -159,34 +161,9 @@ func indexValues(t *testing.T, dir string) map[string]string {
 		if !strings.HasSuffix(entry.Name(), ".go") || strings.HasSuffix(entry.Name(), "_test.go") {
 			continue
 		}
-		file, err := parser.ParseFile(token.NewFileSet(), filepath.Join(dir, entry.Name()), nil, 0)
+		constants, err := gosource.StringConstants(filepath.Join(dir, entry.Name()))
 		require.NoError(t, err)
-		maps.Copy(values, stringConstants(file))
+		maps.Copy(values, constants)
 	}
 	return values
-}
-
-// stringConstants are a file's string constants by name.
-func stringConstants(file *ast.File) map[string]string {
-	out := map[string]string{}
-	for _, decl := range file.Decls {
-		gen, ok := decl.(*ast.GenDecl)
-		if !ok || gen.Tok != token.CONST {
-			continue
-		}
-		for _, spec := range gen.Specs {
-			vs, ok := spec.(*ast.ValueSpec)
-			if !ok {
-				continue
-			}
-			for i, name := range vs.Names {
-				if i < len(vs.Values) {
-					if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
-						out[name.Name] = strings.Trim(lit.Value, "`\"")
-					}
-				}
-			}
-		}
-	}
-	return out
 }
