@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
+	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/manager"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
 	"github.com/gitops-addon/gitops-addon/test/install"
@@ -195,17 +196,37 @@ func (p *pullHub) waitNoWork(cluster, appNS, appName, what string) {
 	}, timeout, poll, "no ManifestWork %s: %s", key, what)
 }
 
-// assertNoWorkFor checks, for a few seconds, that no ManifestWork carries the Application.
+// assertNoWorkFor checks that no ManifestWork carries the Application once the pull model
+// has reconciled it again: the caller waited for the reconcile that decided (its condition
+// or Event); this wakes it once more (an annotation it reads) and waits until it ran, so
+// that a create on a later reconcile is seen too.
 func (p *pullHub) assertNoWorkFor(appNS, appName string) {
 	p.t.Helper()
-	deadline := time.Now().Add(3 * time.Second)
-	for time.Now().Before(deadline) {
-		list := &workv1.ManifestWorkList{}
-		require.NoError(p.t, p.c.List(p.ctx, list))
-		for _, w := range list.Items {
-			assert.False(p.t, w.Name == pullmodel.WorkName(appNS, appName), "unexpected ManifestWork %s/%s", w.Namespace, w.Name)
-		}
-		time.Sleep(500 * time.Millisecond)
+	waitReconcileAfter(p.t, pullmodel.ControllerName, func() {
+		require.Eventually(p.t, func() bool {
+			app := p.getApp(appNS, appName)
+			if app == nil {
+				return false
+			}
+			annotations := app.GetAnnotations()
+			if annotations == nil {
+				annotations = map[string]string{}
+			}
+			annotations["test.example.com/wake"] = time.Now().String()
+			app.SetAnnotations(annotations)
+			return p.c.Update(p.ctx, app) == nil
+		}, timeout, poll, "waking %s/%s", appNS, appName)
+	})
+	p.assertNoWorkNow(appNS, appName)
+}
+
+// assertNoWorkNow checks that no ManifestWork carries the Application.
+func (p *pullHub) assertNoWorkNow(appNS, appName string) {
+	p.t.Helper()
+	list := &workv1.ManifestWorkList{}
+	require.NoError(p.t, p.c.List(p.ctx, list))
+	for _, w := range list.Items {
+		assert.False(p.t, w.Name == pullmodel.WorkName(appNS, appName), "unexpected ManifestWork %s/%s", w.Namespace, w.Name)
 	}
 }
 
@@ -390,8 +411,15 @@ func TestPullModel(t *testing.T) {
 		}, "carries the operation")
 		assert.Equal(t, "2026-11-23T10:00:00Z", w.Annotations[pullmodel.AnnotationOperationBaseline],
 			"the baseline is the operation start reported before the request")
-		// Until the spoke starts it, the request stays, on both sides.
-		time.Sleep(2 * time.Second)
+		// Until the spoke starts it, the request stays, on both sides: the spoke reports
+		// something else (the positive control, a status the hub Application shows), not
+		// the operation started.
+		p.report(w, map[string]string{pullmodel.FeedbackHealth: "Healthy", pullmodel.FeedbackSync: "OutOfSync",
+			pullmodel.FeedbackOperationPhase: "Succeeded", pullmodel.FeedbackOperationStartedAt: "2026-11-23T10:00:00Z"}, nil)
+		require.Eventually(t, func() bool {
+			s, _, _ := unstructured.NestedString(p.getApp("openshift-gitops", "guestbook-cluster1").Object, "status", "sync", "status")
+			return s == "OutOfSync"
+		}, timeout, poll, "the hub Application shows the spoke's report that came before the operation started")
 		_, still := p.getApp("openshift-gitops", "guestbook-cluster1").Object["operation"]
 		assert.True(t, still, "the hub keeps .operation until the spoke starts it")
 		p.report(w, map[string]string{pullmodel.FeedbackHealth: "Healthy", pullmodel.FeedbackSync: "Synced",
@@ -479,8 +507,8 @@ func TestPullModel(t *testing.T) {
 			"the hub Application is gone once its finalizer is released")
 	})
 
-	t.Run("zero writes over 30s while reconciles are triggered", func(t *testing.T) {
-		p.assertNoWritesWhileTriggering(30 * time.Second)
+	t.Run("zero writes while reconciles are triggered", func(t *testing.T) {
+		p.assertNoWritesWhileTriggering()
 	})
 
 	t.Run("vanished while the manager was down: cleaned up at start", func(t *testing.T) {
@@ -488,7 +516,8 @@ func TestPullModel(t *testing.T) {
 		p.waitWork("cluster1", "openshift-gitops", "orphan", func(*workv1.ManifestWork) bool { return true }, "created")
 		p.stop()
 		require.NoError(t, p.c.Delete(p.ctx, p.getApp("openshift-gitops", "orphan")))
-		time.Sleep(time.Second)
+		require.Eventually(t, func() bool { return p.getApp("openshift-gitops", "orphan") == nil }, timeout, poll,
+			"the Application is gone (it has no finalizer)")
 		require.NoError(t, p.c.Get(p.ctx, types.NamespacedName{Namespace: "cluster1", Name: pullmodel.WorkName("openshift-gitops", "orphan")}, &workv1.ManifestWork{}),
 			"nothing deleted the ManifestWork while the manager was down")
 		p.startManager(true)
@@ -508,8 +537,15 @@ func TestPullModelStartsWithArgoCDInstalledFirst(t *testing.T) {
 		p.startManager(false)
 		p.application(pullApp("late", "openshift-gitops", "cluster1"), nil)
 		require.NoError(t, p.c.Delete(p.ctx, p.getApp("openshift-gitops", "early")))
-		time.Sleep(5 * time.Second)
-		p.assertNoWorkFor("openshift-gitops", "late")
+		// The positive control: the manager started without the pull model is up and
+		// reconciling (a GitOpsCluster made now is registered), and its pull controller
+		// would have seen "late" and "early" by then.
+		pullReconciles := reconcileTotal(t, pullmodel.ControllerName)
+		p.applyYAML(`{apiVersion: apps.open-cluster-management.io/v1beta1, kind: GitOpsCluster, metadata: {name: kill-switch, namespace: openshift-gitops}, ` +
+			`spec: {argoServer: {argoNamespace: openshift-gitops}, placementRef: {kind: Placement, name: gitops-managed}}}`)
+		p.waitCondition("openshift-gitops", "kill-switch", appsv1beta1.ConditionClustersRegistered, metav1.ConditionTrue, appsv1beta1.ReasonRegistered)
+		assert.Equal(t, pullReconciles, reconcileTotal(t, pullmodel.ControllerName), "no pull model reconcile")
+		p.assertNoWorkNow("openshift-gitops", "late")
 		require.NoError(t, p.c.Get(p.ctx, types.NamespacedName{Namespace: "cluster1", Name: pullmodel.WorkName("openshift-gitops", "early")}, &workv1.ManifestWork{}),
 			"the existing ManifestWork is left alone")
 	})
@@ -529,13 +565,14 @@ func findCondition(app *unstructured.Unstructured, conditionType string) map[str
 }
 
 // assertNoWritesWhileTriggering touches every pull ManifestWork (a foreign annotation:
-// each touch makes the manager reconcile its Application and its report) four times
-// over the window, and checks that the manager sent no write request at all (an update
-// that changes nothing leaves the resourceVersion alone, so that is counted on the
-// wire), and that the Applications and reports kept their resourceVersions.
-func (p *pullHub) assertNoWritesWhileTriggering(window time.Duration) {
+// each touch makes the manager reconcile its Application and its report) in four rounds,
+// each waited for until both controllers reconciled after it, and checks that the manager
+// sent no write request at all (an update that changes nothing leaves the resourceVersion
+// alone, so that is counted on the wire), and that the Applications and reports kept
+// their resourceVersions.
+func (p *pullHub) assertNoWritesWhileTriggering() {
 	t := p.t
-	time.Sleep(3 * time.Second) // let earlier subtests' writes settle
+	p.writes.waitQuiet(t, 2*time.Second) // what earlier steps set off has settled
 	appsBefore := p.versions(func() client.ObjectList {
 		l := &unstructured.UnstructuredList{}
 		l.SetGroupVersionKind(pullmodel.ApplicationGVK.GroupVersion().WithKind("ApplicationList"))
@@ -546,21 +583,24 @@ func (p *pullHub) assertNoWritesWhileTriggering(window time.Duration) {
 	require.NotEmpty(t, reportsBefore)
 	touched := map[string]string{}
 	writesBefore := p.writes.count()
-	end := time.Now().Add(window)
-	for i := 0; time.Now().Before(end); i++ {
-		works := &workv1.ManifestWorkList{}
-		require.NoError(t, p.c.List(p.ctx, works, client.MatchingLabels{pullmodel.LabelPullWork: "true"}))
-		for j := range works.Items {
-			w := &works.Items[j]
-			patch := client.MergeFrom(w.DeepCopy())
-			if w.Annotations == nil {
-				w.Annotations = map[string]string{}
+	for i := range 4 {
+		reportsReconciled := reconcileTotal(t, pullmodel.ReportControllerName)
+		waitReconcileAfter(t, pullmodel.ControllerName, func() {
+			works := &workv1.ManifestWorkList{}
+			require.NoError(t, p.c.List(p.ctx, works, client.MatchingLabels{pullmodel.LabelPullWork: "true"}))
+			for j := range works.Items {
+				w := &works.Items[j]
+				patch := client.MergeFrom(w.DeepCopy())
+				if w.Annotations == nil {
+					w.Annotations = map[string]string{}
+				}
+				w.Annotations["test.example.com/touch"] = fmt.Sprint(i)
+				require.NoError(t, p.c.Patch(p.ctx, w, patch))
+				touched[w.Namespace+"/"+w.Name] = w.ResourceVersion
 			}
-			w.Annotations["test.example.com/touch"] = fmt.Sprint(i)
-			require.NoError(t, p.c.Patch(p.ctx, w, patch))
-			touched[w.Namespace+"/"+w.Name] = w.ResourceVersion
-		}
-		time.Sleep(window / 4)
+		})
+		require.Eventually(t, func() bool { return reconcileTotal(t, pullmodel.ReportControllerName) > reportsReconciled }, timeout, poll,
+			"the report controller reconciles after round %d", i)
 	}
 	assert.Equal(t, appsBefore, p.versions(func() client.ObjectList {
 		l := &unstructured.UnstructuredList{}
