@@ -173,8 +173,9 @@ func TestCRDInstallerOnAKubernetesCluster(t *testing.T) {
 		waitReconcileAfter(t, "crdinstall", func() {
 			taken, err = getCRD(ctx, c, "notificationsconfigurations.argoproj.io")
 			require.NoError(t, err)
+			patch := client.MergeFrom(taken.DeepCopy())
 			metav1.SetMetaDataAnnotation(&taken.ObjectMeta, "olm.example.com/seen", "true")
-			require.NoError(t, c.Update(ctx, taken))
+			require.NoError(t, c.Patch(ctx, taken, patch))
 		})
 		again, err := getCRD(ctx, c, "notificationsconfigurations.argoproj.io")
 		require.NoError(t, err)

@@ -304,17 +304,23 @@ func (h *hub) touch(obj client.Object, change func()) {
 // reconcileTotal is controller-runtime's count of a controller's reconciles in this
 // process, whatever their result.
 func reconcileTotal(t *testing.T, controller string) float64 {
+	return controllerMetric(t, "controller_runtime_reconcile_total", controller)
+}
+
+// controllerMetric sums, over every manager of this process, a controller-runtime counter
+// or gauge of the controller of that name.
+func controllerMetric(t *testing.T, name, controller string) float64 {
 	families, err := ctrlmetrics.Registry.Gather()
 	require.NoError(t, err)
 	total := 0.0
 	for _, f := range families {
-		if f.GetName() != "controller_runtime_reconcile_total" {
+		if f.GetName() != name {
 			continue
 		}
 		for _, m := range f.GetMetric() {
 			for _, l := range m.GetLabel() {
 				if l.GetName() == "controller" && l.GetValue() == controller {
-					total += m.GetCounter().GetValue()
+					total += m.GetCounter().GetValue() + m.GetGauge().GetValue()
 				}
 			}
 		}
@@ -461,14 +467,29 @@ func (h *hub) triggerReconcile(trigger func()) {
 	waitReconcileAfter(h.t, gitopscluster.ControllerName, trigger)
 }
 
-// waitReconcileAfter runs trigger and waits until controller-runtime counts a reconcile of
-// controller that ended after it.
+// waitReconcileAfter runs trigger and waits until the controller has reconciled after it
+// and is idle again. It starts once the controller is idle (no reconcile running, none
+// queued), so that the reconcile it counts is not one that was under way before the
+// trigger, and it ends once whatever the trigger queued has run.
 func waitReconcileAfter(t *testing.T, controller string, trigger func()) {
 	t.Helper()
+	waitControllerIdle(t, controller)
 	before := reconcileTotal(t, controller)
 	trigger()
 	require.Eventually(t, func() bool { return reconcileTotal(t, controller) > before }, timeout, poll,
 		"controller %s reconciles after the trigger", controller)
+	waitControllerIdle(t, controller)
+}
+
+// waitControllerIdle waits until no reconcile of the controller runs and none is queued
+// (controller-runtime's active workers and workqueue depth; a RequeueAfter still waiting
+// is not queued yet).
+func waitControllerIdle(t *testing.T, controller string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		return controllerMetric(t, "controller_runtime_active_workers", controller) == 0 &&
+			controllerMetric(t, "workqueue_depth", controller) == 0
+	}, timeout, poll, "controller %s idle", controller)
 }
 
 // seedScenario is the GitOpsCluster (seedGitOpsCluster, named gitops-managed)

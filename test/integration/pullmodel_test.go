@@ -200,10 +200,10 @@ func (p *pullHub) waitNoWork(cluster, appNS, appName, what string) {
 // has reconciled it again: the caller waited for the reconcile that decided (its condition
 // or Event); this wakes it once more (an annotation it reads) and waits until it ran, so
 // that a create on a later reconcile is seen too.
-func (p *pullHub) assertNoWorkFor(appNS, appName string) {
-	p.t.Helper()
-	waitReconcileAfter(p.t, pullmodel.ControllerName, func() {
-		require.Eventually(p.t, func() bool {
+func (p *pullHub) assertNoWorkFor(t *testing.T, appNS, appName string) {
+	t.Helper()
+	waitReconcileAfter(t, pullmodel.ControllerName, func() {
+		require.Eventually(t, func() bool {
 			app := p.getApp(appNS, appName)
 			if app == nil {
 				return false
@@ -217,16 +217,16 @@ func (p *pullHub) assertNoWorkFor(appNS, appName string) {
 			return p.c.Update(p.ctx, app) == nil
 		}, timeout, poll, "waking %s/%s", appNS, appName)
 	})
-	p.assertNoWorkNow(appNS, appName)
+	p.assertNoWorkNow(t, appNS, appName)
 }
 
 // assertNoWorkNow checks that no ManifestWork carries the Application.
-func (p *pullHub) assertNoWorkNow(appNS, appName string) {
-	p.t.Helper()
+func (p *pullHub) assertNoWorkNow(t *testing.T, appNS, appName string) {
+	t.Helper()
 	list := &workv1.ManifestWorkList{}
-	require.NoError(p.t, p.c.List(p.ctx, list))
+	require.NoError(t, p.c.List(p.ctx, list))
 	for _, w := range list.Items {
-		assert.False(p.t, w.Name == pullmodel.WorkName(appNS, appName), "unexpected ManifestWork %s/%s", w.Namespace, w.Name)
+		assert.False(t, w.Name == pullmodel.WorkName(appNS, appName), "unexpected ManifestWork %s/%s", w.Namespace, w.Name)
 	}
 }
 
@@ -439,7 +439,7 @@ func TestPullModel(t *testing.T) {
 		p.application(pullApp("sneaky", "team-b", "cluster1"), nil)
 		p.waitAppCondition("team-b", "sneaky", pullmodel.ConditionPullError, pullmodel.ReasonClusterNotPermitted)
 		p.waitEvent("team-b", "sneaky", pullmodel.ReasonClusterNotPermitted)
-		p.assertNoWorkFor("team-b", "sneaky")
+		p.assertNoWorkFor(t, "team-b", "sneaky")
 		// Once team-b's own Placement selects cluster1, it is delivered.
 		p.placement("team-b", "team-b", "cluster1")
 		p.waitWork("cluster1", "team-b", "sneaky", func(*workv1.ManifestWork) bool { return true }, "delivered once placed")
@@ -453,13 +453,13 @@ func TestPullModel(t *testing.T) {
 		p.application(doc, nil)
 		p.waitAppCondition("openshift-gitops", "unlabelled", pullmodel.ConditionPullWarning, pullmodel.ReasonPullLabelMissing)
 		p.waitEvent("openshift-gitops", "unlabelled", pullmodel.ReasonPullLabelMissing)
-		p.assertNoWorkFor("openshift-gitops", "unlabelled")
+		p.assertNoWorkFor(t, "openshift-gitops", "unlabelled")
 	})
 
 	t.Run("an unknown cluster", func(t *testing.T) {
 		p.application(pullApp("lost", "openshift-gitops", "cluster9"), nil)
 		p.waitAppCondition("openshift-gitops", "lost", pullmodel.ConditionPullError, pullmodel.ReasonClusterNotFound)
-		p.assertNoWorkFor("openshift-gitops", "lost")
+		p.assertNoWorkFor(t, "openshift-gitops", "lost")
 	})
 
 	t.Run("skip-reconcile missing: shipped with a warning", func(t *testing.T) {
@@ -545,7 +545,7 @@ func TestPullModelStartsWithArgoCDInstalledFirst(t *testing.T) {
 			`spec: {argoServer: {argoNamespace: openshift-gitops}, placementRef: {kind: Placement, name: gitops-managed}}}`)
 		p.waitCondition("openshift-gitops", "kill-switch", appsv1beta1.ConditionClustersRegistered, metav1.ConditionTrue, appsv1beta1.ReasonRegistered)
 		assert.Equal(t, pullReconciles, reconcileTotal(t, pullmodel.ControllerName), "no pull model reconcile")
-		p.assertNoWorkNow("openshift-gitops", "late")
+		p.assertNoWorkNow(t, "openshift-gitops", "late")
 		require.NoError(t, p.c.Get(p.ctx, types.NamespacedName{Namespace: "cluster1", Name: pullmodel.WorkName("openshift-gitops", "early")}, &workv1.ManifestWork{}),
 			"the existing ManifestWork is left alone")
 	})
@@ -584,6 +584,7 @@ func (p *pullHub) assertNoWritesWhileTriggering() {
 	touched := map[string]string{}
 	writesBefore := p.writes.count()
 	for i := range 4 {
+		waitControllerIdle(t, pullmodel.ReportControllerName)
 		reportsReconciled := reconcileTotal(t, pullmodel.ReportControllerName)
 		waitReconcileAfter(t, pullmodel.ControllerName, func() {
 			works := &workv1.ManifestWorkList{}
@@ -601,6 +602,7 @@ func (p *pullHub) assertNoWritesWhileTriggering() {
 		})
 		require.Eventually(t, func() bool { return reconcileTotal(t, pullmodel.ReportControllerName) > reportsReconciled }, timeout, poll,
 			"the report controller reconciles after round %d", i)
+		waitControllerIdle(t, pullmodel.ReportControllerName)
 	}
 	assert.Equal(t, appsBefore, p.versions(func() client.ObjectList {
 		l := &unstructured.UnstructuredList{}
