@@ -71,6 +71,10 @@ func clientCertificate(t *testing.T, commonName string) (certPEM, keyPEM []byte)
 	return pair.CertPEM, pair.KeyPEM
 }
 
+// agentCertificateController is the agentcert controller's name in controller-runtime's
+// metrics (pkg/spoke/agentcert).
+const agentCertificateController = "argocd-agent-certificate"
+
 // TestArgoCDAgentCertificateReachesArgoCDAgent: on a real apiserver, with only the RBAC
 // the hub ships, the spoke agent copies the certificate OCM keeps into
 // argocd-agent-client-tls and restarts argocd-agent on every renewal, and leaves a
@@ -126,6 +130,18 @@ func TestArgoCDAgentCertificateReachesArgoCDAgent(t *testing.T) {
 		source.Data = map[string][]byte{corev1.TLSCertKey: renewed, corev1.TLSPrivateKeyKey: renewedKey}
 		require.NoError(t, env.Client.Update(ctx, source))
 		return renewed
+	}
+	// wake makes the controller reconcile without changing anything it reads (an
+	// annotation on the Secret OCM keeps), and waits until it has: the positive control of
+	// the checks that nothing was written.
+	wake := func(t *testing.T) {
+		t.Helper()
+		waitReconcileAfter(t, agentCertificateController, func() {
+			source := &corev1.Secret{}
+			require.NoError(t, env.Client.Get(ctx, types.NamespacedName{Namespace: addon.DefaultInstallNamespace, Name: sourceName}, source))
+			metav1.SetMetaDataAnnotation(&source.ObjectMeta, "test.example.com/wake", time.Now().String())
+			require.NoError(t, env.Client.Update(ctx, source))
+		})
 	}
 	restartedWith := func() string {
 		d := &appsv1.Deployment{}
@@ -184,7 +200,7 @@ func TestArgoCDAgentCertificateReachesArgoCDAgent(t *testing.T) {
 
 	t.Run("nothing is written while nothing changes", func(t *testing.T) {
 		s, d := clientTLS(), restartedWith()
-		time.Sleep(2 * time.Second)
+		wake(t)
 		assert.Equal(t, s.ResourceVersion, clientTLS().ResourceVersion)
 		assert.Equal(t, d, restartedWith())
 	})
@@ -210,7 +226,7 @@ func TestArgoCDAgentCertificateReachesArgoCDAgent(t *testing.T) {
 		renew(t) // wakes the controller
 		c := condition(t, agentcert.ReasonNoInstance)
 		assert.Contains(t, c.Message, "being deleted")
-		time.Sleep(time.Second)
+		wake(t)
 		assert.Nil(t, clientTLS(), "not written again while the instance goes")
 	})
 }

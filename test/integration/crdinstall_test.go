@@ -167,9 +167,16 @@ func TestCRDInstallerOnAKubernetesCluster(t *testing.T) {
 		require.NoError(t, c.Update(ctx, crd))
 		cond := inst.waitCondition(t, crdinstall.ReasonProvidedByOthers)
 		assert.Contains(t, cond.Message, "notificationsconfigurations.argoproj.io provided by OLM")
-		taken, err := getCRD(ctx, c, "notificationsconfigurations.argoproj.io")
-		require.NoError(t, err)
-		time.Sleep(2 * time.Second)
+		// The positive control: a change to the CRD (another tool's annotation) makes the
+		// installer reconcile, and it is waited for.
+		var taken *apiextensionsv1.CustomResourceDefinition
+		waitReconcileAfter(t, "crdinstall", func() {
+			taken, err = getCRD(ctx, c, "notificationsconfigurations.argoproj.io")
+			require.NoError(t, err)
+			patch := client.MergeFrom(taken.DeepCopy())
+			metav1.SetMetaDataAnnotation(&taken.ObjectMeta, "olm.example.com/seen", "true")
+			require.NoError(t, c.Patch(ctx, taken, patch))
+		})
 		again, err := getCRD(ctx, c, "notificationsconfigurations.argoproj.io")
 		require.NoError(t, err)
 		assert.Equal(t, taken.ResourceVersion, again.ResourceVersion, "the agent does not touch it")

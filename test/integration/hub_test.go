@@ -87,20 +87,36 @@ type hub struct {
 	t   *testing.T
 	ctx context.Context
 	c   client.Client
-	// writes counts the manager's write requests, when startHub started it.
+	// writes counts the manager's write requests, when newHub started it.
 	writes *writeCounter
-	// env is the apiserver, when startHub started it.
+	// env is the apiserver, when newHub started it.
 	env *testenv.Env
+	// hooksCompleted lists the clusters whose spoke teardown hook was completed, when
+	// newHub started it (workstandin.CompleteHookWorks).
+	hooksCompleted func() []string
 }
 
-// hubArgoNamespaces are the manager's --argo-namespaces in TestHubAddonManager: every
-// argoNamespace its scenarios use, but not notAnArgoNamespace.
-var hubArgoNamespaces = []string{"openshift-gitops", "team-a-argocd", "team-b-argocd", "team-b-argocd-2", "team-c-argocd", "acm-argocd", "agent-argocd"}
+// hubArgoNamespaces are the manager's --argo-namespaces on the hubs newHub starts: every
+// argoNamespace the hub scenarios use (each its own, see sharedHub), but not
+// notAnArgoNamespace.
+var hubArgoNamespaces = []string{
+	"openshift-gitops", "registers-gitops", "renders-gitops", "ready-gitops", "leaving-gitops", "overlap-gitops", "deletion-gitops",
+	"team-a-argocd", "team-b-argocd", "team-e-argocd", "team-e-argocd-2", "team-c-argocd", "acm-argocd",
+	"agent-argocd", "agent-certs-argocd", "agent-discovery-argocd",
+}
 
 const notAnArgoNamespace = "kube-public"
 
+// startHub starts a hub of the test's own, stopped when the test ends: for scenarios that
+// restart its apiserver or count every write its manager makes. Others use sharedHub.
 func startHub(t *testing.T) *hub {
-	env := testenv.Start(t, testenv.WithCRDPaths(append(testenv.OCMCRDPaths(),
+	return newHub(t, t)
+}
+
+// newHub starts a hub whose processes live as long as tb (a test, or the package for the
+// shared hub), its helpers failing t.
+func newHub(tb testing.TB, t *testing.T) *hub {
+	env := testenv.Start(tb, testenv.WithCRDPaths(append(testenv.OCMCRDPaths(),
 		filepath.Join(testenv.RepoRoot(), "charts", "gitops-addon", "crds"),
 		// An OpenShift-like hub: the Route API is served (the manager discovers the
 		// Argo CD Agent principal's Route).
@@ -108,26 +124,29 @@ func startHub(t *testing.T) *hub {
 		// A restart waits up to this for requests in flight; 60 s by default.
 		testenv.WithAPIServerArg("request-timeout", "10s"), testenv.WithSchemeAdder(routev1.Install))
 	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
+	tb.Cleanup(cancel)
 	writes := &writeCounter{}
 	cfg := rest.CopyConfig(env.Config)
 	cfg.WrapTransport = writes.wrap
-	runManager(t, ctx, cfg, manager.Options{
+	runManager(tb, ctx, cfg, manager.Options{
 		MetricsBindAddress: "0", HealthProbeBindAddress: "0", AgentImage: "quay.io/gitops-addon/gitops-addon:test",
 		// As the chart runs it: Secrets and ConfigMaps cached (and granted) in these only.
 		ArgoNamespaces: hubArgoNamespaces,
+		// The shared hub's manager and a scenario's own run in one process.
+		SkipControllerNameValidation: true,
 	})
 	h := &hub{t: t, ctx: ctx, c: env.Client, writes: writes, env: env}
 	h.create(&addonv1beta1.ClusterManagementAddOn{
 		ObjectMeta: metav1.ObjectMeta{Name: contract.AddonName},
 		Spec:       addonv1beta1.ClusterManagementAddOnSpec{InstallStrategy: addonv1beta1.InstallStrategy{Type: addonv1beta1.AddonInstallStrategyManual}},
 	})
+	h.hooksCompleted = workstandin.CompleteHookWorks(ctx, env.Client)
 	return h
 }
 
 // runManager starts a hub manager until ctx ends or the returned stop is called (also at
 // cleanup); stop waits for it and fails the test if it stops with an error or hangs.
-func runManager(t *testing.T, ctx context.Context, cfg *rest.Config, o manager.Options) (stop func()) {
+func runManager(t testing.TB, ctx context.Context, cfg *rest.Config, o manager.Options) (stop func()) {
 	t.Helper()
 	mgr, err := manager.New(cfg, o)
 	require.NoError(t, err)
@@ -287,17 +306,23 @@ func (h *hub) touch(obj client.Object, change func()) {
 // reconcileTotal is controller-runtime's count of a controller's reconciles in this
 // process, whatever their result.
 func reconcileTotal(t *testing.T, controller string) float64 {
+	return controllerMetric(t, "controller_runtime_reconcile_total", controller)
+}
+
+// controllerMetric sums, over every manager of this process, a controller-runtime counter
+// or gauge of the controller of that name.
+func controllerMetric(t *testing.T, name, controller string) float64 {
 	families, err := ctrlmetrics.Registry.Gather()
 	require.NoError(t, err)
 	total := 0.0
 	for _, f := range families {
-		if f.GetName() != "controller_runtime_reconcile_total" {
+		if f.GetName() != name {
 			continue
 		}
 		for _, m := range f.GetMetric() {
 			for _, l := range m.GetLabel() {
 				if l.GetName() == "controller" && l.GetValue() == controller {
-					total += m.GetCounter().GetValue()
+					total += m.GetCounter().GetValue() + m.GetGauge().GetValue()
 				}
 			}
 		}
@@ -315,21 +340,21 @@ func agentGitOpsCluster(name, agent string) string {
 // agentModeGitOpsCluster registers cluster and makes a GitOpsCluster named name (in
 // namespace name, with a Placement of that name deciding the cluster) that enables the
 // addon with spec.gitopsAddon.argoCDAgent set to argoCDAgent (YAML), its Argo CD in
-// agent-argocd.
-func (h *hub) agentModeGitOpsCluster(name, cluster, argoCDAgent string) {
+// argoNamespace.
+func (h *hub) agentModeGitOpsCluster(name, cluster, argoNamespace, argoCDAgent string) {
 	h.t.Helper()
 	h.managedCluster(cluster, map[string]string{"product.open-cluster-management.io": "AKS"})
 	h.placement(name, name, cluster)
-	h.namespace("agent-argocd")
+	h.namespace(argoNamespace)
 	h.applyYAML(fmt.Sprintf(`
 apiVersion: apps.open-cluster-management.io/v1beta1
 kind: GitOpsCluster
 metadata: {name: %[1]s, namespace: %[1]s}
 spec:
-  argoServer: {argoNamespace: agent-argocd}
+  argoServer: {argoNamespace: %[3]s}
   placementRef: {kind: Placement, name: %[1]s}
   gitopsAddon: {enabled: true, argoCDAgent: %[2]s}
-`, name, argoCDAgent))
+`, name, argoCDAgent, argoNamespace))
 }
 
 // parseCert reads the certificate of a TLS Secret.
@@ -377,15 +402,16 @@ func (h *hub) manifestWorks(cluster string) []workv1.ManifestWork {
 	return works.Items
 }
 
-// dumpAddons logs every gitops-addon ManagedClusterAddOn, to explain a stuck teardown.
-func (h *hub) dumpAddons() {
+// dumpAddons logs every gitops-addon ManagedClusterAddOn and a GitOpsCluster, to explain a
+// stuck teardown.
+func (h *hub) dumpAddons(namespace, name string) {
 	addons := &addonv1beta1.ManagedClusterAddOnList{}
 	require.NoError(h.t, h.c.List(h.ctx, addons))
 	for _, a := range addons.Items {
 		h.t.Logf("ManagedClusterAddOn %s/%s labels=%v finalizers=%v deleting=%v owners=%v", a.Namespace, a.Name, a.Labels, a.Finalizers, a.DeletionTimestamp != nil, a.OwnerReferences)
 	}
 	gc := &appsv1beta1.GitOpsCluster{}
-	if err := h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: "gitops-managed"}, gc); err == nil {
+	if err := h.c.Get(h.ctx, types.NamespacedName{Namespace: namespace, Name: name}, gc); err == nil {
 		h.t.Logf("GitOpsCluster finalizers=%v conditions=%+v", gc.Finalizers, gc.Status.Conditions)
 	}
 }
@@ -403,9 +429,10 @@ func shipped(t *testing.T, works []workv1.ManifestWork) map[string]bool {
 	return out
 }
 
-func secretNames(t *testing.T, h *hub) []string {
+// secretNames lists the Argo CD cluster Secrets of an Argo CD namespace, sorted.
+func secretNames(t *testing.T, h *hub, argoNamespace string) []string {
 	secrets := &corev1.SecretList{}
-	require.NoError(t, h.c.List(h.ctx, secrets, client.InNamespace(argoNS), client.MatchingLabels{"argocd.argoproj.io/secret-type": "cluster"}))
+	require.NoError(t, h.c.List(h.ctx, secrets, client.InNamespace(argoNamespace), client.MatchingLabels{"argocd.argoproj.io/secret-type": "cluster"}))
 	var names []string
 	for _, s := range secrets.Items {
 		names = append(names, s.Name)
@@ -414,64 +441,167 @@ func secretNames(t *testing.T, h *hub) []string {
 	return names
 }
 
-// TestHubAddonManager drives the seed GitOpsCluster over three clusters on a real
-// kube-apiserver with our manager and addon-framework running, through convergence,
-// steady state, a shrinking Placement, conflicts and deletion.
-func TestHubAddonManager(t *testing.T) {
-	h := startHub(t)
-	hooksCompleted := workstandin.CompleteHookWorks(h.ctx, h.c)
-	h.namespace(argoNS)
-	h.managedCluster("vanilla", map[string]string{"product.open-cluster-management.io": "EKS"})
-	h.managedCluster("ocp", map[string]string{"product.open-cluster-management.io": "OpenShift", "version.openshift.io": "4.20.1"})
-	h.managedCluster("unknown", nil)
-	clusters := []string{"ocp", "unknown", "vanilla"}
-	h.placement(argoNS, "gitops-managed", clusters...)
+// waitQuiet waits until the manager has sent no write request for quiet: what earlier
+// steps set off (addon-framework's status patches, requeues) has settled, so that a
+// window that follows counts only what happens in it.
+func (h *hub) waitQuiet(quiet time.Duration) {
+	h.t.Helper()
+	h.writes.waitQuiet(h.t, quiet)
+}
 
-	// Objects a user created that gitops-addon must never touch.
-	userSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: argoNS, Name: "repo-creds", Labels: map[string]string{"argocd.argoproj.io/secret-type": "repository"}}}
-	h.create(userSecret)
+// waitQuiet waits until no write request was recorded for quiet.
+func (c *writeCounter) waitQuiet(t *testing.T, quiet time.Duration) {
+	t.Helper()
+	last, since := c.count(), time.Now()
+	require.Eventually(t, func() bool {
+		if n := c.count(); n != last {
+			last, since = n, time.Now()
+		}
+		return time.Since(since) >= quiet
+	}, timeout, poll, "the manager's writes settle (none for %s)", quiet)
+}
 
-	h.applyYAML(seedGitOpsCluster)
+// triggerReconcile runs trigger, which must make the GitOpsCluster controller reconcile,
+// and waits until it has: the positive control of a window that then asserts that nothing
+// was written.
+func (h *hub) triggerReconcile(trigger func()) {
+	h.t.Helper()
+	waitReconcileAfter(h.t, gitopscluster.ControllerName, trigger)
+}
 
+// waitReconcileAfter runs trigger and waits until the controller has reconciled after it
+// and is idle again. It starts once the controller is idle (no reconcile running, none
+// queued), so that the reconcile it counts is not one that was under way before the
+// trigger, and it ends once whatever the trigger queued has run.
+func waitReconcileAfter(t *testing.T, controller string, trigger func()) {
+	t.Helper()
+	waitControllerIdle(t, controller)
+	before := reconcileTotal(t, controller)
+	trigger()
+	require.Eventually(t, func() bool { return reconcileTotal(t, controller) > before }, timeout, poll,
+		"controller %s reconciles after the trigger", controller)
+	waitControllerIdle(t, controller)
+}
+
+// waitControllerIdle waits until no reconcile of the controller runs and none is queued
+// (controller-runtime's active workers and workqueue depth; a RequeueAfter still waiting
+// is not queued yet).
+func waitControllerIdle(t *testing.T, controller string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		return controllerMetric(t, "controller_runtime_active_workers", controller) == 0 &&
+			controllerMetric(t, "workqueue_depth", controller) == 0
+	}, timeout, poll, "controller %s idle", controller)
+}
+
+// seedScenario is the issue's GitOpsCluster (seedGitOpsCluster, named gitops-managed)
+// over three clusters, an EKS one, an OpenShift one and one that reports no product,
+// beside a Secret of the user's in its Argo CD namespace.
+type seedScenario struct {
+	h *hub
+	// ns is the Argo CD namespace, where the GitOpsCluster and its Placement are too.
+	ns                    string
+	vanilla, ocp, unknown string
+	// userSecret is an object a user created that gitops-addon must never touch.
+	userSecret *corev1.Secret
+}
+
+// startSeed registers the clusters and applies the GitOpsCluster. With no prefix it is
+// the issue's own, unchanged: in openshift-gitops over vanilla, ocp and unknown, for a hub
+// of the test's own. On the shared hub a scenario passes its prefix: the namespace is
+// <prefix>-gitops (one of hubArgoNamespaces) and the clusters <prefix>-vanilla and so on.
+func startSeed(h *hub, prefix string) *seedScenario {
+	h.t.Helper()
+	s := &seedScenario{h: h, ns: argoNS, vanilla: "vanilla", ocp: "ocp", unknown: "unknown"}
+	doc := seedGitOpsCluster
+	if prefix != "" {
+		s.ns, s.vanilla, s.ocp, s.unknown = prefix+"-gitops", prefix+"-vanilla", prefix+"-ocp", prefix+"-unknown"
+		doc = strings.ReplaceAll(doc, argoNS, s.ns)
+	}
+	h.namespace(s.ns)
+	h.managedCluster(s.vanilla, map[string]string{"product.open-cluster-management.io": "EKS"})
+	h.managedCluster(s.ocp, map[string]string{"product.open-cluster-management.io": "OpenShift", "version.openshift.io": "4.20.1"})
+	h.managedCluster(s.unknown, nil)
+	h.placement(s.ns, "gitops-managed", s.clusters()...)
+	s.userSecret = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "repo-creds", Labels: map[string]string{"argocd.argoproj.io/secret-type": "repository"}}}
+	h.create(s.userSecret)
+	h.applyYAML(doc)
+	return s
+}
+
+// clusters are the clusters the Placement decides, sorted.
+func (s *seedScenario) clusters() []string { return []string{s.ocp, s.unknown, s.vanilla} }
+
+// converge does what OCM does for the clusters' addons (ownership, then Available) and
+// waits until the GitOpsCluster is Ready.
+func (s *seedScenario) converge() {
+	s.h.t.Helper()
+	s.h.ownAddOnsByCMA(s.clusters()...)
+	s.h.markAvailable(s.clusters()...)
+	s.h.waitCondition(s.ns, "gitops-managed", appsv1beta1.ConditionReady, metav1.ConditionTrue, appsv1beta1.ReasonReady)
+}
+
+// applyOverlap makes a second GitOpsCluster, "overlap", whose own Placement decides
+// vanilla, which gitops-managed has.
+func (s *seedScenario) applyOverlap() {
+	s.h.t.Helper()
+	s.h.placement(s.ns, "overlap", s.vanilla)
+	doc := strings.ReplaceAll(seedGitOpsCluster, argoNS, s.ns)
+	s.h.applyYAML(strings.ReplaceAll(strings.ReplaceAll(doc, "name: gitops-managed, namespace", "name: overlap, namespace"), "Placement, name: gitops-managed", "Placement, name: overlap"))
+}
+
+func clusterSecret(cluster string) string { return cluster + "-cluster-secret" }
+
+// The hub scenarios below drive GitOpsClusters on a real kube-apiserver with our manager
+// and addon-framework running: through convergence, steady state, a shrinking Placement,
+// conflicts and deletion, each from its own start.
+
+func TestHubRegistersDecidedClusters(t *testing.T) {
+	s := startSeed(sharedHub(t), "registers")
 	t.Run("registers every decided cluster with Argo CD", func(t *testing.T) {
+		h := s.h.with(t)
 		require.Eventually(t, func() bool {
-			return strings.Join(secretNames(t, h), ",") == "ocp-cluster-secret,unknown-cluster-secret,vanilla-cluster-secret"
+			return strings.Join(secretNames(t, h, s.ns), ",") == clusterSecret(s.ocp)+","+clusterSecret(s.unknown)+","+clusterSecret(s.vanilla)
 		}, timeout, poll)
-		s := &corev1.Secret{}
-		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: "vanilla-cluster-secret"}, s))
-		assert.Equal(t, "vanilla", string(s.Data["name"]))
-		assert.Equal(t, "https://vanilla.example.com:6443", string(s.Data["server"]))
-		assert.Equal(t, "vanilla", s.Labels[gitopscluster.LabelClusterName])
-		assert.Equal(t, "test", s.Labels["env"], "ManagedCluster labels are copied for ApplicationSet selectors")
-		assert.Equal(t, "gitops-managed", s.Labels[ownership.LabelName])
+		secret := &corev1.Secret{}
+		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: s.ns, Name: clusterSecret(s.vanilla)}, secret))
+		assert.Equal(t, s.vanilla, string(secret.Data["name"]))
+		assert.Equal(t, "https://"+s.vanilla+".example.com:6443", string(secret.Data["server"]))
+		assert.Equal(t, s.vanilla, secret.Labels[gitopscluster.LabelClusterName])
+		assert.Equal(t, "test", secret.Labels["env"], "ManagedCluster labels are copied for ApplicationSet selectors")
+		assert.Equal(t, "gitops-managed", secret.Labels[ownership.LabelName])
 
 		cm := &corev1.ConfigMap{}
 		require.Eventually(t, func() bool {
-			return h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: appsv1beta1.PlacementConfigMapName}, cm) == nil
+			return h.c.Get(h.ctx, types.NamespacedName{Namespace: s.ns, Name: appsv1beta1.PlacementConfigMapName}, cm) == nil
 		}, timeout, poll)
 		assert.Equal(t, map[string]string{"apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "placementdecisions", "statusListKey": "decisions", "matchKey": "clusterName"}, cm.Data)
 		role := &rbacv1.Role{}
 		require.Eventually(t, func() bool {
-			return h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: appsetaccess.PlacementReaderName}, role) == nil
+			return h.c.Get(h.ctx, types.NamespacedName{Namespace: s.ns, Name: appsetaccess.PlacementReaderName}, role) == nil
 		}, timeout, poll)
 		assert.Contains(t, role.Rules[0].Resources, "placementdecisions")
 		binding := &rbacv1.RoleBinding{}
 		require.Eventually(t, func() bool {
-			return h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: appsetaccess.PlacementReaderName + "-" + argoNS}, binding) == nil
+			return h.c.Get(h.ctx, types.NamespacedName{Namespace: s.ns, Name: appsetaccess.PlacementReaderName + "-" + s.ns}, binding) == nil
 		}, timeout, poll)
-		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: appsetaccess.PlacementReaderName + "-" + argoNS}, binding))
+		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: s.ns, Name: appsetaccess.PlacementReaderName + "-" + s.ns}, binding))
 		assert.Equal(t, "openshift-gitops-applicationset-controller", binding.Subjects[0].Name)
-		h.waitCondition(argoNS, "gitops-managed", appsv1beta1.ConditionClustersRegistered, metav1.ConditionTrue, appsv1beta1.ReasonRegistered)
-		h.waitCondition(argoNS, "gitops-managed", appsv1beta1.ConditionPlacementResolved, metav1.ConditionTrue, appsv1beta1.ReasonResolved)
+		h.waitCondition(s.ns, "gitops-managed", appsv1beta1.ConditionClustersRegistered, metav1.ConditionTrue, appsv1beta1.ReasonRegistered)
+		h.waitCondition(s.ns, "gitops-managed", appsv1beta1.ConditionPlacementResolved, metav1.ConditionTrue, appsv1beta1.ReasonResolved)
 	})
+}
 
+func TestHubRendersManifestWorks(t *testing.T) {
+	s := startSeed(sharedHub(t), "renders")
 	t.Run("creates a ManagedClusterAddOn per cluster and addon-framework renders the ManifestWorks", func(t *testing.T) {
-		for _, c := range clusters {
+		h := s.h.with(t)
+		for _, c := range s.clusters() {
 			mca := h.waitAddon(c)
 			assert.Equal(t, "gitops-managed", mca.Labels[ownership.LabelName])
 		}
-		h.ownAddOnsByCMA(clusters...)
-		for _, c := range clusters {
+		h.ownAddOnsByCMA(s.clusters()...)
+		for _, c := range s.clusters() {
 			works := h.manifestWorks(c)
 			objects := shipped(t, works)
 			for _, want := range []string{
@@ -495,76 +625,106 @@ func TestHubAddonManager(t *testing.T) {
 			assert.LessOrEqual(t, len(raw), workLimit, "ManifestWork %s/%s is %d bytes", w.Namespace, w.Name, len(raw))
 			t.Logf("ManifestWork %s/%s: %d manifests, %d bytes", w.Namespace, w.Name, len(w.Spec.Workload.Manifests), len(raw))
 		}
-		h.waitCondition(argoNS, "gitops-managed", appsv1beta1.ConditionAddOnsReady, metav1.ConditionFalse, appsv1beta1.ReasonAddOnsProgressing)
+		h.waitCondition(s.ns, "gitops-managed", appsv1beta1.ConditionAddOnsReady, metav1.ConditionFalse, appsv1beta1.ReasonAddOnsProgressing)
 	})
+}
 
+func TestHubReadyOnceAddonsAvailable(t *testing.T) {
+	s := startSeed(sharedHub(t), "ready")
+	s.h.ownAddOnsByCMA(s.clusters()...)
 	t.Run("is Ready once every addon is Available", func(t *testing.T) {
-		h.markAvailable(clusters...)
-		h.waitCondition(argoNS, "gitops-managed", appsv1beta1.ConditionReady, metav1.ConditionTrue, appsv1beta1.ReasonReady)
-		gc := h.gitOpsCluster(argoNS, "gitops-managed")
+		h := s.h.with(t)
+		h.markAvailable(s.clusters()...)
+		h.waitCondition(s.ns, "gitops-managed", appsv1beta1.ConditionReady, metav1.ConditionTrue, appsv1beta1.ReasonReady)
+		gc := h.gitOpsCluster(s.ns, "gitops-managed")
 		assert.Equal(t, int32(3), gc.Status.SelectedClusters)
 		assert.Equal(t, int32(3), gc.Status.AddonEnabledClusters)
 		assert.Equal(t, int32(3), gc.Status.AddonAvailableClusters)
 		assert.Equal(t, "successful", gc.Status.Phase)
 	})
+}
 
+// TestHubSteadyStateMakesNoWrites counts every write request the manager sends, so it runs
+// the issue's GitOpsCluster, unchanged, on a hub of its own.
+func TestHubSteadyStateMakesNoWrites(t *testing.T) {
+	s := startSeed(startHub(t), "")
+	s.converge()
 	t.Run("makes no writes in steady state, also while reconciles are triggered and unrelated objects churn", func(t *testing.T) {
-		time.Sleep(3 * time.Second) // let the earlier subtests' writes settle
+		h := s.h.with(t)
+		h.waitQuiet(2 * time.Second) // what convergence set off has settled
 		expected := h.resourceVersions()
 		writesBefore := h.writes.count()
 		reconcilesBefore := reconcileTotal(t, gitopscluster.ControllerName)
 		for i := 0; i < 6; i++ {
-			// Each wakes the GitOpsCluster: an annotation on it, another tool's annotation on
-			// its cluster Secret; and OCM's addon-health label flips on a ManagedCluster.
-			gc := h.gitOpsCluster(argoNS, "gitops-managed")
-			h.touch(gc, func() { metav1.SetMetaDataAnnotation(&gc.ObjectMeta, "example.com/touched", fmt.Sprint(i)) })
-			expected[fmt.Sprintf("%T %s/%s", gc, gc.Namespace, gc.Name)] = gc.ResourceVersion
-			secret := &corev1.Secret{}
-			require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: "vanilla-cluster-secret"}, secret))
-			h.touch(secret, func() { metav1.SetMetaDataAnnotation(&secret.ObjectMeta, "other-tool.example.com/seen", fmt.Sprint(i)) })
-			expected[fmt.Sprintf("%T %s/%s", secret, secret.Namespace, secret.Name)] = secret.ResourceVersion
+			// OCM's addon-health label flips on a ManagedCluster: it wakes nothing, and the
+			// reconciles waited for below come after it.
 			mc := &clusterv1.ManagedCluster{}
-			require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Name: "ocp"}, mc))
+			require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Name: s.ocp}, mc))
 			h.touch(mc, func() {
 				metav1.SetMetaDataLabel(&mc.ObjectMeta, "feature.open-cluster-management.io/addon-other", []string{"available", "unhealthy"}[i%2])
 			})
-			time.Sleep(5 * time.Second)
+			// Each wakes the GitOpsCluster, and is waited for until it did: an annotation on
+			// it, another tool's annotation on its cluster Secret.
+			gc := h.gitOpsCluster(s.ns, "gitops-managed")
+			h.triggerReconcile(func() {
+				h.touch(gc, func() { metav1.SetMetaDataAnnotation(&gc.ObjectMeta, "example.com/touched", fmt.Sprint(i)) })
+			})
+			expected[fmt.Sprintf("%T %s/%s", gc, gc.Namespace, gc.Name)] = gc.ResourceVersion
+			secret := &corev1.Secret{}
+			require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: s.ns, Name: clusterSecret(s.vanilla)}, secret))
+			h.triggerReconcile(func() {
+				h.touch(secret, func() { metav1.SetMetaDataAnnotation(&secret.ObjectMeta, "other-tool.example.com/seen", fmt.Sprint(i)) })
+			})
+			expected[fmt.Sprintf("%T %s/%s", secret, secret.Namespace, secret.Name)] = secret.ResourceVersion
 		}
 		assert.Empty(t, h.writes.since(writesBefore), "the manager's write requests")
 		assert.Equal(t, expected, h.resourceVersions(), "objects the manager wrote")
 		assert.GreaterOrEqual(t, reconcileTotal(t, gitopscluster.ControllerName)-reconcilesBefore, 6.0, "the triggers did reconcile")
 	})
+}
 
+func TestHubClusterLeavingPlacement(t *testing.T) {
+	s := startSeed(sharedHub(t), "leaving")
+	s.converge()
 	t.Run("a cluster leaving the Placement loses its secret and addon", func(t *testing.T) {
-		h.decide(argoNS, "gitops-managed", "ocp", "vanilla")
+		h := s.h.with(t)
+		h.decide(s.ns, "gitops-managed", s.ocp, s.vanilla)
 		require.Eventually(t, func() bool {
-			return strings.Join(secretNames(t, h), ",") == "ocp-cluster-secret,vanilla-cluster-secret"
+			return strings.Join(secretNames(t, h, s.ns), ",") == clusterSecret(s.ocp)+","+clusterSecret(s.vanilla)
 		}, timeout, poll)
 		require.Eventually(t, func() bool {
-			err := h.c.Get(h.ctx, types.NamespacedName{Namespace: "unknown", Name: contract.AddonName}, &addonv1beta1.ManagedClusterAddOn{})
+			err := h.c.Get(h.ctx, types.NamespacedName{Namespace: s.unknown, Name: contract.AddonName}, &addonv1beta1.ManagedClusterAddOn{})
 			return apierrors.IsNotFound(err)
 		}, timeout, poll, "the ManagedClusterAddOn of the removed cluster is deleted")
-		assert.Contains(t, hooksCompleted(), "unknown", "its removal waited for the spoke teardown hook")
-		gc := h.gitOpsCluster(argoNS, "gitops-managed")
+		assert.Contains(t, h.hooksCompleted(), s.unknown, "its removal waited for the spoke teardown hook")
+		gc := h.gitOpsCluster(s.ns, "gitops-managed")
 		require.Eventually(t, func() bool {
-			gc = h.gitOpsCluster(argoNS, "gitops-managed")
+			gc = h.gitOpsCluster(s.ns, "gitops-managed")
 			return gc.Status.SelectedClusters == 2
 		}, timeout, poll)
 	})
+}
 
+func TestHubOverlappingGitOpsClusterConflicts(t *testing.T) {
+	s := startSeed(sharedHub(t), "overlap")
+	s.converge()
 	t.Run("a second GitOpsCluster selecting the same cluster gets a conflict and changes nothing", func(t *testing.T) {
-		h.placement(argoNS, "overlap", "vanilla")
-		h.applyYAML(strings.ReplaceAll(strings.ReplaceAll(seedGitOpsCluster, "name: gitops-managed, namespace", "name: overlap, namespace"), "Placement, name: gitops-managed", "Placement, name: overlap"))
-		c := h.waitCondition(argoNS, "overlap", appsv1beta1.ConditionAddOnsReady, metav1.ConditionFalse, appsv1beta1.ReasonOwnedByOther)
-		assert.Contains(t, c.Message, "openshift-gitops/gitops-managed")
-		c = h.waitCondition(argoNS, "overlap", appsv1beta1.ConditionClustersRegistered, metav1.ConditionFalse, appsv1beta1.ReasonOwnedByOther)
-		assert.Contains(t, c.Message, "vanilla-cluster-secret")
-		h.waitCondition(argoNS, "overlap", appsv1beta1.ConditionReady, metav1.ConditionFalse, appsv1beta1.ReasonNotReady)
-		mca := h.waitAddon("vanilla")
+		h := s.h.with(t)
+		s.applyOverlap()
+		c := h.waitCondition(s.ns, "overlap", appsv1beta1.ConditionAddOnsReady, metav1.ConditionFalse, appsv1beta1.ReasonOwnedByOther)
+		assert.Contains(t, c.Message, s.ns+"/gitops-managed")
+		c = h.waitCondition(s.ns, "overlap", appsv1beta1.ConditionClustersRegistered, metav1.ConditionFalse, appsv1beta1.ReasonOwnedByOther)
+		assert.Contains(t, c.Message, clusterSecret(s.vanilla))
+		h.waitCondition(s.ns, "overlap", appsv1beta1.ConditionReady, metav1.ConditionFalse, appsv1beta1.ReasonNotReady)
+		mca := h.waitAddon(s.vanilla)
 		assert.Equal(t, "gitops-managed", mca.Labels[ownership.LabelName], "the first owner keeps its addon")
 	})
+}
 
+func TestHubPlacementInAnotherNamespace(t *testing.T) {
+	h := sharedHub(t)
 	t.Run("a Placement in another namespace is explained", func(t *testing.T) {
+		h := h.with(t)
 		h.namespace("elsewhere")
 		h.applyYAML(`
 apiVersion: apps.open-cluster-management.io/v1beta1
@@ -589,8 +749,12 @@ spec:
 		c = h.waitCondition("elsewhere", "missing-placement", appsv1beta1.ConditionPlacementResolved, metav1.ConditionFalse, appsv1beta1.ReasonPlacementNotFound)
 		assert.Contains(t, c.Message, `"does-not-exist"`)
 	})
+}
 
+func TestHubOlderACMForm(t *testing.T) {
+	h := sharedHub(t)
 	t.Run("the older ACM form applies and resolves", func(t *testing.T) {
+		h := h.with(t)
 		h.managedCluster("team-a-1", map[string]string{"product.open-cluster-management.io": "AKS"})
 		h.namespace("team-a-argocd")
 		h.placement("team-a", "team-a", "team-a-1")
@@ -600,22 +764,32 @@ spec:
 		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: "team-a-argocd", Name: "team-a-1-cluster-secret"}, s))
 		assert.Equal(t, "team-a-1", string(s.Data["name"]))
 	})
+}
 
+// TestHubAPIServerRestart restarts the apiserver, so it runs on a hub of its own.
+func TestHubAPIServerRestart(t *testing.T) {
+	s := startSeed(startHub(t), "")
+	s.h.waitCondition(s.ns, "gitops-managed", appsv1beta1.ConditionClustersRegistered, metav1.ConditionTrue, appsv1beta1.ReasonRegistered)
 	t.Run("the hub's apiserver restarts: the manager reconnects and acts on the next change", func(t *testing.T) {
+		h := s.h.with(t)
 		require.NoError(t, h.env.RestartAPIServer())
 		h.managedCluster("after-restart", map[string]string{"product.open-cluster-management.io": "AKS"})
-		h.decide(argoNS, "gitops-managed", "ocp", "vanilla", "after-restart")
+		h.decide(s.ns, "gitops-managed", append(s.clusters(), "after-restart")...)
 		require.Eventually(t, func() bool {
-			return h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: "after-restart-cluster-secret"}, &corev1.Secret{}) == nil
+			return h.c.Get(h.ctx, types.NamespacedName{Namespace: s.ns, Name: "after-restart-cluster-secret"}, &corev1.Secret{}) == nil
 		}, timeout, poll, "the cluster decided after the restart is registered")
 		h.waitAddon("after-restart")
-		h.decide(argoNS, "gitops-managed", "ocp", "vanilla")
+		h.decide(s.ns, "gitops-managed", s.clusters()...)
 		require.Eventually(t, func() bool {
-			return apierrors.IsNotFound(h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: "after-restart-cluster-secret"}, &corev1.Secret{}))
+			return apierrors.IsNotFound(h.c.Get(h.ctx, types.NamespacedName{Namespace: s.ns, Name: "after-restart-cluster-secret"}, &corev1.Secret{}))
 		}, timeout, poll, "and unregistered when it leaves again")
 	})
+}
 
+func TestHubFailedStepIsExplainedAndRetried(t *testing.T) {
+	h := sharedHub(t)
 	t.Run("a failed step is on the status with the API error and its fix, then retried", func(t *testing.T) {
+		h := h.with(t)
 		h.managedCluster("team-b-1", map[string]string{"product.open-cluster-management.io": "AKS"})
 		h.placement("team-b", "team-b", "team-b-1")
 		h.applyYAML(`
@@ -637,37 +811,61 @@ spec:
 		h.namespace("team-b-argocd")
 		h.waitCondition("team-b", "missing-argo-namespace", appsv1beta1.ConditionClustersRegistered, metav1.ConditionTrue, appsv1beta1.ReasonRegistered)
 	})
+}
 
+func TestHubArgoNamespaceNotAllowed(t *testing.T) {
+	h := sharedHub(t)
+	h.managedCluster("outside-1", map[string]string{"product.open-cluster-management.io": "AKS"})
+	h.placement("outside", "outside", "outside-1")
 	t.Run("an argoNamespace the manager was not installed for is refused with the fix, and nothing is written there", func(t *testing.T) {
+		h := h.with(t)
 		h.applyYAML(`
 apiVersion: apps.open-cluster-management.io/v1beta1
 kind: GitOpsCluster
-metadata: {name: outside-argo-namespaces, namespace: team-b}
+metadata: {name: outside-argo-namespaces, namespace: outside}
 spec:
   argoServer: {argoNamespace: ` + notAnArgoNamespace + `}
-  placementRef: {kind: Placement, name: team-b}
+  placementRef: {kind: Placement, name: outside}
 `)
-		c := h.waitCondition("team-b", "outside-argo-namespaces", appsv1beta1.ConditionClustersRegistered, metav1.ConditionFalse, appsv1beta1.ReasonArgoNamespaceNotAllowed)
+		c := h.waitCondition("outside", "outside-argo-namespaces", appsv1beta1.ConditionClustersRegistered, metav1.ConditionFalse, appsv1beta1.ReasonArgoNamespaceNotAllowed)
 		assert.Contains(t, c.Message, `"`+notAnArgoNamespace+`" is not one of the namespaces the manager was installed for`)
 		assert.Contains(t, c.Message, "Fix: add \""+notAnArgoNamespace+"\" to the chart value argoNamespaces")
 		require.Eventually(t, func() bool {
-			return hasWarningEvent(h, "team-b", "outside-argo-namespaces", appsv1beta1.ReasonArgoNamespaceNotAllowed)
+			return hasWarningEvent(h, "outside", "outside-argo-namespaces", appsv1beta1.ReasonArgoNamespaceNotAllowed)
 		}, timeout, poll, "a Warning Event on the GitOpsCluster")
+		// The refusal above is the reconcile that would have written there (the positive
+		// control): after it, still nothing.
 		secrets := &corev1.SecretList{}
 		require.NoError(t, h.c.List(h.ctx, secrets, client.InNamespace(notAnArgoNamespace)))
 		assert.Empty(t, secrets.Items, "no cluster Secret outside the manager's namespaces")
-		gc := h.gitOpsCluster("team-b", "outside-argo-namespaces")
+		gc := h.gitOpsCluster("outside", "outside-argo-namespaces")
 		require.NoError(t, h.c.Delete(h.ctx, gc))
 		require.Eventually(t, func() bool {
 			return apierrors.IsNotFound(h.c.Get(h.ctx, client.ObjectKeyFromObject(gc), gc))
 		}, timeout, poll, "deleting it finishes: its finalizer is released")
 	})
+}
 
+func TestHubArgoNamespaceChanged(t *testing.T) {
+	h := sharedHub(t)
+	h.managedCluster("team-e-1", map[string]string{"product.open-cluster-management.io": "AKS"})
+	h.placement("team-e", "team-e", "team-e-1")
+	h.namespace("team-e-argocd")
+	h.applyYAML(`
+apiVersion: apps.open-cluster-management.io/v1beta1
+kind: GitOpsCluster
+metadata: {name: moving, namespace: team-e}
+spec:
+  argoServer: {argoNamespace: team-e-argocd}
+  placementRef: {kind: Placement, name: team-e}
+`)
+	h.waitCondition("team-e", "moving", appsv1beta1.ConditionClustersRegistered, metav1.ConditionTrue, appsv1beta1.ReasonRegistered)
 	t.Run("argoNamespace changed: the Secret and the shared objects move, nothing is left in the old namespace", func(t *testing.T) {
-		h.namespace("team-b-argocd-2")
-		gc := h.gitOpsCluster("team-b", "missing-argo-namespace")
-		h.touch(gc, func() { gc.Spec.ArgoServer.ArgoNamespace = "team-b-argocd-2" })
-		h.waitCondition("team-b", "missing-argo-namespace", appsv1beta1.ConditionClustersRegistered, metav1.ConditionTrue, appsv1beta1.ReasonRegistered)
+		h := h.with(t)
+		h.namespace("team-e-argocd-2")
+		gc := h.gitOpsCluster("team-e", "moving")
+		h.touch(gc, func() { gc.Spec.ArgoServer.ArgoNamespace = "team-e-argocd-2" })
+		h.waitCondition("team-e", "moving", appsv1beta1.ConditionClustersRegistered, metav1.ConditionTrue, appsv1beta1.ReasonRegistered)
 		gone := func(obj client.Object, namespace, name string) func() bool {
 			return func() bool {
 				return apierrors.IsNotFound(h.c.Get(h.ctx, types.NamespacedName{Namespace: namespace, Name: name}, obj))
@@ -677,21 +875,26 @@ spec:
 			obj             client.Object
 			namespace, name string
 		}{
-			{&corev1.Secret{}, "team-b-argocd", "team-b-1-cluster-secret"},
-			{&corev1.ConfigMap{}, "team-b-argocd", appsv1beta1.PlacementConfigMapName},
-			{&rbacv1.RoleBinding{}, "team-b", appsetaccess.PlacementReaderName + "-team-b-argocd"},
+			{&corev1.Secret{}, "team-e-argocd", "team-e-1-cluster-secret"},
+			{&corev1.ConfigMap{}, "team-e-argocd", appsv1beta1.PlacementConfigMapName},
+			{&rbacv1.RoleBinding{}, "team-e", appsetaccess.PlacementReaderName + "-team-e-argocd"},
 		} {
 			require.Eventually(t, gone(c.obj, c.namespace, c.name), timeout, poll, "%T %s/%s removed", c.obj, c.namespace, c.name)
 		}
-		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: "team-b-argocd-2", Name: "team-b-1-cluster-secret"}, &corev1.Secret{}))
-		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: "team-b-argocd-2", Name: appsv1beta1.PlacementConfigMapName}, &corev1.ConfigMap{}))
-		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: "team-b", Name: appsetaccess.PlacementReaderName + "-team-b-argocd-2"}, &rbacv1.RoleBinding{}))
-		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: "team-b", Name: appsetaccess.PlacementReaderName}, &rbacv1.Role{}), "the Role is still needed")
+		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: "team-e-argocd-2", Name: "team-e-1-cluster-secret"}, &corev1.Secret{}))
+		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: "team-e-argocd-2", Name: appsv1beta1.PlacementConfigMapName}, &corev1.ConfigMap{}))
+		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: "team-e", Name: appsetaccess.PlacementReaderName + "-team-e-argocd-2"}, &rbacv1.RoleBinding{}))
+		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: "team-e", Name: appsetaccess.PlacementReaderName}, &rbacv1.Role{}), "the Role is still needed")
 	})
+}
 
+func TestHubLongGitOpsClusterName(t *testing.T) {
+	h := sharedHub(t)
 	t.Run("a GitOpsCluster name too long for a label value works: hashed in labels, in full in an annotation", func(t *testing.T) {
+		h := h.with(t)
 		long := strings.Repeat("a-very-long-gitopscluster-name-", 8) + "end" // 251 characters
 		h.managedCluster("team-c-1", map[string]string{"product.open-cluster-management.io": "AKS"})
+		h.managedCluster("team-c-2", map[string]string{"product.open-cluster-management.io": "AKS"})
 		h.placement("team-c", "team-c", "team-c-1")
 		h.namespace("team-c-argocd")
 		h.applyYAML(fmt.Sprintf(`
@@ -714,13 +917,17 @@ spec:
 			assert.Equal(t, "team-c/"+long, obj.GetAnnotations()[ownership.AnnotationOwner], "%T: the full name", obj)
 		}
 		// The owner mapping works both ways: the addon removed when the cluster leaves.
-		h.decide("team-c", "team-c", "team-b-1") // a PlacementDecision needs one decision
+		h.decide("team-c", "team-c", "team-c-2") // a PlacementDecision needs one decision
 		require.Eventually(t, func() bool {
 			return apierrors.IsNotFound(h.c.Get(h.ctx, types.NamespacedName{Namespace: "team-c-1", Name: contract.AddonName}, &addonv1beta1.ManagedClusterAddOn{}))
 		}, timeout, poll, "its ManagedClusterAddOn is removed when the cluster leaves the Placement")
 	})
+}
 
+func TestHubReportsThenAdoptsACMObjects(t *testing.T) {
+	h := sharedHub(t)
 	t.Run("objects Red Hat ACM created: reported without a create loop, then adopted with the annotation, other tools' labels kept", func(t *testing.T) {
+		h := h.with(t)
 		h.managedCluster("acm-1", map[string]string{"product.open-cluster-management.io": "AKS"})
 		h.placement("acm", "acm", "acm-1")
 		h.namespace("acm-argocd")
@@ -757,10 +964,11 @@ spec:
 			return c != nil && strings.Contains(c.Message, "ConfigMap acm-argocd/acm-placement exists, was not created by gitops-addon and differs from "+
 				"what ApplicationSets need; it is left unchanged. Fix: annotate GitOpsCluster acm/migrating with "+appsv1beta1.AnnotationAdopt+"=true")
 		}, timeout, poll, "the ConfigMap's owner tells the GitOpsCluster, which says it on ClustersRegistered")
-		for i := 0; i < 3; i++ { // wake it: each reconcile must not try the create again
+		for i := 0; i < 3; i++ { // wake it, and wait until it woke: each reconcile must not try the create again
 			gc := h.gitOpsCluster("acm", "migrating")
-			h.touch(gc, func() { metav1.SetMetaDataAnnotation(&gc.ObjectMeta, "example.com/touched", fmt.Sprint(i)) })
-			time.Sleep(time.Second)
+			h.triggerReconcile(func() {
+				h.touch(gc, func() { metav1.SetMetaDataAnnotation(&gc.ObjectMeta, "example.com/touched", fmt.Sprint(i)) })
+			})
 		}
 		creates := map[string]int{}
 		for _, w := range h.writes.since(writesBefore) {
@@ -817,8 +1025,13 @@ spec:
 		assert.Equal(t, "cluster.open-cluster-management.io/v1beta1", cm.Data["apiVersion"], "and says what ApplicationSets need")
 		assert.Equal(t, "true", cm.Labels["backup.example.com/include"], "another tool's label stays")
 	})
+}
 
+func TestHubRejectsInvalidGitOpsClusters(t *testing.T) {
+	h := sharedHub(t)
+	h.namespace(argoNS)
 	t.Run("invalid GitOpsClusters are rejected by the apiserver", func(t *testing.T) {
+		h := h.with(t)
 		for name, doc := range map[string]string{
 			"placementRef.kind must be Placement":       `{apiVersion: apps.open-cluster-management.io/v1beta1, kind: GitOpsCluster, metadata: {name: bad-kind, namespace: openshift-gitops}, spec: {argoServer: {argoNamespace: openshift-gitops}, placementRef: {kind: Deployment, name: x}}}`,
 			"argoNamespace":                             `{apiVersion: apps.open-cluster-management.io/v1beta1, kind: GitOpsCluster, metadata: {name: bad-ns, namespace: openshift-gitops}, spec: {argoServer: {argoNamespace: Bad_NS}, placementRef: {kind: Placement, name: x}}}`,
@@ -837,8 +1050,15 @@ spec:
 			assert.Contains(t, err.Error(), strings.Fields(name)[0], name)
 		}
 	})
+}
 
+// TestHubArgoCDAgentTrustIssuedOnce counts every write request the manager sends, so it
+// runs on a hub of its own.
+func TestHubArgoCDAgentTrustIssuedOnce(t *testing.T) {
+	h := startHub(t)
+	h.managedCluster("team-b-1", map[string]string{"product.open-cluster-management.io": "AKS"})
 	t.Run("Argo CD Agent mode: the principal's CA, certificates and JWT key are issued once, with their expiry on the status", func(t *testing.T) {
+		h := h.with(t)
 		h.placement("agent", "agent", "team-b-1")
 		h.namespace("agent-argocd")
 		h.applyYAML(`
@@ -871,18 +1091,20 @@ spec:
 		for _, name := range []string{"argocd-agent-ca", "argocd-agent-principal-tls", "argocd-agent-resource-proxy-tls", "argocd-agent-jwt", "team-b-1-cluster-secret"} {
 			versions[name] = secret(name).ResourceVersion
 		}
-		// Reconciles triggered for 30 s: nothing is issued again, nothing written at all.
-		time.Sleep(2 * time.Second) // the issue's own writes (status) settle
+		// Six reconciles triggered, each waited for: nothing is issued again, nothing
+		// written at all.
+		h.waitQuiet(2 * time.Second) // the issue's own writes (status) settle
 		writesBefore := h.writes.count()
 		for i := range 6 {
 			gc := h.gitOpsCluster("agent", "agent-mode")
-			h.touch(gc, func() { metav1.SetMetaDataAnnotation(&gc.ObjectMeta, "example.com/touched", fmt.Sprint(i)) })
-			time.Sleep(5 * time.Second)
+			h.triggerReconcile(func() {
+				h.touch(gc, func() { metav1.SetMetaDataAnnotation(&gc.ObjectMeta, "example.com/touched", fmt.Sprint(i)) })
+			})
 		}
 		for name, rv := range versions {
 			assert.Equal(t, rv, secret(name).ResourceVersion, "%s is not issued again on a reconcile", name)
 		}
-		assert.Zero(t, h.writes.count()-writesBefore, "the manager wrote during 30 s of triggered reconciles of an agent-mode GitOpsCluster")
+		assert.Zero(t, h.writes.count()-writesBefore, "the manager wrote during six triggered reconciles of an agent-mode GitOpsCluster")
 
 		// The cluster is registered in Argo CD Agent's format.
 		clusterSecret := secret("team-b-1-cluster-secret")
@@ -910,9 +1132,13 @@ spec:
 		assert.Equal(t, versions["argocd-agent-ca"], secret("argocd-agent-ca").ResourceVersion, "the CA stays")
 		assert.Equal(t, versions["argocd-agent-jwt"], secret("argocd-agent-jwt").ResourceVersion, "the JWT key stays")
 	})
+}
 
+func TestHubArgoCDAgentClientCertificates(t *testing.T) {
+	h := sharedHub(t)
 	t.Run("Argo CD Agent client certificates: OCM's registration asks, the manager approves and signs with argocd-agent-ca; other identities are refused", func(t *testing.T) {
-		h.agentModeGitOpsCluster("agent-certs", "agent-1", "{enabled: true, mode: autonomous, serverAddress: principal.example.com}")
+		h := h.with(t)
+		h.agentModeGitOpsCluster("agent-certs", "agent-1", "agent-certs-argocd", "{enabled: true, mode: autonomous, serverAddress: principal.example.com}")
 		h.waitCondition("agent-certs", "agent-certs", appsv1beta1.ConditionArgoCDAgentTrust, metav1.ConditionTrue, appsv1beta1.ReasonCertificatesCurrent)
 		// addon-framework's registration controller asks the klusterlet for the certificate.
 		require.Eventually(t, func() bool {
@@ -974,7 +1200,7 @@ spec:
 		cert, err := x509.ParseCertificate(block.Bytes)
 		require.NoError(t, err)
 		caSecret := &corev1.Secret{}
-		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: "agent-argocd", Name: "argocd-agent-ca"}, caSecret))
+		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: "agent-certs-argocd", Name: "argocd-agent-ca"}, caSecret))
 		roots := x509.NewCertPool()
 		roots.AddCert(parseCert(t, caSecret))
 		_, err = cert.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
@@ -982,7 +1208,8 @@ spec:
 		assert.Equal(t, "agent-1", cert.Subject.CommonName, "the principal's auth pattern %s reads the agent name from it", agentsigner.PrincipalAuth)
 		assert.WithinDuration(t, time.Now().Add(agentsigner.DefaultLifetime), cert.NotAfter, time.Minute, "short-lived; OCM renews it")
 
-		time.Sleep(2 * time.Second) // the refused requests were queued before the good one
+		// The positive control: the refused requests were created, and so queued, before the
+		// good one, which the manager has approved and signed above; it left them alone.
 		for _, refused := range []*certificatesv1.CertificateSigningRequest{otherIdentity, otherRequester} {
 			got := &certificatesv1.CertificateSigningRequest{}
 			require.NoError(t, h.c.Get(h.ctx, client.ObjectKeyFromObject(refused), got))
@@ -991,15 +1218,20 @@ spec:
 		}
 	})
 
+}
+
+func TestHubArgoCDAgentPrincipalDiscovery(t *testing.T) {
+	h := sharedHub(t)
 	t.Run("Argo CD Agent mode without serverAddress: the principal's LoadBalancer, then its admitted Route, is discovered, its absence explained", func(t *testing.T) {
-		h.agentModeGitOpsCluster("agent-discovery", "agent-3", "{enabled: true}")
+		h := h.with(t)
+		h.agentModeGitOpsCluster("agent-discovery", "agent-3", "agent-discovery-argocd", "{enabled: true}")
 		c := h.waitCondition("agent-discovery", "agent-discovery", appsv1beta1.ConditionArgoCDAgentTrust, metav1.ConditionFalse, appsv1beta1.ReasonPrincipalAddressUnknown)
-		assert.Contains(t, c.Message, "No Argo CD Agent principal runs in agent-argocd")
+		assert.Contains(t, c.Message, "No Argo CD Agent principal runs in agent-discovery-argocd")
 
 		// The GitOps operator's principal Service, given a load balancer.
 		labels := map[string]string{"app.kubernetes.io/part-of": "argocd-agent", "app.kubernetes.io/component": "principal", "app.kubernetes.io/name": "hub-agent-principal"}
 		svc := &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "agent-argocd", Name: "hub-agent-principal", Labels: labels},
+			ObjectMeta: metav1.ObjectMeta{Namespace: "agent-discovery-argocd", Name: "hub-agent-principal", Labels: labels},
 			Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Name: "https", Port: 443}}, Selector: labels},
 		}
 		h.create(svc)
@@ -1016,15 +1248,15 @@ spec:
 				principalOf(mca) == "203.0.113.7:443"
 		}, timeout, poll, "the cluster's agent is told the discovered address")
 		principalTLS := &corev1.Secret{}
-		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: "agent-argocd", Name: "argocd-agent-principal-tls"}, principalTLS))
+		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: "agent-discovery-argocd", Name: "argocd-agent-principal-tls"}, principalTLS))
 		cert := parseCert(t, principalTLS)
-		assert.Contains(t, cert.DNSNames, "hub-agent-principal.agent-argocd.svc")
+		assert.Contains(t, cert.DNSNames, "hub-agent-principal.agent-discovery-argocd.svc")
 		assert.True(t, slices.ContainsFunc(cert.IPAddresses, func(ip net.IP) bool { return ip.String() == "203.0.113.7" }), "the principal's certificate names the discovered address: %v", cert.IPAddresses)
 
 		// On OpenShift the operator also makes a passthrough Route: once a router admits
 		// it, its host is where agents connect.
 		route := &routev1.Route{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "agent-argocd", Name: "hub-agent-principal", Labels: labels},
+			ObjectMeta: metav1.ObjectMeta{Namespace: "agent-discovery-argocd", Name: "hub-agent-principal", Labels: labels},
 			Spec: routev1.RouteSpec{Host: "principal-agent-argocd.apps.hub.example.com", To: routev1.RouteTargetReference{Kind: "Service", Name: "hub-agent-principal"},
 				TLS: &routev1.TLSConfig{Termination: routev1.TLSTerminationPassthrough}},
 		}
@@ -1038,12 +1270,18 @@ spec:
 				principalOf(mca) == "principal-agent-argocd.apps.hub.example.com:443"
 		}, timeout, poll, "the admitted Route's host is where the cluster's agent connects (the Route's watch wakes the GitOpsCluster)")
 		require.Eventually(t, func() bool {
-			require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: "agent-argocd", Name: "argocd-agent-principal-tls"}, principalTLS))
+			require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: "agent-discovery-argocd", Name: "argocd-agent-principal-tls"}, principalTLS))
 			return slices.Contains(parseCert(t, principalTLS).DNSNames, "principal-agent-argocd.apps.hub.example.com")
 		}, timeout, poll, "the principal's certificate names the Route's host")
 	})
 
+}
+
+func TestHubAcceptsACMArgoCDAgentField(t *testing.T) {
+	h := sharedHub(t)
+	h.namespace(argoNS)
 	t.Run("ACM's argoCDAgent field is accepted as ACM writes it, defaults applied", func(t *testing.T) {
+		h := h.with(t)
 		for name, agent := range map[string]string{
 			"agent-dns":  `{enabled: true, mode: autonomous, serverAddress: principal.example.com, serverPort: "443"}`,
 			"agent-ip":   `{enabled: true, mode: managed, serverAddress: 10.0.0.1, serverPort: "8443"}`,
@@ -1060,28 +1298,38 @@ spec:
 		}
 	})
 
+}
+
+func TestHubDeletionRemovesOnlyItsObjects(t *testing.T) {
+	s := startSeed(sharedHub(t), "deletion")
+	s.converge()
+	// A second GitOpsCluster wants vanilla, which the first one has: it waits for it.
+	s.applyOverlap()
+	s.h.waitCondition(s.ns, "overlap", appsv1beta1.ConditionClustersRegistered, metav1.ConditionFalse, appsv1beta1.ReasonOwnedByOther)
+	s.h.waitCondition(s.ns, "overlap", appsv1beta1.ConditionAddOnsReady, metav1.ConditionFalse, appsv1beta1.ReasonOwnedByOther)
 	t.Run("deleting a GitOpsCluster removes what it created and nothing else", func(t *testing.T) {
+		h := s.h.with(t)
 		contestedAddon, contestedSecret := &addonv1beta1.ManagedClusterAddOn{}, &corev1.Secret{}
-		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: "vanilla", Name: contract.AddonName}, contestedAddon))
-		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: "vanilla-cluster-secret"}, contestedSecret))
-		require.NoError(t, h.c.Delete(h.ctx, h.gitOpsCluster(argoNS, "gitops-managed")))
+		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: s.vanilla, Name: contract.AddonName}, contestedAddon))
+		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: s.ns, Name: clusterSecret(s.vanilla)}, contestedSecret))
+		require.NoError(t, h.c.Delete(h.ctx, h.gitOpsCluster(s.ns, "gitops-managed")))
 		if !assert.Eventually(t, func() bool {
-			err := h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: "gitops-managed"}, &appsv1beta1.GitOpsCluster{})
+			err := h.c.Get(h.ctx, types.NamespacedName{Namespace: s.ns, Name: "gitops-managed"}, &appsv1beta1.GitOpsCluster{})
 			return apierrors.IsNotFound(err)
 		}, timeout, poll, "the finalizer is removed once teardown is done") {
-			h.dumpAddons()
+			h.dumpAddons(s.ns, "gitops-managed")
 			t.FailNow()
 		}
-		err := h.c.Get(h.ctx, types.NamespacedName{Namespace: "ocp", Name: contract.AddonName}, &addonv1beta1.ManagedClusterAddOn{})
+		err := h.c.Get(h.ctx, types.NamespacedName{Namespace: s.ocp, Name: contract.AddonName}, &addonv1beta1.ManagedClusterAddOn{})
 		assert.True(t, apierrors.IsNotFound(err), "addon of ocp removed: %v", err)
 		// "overlap" was told vanilla is taken; with the first owner gone it takes it over.
 		require.Eventually(t, func() bool {
 			mca := &addonv1beta1.ManagedClusterAddOn{}
-			s := &corev1.Secret{}
-			return h.c.Get(h.ctx, types.NamespacedName{Namespace: "vanilla", Name: contract.AddonName}, mca) == nil &&
+			secret := &corev1.Secret{}
+			return h.c.Get(h.ctx, types.NamespacedName{Namespace: s.vanilla, Name: contract.AddonName}, mca) == nil &&
 				mca.Labels[ownership.LabelName] == "overlap" &&
-				h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: "vanilla-cluster-secret"}, s) == nil &&
-				s.Labels[ownership.LabelName] == "overlap"
+				h.c.Get(h.ctx, types.NamespacedName{Namespace: s.ns, Name: clusterSecret(s.vanilla)}, secret) == nil &&
+				secret.Labels[ownership.LabelName] == "overlap"
 		}, timeout, poll, "the overlapping GitOpsCluster takes vanilla over")
 		mca, secret := &addonv1beta1.ManagedClusterAddOn{}, &corev1.Secret{}
 		require.NoError(t, h.c.Get(h.ctx, client.ObjectKeyFromObject(contestedAddon), mca))
@@ -1089,16 +1337,16 @@ spec:
 		assert.Equal(t, contestedAddon.UID, mca.UID, "handed over, not deleted and created again: the spoke keeps its stack")
 		assert.True(t, mca.DeletionTimestamp.IsZero(), "never deleted")
 		assert.Equal(t, contestedSecret.UID, secret.UID, "the cluster Secret is handed over too")
-		assert.Equal(t, []string{"vanilla-cluster-secret"}, secretNames(t, h), "the deleted GitOpsCluster's other secrets are removed")
-		require.NoError(t, h.c.Get(h.ctx, client.ObjectKeyFromObject(userSecret), &corev1.Secret{}), "the user's secret survives")
+		assert.Equal(t, []string{clusterSecret(s.vanilla)}, secretNames(t, h, s.ns), "the deleted GitOpsCluster's other secrets are removed")
+		require.NoError(t, h.c.Get(h.ctx, client.ObjectKeyFromObject(s.userSecret), &corev1.Secret{}), "the user's secret survives")
 		// "overlap" still uses the Argo CD namespace and the namespace: shared objects stay.
-		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: appsv1beta1.PlacementConfigMapName}, &corev1.ConfigMap{}))
-		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: argoNS, Name: appsetaccess.PlacementReaderName}, &rbacv1.Role{}))
+		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: s.ns, Name: appsv1beta1.PlacementConfigMapName}, &corev1.ConfigMap{}))
+		require.NoError(t, h.c.Get(h.ctx, types.NamespacedName{Namespace: s.ns, Name: appsetaccess.PlacementReaderName}, &rbacv1.Role{}))
 
 		// With the first owner gone, the overlapping GitOpsCluster takes the cluster over.
-		h.ownAddOnsByCMA("vanilla")
-		h.markAvailable("vanilla")
-		h.waitCondition(argoNS, "overlap", appsv1beta1.ConditionReady, metav1.ConditionTrue, appsv1beta1.ReasonReady)
+		h.ownAddOnsByCMA(s.vanilla)
+		h.markAvailable(s.vanilla)
+		h.waitCondition(s.ns, "overlap", appsv1beta1.ConditionReady, metav1.ConditionTrue, appsv1beta1.ReasonReady)
 	})
 }
 

@@ -94,7 +94,7 @@ func TestOnTheOldestSupportedKubernetes(t *testing.T) {
 		h.placement(argoNS, "gitops-managed", cluster)
 		h.applyYAML(seedGitOpsCluster)
 		h.waitCondition(argoNS, "gitops-managed", appsv1beta1.ConditionClustersRegistered, metav1.ConditionTrue, appsv1beta1.ReasonRegistered)
-		assert.Equal(t, []string{cluster + "-cluster-secret"}, secretNames(t, h))
+		assert.Equal(t, []string{cluster + "-cluster-secret"}, secretNames(t, h, argoNS))
 		h.ownAddOnsByCMA(cluster)
 		objects := shipped(t, h.manifestWorks(cluster))
 		assert.True(t, objects["ArgoCD/"+contract.ArgoCDName], "the ArgoCD CR is shipped")

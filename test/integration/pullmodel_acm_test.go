@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -205,5 +204,5 @@ func TestPullModelSteadyOnAnOlderManifestWorkCRD(t *testing.T) {
 		h, _, _ := unstructured.NestedString(p.getApp("openshift-gitops", "guestbook-cluster1").Object, "status", "health", "status")
 		return h == "Healthy"
 	}, timeout, poll, "the spoke's status reached the hub: the controller runs on this CRD")
-	p.assertNoWritesWhileTriggering(60 * time.Second)
+	p.assertNoWritesWhileTriggering()
 }

@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
+	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/manager"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
 	"github.com/gitops-addon/gitops-addon/test/install"
@@ -39,6 +40,9 @@ import (
 // pinned release, and a manager with the pull model that can be stopped and started.
 type pullHub struct {
 	*hub
+	// tb is what the hub's processes live as long as: its test, or the package for the
+	// shared pull hub.
+	tb   testing.TB
 	env  *testenv.Env
 	stop func()
 	// writes counts the manager's write requests (every client it builds shares its
@@ -99,17 +103,23 @@ func ourCRDs() string { return filepath.Join(testenv.RepoRoot(), "charts", "gito
 // startTunedPullHub starts a pull hub whose apiserver serves crdPaths (OCM's and the
 // hub's CRDs; Argo CD's are added) and whose manager has this apply timeout.
 func startTunedPullHub(t *testing.T, argoFirst bool, crdPaths []string, applyTimeout time.Duration) *pullHub {
+	return newPullHub(t, t, argoFirst, crdPaths, applyTimeout)
+}
+
+// newPullHub is startTunedPullHub for a hub whose processes live as long as tb (a test,
+// or the package for the shared pull hub), its helpers failing t.
+func newPullHub(tb testing.TB, t *testing.T, argoFirst bool, crdPaths []string, applyTimeout time.Duration) *pullHub {
 	paths := slices.Clone(crdPaths)
 	if argoFirst {
-		paths = append(paths, testenv.ArgoCDCRDPaths(t)...)
+		paths = append(paths, testenv.ArgoCDCRDPaths(tb)...)
 	}
-	env := testenv.Start(t, testenv.WithCRDPaths(paths...))
+	env := testenv.Start(tb, testenv.WithCRDPaths(paths...))
 	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	p := &pullHub{hub: &hub{t: t, ctx: ctx, c: env.Client}, env: env, writes: &writeCounter{}, applyTimeout: applyTimeout}
+	tb.Cleanup(cancel)
+	p := &pullHub{hub: &hub{t: t, ctx: ctx, c: env.Client}, tb: tb, env: env, writes: &writeCounter{}, applyTimeout: applyTimeout}
 	p.startManager(true)
 	if !argoFirst {
-		for _, crd := range testenv.ArgoCDCRDs(t) {
+		for _, crd := range testenv.ArgoCDCRDs(tb) {
 			require.NoError(t, env.Client.Create(ctx, crd), "installing CRD %s", crd.Name)
 		}
 	}
@@ -125,10 +135,104 @@ func startTunedPullHub(t *testing.T, argoFirst bool, crdPaths []string, applyTim
 func (p *pullHub) startManager(pullModel bool) {
 	cfg := rest.CopyConfig(p.env.Config)
 	cfg.WrapTransport = p.writes.wrap
-	p.stop = runManager(p.t, p.ctx, cfg, manager.Options{
+	p.stop = runManager(p.tb, p.ctx, cfg, manager.Options{
 		MetricsBindAddress: "0", HealthProbeBindAddress: "0", AgentImage: "quay.io/gitops-addon/gitops-addon:test",
 		PullModel: pullModel, PullWorkers: 4, PullApplyTimeout: p.applyTimeout, SkipControllerNameValidation: true,
 	})
+}
+
+// with is p with its helpers failing t.
+func (p *pullHub) with(t *testing.T) *pullHub {
+	c := *p
+	c.hub = p.hub.with(t)
+	return &c
+}
+
+var sharedPull struct {
+	once sync.Once
+	hub  *pullHub
+}
+
+// sharedPullHub is the package's shared pull hub (see sharedHub): Argo CD's CRDs
+// installed after the manager started, as on a hub where the GitOps operator comes
+// second. Its scenarios each use a namespace and clusters of their own (startPullScenario).
+func sharedPullHub(t *testing.T) *pullHub {
+	t.Helper()
+	sharedPull.once.Do(func() {
+		tb := &packageTB{TB: t}
+		p := newPullHub(tb, t, false, append(testenv.OCMCRDPaths(), ourCRDs()), 0)
+		tb.started = true
+		sharedPull.hub = p
+	})
+	if sharedPull.hub == nil {
+		t.Fatal("the shared pull hub failed to start in the test that first asked for it")
+	}
+	return sharedPull.hub.with(t)
+}
+
+// pullScenario is a namespace of hub Applications of its own, with two ManagedClusters of
+// its own that a Placement of that namespace decides.
+type pullScenario struct {
+	*pullHub
+	ns                 string
+	cluster1, cluster2 string
+}
+
+// with is s with its helpers failing t.
+func (s *pullScenario) with(t *testing.T) *pullScenario {
+	c := *s
+	c.pullHub = s.pullHub.with(t)
+	return &c
+}
+
+// startPullScenario registers the clusters <ns>-1 and <ns>-2 and places them in ns.
+func startPullScenario(p *pullHub, ns string) *pullScenario {
+	p.t.Helper()
+	s := &pullScenario{pullHub: p, ns: ns, cluster1: ns + "-1", cluster2: ns + "-2"}
+	p.managedCluster(s.cluster1, nil)
+	p.managedCluster(s.cluster2, nil)
+	p.placement(ns, "gitops-managed", s.cluster1, s.cluster2)
+	return s
+}
+
+// guestbook creates the seed's ApplicationSet in the scenario's namespace and its
+// Application for cluster1, and waits for that Application's ManifestWork.
+func (s *pullScenario) guestbook() (appSet *unstructured.Unstructured, w *workv1.ManifestWork) {
+	s.t.Helper()
+	appSet = &unstructured.Unstructured{}
+	require.NoError(s.t, yaml.Unmarshal(install.SeedYAML("applicationset.yaml"), &appSet.Object))
+	appSet.SetNamespace(s.ns)
+	require.NoError(s.t, s.c.Create(s.ctx, appSet))
+	s.application(pullApp(s.guestbookApp(), s.ns, s.cluster1), appSet)
+	w = s.waitWork(s.cluster1, s.ns, s.guestbookApp(), func(*workv1.ManifestWork) bool { return true }, "created")
+	return appSet, w
+}
+
+func (s *pullScenario) guestbookApp() string { return "guestbook-" + s.cluster1 }
+
+// reportGuestbookHealthy reports the guestbook Application of cluster1 synced and healthy,
+// its last operation (started at 10:00) succeeded, and waits until the hub Application and
+// the ApplicationSet's report show it.
+func (s *pullScenario) reportGuestbookHealthy(w *workv1.ManifestWork) {
+	s.t.Helper()
+	s.report(w, map[string]string{
+		pullmodel.FeedbackHealth: "Healthy", pullmodel.FeedbackSync: "Synced", pullmodel.FeedbackRevision: "abc123",
+		pullmodel.FeedbackOperationPhase: "Succeeded", pullmodel.FeedbackOperationStartedAt: "2026-11-23T10:00:00Z",
+		pullmodel.FeedbackOperationMessage: "successfully synced (all tasks run)",
+	}, nil)
+	require.Eventually(s.t, func() bool {
+		app := s.getApp(s.ns, s.guestbookApp())
+		h, _, _ := unstructured.NestedString(app.Object, "status", "health", "status")
+		sync, _, _ := unstructured.NestedString(app.Object, "status", "sync", "status")
+		r, _, _ := unstructured.NestedString(app.Object, "status", "sync", "revision")
+		ph, _, _ := unstructured.NestedString(app.Object, "status", "operationState", "phase")
+		return h == "Healthy" && sync == "Synced" && r == "abc123" && ph == "Succeeded"
+	}, timeout, poll, "hub Application shows the spoke's status")
+	report := &v1alpha1.MulticlusterApplicationSetReport{}
+	require.Eventually(s.t, func() bool {
+		return s.c.Get(s.ctx, types.NamespacedName{Namespace: s.ns, Name: "guestbook"}, report) == nil &&
+			report.Statuses.Summary.Healthy == "1"
+	}, timeout, poll, "report with one healthy Application")
 }
 
 func (p *pullHub) waitCRDsEstablished(names ...string) {
@@ -195,17 +299,37 @@ func (p *pullHub) waitNoWork(cluster, appNS, appName, what string) {
 	}, timeout, poll, "no ManifestWork %s: %s", key, what)
 }
 
-// assertNoWorkFor checks, for a few seconds, that no ManifestWork carries the Application.
-func (p *pullHub) assertNoWorkFor(appNS, appName string) {
-	p.t.Helper()
-	deadline := time.Now().Add(3 * time.Second)
-	for time.Now().Before(deadline) {
-		list := &workv1.ManifestWorkList{}
-		require.NoError(p.t, p.c.List(p.ctx, list))
-		for _, w := range list.Items {
-			assert.False(p.t, w.Name == pullmodel.WorkName(appNS, appName), "unexpected ManifestWork %s/%s", w.Namespace, w.Name)
-		}
-		time.Sleep(500 * time.Millisecond)
+// assertNoWorkFor checks that no ManifestWork carries the Application once the pull model
+// has reconciled it again: the caller waited for the reconcile that decided (its condition
+// or Event); this wakes it once more (an annotation it reads) and waits until it ran, so
+// that a create on a later reconcile is seen too.
+func (p *pullHub) assertNoWorkFor(t *testing.T, appNS, appName string) {
+	t.Helper()
+	waitReconcileAfter(t, pullmodel.ControllerName, func() {
+		require.Eventually(t, func() bool {
+			app := p.getApp(appNS, appName)
+			if app == nil {
+				return false
+			}
+			annotations := app.GetAnnotations()
+			if annotations == nil {
+				annotations = map[string]string{}
+			}
+			annotations["test.example.com/wake"] = time.Now().String()
+			app.SetAnnotations(annotations)
+			return p.c.Update(p.ctx, app) == nil
+		}, timeout, poll, "waking %s/%s", appNS, appName)
+	})
+	p.assertNoWorkNow(t, appNS, appName)
+}
+
+// assertNoWorkNow checks that no ManifestWork carries the Application.
+func (p *pullHub) assertNoWorkNow(t *testing.T, appNS, appName string) {
+	t.Helper()
+	list := &workv1.ManifestWorkList{}
+	require.NoError(t, p.c.List(p.ctx, list))
+	for _, w := range list.Items {
+		assert.False(t, w.Name == pullmodel.WorkName(appNS, appName), "unexpected ManifestWork %s/%s", w.Namespace, w.Name)
 	}
 }
 
@@ -307,193 +431,284 @@ func pullApp(name, namespace, cluster string) string {
 	return fmt.Sprintf(pullAppTemplate, name, namespace, cluster, cluster)
 }
 
-// TestPullModel runs the pull model on a real kube-apiserver with Argo CD's own CRDs,
-// installed after the manager started.
-func TestPullModel(t *testing.T) {
-	p := startPullHub(t, false)
-	appSet := &unstructured.Unstructured{}
-	require.NoError(t, yaml.Unmarshal(install.SeedYAML("applicationset.yaml"), &appSet.Object))
-	require.NoError(t, p.c.Create(p.ctx, appSet))
+// The pull model scenarios below run on the shared pull hub, each in a namespace of its
+// own with clusters of its own, except the two that need a hub to themselves: the one
+// counting every write the manager makes, and the one that stops the manager.
 
+func TestPullModelCreation(t *testing.T) {
+	s := startPullScenario(sharedPullHub(t), "pull-create")
 	t.Run("creation: one ManifestWork carrying the spoke's Application", func(t *testing.T) {
-		p.application(pullApp("guestbook-cluster1", "openshift-gitops", "cluster1"), appSet)
-		w := p.waitWork("cluster1", "openshift-gitops", "guestbook-cluster1", func(*workv1.ManifestWork) bool { return true }, "created")
+		s := s.with(t)
+		_, w := s.guestbook()
 		assert.Equal(t, "true", w.Labels[pullmodel.LabelPullWork])
 		assert.Equal(t, "true", w.Labels[pullmodel.LabelApplicationSet])
-		assert.Equal(t, "openshift-gitops", w.Annotations[pullmodel.AnnotationHubAppNamespace])
-		assert.Equal(t, "guestbook-cluster1", w.Annotations[pullmodel.AnnotationHubAppName])
-		assert.Equal(t, "openshift-gitops/guestbook", w.Annotations[pullmodel.AnnotationHostingAppSet])
+		assert.Equal(t, s.ns, w.Annotations[pullmodel.AnnotationHubAppNamespace])
+		assert.Equal(t, s.guestbookApp(), w.Annotations[pullmodel.AnnotationHubAppName])
+		assert.Equal(t, s.ns+"/guestbook", w.Annotations[pullmodel.AnnotationHostingAppSet])
 		app := spokeApp(t, w)
 		dest, _, _ := unstructured.NestedMap(app.Object, "spec", "destination")
 		assert.Equal(t, map[string]any{"server": pullmodel.InClusterServer, "namespace": "guestbook"}, dest)
 		assert.Equal(t, map[string]string{"team": "blue"}, app.GetLabels())
 		assert.Empty(t, app.GetAnnotations())
-		p.waitEvent("openshift-gitops", "guestbook-cluster1", pullmodel.ReasonDestinationRewritten)
+		s.waitEvent(s.ns, s.guestbookApp(), pullmodel.ReasonDestinationRewritten)
 	})
+}
 
+func TestPullModelUpdate(t *testing.T) {
+	s := startPullScenario(sharedPullHub(t), "pull-update")
+	s.guestbook()
 	t.Run("update: a spec change reaches the ManifestWork", func(t *testing.T) {
-		app := p.getApp("openshift-gitops", "guestbook-cluster1")
+		s := s.with(t)
+		app := s.getApp(s.ns, s.guestbookApp())
 		require.NoError(t, unstructured.SetNestedField(app.Object, "v2", "spec", "source", "targetRevision"))
-		require.NoError(t, p.c.Update(p.ctx, app))
-		p.waitWork("cluster1", "openshift-gitops", "guestbook-cluster1", func(w *workv1.ManifestWork) bool {
+		require.NoError(t, s.c.Update(s.ctx, app))
+		s.waitWork(s.cluster1, s.ns, s.guestbookApp(), func(w *workv1.ManifestWork) bool {
 			rev, _, _ := unstructured.NestedString(spokeApp(t, w).Object, "spec", "source", "targetRevision")
 			return rev == "v2"
 		}, "targetRevision v2")
 	})
+}
 
+func TestPullModelStatusAndReport(t *testing.T) {
+	s := startPullScenario(sharedPullHub(t), "pull-status")
+	appSet, _ := s.guestbook()
 	t.Run("status from feedback and the ApplicationSet report", func(t *testing.T) {
-		w := p.waitWork("cluster1", "openshift-gitops", "guestbook-cluster1", func(*workv1.ManifestWork) bool { return true }, "exists")
-		p.report(w, map[string]string{
+		s := s.with(t)
+		w := s.waitWork(s.cluster1, s.ns, s.guestbookApp(), func(*workv1.ManifestWork) bool { return true }, "exists")
+		s.report(w, map[string]string{
 			pullmodel.FeedbackHealth: "Healthy", pullmodel.FeedbackSync: "Synced", pullmodel.FeedbackRevision: "abc123",
 			pullmodel.FeedbackOperationPhase: "Succeeded", pullmodel.FeedbackOperationStartedAt: "2026-11-23T10:00:00Z",
 			pullmodel.FeedbackOperationMessage: "successfully synced (all tasks run)",
 		}, nil)
 		require.Eventually(t, func() bool {
-			app := p.getApp("openshift-gitops", "guestbook-cluster1")
+			app := s.getApp(s.ns, s.guestbookApp())
 			h, _, _ := unstructured.NestedString(app.Object, "status", "health", "status")
-			s, _, _ := unstructured.NestedString(app.Object, "status", "sync", "status")
+			sync, _, _ := unstructured.NestedString(app.Object, "status", "sync", "status")
 			r, _, _ := unstructured.NestedString(app.Object, "status", "sync", "revision")
 			ph, _, _ := unstructured.NestedString(app.Object, "status", "operationState", "phase")
-			return h == "Healthy" && s == "Synced" && r == "abc123" && ph == "Succeeded"
+			return h == "Healthy" && sync == "Synced" && r == "abc123" && ph == "Succeeded"
 		}, timeout, poll, "hub Application shows the spoke's status")
 		report := &v1alpha1.MulticlusterApplicationSetReport{}
 		require.Eventually(t, func() bool {
-			return p.c.Get(p.ctx, types.NamespacedName{Namespace: "openshift-gitops", Name: "guestbook"}, report) == nil &&
+			return s.c.Get(s.ctx, types.NamespacedName{Namespace: s.ns, Name: "guestbook"}, report) == nil &&
 				report.Statuses.Summary.Healthy == "1"
 		}, timeout, poll, "report with one healthy Application")
-		assert.Equal(t, "openshift-gitops.guestbook", report.Labels[pullmodel.LabelHostingAppSetReport])
+		assert.Equal(t, s.ns+".guestbook", report.Labels[pullmodel.LabelHostingAppSetReport])
 		require.Len(t, report.OwnerReferences, 1)
 		assert.Equal(t, appSet.GetUID(), report.OwnerReferences[0].UID)
 		require.Len(t, report.Statuses.ClusterConditions, 1)
-		assert.Equal(t, "cluster1", report.Statuses.ClusterConditions[0].Cluster)
+		assert.Equal(t, s.cluster1, report.Statuses.ClusterConditions[0].Cluster)
 		assert.Equal(t, "Synced", report.Statuses.ClusterConditions[0].SyncStatus)
 	})
+}
 
+func TestPullModelTwoApplicationsOnOneCluster(t *testing.T) {
+	s := startPullScenario(sharedPullHub(t), "pull-two")
+	appSet, w := s.guestbook()
+	s.reportGuestbookHealthy(w)
 	t.Run("two Applications of the ApplicationSet on one cluster are two report entries", func(t *testing.T) {
-		p.application(pullApp("guestbook-extra", "openshift-gitops", "cluster1"), appSet)
+		s := s.with(t)
+		s.application(pullApp("guestbook-extra", s.ns, s.cluster1), appSet)
 		report := &v1alpha1.MulticlusterApplicationSetReport{}
 		require.Eventually(t, func() bool {
-			return p.c.Get(p.ctx, types.NamespacedName{Namespace: "openshift-gitops", Name: "guestbook"}, report) == nil &&
+			return s.c.Get(s.ctx, types.NamespacedName{Namespace: s.ns, Name: "guestbook"}, report) == nil &&
 				len(report.Statuses.ClusterConditions) == 2
 		}, timeout, poll, "report with two entries")
 		assert.Equal(t, "1", report.Statuses.Summary.Clusters)
 		assert.Equal(t, "1", report.Statuses.Summary.NotHealthy)
 	})
+}
 
+func TestPullModelManualSync(t *testing.T) {
+	s := startPullScenario(sharedPullHub(t), "pull-sync")
+	_, w := s.guestbook()
+	s.reportGuestbookHealthy(w)
 	t.Run("manual sync reaches the spoke once and is cleared on the hub", func(t *testing.T) {
-		app := p.getApp("openshift-gitops", "guestbook-cluster1")
+		s := s.with(t)
+		app := s.getApp(s.ns, s.guestbookApp())
 		app.Object["operation"] = map[string]any{"sync": map[string]any{"revision": "v2"}, "initiatedBy": map[string]any{"username": "admin"}}
-		require.NoError(t, p.c.Update(p.ctx, app))
-		w := p.waitWork("cluster1", "openshift-gitops", "guestbook-cluster1", func(w *workv1.ManifestWork) bool {
+		require.NoError(t, s.c.Update(s.ctx, app))
+		w := s.waitWork(s.cluster1, s.ns, s.guestbookApp(), func(w *workv1.ManifestWork) bool {
 			_, ok := spokeApp(t, w).Object["operation"]
 			return ok
 		}, "carries the operation")
 		assert.Equal(t, "2026-11-23T10:00:00Z", w.Annotations[pullmodel.AnnotationOperationBaseline],
 			"the baseline is the operation start reported before the request")
-		// Until the spoke starts it, the request stays, on both sides.
-		time.Sleep(2 * time.Second)
-		_, still := p.getApp("openshift-gitops", "guestbook-cluster1").Object["operation"]
+		// Until the spoke starts it, the request stays, on both sides: the spoke reports
+		// something else (the positive control, a status the hub Application shows), not
+		// the operation started.
+		s.report(w, map[string]string{pullmodel.FeedbackHealth: "Healthy", pullmodel.FeedbackSync: "OutOfSync",
+			pullmodel.FeedbackOperationPhase: "Succeeded", pullmodel.FeedbackOperationStartedAt: "2026-11-23T10:00:00Z"}, nil)
+		require.Eventually(t, func() bool {
+			sync, _, _ := unstructured.NestedString(s.getApp(s.ns, s.guestbookApp()).Object, "status", "sync", "status")
+			return sync == "OutOfSync"
+		}, timeout, poll, "the hub Application shows the spoke's report that came before the operation started")
+		_, still := s.getApp(s.ns, s.guestbookApp()).Object["operation"]
 		assert.True(t, still, "the hub keeps .operation until the spoke starts it")
-		p.report(w, map[string]string{pullmodel.FeedbackHealth: "Healthy", pullmodel.FeedbackSync: "Synced",
+		s.report(w, map[string]string{pullmodel.FeedbackHealth: "Healthy", pullmodel.FeedbackSync: "Synced",
 			pullmodel.FeedbackOperationPhase: "Running", pullmodel.FeedbackOperationStartedAt: "2026-11-23T11:00:00Z"}, nil)
 		require.Eventually(t, func() bool {
-			_, has := p.getApp("openshift-gitops", "guestbook-cluster1").Object["operation"]
+			_, has := s.getApp(s.ns, s.guestbookApp()).Object["operation"]
 			return !has
 		}, timeout, poll, ".operation cleared on the hub")
-		p.waitWork("cluster1", "openshift-gitops", "guestbook-cluster1", func(w *workv1.ManifestWork) bool {
+		s.waitWork(s.cluster1, s.ns, s.guestbookApp(), func(w *workv1.ManifestWork) bool {
 			_, op := spokeApp(t, w).Object["operation"]
 			_, baseline := w.Annotations[pullmodel.AnnotationOperationBaseline]
 			return !op && !baseline
 		}, "no operation, no baseline")
 	})
+}
 
+func TestPullModelTenantIsolation(t *testing.T) {
+	s := startPullScenario(sharedPullHub(t), "pull-tenant")
+	// Another tenant's namespace, where no Placement selects the scenario's clusters.
+	other := s.ns + "-b"
+	s.namespace(other)
 	t.Run("tenant isolation: a cluster no PlacementDecision of the namespace lists", func(t *testing.T) {
-		p.application(pullApp("sneaky", "team-b", "cluster1"), nil)
-		p.waitAppCondition("team-b", "sneaky", pullmodel.ConditionPullError, pullmodel.ReasonClusterNotPermitted)
-		p.waitEvent("team-b", "sneaky", pullmodel.ReasonClusterNotPermitted)
-		p.assertNoWorkFor("team-b", "sneaky")
-		// Once team-b's own Placement selects cluster1, it is delivered.
-		p.placement("team-b", "team-b", "cluster1")
-		p.waitWork("cluster1", "team-b", "sneaky", func(*workv1.ManifestWork) bool { return true }, "delivered once placed")
+		s := s.with(t)
+		s.application(pullApp("sneaky", other, s.cluster1), nil)
+		s.waitAppCondition(other, "sneaky", pullmodel.ConditionPullError, pullmodel.ReasonClusterNotPermitted)
+		s.waitEvent(other, "sneaky", pullmodel.ReasonClusterNotPermitted)
+		s.assertNoWorkFor(t, other, "sneaky")
+		// Once the namespace's own Placement selects the cluster, it is delivered.
+		s.placement(other, other, s.cluster1)
+		s.waitWork(s.cluster1, other, "sneaky", func(*workv1.ManifestWork) bool { return true }, "delivered once placed")
 		require.Eventually(t, func() bool {
-			return findCondition(p.getApp("team-b", "sneaky"), pullmodel.ConditionPullError) == nil
+			return findCondition(s.getApp(other, "sneaky"), pullmodel.ConditionPullError) == nil
 		}, timeout, poll, "error condition cleared")
 	})
+}
 
+func TestPullModelAnnotationWithoutLabel(t *testing.T) {
+	s := startPullScenario(sharedPullHub(t), "pull-unlabelled")
 	t.Run("the annotation without the pull label: warned, nothing shipped", func(t *testing.T) {
-		doc := strings.Replace(pullApp("unlabelled", "openshift-gitops", "cluster1"), `apps.open-cluster-management.io/pull-to-ocm-managed-cluster: "true", `, "", 1)
-		p.application(doc, nil)
-		p.waitAppCondition("openshift-gitops", "unlabelled", pullmodel.ConditionPullWarning, pullmodel.ReasonPullLabelMissing)
-		p.waitEvent("openshift-gitops", "unlabelled", pullmodel.ReasonPullLabelMissing)
-		p.assertNoWorkFor("openshift-gitops", "unlabelled")
+		s := s.with(t)
+		doc := strings.Replace(pullApp("unlabelled", s.ns, s.cluster1), `apps.open-cluster-management.io/pull-to-ocm-managed-cluster: "true", `, "", 1)
+		s.application(doc, nil)
+		s.waitAppCondition(s.ns, "unlabelled", pullmodel.ConditionPullWarning, pullmodel.ReasonPullLabelMissing)
+		s.waitEvent(s.ns, "unlabelled", pullmodel.ReasonPullLabelMissing)
+		s.assertNoWorkFor(t, s.ns, "unlabelled")
 	})
+}
 
+func TestPullModelUnknownCluster(t *testing.T) {
+	s := startPullScenario(sharedPullHub(t), "pull-unknown")
 	t.Run("an unknown cluster", func(t *testing.T) {
-		p.application(pullApp("lost", "openshift-gitops", "cluster9"), nil)
-		p.waitAppCondition("openshift-gitops", "lost", pullmodel.ConditionPullError, pullmodel.ReasonClusterNotFound)
-		p.assertNoWorkFor("openshift-gitops", "lost")
+		s := s.with(t)
+		s.application(pullApp("lost", s.ns, s.ns+"-9"), nil)
+		s.waitAppCondition(s.ns, "lost", pullmodel.ConditionPullError, pullmodel.ReasonClusterNotFound)
+		s.assertNoWorkFor(t, s.ns, "lost")
 	})
+}
 
+// shipUnskipped ships an Application without argocd.argoproj.io/skip-reconcile to cluster2.
+func (s *pullScenario) shipUnskipped() {
+	s.t.Helper()
+	doc := strings.Replace(pullApp("unskipped", s.ns, s.cluster2), `, argocd.argoproj.io/skip-reconcile: "true"`, "", 1)
+	s.application(doc, nil)
+	s.waitWork(s.cluster2, s.ns, "unskipped", func(*workv1.ManifestWork) bool { return true }, "shipped")
+}
+
+func TestPullModelSkipReconcileMissing(t *testing.T) {
+	s := startPullScenario(sharedPullHub(t), "pull-unskipped")
 	t.Run("skip-reconcile missing: shipped with a warning", func(t *testing.T) {
-		doc := strings.Replace(pullApp("unskipped", "openshift-gitops", "cluster2"), `, argocd.argoproj.io/skip-reconcile: "true"`, "", 1)
-		p.application(doc, nil)
-		p.waitWork("cluster2", "openshift-gitops", "unskipped", func(*workv1.ManifestWork) bool { return true }, "shipped")
-		p.waitAppCondition("openshift-gitops", "unskipped", pullmodel.ConditionPullWarning, pullmodel.ReasonSkipReconcileMissing)
+		s := s.with(t)
+		s.shipUnskipped()
+		s.waitAppCondition(s.ns, "unskipped", pullmodel.ConditionPullWarning, pullmodel.ReasonSkipReconcileMissing)
 	})
+}
 
+func TestPullModelSpokeCannotApply(t *testing.T) {
+	s := startPullScenario(sharedPullHub(t), "pull-unapplied")
+	s.shipUnskipped()
 	t.Run("the spoke cannot apply it: the condition says the addon is not enabled", func(t *testing.T) {
-		w := p.waitWork("cluster2", "openshift-gitops", "unskipped", func(*workv1.ManifestWork) bool { return true }, "exists")
-		p.report(w, nil, &metav1.Condition{Type: workv1.ManifestApplied, Status: metav1.ConditionFalse, Reason: "AppliedManifestFailed",
+		s := s.with(t)
+		w := s.waitWork(s.cluster2, s.ns, "unskipped", func(*workv1.ManifestWork) bool { return true }, "exists")
+		s.report(w, nil, &metav1.Condition{Type: workv1.ManifestApplied, Status: metav1.ConditionFalse, Reason: "AppliedManifestFailed",
 			Message: `failed to apply: no matches for kind "Application" in version "argoproj.io/v1alpha1"`})
-		p.waitAppCondition("openshift-gitops", "unskipped", pullmodel.ConditionPullError, "the gitops addon is not enabled on cluster cluster2")
+		s.waitAppCondition(s.ns, "unskipped", pullmodel.ConditionPullError, "the gitops addon is not enabled on cluster "+s.cluster2)
 	})
+}
 
+func TestPullModelClusterAnnotationChanged(t *testing.T) {
+	s := startPullScenario(sharedPullHub(t), "pull-mover")
 	t.Run("a changed cluster annotation moves the ManifestWork", func(t *testing.T) {
-		p.application(pullApp("mover", "openshift-gitops", "cluster1"), nil)
-		p.waitWork("cluster1", "openshift-gitops", "mover", func(*workv1.ManifestWork) bool { return true }, "on cluster1")
-		app := p.getApp("openshift-gitops", "mover")
+		s := s.with(t)
+		s.application(pullApp("mover", s.ns, s.cluster1), nil)
+		s.waitWork(s.cluster1, s.ns, "mover", func(*workv1.ManifestWork) bool { return true }, "on cluster1")
+		app := s.getApp(s.ns, "mover")
 		a := app.GetAnnotations()
-		a[pullmodel.AnnotationCluster] = "cluster2"
+		a[pullmodel.AnnotationCluster] = s.cluster2
 		app.SetAnnotations(a)
-		require.NoError(t, p.c.Update(p.ctx, app))
-		p.waitWork("cluster2", "openshift-gitops", "mover", func(*workv1.ManifestWork) bool { return true }, "on cluster2")
-		p.waitNoWork("cluster1", "openshift-gitops", "mover", "moved away")
+		require.NoError(t, s.c.Update(s.ctx, app))
+		s.waitWork(s.cluster2, s.ns, "mover", func(*workv1.ManifestWork) bool { return true }, "on cluster2")
+		s.waitNoWork(s.cluster1, s.ns, "mover", "moved away")
 	})
+}
 
+func TestPullModelDeletionWithoutFinalizer(t *testing.T) {
+	s := startPullScenario(sharedPullHub(t), "pull-delete")
 	t.Run("deletion without a finalizer deletes the ManifestWork", func(t *testing.T) {
-		p.application(pullApp("short-lived", "openshift-gitops", "cluster1"), nil)
-		p.waitWork("cluster1", "openshift-gitops", "short-lived", func(*workv1.ManifestWork) bool { return true }, "created")
-		require.NoError(t, p.c.Delete(p.ctx, p.getApp("openshift-gitops", "short-lived")))
-		p.waitNoWork("cluster1", "openshift-gitops", "short-lived", "deleted with its Application")
+		s := s.with(t)
+		s.application(pullApp("short-lived", s.ns, s.cluster1), nil)
+		s.waitWork(s.cluster1, s.ns, "short-lived", func(*workv1.ManifestWork) bool { return true }, "created")
+		require.NoError(t, s.c.Delete(s.ctx, s.getApp(s.ns, "short-lived")))
+		s.waitNoWork(s.cluster1, s.ns, "short-lived", "deleted with its Application")
 	})
+}
 
+func TestPullModelDeletionWithFinalizer(t *testing.T) {
+	s := startPullScenario(sharedPullHub(t), "pull-finalized")
 	t.Run("deletion with Argo CD's finalizer: ManifestWork first, then the finalizer is released", func(t *testing.T) {
-		app := p.application(strings.Replace(pullApp("finalized", "openshift-gitops", "cluster1"), "  labels:",
+		s := s.with(t)
+		app := s.application(strings.Replace(pullApp("finalized", s.ns, s.cluster1), "  labels:",
 			"  finalizers: [resources-finalizer.argocd.argoproj.io]\n  labels:", 1), nil)
-		w := p.waitWork("cluster1", "openshift-gitops", "finalized", func(*workv1.ManifestWork) bool { return true }, "created")
+		w := s.waitWork(s.cluster1, s.ns, "finalized", func(*workv1.ManifestWork) bool { return true }, "created")
 		assert.Equal(t, []string{"resources-finalizer.argocd.argoproj.io"}, spokeApp(t, w).GetFinalizers(),
 			"the spoke Application prunes, as in Argo CD")
-		require.NoError(t, p.c.Delete(p.ctx, app))
-		p.waitNoWork("cluster1", "openshift-gitops", "finalized", "deleted")
-		require.Eventually(t, func() bool { return p.getApp("openshift-gitops", "finalized") == nil }, timeout, poll,
+		require.NoError(t, s.c.Delete(s.ctx, app))
+		s.waitNoWork(s.cluster1, s.ns, "finalized", "deleted")
+		require.Eventually(t, func() bool { return s.getApp(s.ns, "finalized") == nil }, timeout, poll,
 			"the hub Application is gone once its finalizer is released")
 	})
+}
 
-	t.Run("zero writes over 30s while reconciles are triggered", func(t *testing.T) {
-		p.assertNoWritesWhileTriggering(30 * time.Second)
+// TestPullModelNoWritesWhileTriggered counts every write request the manager sends, so it
+// runs on a pull hub of its own, with Applications in the states the other scenarios
+// leave: reported on, in an ApplicationSet's report, shipped with a warning, not shipped.
+func TestPullModelNoWritesWhileTriggered(t *testing.T) {
+	s := startPullScenario(startPullHub(t, false), "pull-steady")
+	appSet, w := s.guestbook()
+	s.reportGuestbookHealthy(w)
+	s.application(pullApp("guestbook-extra", s.ns, s.cluster1), appSet)
+	s.waitWork(s.cluster1, s.ns, "guestbook-extra", func(*workv1.ManifestWork) bool { return true }, "created")
+	s.shipUnskipped()
+	s.waitAppCondition(s.ns, "unskipped", pullmodel.ConditionPullWarning, pullmodel.ReasonSkipReconcileMissing)
+	s.application(pullApp("lost", s.ns, s.ns+"-9"), nil)
+	s.waitAppCondition(s.ns, "lost", pullmodel.ConditionPullError, pullmodel.ReasonClusterNotFound)
+	t.Run("zero writes while reconciles are triggered", func(t *testing.T) {
+		s.with(t).assertNoWritesWhileTriggering()
 	})
+}
 
+// TestPullModelOrphanCleanedUpAtStart stops the manager, so it runs on a pull hub of its own.
+func TestPullModelOrphanCleanedUpAtStart(t *testing.T) {
+	p := startPullHub(t, false)
+	s := startPullScenario(p, "pull-orphan")
+	s.guestbook()
 	t.Run("vanished while the manager was down: cleaned up at start", func(t *testing.T) {
-		p.application(pullApp("orphan", "openshift-gitops", "cluster1"), nil)
-		p.waitWork("cluster1", "openshift-gitops", "orphan", func(*workv1.ManifestWork) bool { return true }, "created")
+		s := s.with(t)
+		s.application(pullApp("orphan", s.ns, s.cluster1), nil)
+		s.waitWork(s.cluster1, s.ns, "orphan", func(*workv1.ManifestWork) bool { return true }, "created")
 		p.stop()
-		require.NoError(t, p.c.Delete(p.ctx, p.getApp("openshift-gitops", "orphan")))
-		time.Sleep(time.Second)
-		require.NoError(t, p.c.Get(p.ctx, types.NamespacedName{Namespace: "cluster1", Name: pullmodel.WorkName("openshift-gitops", "orphan")}, &workv1.ManifestWork{}),
+		require.NoError(t, s.c.Delete(s.ctx, s.getApp(s.ns, "orphan")))
+		require.Eventually(t, func() bool { return s.getApp(s.ns, "orphan") == nil }, timeout, poll,
+			"the Application is gone (it has no finalizer)")
+		require.NoError(t, s.c.Get(s.ctx, types.NamespacedName{Namespace: s.cluster1, Name: pullmodel.WorkName(s.ns, "orphan")}, &workv1.ManifestWork{}),
 			"nothing deleted the ManifestWork while the manager was down")
 		p.startManager(true)
-		p.waitNoWork("cluster1", "openshift-gitops", "orphan", "removed at start-up")
-		p.waitWork("cluster1", "openshift-gitops", "guestbook-cluster1", func(*workv1.ManifestWork) bool { return true }, "others kept")
+		s.waitNoWork(s.cluster1, s.ns, "orphan", "removed at start-up")
+		s.waitWork(s.cluster1, s.ns, s.guestbookApp(), func(*workv1.ManifestWork) bool { return true }, "others kept")
 	})
 }
 
@@ -508,8 +723,13 @@ func TestPullModelStartsWithArgoCDInstalledFirst(t *testing.T) {
 		p.startManager(false)
 		p.application(pullApp("late", "openshift-gitops", "cluster1"), nil)
 		require.NoError(t, p.c.Delete(p.ctx, p.getApp("openshift-gitops", "early")))
-		time.Sleep(5 * time.Second)
-		p.assertNoWorkFor("openshift-gitops", "late")
+		// The positive control: the manager started without the pull model is up and
+		// reconciling (a GitOpsCluster made now is registered), and its pull controller
+		// would have seen "late" and "early" by then.
+		p.applyYAML(`{apiVersion: apps.open-cluster-management.io/v1beta1, kind: GitOpsCluster, metadata: {name: kill-switch, namespace: openshift-gitops}, ` +
+			`spec: {argoServer: {argoNamespace: openshift-gitops}, placementRef: {kind: Placement, name: gitops-managed}}}`)
+		p.waitCondition("openshift-gitops", "kill-switch", appsv1beta1.ConditionClustersRegistered, metav1.ConditionTrue, appsv1beta1.ReasonRegistered)
+		p.assertNoWorkNow(t, "openshift-gitops", "late")
 		require.NoError(t, p.c.Get(p.ctx, types.NamespacedName{Namespace: "cluster1", Name: pullmodel.WorkName("openshift-gitops", "early")}, &workv1.ManifestWork{}),
 			"the existing ManifestWork is left alone")
 	})
@@ -529,13 +749,14 @@ func findCondition(app *unstructured.Unstructured, conditionType string) map[str
 }
 
 // assertNoWritesWhileTriggering touches every pull ManifestWork (a foreign annotation:
-// each touch makes the manager reconcile its Application and its report) four times
-// over the window, and checks that the manager sent no write request at all (an update
-// that changes nothing leaves the resourceVersion alone, so that is counted on the
-// wire), and that the Applications and reports kept their resourceVersions.
-func (p *pullHub) assertNoWritesWhileTriggering(window time.Duration) {
+// each touch makes the manager reconcile its Application and its report) in four rounds,
+// each waited for until both controllers reconciled after it, and checks that the manager
+// sent no write request at all (an update that changes nothing leaves the resourceVersion
+// alone, so that is counted on the wire), and that the Applications and reports kept
+// their resourceVersions.
+func (p *pullHub) assertNoWritesWhileTriggering() {
 	t := p.t
-	time.Sleep(3 * time.Second) // let earlier subtests' writes settle
+	p.writes.waitQuiet(t, 2*time.Second) // what earlier steps set off has settled
 	appsBefore := p.versions(func() client.ObjectList {
 		l := &unstructured.UnstructuredList{}
 		l.SetGroupVersionKind(pullmodel.ApplicationGVK.GroupVersion().WithKind("ApplicationList"))
@@ -546,21 +767,26 @@ func (p *pullHub) assertNoWritesWhileTriggering(window time.Duration) {
 	require.NotEmpty(t, reportsBefore)
 	touched := map[string]string{}
 	writesBefore := p.writes.count()
-	end := time.Now().Add(window)
-	for i := 0; time.Now().Before(end); i++ {
-		works := &workv1.ManifestWorkList{}
-		require.NoError(t, p.c.List(p.ctx, works, client.MatchingLabels{pullmodel.LabelPullWork: "true"}))
-		for j := range works.Items {
-			w := &works.Items[j]
-			patch := client.MergeFrom(w.DeepCopy())
-			if w.Annotations == nil {
-				w.Annotations = map[string]string{}
+	for i := range 4 {
+		waitControllerIdle(t, pullmodel.ReportControllerName)
+		reportsReconciled := reconcileTotal(t, pullmodel.ReportControllerName)
+		waitReconcileAfter(t, pullmodel.ControllerName, func() {
+			works := &workv1.ManifestWorkList{}
+			require.NoError(t, p.c.List(p.ctx, works, client.MatchingLabels{pullmodel.LabelPullWork: "true"}))
+			for j := range works.Items {
+				w := &works.Items[j]
+				patch := client.MergeFrom(w.DeepCopy())
+				if w.Annotations == nil {
+					w.Annotations = map[string]string{}
+				}
+				w.Annotations["test.example.com/touch"] = fmt.Sprint(i)
+				require.NoError(t, p.c.Patch(p.ctx, w, patch))
+				touched[w.Namespace+"/"+w.Name] = w.ResourceVersion
 			}
-			w.Annotations["test.example.com/touch"] = fmt.Sprint(i)
-			require.NoError(t, p.c.Patch(p.ctx, w, patch))
-			touched[w.Namespace+"/"+w.Name] = w.ResourceVersion
-		}
-		time.Sleep(window / 4)
+		})
+		require.Eventually(t, func() bool { return reconcileTotal(t, pullmodel.ReportControllerName) > reportsReconciled }, timeout, poll,
+			"the report controller reconciles after round %d", i)
+		waitControllerIdle(t, pullmodel.ReportControllerName)
 	}
 	assert.Equal(t, appsBefore, p.versions(func() client.ObjectList {
 		l := &unstructured.UnstructuredList{}

@@ -211,6 +211,12 @@ func (s *spoke) routesServedByAggregatedServer() bool {
 // watchRoutes lists Routes every 100ms until stopped and counts lists not answered by
 // the aggregated server.
 func (s *spoke) watchRoutes() (stop func() (lists, misses int64)) {
+	stop, _ = s.countRouteLists()
+	return stop
+}
+
+// countRouteLists is watchRoutes, with a count of the lists made so far.
+func (s *spoke) countRouteLists() (stop func() (lists, misses int64), listed func() int64) {
 	var n, miss atomic.Int64
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -229,7 +235,7 @@ func (s *spoke) watchRoutes() (stop func() (lists, misses int64)) {
 			}
 		}
 	}()
-	return func() (int64, int64) { close(done); wg.Wait(); return n.Load(), miss.Load() }
+	return func() (int64, int64) { close(done); wg.Wait(); return n.Load(), miss.Load() }, n.Load
 }
 
 func (s *spoke) openAPIV2() (int, []byte) {
@@ -326,13 +332,16 @@ func TestRouteGuardOnARealAggregatedRouteAPI(t *testing.T) {
 	})
 
 	t.Run("a duplicate CRD created while the agent runs is gone within 5 seconds and Routes keep working", func(t *testing.T) {
-		stopWatching := s.watchRoutes()
+		stopWatching, listed := s.countRouteLists()
 		require.NoError(t, s.c.Create(s.ctx, routesCRD()))
 		created := time.Now()
 		require.Eventually(t, func() bool { return !s.crdExists(contract.RoutesCRDName) }, 5*time.Second, 50*time.Millisecond,
 			"the duplicate CRD is deleted within 5 s")
 		t.Logf("duplicate CRD removed %v after it was created", time.Since(created).Round(10*time.Millisecond))
-		time.Sleep(time.Second)
+		// Routes keep working after the removal too: ten more lists are made (and checked).
+		afterRemoval := listed()
+		require.Eventually(t, func() bool { return listed() >= afterRemoval+10 }, 30*time.Second, 50*time.Millisecond,
+			"Routes are listed after the duplicate CRD is gone")
 		lists, misses := stopWatching()
 		assert.Positive(t, lists)
 		assert.Zero(t, misses, "every Route list was answered by the aggregated server")
@@ -493,7 +502,14 @@ func TestRouteGuardOnARealAggregatedRouteAPI(t *testing.T) {
 		require.Eventually(t, func() bool { return s.c.Create(s.ctx, routesCRD()) == nil }, 30*time.Second, 100*time.Millisecond)
 		s.waitReport(t, contract.ConditionRouteAPI, contract.RouteAPICRD)
 		s.waitReport(t, contract.ConditionRoutesCRDGuard, routeguard.ReasonNotNative)
-		time.Sleep(3 * time.Second)
+		// The positive control: a change to the CRD (another tool's annotation) makes the
+		// guard reconcile, and it is waited for.
+		waitReconcileAfter(t, "routeguard", func() {
+			crd := &apiextensionsv1.CustomResourceDefinition{}
+			require.NoError(t, s.c.Get(s.ctx, types.NamespacedName{Name: contract.RoutesCRDName}, crd))
+			metav1.SetMetaDataAnnotation(&crd.ObjectMeta, "example.com/seen", "true")
+			require.NoError(t, s.c.Update(s.ctx, crd))
+		})
 		assert.True(t, s.crdExists(contract.RoutesCRDName), "nothing is deleted on a cluster without a native Route API")
 		code, out := s.doctor()
 		assert.Equal(t, doctor.Healthy, code, out)
