@@ -148,26 +148,16 @@ func (p *pullHub) with(t *testing.T) *pullHub {
 	return &c
 }
 
-var sharedPull struct {
-	once sync.Once
-	hub  *pullHub
-}
+var sharedPull packageShared[*pullHub]
 
 // sharedPullHub is the package's shared pull hub (see sharedHub): Argo CD's CRDs
 // installed after the manager started, as on a hub where the GitOps operator comes
 // second. Its scenarios each use a namespace and clusters of their own (startPullScenario).
 func sharedPullHub(t *testing.T) *pullHub {
 	t.Helper()
-	sharedPull.once.Do(func() {
-		tb := &packageTB{TB: t}
-		p := newPullHub(tb, t, false, append(testenv.OCMCRDPaths(), ourCRDs()), 0)
-		tb.started = true
-		sharedPull.hub = p
-	})
-	if sharedPull.hub == nil {
-		t.Fatal("the shared pull hub failed to start in the test that first asked for it")
-	}
-	return sharedPull.hub.with(t)
+	return sharedPull.get(t, "shared pull hub", func(tb *packageTB) *pullHub {
+		return newPullHub(tb, t, false, append(testenv.OCMCRDPaths(), ourCRDs()), 0)
+	}).with(t)
 }
 
 // pullScenario is a namespace of hub Applications of its own, with two ManagedClusters of
@@ -212,8 +202,8 @@ func (s *pullScenario) guestbookApp() string { return "guestbook-" + s.cluster1 
 
 // reportGuestbookHealthy reports the guestbook Application of cluster1 synced and healthy,
 // its last operation (started at 10:00) succeeded, and waits until the hub Application and
-// the ApplicationSet's report show it.
-func (s *pullScenario) reportGuestbookHealthy(w *workv1.ManifestWork) {
+// the ApplicationSet's report show it; it returns that report.
+func (s *pullScenario) reportGuestbookHealthy(w *workv1.ManifestWork) *v1alpha1.MulticlusterApplicationSetReport {
 	s.t.Helper()
 	s.report(w, map[string]string{
 		pullmodel.FeedbackHealth: "Healthy", pullmodel.FeedbackSync: "Synced", pullmodel.FeedbackRevision: "abc123",
@@ -233,6 +223,7 @@ func (s *pullScenario) reportGuestbookHealthy(w *workv1.ManifestWork) {
 		return s.c.Get(s.ctx, types.NamespacedName{Namespace: s.ns, Name: "guestbook"}, report) == nil &&
 			report.Statuses.Summary.Healthy == "1"
 	}, timeout, poll, "report with one healthy Application")
+	return report
 }
 
 func (p *pullHub) waitCRDsEstablished(names ...string) {
@@ -475,24 +466,7 @@ func TestPullModelStatusAndReport(t *testing.T) {
 	t.Run("status from feedback and the ApplicationSet report", func(t *testing.T) {
 		s := s.with(t)
 		w := s.waitWork(s.cluster1, s.ns, s.guestbookApp(), func(*workv1.ManifestWork) bool { return true }, "exists")
-		s.report(w, map[string]string{
-			pullmodel.FeedbackHealth: "Healthy", pullmodel.FeedbackSync: "Synced", pullmodel.FeedbackRevision: "abc123",
-			pullmodel.FeedbackOperationPhase: "Succeeded", pullmodel.FeedbackOperationStartedAt: "2026-11-23T10:00:00Z",
-			pullmodel.FeedbackOperationMessage: "successfully synced (all tasks run)",
-		}, nil)
-		require.Eventually(t, func() bool {
-			app := s.getApp(s.ns, s.guestbookApp())
-			h, _, _ := unstructured.NestedString(app.Object, "status", "health", "status")
-			sync, _, _ := unstructured.NestedString(app.Object, "status", "sync", "status")
-			r, _, _ := unstructured.NestedString(app.Object, "status", "sync", "revision")
-			ph, _, _ := unstructured.NestedString(app.Object, "status", "operationState", "phase")
-			return h == "Healthy" && sync == "Synced" && r == "abc123" && ph == "Succeeded"
-		}, timeout, poll, "hub Application shows the spoke's status")
-		report := &v1alpha1.MulticlusterApplicationSetReport{}
-		require.Eventually(t, func() bool {
-			return s.c.Get(s.ctx, types.NamespacedName{Namespace: s.ns, Name: "guestbook"}, report) == nil &&
-				report.Statuses.Summary.Healthy == "1"
-		}, timeout, poll, "report with one healthy Application")
+		report := s.reportGuestbookHealthy(w)
 		assert.Equal(t, s.ns+".guestbook", report.Labels[pullmodel.LabelHostingAppSetReport])
 		require.Len(t, report.OwnerReferences, 1)
 		assert.Equal(t, appSet.GetUID(), report.OwnerReferences[0].UID)

@@ -14,25 +14,36 @@ import (
 // GitOpsClusters, so that it runs alone with -run, and in any order. A scenario that
 // restarts the apiserver, or that checks that the manager writes nothing at all, starts a
 // hub of its own (startHub) instead.
-var shared struct {
-	once sync.Once
-	hub  *hub
-}
+var shared packageShared[*hub]
 
 // sharedHub returns the package's shared hub, started on the first call, with its helpers
 // failing t.
 func sharedHub(t *testing.T) *hub {
 	t.Helper()
-	shared.once.Do(func() {
+	return shared.get(t, "shared hub", func(tb *packageTB) *hub { return newHub(tb, t) }).with(t)
+}
+
+// packageShared is something the package's tests share (a hub), started by the first
+// test that asks for it, its cleanups run after the package's tests (packageTB).
+type packageShared[T any] struct {
+	once    sync.Once
+	value   T
+	started bool
+}
+
+// get starts the shared value on the first call and returns it; a test after a failed
+// start fails at once instead of starting it again.
+func (s *packageShared[T]) get(t *testing.T, what string, start func(tb *packageTB) T) T {
+	t.Helper()
+	s.once.Do(func() {
 		tb := &packageTB{TB: t}
-		h := newHub(tb, t)
-		tb.started = true
-		shared.hub = h
+		s.value = start(tb)
+		tb.started, s.started = true, true
 	})
-	if shared.hub == nil {
-		t.Fatal("the shared hub failed to start in the test that first asked for it")
+	if !s.started {
+		t.Fatalf("the %s failed to start in the test that first asked for it", what)
 	}
-	return shared.hub.with(t)
+	return s.value
 }
 
 // with is h with its helpers failing t.
