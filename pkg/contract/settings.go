@@ -3,7 +3,6 @@ package contract
 import (
 	"maps"
 	"net"
-	"slices"
 )
 
 // The ManagedClusterAddOn annotations that carry AddonSettings. Only Settings and
@@ -97,13 +96,9 @@ func SettingsOf(annotations map[string]string) AddonSettings {
 	return s
 }
 
-// SettingsAnnotationKeys lists every annotation AddonSettings owns: a writer replaces
-// exactly these on a ManagedClusterAddOn (removing the ones no longer set) and leaves the
+// settingsKeys are every annotation AddonSettings owns: WithSettings replaces exactly
+// these on a ManagedClusterAddOn (removing the ones no longer set) and leaves the
 // annotations of OCM and users alone.
-func SettingsAnnotationKeys() []string {
-	return slices.Clone(settingsKeys)
-}
-
 var settingsKeys = []string{
 	annotationOperatorImage, annotationArgoCDImage, annotationRedisImage, annotationArgoCDAgentImage,
 	ArgoCDAgentMode, annotationPrincipal, annotationPrincipalCA,

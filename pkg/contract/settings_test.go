@@ -45,7 +45,7 @@ func TestSettingsAnnotationsAreStable(t *testing.T) {
 }
 
 func TestSettingsAnnotationKeysCoverEveryEncodedKey(t *testing.T) {
-	keys := SettingsAnnotationKeys()
+	keys := settingsKeys
 	for key := range everySetting().Annotations() {
 		assert.Contains(t, keys, key)
 	}

@@ -54,15 +54,8 @@ func (st *State) readCA(ns string, secret *corev1.Secret) error {
 	if err != nil {
 		return err
 	}
-	st.UserCA, st.ca = !ours(secret), cas.signer
-	st.CA = Certificate{Secret: CASecret, NotAfter: cas.signer.cert.NotAfter}
+	st.useCA(cas, !ours(secret))
 	if !st.UserCA {
-		if len(cas.previous) > 0 {
-			st.PreviousCA = &Certificate{Secret: CASecret, NotAfter: cas.previous[0].NotAfter}
-		}
-		if cas.next != nil {
-			st.NextCASignsFrom = handover(cas.next)
-		}
 		st.RenewAt = cas.dueAt()
 	}
 	return nil

@@ -101,15 +101,7 @@ func (k *Keeper) Ensure(ctx context.Context, req Request) (State, error) {
 	if err != nil {
 		return st, err
 	}
-	ca := cas.signer
-	st.UserCA, st.ca = user, ca
-	st.CA = Certificate{Secret: CASecret, NotAfter: ca.cert.NotAfter}
-	if !user && len(cas.previous) > 0 {
-		st.PreviousCA = &Certificate{Secret: CASecret, NotAfter: cas.previous[0].NotAfter}
-	}
-	if cas.next != nil {
-		st.NextCASignsFrom = handover(cas.next)
-	}
+	st.useCA(cas, user)
 	for _, s := range []struct {
 		name, commonName string
 		names            []string
@@ -269,6 +261,19 @@ func (k *Keeper) now() time.Time {
 		return k.Now()
 	}
 	return time.Now()
+}
+
+// useCA fills the CA part of st from the namespace's CAs: the one that signs, the one a
+// rotation keeps trusted beside it, the one waiting to sign; user says it is the user's.
+func (st *State) useCA(cas *caSet, user bool) {
+	st.UserCA, st.ca = user, cas.signer
+	st.CA = Certificate{Secret: CASecret, NotAfter: cas.signer.cert.NotAfter}
+	if !user && len(cas.previous) > 0 {
+		st.PreviousCA = &Certificate{Secret: CASecret, NotAfter: cas.previous[0].NotAfter}
+	}
+	if cas.next != nil {
+		st.NextCASignsFrom = handover(cas.next)
+	}
 }
 
 // loadSigningCA reads a namespace's CA Secret, which must hold a CA that can sign.

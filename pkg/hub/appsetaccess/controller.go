@@ -148,13 +148,7 @@ func (r *Reconciler) ensureExisting(ctx context.Context, w *wanted) (holder, err
 }
 
 func (r *Reconciler) updateIfChanged(ctx context.Context, w *wanted, current client.Object) error {
-	if !w.update(current, w.desired) {
-		return nil
-	}
-	if err := r.Client.Update(ctx, current); err != nil {
-		return fmt.Errorf("updating %s: %w", w.key, err)
-	}
-	return nil
+	return ownership.UpdateIfChanged(ctx, r.Client, current, w.desired, w.update)
 }
 
 // firstAdopter is the first of the GitOpsClusters that need an object that adopts.

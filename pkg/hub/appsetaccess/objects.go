@@ -13,6 +13,7 @@ import (
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/ownership"
 )
 
 // PlacementReaderName names the Role and RoleBinding that let the ApplicationSet
@@ -35,16 +36,7 @@ type objectKey struct {
 }
 
 func keyOf(obj client.Object) objectKey {
-	var kind string
-	switch obj.(type) {
-	case *corev1.ConfigMap:
-		kind = "ConfigMap"
-	case *rbacv1.Role:
-		kind = "Role"
-	case *rbacv1.RoleBinding:
-		kind = "RoleBinding"
-	}
-	return objectKey{kind: kind, namespace: obj.GetNamespace(), name: obj.GetName()}
+	return objectKey{kind: ownership.KindOf(obj), namespace: obj.GetNamespace(), name: obj.GetName()}
 }
 
 func (k objectKey) objectKey() client.ObjectKey {

@@ -134,22 +134,9 @@ func updateAddon(current, desired client.Object) bool {
 			labels[k], changed = v, true
 		}
 	}
-	annotations := maps.Clone(current.GetAnnotations())
-	if annotations == nil {
-		annotations = map[string]string{}
-	}
 	want := desired.GetAnnotations()
-	for _, key := range contract.SettingsAnnotationKeys() {
-		value, wanted := want[key]
-		if got, has := annotations[key]; wanted && got != value || !wanted && has {
-			changed = true
-		}
-		if wanted {
-			annotations[key] = value
-		} else {
-			delete(annotations, key)
-		}
-	}
+	annotations := contract.WithSettings(current.GetAnnotations(), contract.SettingsOf(want))
+	changed = changed || !maps.Equal(annotations, current.GetAnnotations())
 	if owner, ok := want[ownership.AnnotationOwner]; ok && annotations[ownership.AnnotationOwner] != owner {
 		annotations[ownership.AnnotationOwner], changed = owner, true
 	}

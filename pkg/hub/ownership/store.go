@@ -80,10 +80,16 @@ func (r *Store) Ensure(ctx context.Context, gc *appsv1beta1.GitOpsCluster, desir
 
 // UpdateIfChanged writes current once update has brought it to desired, if that changed it.
 func (r *Store) UpdateIfChanged(ctx context.Context, current, desired client.Object, update UpdateFunc) error {
+	return UpdateIfChanged(ctx, r.Client, current, desired, update)
+}
+
+// UpdateIfChanged brings current to desired with update and writes it only if that changed
+// it, so that a steady state makes no writes.
+func UpdateIfChanged(ctx context.Context, c client.Writer, current, desired client.Object, update UpdateFunc) error {
 	if !update(current, desired) {
 		return nil
 	}
-	if err := r.Client.Update(ctx, current); err != nil {
+	if err := c.Update(ctx, current); err != nil {
 		return fmt.Errorf("updating %s %s: %w", KindOf(desired), client.ObjectKeyFromObject(desired), err)
 	}
 	return nil
