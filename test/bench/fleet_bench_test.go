@@ -71,7 +71,15 @@ import (
 //   - convergence after the Placement shrinks to N/2 clusters, and after the GitOpsCluster
 //     is deleted;
 //
-//   - the manager's peak RSS and CPU time (from /proc).
+//   - the manager's peak RSS and CPU time (from /proc);
+//
+//   - all writes (every user) per cluster during propagation, the CPU the hub's apiserver,
+//     etcd and OCM's addon-manager spent in it, their peak RSS and etcd's database size;
+//
+//   - last, on the same hub and clusters, the mechanism Red Hat ACM delivers its
+//     gitops-addon with (fleet_template_test.go): an AddOnTemplate carrying the objects our
+//     addon rendered, driven by OCM's addon-manager, enabled per cluster as ACM's
+//     GitOpsCluster controller does it; the same figures, and ours as a ratio to it.
 //
 //     make e2e-env build
 //     FLEET_BENCH_SIZES=100,300,1000 go test -run '^$' -bench BenchmarkFleet -benchtime 1x -timeout 120m ./test/bench/
@@ -203,17 +211,24 @@ func runFleetBenchmark(b *testing.B, n int) {
 		},
 	}
 	progress("creating the GitOpsCluster")
+	useBefore := sampleHubUse(b, f)
 	propStart := time.Now()
 	profiled := profiler.cpu(ctx, fmt.Sprintf("clusters-%d-propagation", n))
 	require.NoError(b, c.Create(ctx, gc))
 	secrets, addons, works := fleetTargets(b, ctx, c, n, 0)
 	propagation := converge(b, "propagation", propStart, 30*time.Minute, poll, alive, secrets, addons, works)
 	propEnd := time.Now()
+	oursUse := sampleHubUse(b, f).since(useBefore)
+	profiler.heap(ctx, fmt.Sprintf("clusters-%d-propagation", n))
 	profiled()
 	_, cpuAfter, err := procStats(p.Manager.Pid())
 	require.NoError(b, err)
 	worksPerCluster, _ := uniform(countByNamespace(b, ctx, c, workGVK, "", addonWorks()))
 	propWrites := writesBetween(b, f.Hub, managerUser, propStart, propEnd)
+	propAllWrites := writesBetween(b, f.Hub, "", propStart, propEnd)
+	etcdAfterProp, _ := etcdDBSize(b, ctx, f)
+	// The template phase's AddOnTemplate carries these objects: ours, as rendered.
+	manifests := spokeManifests(b, ctx, c, names[0])
 	propTimeline := timeline(b, f.Hub, propStart, propEnd)
 	progress("propagation %v (secrets %v, addons %v, works %v)", propagation.Round(time.Millisecond),
 		secrets.at.Round(time.Millisecond), addons.at.Round(time.Millisecond), works.at.Round(time.Millisecond))
@@ -288,6 +303,14 @@ func runFleetBenchmark(b *testing.B, n int) {
 	rss, cpu, err := procStats(p.Manager.Pid())
 	require.NoError(b, err)
 
+	// ACM's mechanism, on the same hub and clusters, now that ours is gone from them.
+	tpl := runTemplatePhase(b, ctx, f, c, names, fs.secrets, manifests, poll, alive)
+	progress("template addon: propagation %v (secrets %v, addons %v, works %v)", ms(tpl.propagation),
+		ms(tpl.secrets.at), ms(tpl.addons.at), ms(tpl.works.at))
+	hubEnd := sampleHubUse(b, f)
+	etcdEnd, etcdEndInUse := etcdDBSize(b, ctx, f)
+	ratioTemplate := propagation.Seconds() / tpl.propagation.Seconds()
+
 	ratio := propagation.Seconds() / floor.Seconds()
 	ratioSerial := propagation.Seconds() / floorSerial.Seconds()
 	b.ReportMetric(propagation.Seconds(), "propagation-s")
@@ -303,6 +326,12 @@ func runFleetBenchmark(b *testing.B, n int) {
 	b.ReportMetric(deletion.Seconds(), "delete-s")
 	b.ReportMetric(float64(rss)/(1<<20), "manager-peak-RSS-MiB")
 	b.ReportMetric(cpu.Seconds(), "manager-CPU-s")
+	b.ReportMetric(tpl.propagation.Seconds(), "template-propagation-s")
+	b.ReportMetric(ratioTemplate, "ratio-vs-template")
+	b.ReportMetric(float64(len(propAllWrites))/float64(n), "writes/cluster")
+	b.ReportMetric(float64(len(tpl.writes))/float64(n), "template-writes/cluster")
+	b.ReportMetric(float64(hubEnd.apiserverRSS)/(1<<20), "hub-apiserver-peak-RSS-MiB")
+	b.ReportMetric(float64(etcdEnd)/(1<<20), "etcd-db-MiB")
 
 	var out strings.Builder
 	w := tabwriter.NewWriter(&out, 0, 0, 2, ' ', 0)
@@ -336,6 +365,23 @@ func runFleetBenchmark(b *testing.B, n int) {
 	row("delete GitOpsCluster", "%v: gone %v, secrets %v, addons %v, works %v; %d writes: %s",
 		ms(deletion), ms(gone.at), ms(dSecrets.at), ms(dAddons.at), ms(dWorks.at), len(delWrites), summarizeWrites(delWrites))
 	row("manager", "peak RSS %d MiB, CPU %.1f s over the run", rss>>20, cpu.Seconds())
+	row("ACM's mechanism", "AddOnTemplate %s (%d objects: ours) driven by OCM's addon-manager; per cluster, %d at a time: Secret, AddOnDeploymentConfig, ManagedClusterAddOn",
+		templateAddon, len(manifests), templateWriters)
+	row("  propagation", "%v: secrets %v, addons %v, works %v (%d a cluster); ours %v: ratio %.2f",
+		ms(tpl.propagation), ms(tpl.secrets.at), ms(tpl.addons.at), ms(tpl.works.at), tpl.worksPerCluster, ms(propagation), ratioTemplate)
+	row("  writes per cluster", "template %s (%d: %s; %s), ours %s (%d: %s; %s)",
+		perCluster(len(tpl.writes), n), len(tpl.writes), writesByUser(tpl.writes), summarizeWrites(tpl.writes),
+		perCluster(len(propAllWrites), n), len(propAllWrites), writesByUser(propAllWrites), summarizeWrites(propAllWrites))
+	for _, line := range tpl.timeline {
+		row("  template timeline", "%s", line)
+	}
+	row("  hub CPU in propagation", "template: apiserver %.1f s, etcd %.1f s, OCM addon-manager %.1f s; ours: apiserver %.1f s, etcd %.1f s, OCM addon-manager %.1f s, our manager %.1f s",
+		tpl.use.apiserverCPU.Seconds(), tpl.use.etcdCPU.Seconds(), tpl.use.addonManagerCPU.Seconds(),
+		oursUse.apiserverCPU.Seconds(), oursUse.etcdCPU.Seconds(), oursUse.addonManagerCPU.Seconds(), (cpuAfter - cpuBefore).Seconds())
+	row("  ManifestWorks bytes", "template %d a cluster (spec %d); ours %d (spec %d)",
+		tpl.sizes.object/int64(n), tpl.sizes.spec/int64(n), sizes.object/int64(n), sizes.spec/int64(n))
+	row("hub", "apiserver peak RSS %d MiB, etcd peak RSS %d MiB, OCM addon-manager peak RSS %d MiB; etcd db %d MiB after our propagation, %d MiB at the end (%d MiB in use)",
+		hubEnd.apiserverRSS>>20, hubEnd.etcdRSS>>20, hubEnd.addonManagerRSS>>20, etcdAfterProp>>20, etcdEnd>>20, etcdEndInUse>>20)
 	require.NoError(b, w.Flush())
 	// On stdout: the testing package keeps only the first lines of a benchmark's log.
 	fmt.Printf("fleet benchmark, %d clusters:\n%s", n, out.String())

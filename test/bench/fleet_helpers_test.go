@@ -381,13 +381,21 @@ const hubAdmin = "harness-admin"
 // by verb and resource: how many, and the first and last relative to from, in the order
 // they began. It shows which step of a handoff (manager, OCM) a convergence waited on.
 func timeline(b *testing.B, hub *harness.Cluster, from, to time.Time) []string {
+	return timelineOf(b, hub, from, to, []auditUser{{managerUser, "manager"}, {hubAdmin, "hub admin"}})
+}
+
+// auditUser is a user of the audit log and the short name a timeline gives it.
+type auditUser struct{ user, short string }
+
+// timelineOf is the timeline of these users' writes.
+func timelineOf(b *testing.B, hub *harness.Cluster, from, to time.Time, users []auditUser) []string {
 	type span struct {
 		key         string
 		n           int
 		first, last time.Duration
 	}
 	var spans []*span
-	for _, u := range []struct{ user, short string }{{managerUser, "manager"}, {hubAdmin, "hub admin"}} {
+	for _, u := range users {
 		byKey := map[string]*span{}
 		for _, e := range writesBetween(b, hub, u.user, from, to) {
 			key := u.short + " " + e.Verb
@@ -468,7 +476,8 @@ func progress(format string, args ...any) {
 
 // managerProfiler takes CPU profiles of the manager through its /debug/pprof when
 // FLEET_BENCH_CPUPROFILE names a directory: a profile of FLEET_BENCH_PROFILE_SECONDS
-// (default 60) from the start of a phase, written as <dir>/<phase>.pprof, to read with
+// (default 60) from the start of a phase, written as <dir>/<phase>.pprof, and a heap
+// profile at the end of propagation (<dir>/<phase>.heap.pprof), to read with
 // `go tool pprof -top bin/gitops-addon <file>`.
 type managerProfiler struct {
 	b       *testing.B
@@ -516,6 +525,38 @@ func extraManagerFlags(b *testing.B) map[string]string {
 	return flags
 }
 
+// heap writes the manager's heap profile now as <dir>/<phase>.heap.pprof.
+func (p *managerProfiler) heap(ctx context.Context, phase string) {
+	if p.dir == "" {
+		return
+	}
+	p.fetch(ctx, phase, fmt.Sprintf("http://%s/debug/pprof/heap", p.address), filepath.Join(p.dir, phase+".heap.pprof"))
+}
+
+// fetch writes what url answers to file.
+func (p *managerProfiler) fetch(ctx context.Context, phase, url, file string) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		p.b.Errorf("profiling %s: %v", phase, err)
+		return
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		p.b.Errorf("profiling %s: %v", phase, err)
+		return
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err == nil {
+		err = os.WriteFile(file, data, 0o644)
+	}
+	if err != nil {
+		p.b.Errorf("profiling %s: %v", phase, err)
+		return
+	}
+	progress("profile of %s written to %s", phase, file)
+}
+
 // cpu starts a CPU profile of the phase and returns a function that waits for it.
 func (p *managerProfiler) cpu(ctx context.Context, phase string) (wait func()) {
 	if p.dir == "" {
@@ -524,28 +565,7 @@ func (p *managerProfiler) cpu(ctx context.Context, phase string) (wait func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", p.address, p.seconds)
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			p.b.Errorf("profiling %s: %v", phase, err)
-			return
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			p.b.Errorf("profiling %s: %v", phase, err)
-			return
-		}
-		defer resp.Body.Close()
-		file := filepath.Join(p.dir, phase+".pprof")
-		data, err := io.ReadAll(resp.Body)
-		if err == nil {
-			err = os.WriteFile(file, data, 0o644)
-		}
-		if err != nil {
-			p.b.Errorf("profiling %s: %v", phase, err)
-			return
-		}
-		progress("CPU profile of %s written to %s", phase, file)
+		p.fetch(ctx, phase, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", p.address, p.seconds), filepath.Join(p.dir, phase+".pprof"))
 	}()
 	return func() { <-done }
 }

@@ -40,7 +40,7 @@ func (e AuditEvent) String() string {
 }
 
 // Writes returns the writes (create, update, patch, delete, deletecollection) user made
-// since the given time, as the cluster's kube-apiserver audited them, without Lease
+// (any user's if user is "") since the given time, as the cluster's kube-apiserver audited them, without Lease
 // writes (leader election and heartbeats). The audit log is written synchronously, so a
 // write that returned is in it.
 func (c *Cluster) Writes(user string, since time.Time) ([]AuditEvent, error) {
@@ -57,7 +57,7 @@ func (c *Cluster) Writes(user string, since time.Time) ([]AuditEvent, error) {
 		if err := json.Unmarshal(scanner.Bytes(), &e); err != nil {
 			return nil, fmt.Errorf("reading %s: %w", c.AuditLog, err)
 		}
-		if e.User.Username == user && e.Stage == "ResponseComplete" && !e.RequestReceivedTimestamp.Before(since) &&
+		if (user == "" || e.User.Username == user) && e.Stage == "ResponseComplete" && !e.RequestReceivedTimestamp.Before(since) &&
 			isWrite(e.Verb) && (e.ObjectRef == nil || e.ObjectRef.Resource != "leases") {
 			out = append(out, e)
 		}

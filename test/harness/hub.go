@@ -350,6 +350,13 @@ func createNamespace(ctx context.Context, c *Cluster, name string) error {
 	return nil
 }
 
+// Process returns the fleet's process of that name (the latest if several): "etcd",
+// "hub-kube-apiserver", "hub-addon-manager", ... as its log file is named.
+func (f *Fleet) Process(name string) *Process { return f.process(name) }
+
+// EtcdURL is the client URL of the fleet's etcd (its /metrics too).
+func (f *Fleet) EtcdURL() string { return f.etcdURL }
+
 // process returns the fleet's process of that name (the latest if several).
 func (f *Fleet) process(name string) *Process {
 	procs := f.Processes()
