@@ -56,6 +56,7 @@ func NewRootCommand() *cobra.Command {
 			if limit > 0 {
 				ctrl.Log.Info("Go memory limit set from the container's", "bytes", limit, "fraction", memlimit.Fraction)
 			}
+			memlimit.GCFromEnvironment()
 			return nil
 		},
 	}

@@ -40,3 +40,24 @@ func TestFromEnvironment(t *testing.T) {
 		})
 	}
 }
+
+func TestGCFromEnvironment(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	tests := []struct {
+		name, gogc string
+		// runtime is the target the runtime started with (from GOGC, read at start).
+		runtime, want int
+	}{
+		{name: "GOGC unset: half the live heap", runtime: 100, want: GCPercent},
+		{name: "GOGC wins", gogc: "200", runtime: 200, want: 200},
+		{name: "GOGC=off wins", gogc: "off", runtime: -1, want: -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("GOGC", tt.gogc)
+			debug.SetGCPercent(tt.runtime)
+			assert.Equal(t, tt.want, GCFromEnvironment())
+			assert.Equal(t, tt.want, debug.SetGCPercent(tt.want), "the runtime's target")
+		})
+	}
+}

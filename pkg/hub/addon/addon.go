@@ -12,12 +12,11 @@ import (
 	"slices"
 
 	"helm.sh/helm/v3/pkg/releaseutil"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+	rbaclisters "k8s.io/client-go/listers/rbac/v1"
 	"open-cluster-management.io/addon-framework/pkg/addonfactory"
 	"open-cluster-management.io/addon-framework/pkg/agent"
 	"open-cluster-management.io/addon-framework/pkg/utils"
@@ -41,9 +40,12 @@ type Options struct {
 	// OperatorImage overrides the GitOps operator image on every cluster; empty lets
 	// the chart choose by cluster flavour.
 	OperatorImage string
-	// KubeClient writes the agent's hub Role and RoleBinding. Render, which needs no
-	// cluster, passes nil: it never grants permissions.
+	// KubeClient writes the agent's hub RoleBinding. Render, which needs no cluster,
+	// passes nil: it never grants permissions.
 	KubeClient kubernetes.Interface
+	// AgentHubBindings lists the agent's hub RoleBindings (AgentHubBinding in every
+	// namespace) from a cache; nil reads them from the apiserver.
+	AgentHubBindings rbaclisters.RoleBindingLister
 	// ADCGetter reads AddOnDeploymentConfigs; nil ignores them.
 	ADCGetter utils.AddOnDeploymentConfigGetter
 	// ExtraValues are applied last, above everything (render's -f and --set).
@@ -98,7 +100,7 @@ func buildHelmAddon(o Options, chartFS embed.FS) (agent.AgentAddon, error) {
 	if o.ADCGetter != nil {
 		factory = factory.WithConfigGVRs(utils.AddOnDeploymentConfigGVR)
 	}
-	factory = factory.WithAgentRegistrationOption(registration(o.KubeClient, o.ArgoCDAgentSigner))
+	factory = factory.WithAgentRegistrationOption(registration(o.KubeClient, o.AgentHubBindings, o.ArgoCDAgentSigner))
 	built, err := factory.BuildHelmAgentAddon()
 	if err != nil {
 		return nil, fmt.Errorf("building the gitops-addon agent addon: %w", err)
@@ -151,53 +153,21 @@ func flavourChanged(old, updated *clusterv1.ManagedCluster) bool {
 		utils.ClusterImageRegistriesAnnotationChanged(old, updated)
 }
 
-// hubRole is what the spoke agent may do on the hub, in its cluster's namespace only:
-// keep its lease (fallback when the spoke has no Lease API) and report its conditions on
-// its own ManagedClusterAddOn.
-func hubRole(cluster string) *rbacv1.Role {
-	return &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Name: "gitops-addon-agent", Namespace: cluster},
-		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},
-			{
-				APIGroups:     []string{"addon.open-cluster-management.io"},
-				Resources:     []string{"managedclusteraddons"},
-				ResourceNames: []string{contract.AddonName},
-				Verbs:         []string{"get", "list", "watch"},
-			},
-			{
-				APIGroups:     []string{"addon.open-cluster-management.io"},
-				Resources:     []string{"managedclusteraddons/status"},
-				ResourceNames: []string{contract.AddonName},
-				Verbs:         []string{"get", "patch", "update"},
-			},
-			{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
-		},
-	}
-}
-
 // registration gives the agent a hub client certificate with a constant agent name, signed
 // by the kube-apiserver-client signer after addon-framework's standard CSR checks, and
-// binds hubRole to its subject in the cluster namespace; with a signer, clusters in Argo
-// CD Agent mode get their agent's client certificate too.
-func registration(kubeClient kubernetes.Interface, signer *agentsigner.Signer) *agent.RegistrationOption {
+// binds AgentHubClusterRole to its subject in the cluster namespace; with a signer,
+// clusters in Argo CD Agent mode get their agent's client certificate too.
+func registration(kubeClient kubernetes.Interface, bindings rbaclisters.RoleBindingLister, signer *agentsigner.Signer) *agent.RegistrationOption {
 	option := &agent.RegistrationOption{
 		Configurations:  agent.KubeClientSignerConfigurations(contract.AddonName, contract.AgentName),
 		CSRApproveCheck: utils.DefaultCSRApprover(contract.AgentName),
-		PermissionConfig: func(ctx context.Context, cluster *clusterv1.ManagedCluster, addon *addonv1beta1.ManagedClusterAddOn) error {
-			if kubeClient == nil {
-				return fmt.Errorf("no hub client to grant the agent's permissions for cluster %s", cluster.Name)
-			}
-			return utils.NewRBACPermissionConfigBuilder(kubeClient).
-				BindKubeClientRole(hubRole(cluster.Name)).
-				Build()(ctx, cluster, addon)
-		},
 	}
 	if signer != nil {
 		option.Configurations = agentsigner.Configurations(option.Configurations)
 		option.CSRApproveCheck = agentsigner.Approve(option.CSRApproveCheck)
 		option.CSRSign = signer.Sign
 	}
+	option.PermissionConfig = agentHubAccess{kube: kubeClient, bindings: bindings, configurations: option.Configurations}.grant
 	return option
 }
 

@@ -42,7 +42,10 @@ func imageSettings(gc *appsv1beta1.GitOpsCluster) contract.Images {
 // addon manager would add right after the create (identical, so OCM finds nothing to
 // change): addon-framework's registration and deploy controllers wait for that reference,
 // and OCM's addon manager adds it at its own pace (2 workers; at 1,000 clusters about a
-// minute behind the creates).
+// minute behind the creates). It also carries addon-framework's pre-delete hook finalizer,
+// which the framework's deploy controller would otherwise add in a sync and an update of
+// its own before it deploys anything (the agent chart has a pre-delete hook, and the
+// framework removes the finalizer once the hook has run, as it does the one it adds).
 func desiredAddon(
 	gc *appsv1beta1.GitOpsCluster, cluster string, settings contract.AddonSettings, cma *metav1.OwnerReference,
 ) *addonv1beta1.ManagedClusterAddOn {
@@ -58,6 +61,7 @@ func desiredAddon(
 	}
 	if cma != nil {
 		addon.OwnerReferences = []metav1.OwnerReference{*cma}
+		addon.Finalizers = []string{addonv1beta1.AddonPreDeleteHookFinalizer}
 	}
 	return addon
 }

@@ -174,14 +174,20 @@ func (r *Reconciler) observe(ctx context.Context, gc *appsv1beta1.GitOpsCluster)
 	if obs.agent, obs.failed, err = r.readAgentTrust(ctx, gc); obs.failed != nil {
 		return obs, err
 	}
+	// The ManagedClusterAddOns before the cluster Secrets: each addon starts the longest
+	// chain of the fleet (OCM's addon-manager, addon-framework's registration and deploy,
+	// then the ManifestWork), a Secret is done once written. A failure of either is
+	// reported; registration's first, as before.
+	var addonErr error
+	obs.addons, addonErr = r.reconcileAddons(ctx, gc, obs.placement.clusters, obs.agent)
 	if obs.registration, err = r.registerClusters(ctx, gc, obs.placement.clusters, obs.agent); err != nil {
 		obs.failed = &stepFailure{condition: appsv1beta1.ConditionClustersRegistered, err: err}
 		return obs, err
 	}
-	if obs.addons, err = r.reconcileAddons(ctx, gc, obs.placement.clusters, obs.agent); err != nil {
-		obs.failed = &stepFailure{condition: appsv1beta1.ConditionAddOnsReady, err: err}
+	if addonErr != nil {
+		obs.failed = &stepFailure{condition: appsv1beta1.ConditionAddOnsReady, err: addonErr}
 	}
-	return obs, err
+	return obs, addonErr
 }
 
 // writeStatus writes the status only when it changed, so a steady state makes no writes.

@@ -116,7 +116,8 @@ func TestReconcileCreatesSecretsAndAddons(t *testing.T) {
 // TestCreatedAddonsAreOwnedByTheClusterManagementAddOn: addon-framework acts on a
 // ManagedClusterAddOn only once it has the controller reference to its
 // ClusterManagementAddOn; the manager writes the very reference OCM's addon manager would,
-// so that no cluster waits for OCM to add it.
+// so that no cluster waits for OCM to add it; and the framework's pre-delete hook finalizer,
+// so that its deploy controller deploys in its first sync.
 func TestCreatedAddonsAreOwnedByTheClusterManagementAddOn(t *testing.T) {
 	t.Run("the ClusterManagementAddOn exists", func(t *testing.T) {
 		cma := &addonv1beta1.ClusterManagementAddOn{ObjectMeta: metav1.ObjectMeta{Name: contract.AddonName, UID: "cma-uid"}}
@@ -131,6 +132,8 @@ func TestCreatedAddonsAreOwnedByTheClusterManagementAddOn(t *testing.T) {
 			APIVersion: "addon.open-cluster-management.io/v1alpha1", Kind: "ClusterManagementAddOn", Name: contract.AddonName,
 			UID: "cma-uid", Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
 		}, ref, "exactly what OCM's addon-owner controller writes (utils.MergeOwnerRefs then changes nothing)")
+		assert.Equal(t, []string{addonv1beta1.AddonPreDeleteHookFinalizer}, mca.Finalizers,
+			"the pre-delete hook finalizer addon-framework's deploy controller would add in an update of its own")
 	})
 	t.Run("no ClusterManagementAddOn: created without, OCM adds it later", func(t *testing.T) {
 		gc := gitOpsCluster("gc", "p", true)
@@ -139,6 +142,7 @@ func TestCreatedAddonsAreOwnedByTheClusterManagementAddOn(t *testing.T) {
 		mca := &addonv1beta1.ManagedClusterAddOn{}
 		require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "c1", Name: contract.AddonName}, mca))
 		assert.Empty(t, mca.OwnerReferences)
+		assert.Empty(t, mca.Finalizers, "no addon manager acts on it yet: nothing would remove a finalizer")
 	})
 }
 

@@ -7,11 +7,13 @@ import (
 	"slices"
 	"time"
 
+	"github.com/gitops-addon/gitops-addon/pkg/hub/addon"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	kubeinformers "k8s.io/client-go/informers"
+	rbacinformers "k8s.io/client-go/informers/rbac/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -43,9 +45,27 @@ const informerResync = 10 * time.Minute
 type addonManager struct {
 	base    *addonmanager.BaseAddonManagerImpl
 	clients addonClients
+	// agentHubBindings caches the agent's hub RoleBindings, which the addon's
+	// permission config reads on every registration sync.
+	agentHubBindings toolscache.SharedIndexInformer
 }
 
-func newAddonManager(cfg *rest.Config, clients addonClients, agentAddon agent.AgentAddon) (*addonManager, error) {
+// newAgentHubBindingInformer caches the RoleBindings named addon.AgentHubBinding, in every
+// namespace: the agent's hub permissions, one per cluster (and those of older releases,
+// which bound a Role: the permission config replaces them).
+func newAgentHubBindingInformer(kube kubernetes.Interface) (toolscache.SharedIndexInformer, error) {
+	informer := rbacinformers.NewFilteredRoleBindingInformer(kube, metav1.NamespaceAll, informerResync,
+		toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc},
+		func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", addon.AgentHubBinding).String()
+		})
+	if err := informer.SetTransform(cache.TransformStripManagedFields()); err != nil {
+		return nil, fmt.Errorf("slimming the agent hub RoleBindings' cache: %w", err)
+	}
+	return informer, nil
+}
+
+func newAddonManager(cfg *rest.Config, clients addonClients, agentAddon agent.AgentAddon, agentHubBindings toolscache.SharedIndexInformer) (*addonManager, error) {
 	if agentAddon.GetAgentAddonOptions().AddonName == "" {
 		return nil, fmt.Errorf("registering the gitops-addon agent addon: the addon has no name")
 	}
@@ -55,7 +75,7 @@ func newAddonManager(cfg *rest.Config, clients addonClients, agentAddon agent.Ag
 	if err := base.AddAgent(agentAddon); err != nil {
 		return nil, fmt.Errorf("registering the gitops-addon agent addon: %w", err)
 	}
-	return &addonManager{base: base, clients: clients}, nil
+	return &addonManager{base: base, clients: clients, agentHubBindings: agentHubBindings}, nil
 }
 
 // addonClients are the clients of the addon (its hub RBAC, AddOnDeploymentConfigs) and
@@ -117,6 +137,11 @@ func (m *addonManager) Start(ctx context.Context) error {
 	}
 	if err := addIndexers(works.Informer(), addons.Informer(), managementAddons.Informer()); err != nil {
 		return err
+	}
+	// The registration controller reads the bindings from their cache from its first sync.
+	go m.agentHubBindings.Run(ctx.Done())
+	if !toolscache.WaitForCacheSync(ctx.Done(), m.agentHubBindings.HasSynced) {
+		return fmt.Errorf("caching the agent hub RoleBindings: %w", ctx.Err())
 	}
 	if err := m.base.StartWithInformers(ctx, clients.work, works, kubeInformers, addonInformers, clusterInformers, dynamicInformers); err != nil {
 		return fmt.Errorf("starting addon-framework's controllers: %w", err)

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	rbaclisters "k8s.io/client-go/listers/rbac/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"open-cluster-management.io/addon-framework/pkg/utils"
@@ -265,10 +266,15 @@ func addAddonManager(mgr manager.Manager, cfg *rest.Config, o Options, signer *a
 	if err != nil {
 		return fmt.Errorf("creating the addon manager's clients: %w", err)
 	}
+	agentHubBindings, err := newAgentHubBindingInformer(clients.kube)
+	if err != nil {
+		return err
+	}
 	agentAddon, err := addon.New(addon.Options{
 		AgentImage:        o.AgentImage,
 		OperatorImage:     o.OperatorImage,
 		KubeClient:        clients.kube,
+		AgentHubBindings:  rbaclisters.NewRoleBindingLister(agentHubBindings.GetIndexer()),
 		ADCGetter:         utils.NewAddOnDeploymentConfigGetter(clients.addon),
 		Warn:              addon.EventWarner(mgr.GetEventRecorder("gitops-addon-manager")),
 		ArgoCDAgentSigner: signer,
@@ -276,7 +282,7 @@ func addAddonManager(mgr manager.Manager, cfg *rest.Config, o Options, signer *a
 	if err != nil {
 		return err
 	}
-	addonManager, err := newAddonManager(cfg, clients, agentAddon)
+	addonManager, err := newAddonManager(cfg, clients, agentAddon, agentHubBindings)
 	if err != nil {
 		return err
 	}
