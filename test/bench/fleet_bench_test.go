@@ -304,12 +304,15 @@ func runFleetBenchmark(b *testing.B, n int) {
 	require.NoError(b, err)
 
 	// ACM's mechanism, on the same hub and clusters, now that ours is gone from them.
-	tpl := runTemplatePhase(b, ctx, f, c, names, fs.secrets, manifests, poll, alive)
-	progress("template addon: propagation %v (secrets %v, addons %v, works %v)", ms(tpl.propagation),
-		ms(tpl.secrets.at), ms(tpl.addons.at), ms(tpl.works.at))
+	// FLEET_BENCH_TEMPLATE=off leaves it out (a run at 3,000 clusters, say).
+	var tpl templateRun
+	if os.Getenv("FLEET_BENCH_TEMPLATE") != "off" {
+		tpl = runTemplatePhase(b, ctx, f, c, names, fs.secrets, manifests, poll, alive)
+		progress("template addon: propagation %v (secrets %v, addons %v, works %v)", ms(tpl.propagation),
+			ms(tpl.secrets.at), ms(tpl.addons.at), ms(tpl.works.at))
+	}
 	hubEnd := sampleHubUse(b, f)
 	etcdEnd, etcdEndInUse := etcdDBSize(b, ctx, f)
-	ratioTemplate := propagation.Seconds() / tpl.propagation.Seconds()
 
 	ratio := propagation.Seconds() / floor.Seconds()
 	ratioSerial := propagation.Seconds() / floorSerial.Seconds()
@@ -326,10 +329,12 @@ func runFleetBenchmark(b *testing.B, n int) {
 	b.ReportMetric(deletion.Seconds(), "delete-s")
 	b.ReportMetric(float64(rss)/(1<<20), "manager-peak-RSS-MiB")
 	b.ReportMetric(cpu.Seconds(), "manager-CPU-s")
-	b.ReportMetric(tpl.propagation.Seconds(), "template-propagation-s")
-	b.ReportMetric(ratioTemplate, "ratio-vs-template")
 	b.ReportMetric(float64(len(propAllWrites))/float64(n), "writes/cluster")
-	b.ReportMetric(float64(len(tpl.writes))/float64(n), "template-writes/cluster")
+	if tpl.ran() {
+		b.ReportMetric(tpl.propagation.Seconds(), "template-propagation-s")
+		b.ReportMetric(propagation.Seconds()/tpl.propagation.Seconds(), "ratio-vs-template")
+		b.ReportMetric(float64(len(tpl.writes))/float64(n), "template-writes/cluster")
+	}
 	b.ReportMetric(float64(hubEnd.apiserverRSS)/(1<<20), "hub-apiserver-peak-RSS-MiB")
 	b.ReportMetric(float64(etcdEnd)/(1<<20), "etcd-db-MiB")
 
@@ -365,21 +370,26 @@ func runFleetBenchmark(b *testing.B, n int) {
 	row("delete GitOpsCluster", "%v: gone %v, secrets %v, addons %v, works %v; %d writes: %s",
 		ms(deletion), ms(gone.at), ms(dSecrets.at), ms(dAddons.at), ms(dWorks.at), len(delWrites), summarizeWrites(delWrites))
 	row("manager", "peak RSS %d MiB, CPU %.1f s over the run", rss>>20, cpu.Seconds())
-	row("ACM's mechanism", "AddOnTemplate %s (%d objects: ours) driven by OCM's addon-manager; per cluster, %d at a time: Secret, AddOnDeploymentConfig, ManagedClusterAddOn",
-		templateAddon, len(manifests), templateWriters)
-	row("  propagation", "%v: secrets %v, addons %v, works %v (%d a cluster); ours %v: ratio %.2f",
-		ms(tpl.propagation), ms(tpl.secrets.at), ms(tpl.addons.at), ms(tpl.works.at), tpl.worksPerCluster, ms(propagation), ratioTemplate)
-	row("  writes per cluster", "template %s (%d: %s; %s), ours %s (%d: %s; %s)",
-		perCluster(len(tpl.writes), n), len(tpl.writes), writesByUser(tpl.writes), summarizeWrites(tpl.writes),
-		perCluster(len(propAllWrites), n), len(propAllWrites), writesByUser(propAllWrites), summarizeWrites(propAllWrites))
-	for _, line := range tpl.timeline {
-		row("  template timeline", "%s", line)
-	}
-	row("  hub CPU in propagation", "template: apiserver %.1f s, etcd %.1f s, OCM addon-manager %.1f s; ours: apiserver %.1f s, etcd %.1f s, OCM addon-manager %.1f s, our manager %.1f s",
-		tpl.use.apiserverCPU.Seconds(), tpl.use.etcdCPU.Seconds(), tpl.use.addonManagerCPU.Seconds(),
+	row("writes per cluster", "%s in propagation (%d: %s; %s)", perCluster(len(propAllWrites), n), len(propAllWrites),
+		writesByUser(propAllWrites), summarizeWrites(propAllWrites))
+	row("hub CPU in propagation", "apiserver %.1f s, etcd %.1f s, OCM addon-manager %.1f s, our manager %.1f s",
 		oursUse.apiserverCPU.Seconds(), oursUse.etcdCPU.Seconds(), oursUse.addonManagerCPU.Seconds(), (cpuAfter - cpuBefore).Seconds())
-	row("  ManifestWorks bytes", "template %d a cluster (spec %d); ours %d (spec %d)",
-		tpl.sizes.object/int64(n), tpl.sizes.spec/int64(n), sizes.object/int64(n), sizes.spec/int64(n))
+	if tpl.ran() {
+		row("ACM's mechanism", "AddOnTemplate %s (%d objects: ours) driven by OCM's addon-manager; per cluster, %d at a time: Secret, AddOnDeploymentConfig, ManagedClusterAddOn",
+			templateAddon, len(manifests), templateWriters)
+		row("  propagation", "%v: secrets %v, addons %v, works %v (%d a cluster); ours %v: ratio %.2f",
+			ms(tpl.propagation), ms(tpl.secrets.at), ms(tpl.addons.at), ms(tpl.works.at), tpl.worksPerCluster, ms(propagation), propagation.Seconds()/tpl.propagation.Seconds())
+		row("  writes per cluster", "%s (%d: %s; %s); ours %s",
+			perCluster(len(tpl.writes), n), len(tpl.writes), writesByUser(tpl.writes), summarizeWrites(tpl.writes),
+			perCluster(len(propAllWrites), n))
+		for _, line := range tpl.timeline {
+			row("  template timeline", "%s", line)
+		}
+		row("  hub CPU in propagation", "apiserver %.1f s, etcd %.1f s, OCM addon-manager %.1f s",
+			tpl.use.apiserverCPU.Seconds(), tpl.use.etcdCPU.Seconds(), tpl.use.addonManagerCPU.Seconds())
+		row("  ManifestWorks bytes", "template %d a cluster (spec %d); ours %d (spec %d)",
+			tpl.sizes.object/int64(n), tpl.sizes.spec/int64(n), sizes.object/int64(n), sizes.spec/int64(n))
+	}
 	row("hub", "apiserver peak RSS %d MiB, etcd peak RSS %d MiB, OCM addon-manager peak RSS %d MiB; etcd db %d MiB after our propagation, %d MiB at the end (%d MiB in use)",
 		hubEnd.apiserverRSS>>20, hubEnd.etcdRSS>>20, hubEnd.addonManagerRSS>>20, etcdAfterProp>>20, etcdEnd>>20, etcdEndInUse>>20)
 	require.NoError(b, w.Flush())

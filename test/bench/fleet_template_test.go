@@ -230,6 +230,9 @@ func runTemplatePhase(b *testing.B, ctx context.Context, f *harness.Fleet, c cli
 	return run
 }
 
+// ran: the phase ran (FLEET_BENCH_TEMPLATE=off leaves it out).
+func (r templateRun) ran() bool { return r.works != nil }
+
 func templateWorks() client.MatchingLabels {
 	return client.MatchingLabels{addonv1beta1.AddonLabelKey: templateAddon}
 }
