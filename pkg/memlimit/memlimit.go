@@ -40,13 +40,13 @@ func FromEnvironment() (int64, error) {
 }
 
 // GCPercent is the garbage collector's target the manager and the agent run with unless
-// GOGC is set: the heap may grow by half of what is live before a collection, not by all
+// GOGC is set: the heap may grow by 30 % of what is live before a collection, not by all
 // of it (Go's default of 100). The manager's live heap is mostly its caches (at 1,000
-// clusters about 50 MB, a third of it the ManifestWorks' manifests in addon-framework's
-// cache), so the default let its peak RSS reach about twice that plus the runtime's;
-// measured by `make bench-fleet` (docs/benchmarks.md), the manager spends about a sixth of
-// one core while a fleet propagates, so the extra collections cost nothing that shows.
-const GCPercent = 50
+// clusters about 55 MB, 40 % of it the ManifestWorks' manifests in addon-framework's
+// cache): with Go's default its peak RSS at 1,000 clusters was 195 MiB, with 50 it was
+// 160 MiB (`make bench-fleet`, docs/benchmarks.md). The manager spends about a sixth of
+// one core while a fleet propagates, so the extra collections cost no propagation time.
+const GCPercent = 30
 
 // GCFromEnvironment sets the garbage collector's target to GCPercent unless GOGC is set
 // (the user's choice wins), and returns the target in effect.

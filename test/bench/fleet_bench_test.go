@@ -221,7 +221,7 @@ func runFleetBenchmark(b *testing.B, n int) {
 	oursUse := sampleHubUse(b, f).since(useBefore)
 	profiler.heap(ctx, fmt.Sprintf("clusters-%d-propagation", n))
 	profiled()
-	_, cpuAfter, err := procStats(p.Manager.Pid())
+	rssAfterProp, cpuAfter, err := procStats(p.Manager.Pid())
 	require.NoError(b, err)
 	worksPerCluster, _ := uniform(countByNamespace(b, ctx, c, workGVK, "", addonWorks()))
 	propWrites := writesBetween(b, f.Hub, managerUser, propStart, propEnd)
@@ -284,6 +284,8 @@ func runFleetBenchmark(b *testing.B, n int) {
 	shrink := converge(b, "the shrunk Placement", shrinkStart, 20*time.Minute, poll, alive, decided, sSecrets, sAddons, sWorks)
 	shrinkWrites := writesBetween(b, f.Hub, managerUser, shrinkStart, time.Now())
 	progress("shrink converged in %v", shrink.Round(time.Millisecond))
+	rssAfterShrink, _, err := procStats(p.Manager.Pid())
+	require.NoError(b, err)
 	waitQuiet(b, f.Hub, managerUser, 10*time.Second, 5*time.Minute, alive)
 
 	// Delete the GitOpsCluster.
@@ -369,7 +371,8 @@ func runFleetBenchmark(b *testing.B, n int) {
 		ms(shrink), ms(decided.at), ms(sSecrets.at), ms(sAddons.at), ms(sWorks.at), len(shrinkWrites), summarizeWrites(shrinkWrites))
 	row("delete GitOpsCluster", "%v: gone %v, secrets %v, addons %v, works %v; %d writes: %s",
 		ms(deletion), ms(gone.at), ms(dSecrets.at), ms(dAddons.at), ms(dWorks.at), len(delWrites), summarizeWrites(delWrites))
-	row("manager", "peak RSS %d MiB, CPU %.1f s over the run", rss>>20, cpu.Seconds())
+	row("manager", "peak RSS %d MiB (%d MiB by the end of propagation, %d MiB by the end of the shrink), CPU %.1f s over the run",
+		rss>>20, rssAfterProp>>20, rssAfterShrink>>20, cpu.Seconds())
 	row("writes per cluster", "%s in propagation (%d: %s; %s)", perCluster(len(propAllWrites), n), len(propAllWrites),
 		writesByUser(propAllWrites), summarizeWrites(propAllWrites))
 	row("hub CPU in propagation", "apiserver %.1f s, etcd %.1f s, OCM addon-manager %.1f s, our manager %.1f s",

@@ -14,10 +14,11 @@ import (
 // 100 KB of decoded objects each. addon-framework renders a cluster twice in each sync
 // of its ManagedClusterAddOn (its deploy and hook syncers) and syncs it again as OCM and
 // the framework update the addon's status in quick succession; a few recent renders per
-// deploy worker catch those repeats. Remembering every cluster would cost about 100 MB at
-// 1,000 clusters for renders that are rarely repeated once a cluster has settled
-// (measured: 256 remembered renders raised the manager's peak RSS from 151 to 180 MiB).
-const maxRememberedRenders = 64
+// deploy worker catch those repeats, and the framework runs one deploy worker. Remembering
+// every cluster would cost about 100 MB at 1,000 clusters for renders that are rarely
+// repeated once a cluster has settled (measured: 256 remembered renders raised the
+// manager's peak RSS from 151 to 180 MiB; 64 were kept while the framework ran 8 workers).
+const maxRememberedRenders = 8
 
 // renderInputs is everything a cluster's rendering depends on: the values functions read
 // the cluster's labels, annotations (image registries) and claims (flavour), the
