@@ -76,6 +76,9 @@ import (
 //   - all writes (every user) per cluster during propagation, the CPU the hub's apiserver,
 //     etcd and OCM's addon-manager spent in it, their peak RSS and etcd's database size;
 //
+//     (FLEET_BENCH_PHASES=propagation stops after the floor: no steady state, churn,
+//     shrink, deletion or template phase);
+//
 //   - last, on the same hub and clusters, the mechanism Red Hat ACM delivers its
 //     gitops-addon with (fleet_template_test.go): an AddOnTemplate carrying the objects our
 //     addon rendered, driven by OCM's addon-manager, enabled per cluster as ACM's
@@ -249,57 +252,83 @@ func runFleetBenchmark(b *testing.B, n int) {
 	fs.delete(b, ctx, c, names)
 	progress("floor %v with %d writers, %v with one writer per kind", floor.Round(time.Millisecond), floorWriters, floorSerial.Round(time.Millisecond))
 
-	// Steady state, then churn.
-	settle2, quiet2 := waitQuiet(b, f.Hub, managerUser, 30*time.Second, 5*time.Minute, alive)
-	progress("steady window (settled in %v)", settle2.Round(time.Second))
-	steadyFrom := time.Now()
-	time.Sleep(60 * time.Second)
-	steady := writesBetween(b, f.Hub, managerUser, steadyFrom, steadyFrom.Add(60*time.Second))
-	progress("churn window")
-	churnFrom := time.Now()
-	stopChurn := churn(ctx, c, names, 10*time.Second)
-	time.Sleep(60 * time.Second)
-	rounds := stopChurn()
-	churnTo := time.Now()
-	churned := writesBetween(b, f.Hub, managerUser, churnFrom, churnTo)
-	alive()
-	// Should the churn leave the manager work, it finishes before the shrink is timed.
-	settle3, quiet3 := waitQuiet(b, f.Hub, managerUser, 30*time.Second, 20*time.Minute, alive)
-	afterChurn := writesBetween(b, f.Hub, managerUser, churnTo, time.Now())
-	progress("churn: %d writes in the window, %d after it, settled in %v", len(churned), len(afterChurn), settle3.Round(time.Second))
+	// FLEET_BENCH_PHASES=propagation stops after the floor (a run at 3,000 clusters, say):
+	// no steady state, churn, shrink, deletion or template phase.
+	lifecycle := os.Getenv("FLEET_BENCH_PHASES") != "propagation"
+	var lifecycleRows func(row func(name, format string, args ...any))
+	var rssAfterShrink int64
+	if lifecycle {
+		// Steady state, then churn.
+		settle2, quiet2 := waitQuiet(b, f.Hub, managerUser, 30*time.Second, 5*time.Minute, alive)
+		progress("steady window (settled in %v)", settle2.Round(time.Second))
+		steadyFrom := time.Now()
+		time.Sleep(60 * time.Second)
+		steady := writesBetween(b, f.Hub, managerUser, steadyFrom, steadyFrom.Add(60*time.Second))
+		progress("churn window")
+		churnFrom := time.Now()
+		stopChurn := churn(ctx, c, names, 10*time.Second)
+		time.Sleep(60 * time.Second)
+		rounds := stopChurn()
+		churnTo := time.Now()
+		churned := writesBetween(b, f.Hub, managerUser, churnFrom, churnTo)
+		alive()
+		// Should the churn leave the manager work, it finishes before the shrink is timed.
+		settle3, quiet3 := waitQuiet(b, f.Hub, managerUser, 30*time.Second, 20*time.Minute, alive)
+		afterChurn := writesBetween(b, f.Hub, managerUser, churnTo, time.Now())
+		progress("churn: %d writes in the window, %d after it, settled in %v", len(churned), len(afterChurn), settle3.Round(time.Second))
 
-	// Shrink the Placement to the half=true clusters.
-	half := n / 2
-	pl := &clusterv1beta1.Placement{}
-	require.NoError(b, c.Get(ctx, types.NamespacedName{Namespace: argoNS, Name: placementName}, pl))
-	pl.Spec.Predicates[0].RequiredClusterSelector.LabelSelector.MatchLabels[halfLabel] = "true"
-	progress("shrinking the Placement to %d clusters", half)
-	shrinkStart := time.Now()
-	require.NoError(b, c.Update(ctx, pl))
-	decided := &target{name: "decisions", done: func() (bool, string) {
-		got := placementDecided(b, ctx, c, argoNS, placementName)
-		return got == half, fmt.Sprintf("%d decided", got)
-	}}
-	sSecrets, sAddons, sWorks := fleetTargets(b, ctx, c, half, worksPerCluster)
-	shrink := converge(b, "the shrunk Placement", shrinkStart, 20*time.Minute, poll, alive, decided, sSecrets, sAddons, sWorks)
-	shrinkWrites := writesBetween(b, f.Hub, managerUser, shrinkStart, time.Now())
-	progress("shrink converged in %v", shrink.Round(time.Millisecond))
-	rssAfterShrink, _, err := procStats(p.Manager.Pid())
-	require.NoError(b, err)
-	waitQuiet(b, f.Hub, managerUser, 10*time.Second, 5*time.Minute, alive)
+		// Shrink the Placement to the half=true clusters.
+		half := n / 2
+		pl := &clusterv1beta1.Placement{}
+		require.NoError(b, c.Get(ctx, types.NamespacedName{Namespace: argoNS, Name: placementName}, pl))
+		pl.Spec.Predicates[0].RequiredClusterSelector.LabelSelector.MatchLabels[halfLabel] = "true"
+		progress("shrinking the Placement to %d clusters", half)
+		shrinkStart := time.Now()
+		require.NoError(b, c.Update(ctx, pl))
+		decided := &target{name: "decisions", done: func() (bool, string) {
+			got := placementDecided(b, ctx, c, argoNS, placementName)
+			return got == half, fmt.Sprintf("%d decided", got)
+		}}
+		sSecrets, sAddons, sWorks := fleetTargets(b, ctx, c, half, worksPerCluster)
+		shrink := converge(b, "the shrunk Placement", shrinkStart, 20*time.Minute, poll, alive, decided, sSecrets, sAddons, sWorks)
+		shrinkWrites := writesBetween(b, f.Hub, managerUser, shrinkStart, time.Now())
+		progress("shrink converged in %v", shrink.Round(time.Millisecond))
+		rssAfterShrink, _, err = procStats(p.Manager.Pid())
+		require.NoError(b, err)
+		waitQuiet(b, f.Hub, managerUser, 10*time.Second, 5*time.Minute, alive)
 
-	// Delete the GitOpsCluster.
-	progress("deleting the GitOpsCluster")
-	delStart := time.Now()
-	require.NoError(b, c.Delete(ctx, gc))
-	gone := &target{name: "GitOpsCluster", done: func() (bool, string) {
-		err := c.Get(ctx, client.ObjectKeyFromObject(gc), &appsv1beta1.GitOpsCluster{})
-		return apierrors.IsNotFound(err), fmt.Sprintf("get: %v", err)
-	}}
-	dSecrets, dAddons, dWorks := fleetTargets(b, ctx, c, 0, worksPerCluster)
-	deletion := converge(b, "the deletion", delStart, 20*time.Minute, poll, alive, gone, dSecrets, dAddons, dWorks)
-	delWrites := writesBetween(b, f.Hub, managerUser, delStart, time.Now())
-	progress("deletion converged in %v", deletion.Round(time.Millisecond))
+		// Delete the GitOpsCluster.
+		progress("deleting the GitOpsCluster")
+		delStart := time.Now()
+		require.NoError(b, c.Delete(ctx, gc))
+		gone := &target{name: "GitOpsCluster", done: func() (bool, string) {
+			err := c.Get(ctx, client.ObjectKeyFromObject(gc), &appsv1beta1.GitOpsCluster{})
+			return apierrors.IsNotFound(err), fmt.Sprintf("get: %v", err)
+		}}
+		dSecrets, dAddons, dWorks := fleetTargets(b, ctx, c, 0, worksPerCluster)
+		deletion := converge(b, "the deletion", delStart, 20*time.Minute, poll, alive, gone, dSecrets, dAddons, dWorks)
+		delWrites := writesBetween(b, f.Hub, managerUser, delStart, time.Now())
+		progress("deletion converged in %v", deletion.Round(time.Millisecond))
+		b.ReportMetric(float64(len(steady)), "steady-writes/60s")
+		b.ReportMetric(float64(len(churned)), "churn-writes/60s")
+		b.ReportMetric(shrink.Seconds(), "shrink-s")
+		b.ReportMetric(deletion.Seconds(), "delete-s")
+		lifecycleRows = func(row func(name, format string, args ...any)) {
+			row("steady writes / 60 s", "%d (after %v to settle%s): %s", len(steady), settle2.Round(time.Second), notQuiet(quiet2), summarizeWrites(steady))
+			for _, line := range firstWrites(steady, 5) {
+				row("", "%s", line)
+			}
+			row("churn writes / 60 s", "%d in %d rounds of label+lease on %d clusters: %s", len(churned), rounds, n, summarizeWrites(churned))
+			for _, line := range firstWrites(churned, 5) {
+				row("", "%s", line)
+			}
+			row("  after churn", "%d writes until quiet in %v%s", len(afterChurn), settle3.Round(time.Second), notQuiet(quiet3))
+			row("shrink to N/2", "%v: decisions %v, secrets %v, addons %v, works %v; %d writes: %s",
+				ms(shrink), ms(decided.at), ms(sSecrets.at), ms(sAddons.at), ms(sWorks.at), len(shrinkWrites), summarizeWrites(shrinkWrites))
+			row("delete GitOpsCluster", "%v: gone %v, secrets %v, addons %v, works %v; %d writes: %s",
+				ms(deletion), ms(gone.at), ms(dSecrets.at), ms(dAddons.at), ms(dWorks.at), len(delWrites), summarizeWrites(delWrites))
+		}
+	}
 
 	alive()
 	rss, cpu, err := procStats(p.Manager.Pid())
@@ -308,7 +337,7 @@ func runFleetBenchmark(b *testing.B, n int) {
 	// ACM's mechanism, on the same hub and clusters, now that ours is gone from them.
 	// FLEET_BENCH_TEMPLATE=off leaves it out (a run at 3,000 clusters, say).
 	var tpl templateRun
-	if os.Getenv("FLEET_BENCH_TEMPLATE") != "off" {
+	if lifecycle && os.Getenv("FLEET_BENCH_TEMPLATE") != "off" {
 		tpl = runTemplatePhase(b, ctx, f, c, names, fs.secrets, manifests, poll, alive)
 		progress("template addon: propagation %v (secrets %v, addons %v, works %v)", ms(tpl.propagation),
 			ms(tpl.secrets.at), ms(tpl.addons.at), ms(tpl.works.at))
@@ -325,10 +354,6 @@ func runFleetBenchmark(b *testing.B, n int) {
 	b.ReportMetric(ratioSerial, "ratio-vs-1-writer")
 	b.ReportMetric(float64(sizes.object)/float64(n), "work-bytes/cluster")
 	b.ReportMetric(float64(sizes.spec)/float64(n), "work-spec-bytes/cluster")
-	b.ReportMetric(float64(len(steady)), "steady-writes/60s")
-	b.ReportMetric(float64(len(churned)), "churn-writes/60s")
-	b.ReportMetric(shrink.Seconds(), "shrink-s")
-	b.ReportMetric(deletion.Seconds(), "delete-s")
 	b.ReportMetric(float64(rss)/(1<<20), "manager-peak-RSS-MiB")
 	b.ReportMetric(cpu.Seconds(), "manager-CPU-s")
 	b.ReportMetric(float64(len(propAllWrites))/float64(n), "writes/cluster")
@@ -358,19 +383,9 @@ func runFleetBenchmark(b *testing.B, n int) {
 	row("floor, 1 writer/kind", "%v; ratio %.2f", ms(floorSerial), ratioSerial)
 	row("ManifestWorks bytes", "%d total, %d a cluster; spec %d total, %d a cluster",
 		sizes.object, sizes.object/int64(n), sizes.spec, sizes.spec/int64(n))
-	row("steady writes / 60 s", "%d (after %v to settle%s): %s", len(steady), settle2.Round(time.Second), notQuiet(quiet2), summarizeWrites(steady))
-	for _, line := range firstWrites(steady, 5) {
-		row("", "%s", line)
+	if lifecycleRows != nil {
+		lifecycleRows(row)
 	}
-	row("churn writes / 60 s", "%d in %d rounds of label+lease on %d clusters: %s", len(churned), rounds, n, summarizeWrites(churned))
-	for _, line := range firstWrites(churned, 5) {
-		row("", "%s", line)
-	}
-	row("  after churn", "%d writes until quiet in %v%s", len(afterChurn), settle3.Round(time.Second), notQuiet(quiet3))
-	row("shrink to N/2", "%v: decisions %v, secrets %v, addons %v, works %v; %d writes: %s",
-		ms(shrink), ms(decided.at), ms(sSecrets.at), ms(sAddons.at), ms(sWorks.at), len(shrinkWrites), summarizeWrites(shrinkWrites))
-	row("delete GitOpsCluster", "%v: gone %v, secrets %v, addons %v, works %v; %d writes: %s",
-		ms(deletion), ms(gone.at), ms(dSecrets.at), ms(dAddons.at), ms(dWorks.at), len(delWrites), summarizeWrites(delWrites))
 	row("manager", "peak RSS %d MiB (%d MiB by the end of propagation, %d MiB by the end of the shrink), CPU %.1f s over the run",
 		rss>>20, rssAfterProp>>20, rssAfterShrink>>20, cpu.Seconds())
 	row("writes per cluster", "%s in propagation (%d: %s; %s)", perCluster(len(propAllWrites), n), len(propAllWrites),
