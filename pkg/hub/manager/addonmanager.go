@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/gitops-addon/gitops-addon/pkg/hub/addon"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/dynamic"
@@ -28,6 +27,8 @@ import (
 	workclient "open-cluster-management.io/api/client/work/clientset/versioned"
 	workinformers "open-cluster-management.io/api/client/work/informers/externalversions"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+
+	"github.com/gitops-addon/gitops-addon/pkg/hub/addon"
 )
 
 // informerResync is addon-framework's own resync period.
@@ -65,7 +66,9 @@ func newAgentHubBindingInformer(kube kubernetes.Interface) (toolscache.SharedInd
 	return informer, nil
 }
 
-func newAddonManager(cfg *rest.Config, clients addonClients, agentAddon agent.AgentAddon, agentHubBindings toolscache.SharedIndexInformer) (*addonManager, error) {
+func newAddonManager(
+	cfg *rest.Config, clients addonClients, agentAddon agent.AgentAddon, agentHubBindings toolscache.SharedIndexInformer,
+) (*addonManager, error) {
 	if agentAddon.GetAgentAddonOptions().AddonName == "" {
 		return nil, fmt.Errorf("registering the gitops-addon agent addon: the addon has no name")
 	}
