@@ -61,6 +61,8 @@ type Reconciler struct {
 	HubOnly bool
 
 	acm *acmWorks
+	// creates are this controller's creates whose watch echo wakes no reconcile.
+	creates ownCreates
 }
 
 // Reconcile brings the ManifestWork of one hub Application, and the Application's status,
@@ -84,6 +86,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	works, err := r.worksOf(ctx, req.NamespacedName)
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	for i := range works {
+		r.creates.forget(client.ObjectKeyFromObject(&works[i]))
 	}
 	if !app.GetDeletionTimestamp().IsZero() {
 		if err := r.retireACMWorks(ctx, app, req.NamespacedName, "", nil); err != nil {
@@ -112,7 +117,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	spoke := spokeStatusOf(existing, spokeNamespace(app), app.GetName())
 	plan := planRequests(app, existing, spoke)
 	plan.cluster, plan.project = v.cluster, v.project
-	if err := r.applyWork(ctx, app, plan, existing); err != nil {
+	created, err := r.applyWork(ctx, app, plan, existing)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := r.retireACMWorks(ctx, app, req.NamespacedName, v.cluster, existing); err != nil {
@@ -124,6 +130,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	warnings, requeue, err := spokeWarnings(ctx, r.Client, r.HubOnly, r.ApplyTimeout, r.now().Time, existing, spoke)
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if created {
+		// The create's echo wakes no reconcile (ownCreates): the check of the apply
+		// timeout is scheduled here.
+		requeue = r.ApplyTimeout
 	}
 	v.warnings = append(v.warnings, warnings...)
 	return ctrl.Result{RequeueAfter: requeue}, r.writeHubApplication(ctx, app, v, spoke, taken(app, existing, spoke))
@@ -207,11 +218,12 @@ func changedSince(existing *workv1.ManifestWork, annotation string, spoke spokeS
 	return shipped && reported && now != b
 }
 
-// applyWork creates or updates the ManifestWork when it differs from the desired one.
-func (r *Reconciler) applyWork(ctx context.Context, app *unstructured.Unstructured, plan workPlan, existing *workv1.ManifestWork) error {
+// applyWork creates or updates the ManifestWork when it differs from the desired one, and
+// says whether it created it.
+func (r *Reconciler) applyWork(ctx context.Context, app *unstructured.Unstructured, plan workPlan, existing *workv1.ManifestWork) (created bool, err error) {
 	desired, clearedDestName, err := desiredWork(plan)
 	if err != nil {
-		return err
+		return false, err
 	}
 	key := client.ObjectKeyFromObject(desired)
 	switch {
@@ -219,28 +231,30 @@ func (r *Reconciler) applyWork(ctx context.Context, app *unstructured.Unstructur
 		stampShipped(desired, r.now().Time)
 		if err := r.Client.Create(ctx, desired); err != nil {
 			if apierrors.IsAlreadyExists(err) {
-				return fmt.Errorf("ManifestWork %s exists but is not in the cache yet: %w", key, err)
+				return false, fmt.Errorf("ManifestWork %s exists but is not in the cache yet: %w", key, err)
 			}
-			return fmt.Errorf("creating ManifestWork %s: %w", key, err)
+			return false, fmt.Errorf("creating ManifestWork %s: %w", key, err)
 		}
+		r.creates.created(desired)
+		created = true
 	case !existing.GetDeletionTimestamp().IsZero():
-		return fmt.Errorf("ManifestWork %s is being deleted; it is created again once it is gone", key)
+		return false, fmt.Errorf("ManifestWork %s is being deleted; it is created again once it is gone", key)
 	case workDiffers(existing, desired):
 		updated := existing.DeepCopy()
 		mergeInto(updated, desired)
 		stampShipped(updated, r.now().Time)
 		if err := r.Client.Update(ctx, updated); err != nil {
-			return fmt.Errorf("updating ManifestWork %s: %w", key, err)
+			return false, fmt.Errorf("updating ManifestWork %s: %w", key, err)
 		}
 	default:
-		return nil
+		return false, nil
 	}
 	if clearedDestName != "" {
 		r.event(app, corev1.EventTypeNormal, ReasonDestinationRewritten,
 			"destination.name %q is replaced on cluster %s by server %s, the cluster the Application runs on",
 			clearedDestName, plan.cluster, InClusterServer)
 	}
-	return nil
+	return created, nil
 }
 
 // applyFailureProblem explains why the spoke could not apply the Application, with the

@@ -27,7 +27,8 @@ func (r *Reconciler) ClusterExists(ctx context.Context, cluster string) (bool, e
 // cluster: one cached lookup, whatever the number of decisions.
 func (r *Reconciler) ClusterPlaced(ctx context.Context, namespace, cluster string) (bool, error) {
 	list := &clusterv1beta1.PlacementDecisionList{}
-	if err := r.Client.List(ctx, list, client.MatchingFields{IndexDecisionByCluster: namespace + "/" + cluster}); err != nil {
+	// Only counted: the cached decisions are not copied.
+	if err := r.Client.List(ctx, list, client.MatchingFields{IndexDecisionByCluster: namespace + "/" + cluster}, client.UnsafeDisableDeepCopy); err != nil {
 		return false, err
 	}
 	return len(list.Items) > 0, nil

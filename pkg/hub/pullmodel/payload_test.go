@@ -208,3 +208,25 @@ func TestDesiredWork(t *testing.T) {
 		assert.False(t, workDiffers(stored, again))
 	})
 }
+
+// TestSameJSON: manifests are compared as JSON values, whatever their encoding.
+func TestSameJSON(t *testing.T) {
+	tests := []struct {
+		name string
+		a, b string
+		want bool
+	}{
+		{"the same bytes", `{"kind":"Application","spec":{"project":"default"}}`, `{"kind":"Application","spec":{"project":"default"}}`, true},
+		{"keys in another order, other spacing", `{"kind":"Application","spec":{"project":"default"}}`, `{ "spec": {"project": "default"}, "kind": "Application" }`, true},
+		{"numbers written differently", `{"replicas":1}`, `{"replicas":1.0}`, true},
+		{"another value", `{"spec":{"project":"default"}}`, `{"spec":{"project":"blue"}}`, false},
+		{"a field more", `{"spec":{"project":"default"}}`, `{"spec":{"project":"default","source":{}}}`, false},
+		{"unreadable", `{"spec":`, `{"spec":{}}`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, sameJSON([]byte(tt.a), []byte(tt.b)))
+			assert.Equal(t, tt.want, sameJSON([]byte(tt.b), []byte(tt.a)))
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package pullmodel
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -284,7 +285,13 @@ func stampShipped(w *workv1.ManifestWork, now time.Time) {
 	w.Annotations[AnnotationShippedAt] = now.UTC().Format(time.RFC3339)
 }
 
+// sameJSON says whether two JSON documents hold the same value. Equal bytes are the
+// common case (the apiserver stores a manifest as sent, and both are encoded from maps,
+// whose keys encoding/json sorts), checked before decoding both.
 func sameJSON(a, b []byte) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
 	var av, bv any
 	if json.Unmarshal(a, &av) != nil || json.Unmarshal(b, &bv) != nil {
 		return false
