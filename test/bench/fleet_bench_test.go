@@ -567,13 +567,7 @@ func prepareFloor(b *testing.B, ctx context.Context, c client.Client, dir string
 	var sizes workSizes
 	eachPage(b, ctx, c, &workv1.ManifestWorkList{}, 20, []client.ListOption{addonWorks()}, func(l client.ObjectList) {
 		for _, w := range l.(*workv1.ManifestWorkList).Items {
-			w.ManagedFields = nil
-			raw, err := json.Marshal(&w)
-			require.NoError(b, err)
-			spec, err := json.Marshal(&w.Spec)
-			require.NoError(b, err)
-			sizes.object += int64(len(raw))
-			sizes.spec += int64(len(spec))
+			sizes.add(b, w)
 			fs.works = append(fs.works, save("work", &workv1.ManifestWork{
 				ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: floorNamespace(w.Namespace),
 					Labels: relabel(w.Labels, addonv1beta1.AddonLabelKey, floorAddonName), Annotations: w.Annotations},
