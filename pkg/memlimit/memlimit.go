@@ -44,7 +44,7 @@ func FromEnvironment() (int64, error) {
 // of it (Go's default of 100). The manager's live heap is mostly its caches (at 1,000
 // clusters about 55 MB, 40 % of it the ManifestWorks' manifests in addon-framework's
 // cache): with Go's default its peak RSS at 1,000 clusters was 195 MiB, with 50 it was
-// 160 MiB (`make bench-fleet`, docs/benchmarks.md). The manager spends about a sixth of
+// 160 MiB, with 30 (and 8 remembered renders) 136 MiB (`make bench-fleet`, docs/benchmarks.md). The manager spends about a sixth of
 // one core while a fleet propagates, so the extra collections cost no propagation time.
 const GCPercent = 30
 

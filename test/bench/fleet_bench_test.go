@@ -386,8 +386,12 @@ func runFleetBenchmark(b *testing.B, n int) {
 	if lifecycleRows != nil {
 		lifecycleRows(row)
 	}
-	row("manager", "peak RSS %d MiB (%d MiB by the end of propagation, %d MiB by the end of the shrink), CPU %.1f s over the run",
-		rss>>20, rssAfterProp>>20, rssAfterShrink>>20, cpu.Seconds())
+	shrinkRSS := ""
+	if lifecycle {
+		shrinkRSS = fmt.Sprintf(", %d MiB by the end of the shrink", rssAfterShrink>>20)
+	}
+	row("manager", "peak RSS %d MiB (%d MiB by the end of propagation%s), CPU %.1f s over the run",
+		rss>>20, rssAfterProp>>20, shrinkRSS, cpu.Seconds())
 	row("writes per cluster", "%s in propagation (%d: %s; %s)", perCluster(len(propAllWrites), n), len(propAllWrites),
 		writesByUser(propAllWrites), summarizeWrites(propAllWrites))
 	row("hub CPU in propagation", "apiserver %.1f s, etcd %.1f s, OCM addon-manager %.1f s, our manager %.1f s",
