@@ -61,6 +61,8 @@ type Reconciler struct {
 	HubOnly bool
 
 	acm *acmWorks
+	// latency measures the changes in flight for the pull latency metrics (nil: none).
+	latency *latencies
 }
 
 // Reconcile brings the ManifestWork of one hub Application, and the Application's status,
@@ -96,6 +98,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	if !v.ship {
+		r.latency.forget(req.NamespacedName)
 		if err := r.deleteWorksExcept(ctx, works, ""); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -126,7 +129,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	v.warnings = append(v.warnings, warnings...)
-	return ctrl.Result{RequeueAfter: requeue}, r.writeHubApplication(ctx, app, v, spoke, taken(app, existing, spoke))
+	if err := r.writeHubApplication(ctx, app, v, spoke, taken(app, existing, spoke)); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.latency.statusOnHub(req.NamespacedName, existing, spoke)
+	return ctrl.Result{RequeueAfter: requeue}, nil
 }
 
 // spokeWarnings are the warnings about what a cluster reports of an Application: its
@@ -214,9 +221,12 @@ func (r *Reconciler) applyWork(ctx context.Context, app *unstructured.Unstructur
 		return err
 	}
 	key := client.ObjectKeyFromObject(desired)
+	appKey := client.ObjectKeyFromObject(app)
+	seen := r.latency.seenAt(appKey)
 	switch {
 	case existing == nil:
 		stampShipped(desired, r.now().Time)
+		stampChangeSeen(desired, nil, seen, r.now().Time)
 		if err := r.Client.Create(ctx, desired); err != nil {
 			if apierrors.IsAlreadyExists(err) {
 				return fmt.Errorf("ManifestWork %s exists but is not in the cache yet: %w", key, err)
@@ -229,12 +239,15 @@ func (r *Reconciler) applyWork(ctx context.Context, app *unstructured.Unstructur
 		updated := existing.DeepCopy()
 		mergeInto(updated, desired)
 		stampShipped(updated, r.now().Time)
+		stampChangeSeen(updated, existing, seen, r.now().Time)
 		if err := r.Client.Update(ctx, updated); err != nil {
 			return fmt.Errorf("updating ManifestWork %s: %w", key, err)
 		}
 	default:
+		r.latency.shipped(appKey, seen) // the work carries it already
 		return nil
 	}
+	r.latency.shipped(appKey, seen)
 	if clearedDestName != "" {
 		r.event(app, corev1.EventTypeNormal, ReasonDestinationRewritten,
 			"destination.name %q is replaced on cluster %s by server %s, the cluster the Application runs on",
