@@ -42,6 +42,9 @@ func newManagerCommand() *cobra.Command {
 			if o.PullApplyTimeout <= 0 {
 				return fmt.Errorf("--pull-apply-timeout is %v: it must be positive (for example 5m)", o.PullApplyTimeout)
 			}
+			if o.PullStatusStaleAfter <= 0 {
+				return fmt.Errorf("--pull-status-stale-after is %v: it must be positive (for example 10m)", o.PullStatusStaleAfter)
+			}
 			if o.ArgoCDAgentCertificateLifetime < 10*time.Minute {
 				return fmt.Errorf("--argocd-agent-certificate-lifetime is %v: it must be at least 10m, or agents spend their time "+
 					"renewing", o.ArgoCDAgentCertificateLifetime)
@@ -77,6 +80,9 @@ func newManagerCommand() *cobra.Command {
 	f.IntVar(&o.PullWorkers, "pull-workers", 4, "Applications the pull model propagates concurrently")
 	f.DurationVar(&o.PullApplyTimeout, "pull-apply-timeout", pullmodel.DefaultApplyTimeout,
 		"how long a pull ManifestWork may stay unapplied (cluster unavailable, no work agent) before the hub Application and the report say so")
+	f.DurationVar(&o.PullStatusStaleAfter, "pull-status-stale-after", pullmodel.DefaultStatusStaleAfter,
+		"the age from which a pulled Application's status on the hub counts in the metric gitops_addon_pull_stale_statuses: how long since "+
+			"the work agent was last known to report it (docs/operations/metrics.md)")
 	f.BoolVar(&o.UpgradeCRDs, "upgrade-crds", true, "at start, bring the GitOpsCluster and MulticlusterApplicationSetReport CRDs to this manager's schema by "+
 		"server-side apply (never deletes or downgrades a CRD, never touches one another installer owns); false leaves them to the installer")
 	f.StringSliceVar(&o.ArgoNamespaces, "argo-namespaces", nil, "the only namespaces a GitOpsCluster may name in spec.argoServer.argoNamespace, "+

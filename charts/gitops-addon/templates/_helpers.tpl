@@ -17,6 +17,11 @@ app.kubernetes.io/name: gitops-addon-manager
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 
+{{/* The label that tells the metrics Service apart, for the ServiceMonitor. */}}
+{{- define "gitops-addon.metricsLabels" -}}
+app.kubernetes.io/component: metrics
+{{- end }}
+
 {{/* The manager image. */}}
 {{- define "gitops-addon.image" -}}
 {{ .Values.image.repository }}:{{ default .Chart.AppVersion .Values.image.tag }}

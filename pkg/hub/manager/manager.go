@@ -45,6 +45,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/hub/argocdagent"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/crdupgrade"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/gitopscluster"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/hubmetrics"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
 )
 
@@ -74,6 +75,9 @@ type Options struct {
 	// PullApplyTimeout is how long a pull ManifestWork may stay unapplied before the hub
 	// Application says so (pullmodel.DefaultApplyTimeout when zero).
 	PullApplyTimeout time.Duration
+	// PullStatusStaleAfter is the age from which a pulled Application's status on the hub
+	// counts as stale in the metrics (pullmodel.DefaultStatusStaleAfter when zero).
+	PullStatusStaleAfter time.Duration
 	// UpgradeCRDs brings the hub's CRDs to this manager's schema before it starts
 	// (pkg/hub/crdupgrade): Helm never upgrades a chart's crds/.
 	UpgradeCRDs bool
@@ -166,7 +170,8 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 	var departures *pullmodel.Departures
 	if o.PullModel {
 		if departures, err = pullmodel.SetupStarter(mgr, pullmodel.Options{
-			Workers: o.PullWorkers, ApplyTimeout: o.PullApplyTimeout, HubOnly: o.HubOnly, SkipNameValidation: o.SkipControllerNameValidation,
+			Workers: o.PullWorkers, ApplyTimeout: o.PullApplyTimeout, StatusStaleAfter: o.PullStatusStaleAfter, HubOnly: o.HubOnly,
+			SkipNameValidation: o.SkipControllerNameValidation,
 		}); err != nil {
 			return nil, fmt.Errorf("setting up the pull model: %w", err)
 		}
@@ -213,6 +218,11 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 		if err := addAddonManager(mgr, cfg, o, signer); err != nil {
 			return nil, err
 		}
+	}
+	// The manager's cache holds the ManagedClusterAddOns gitops-addon (hub-only too: then
+	// another installation's), which gitops_addon_clusters counts.
+	if err := mgr.Add(hubmetrics.ReportClusters(mgr.GetClient())); err != nil {
+		return nil, fmt.Errorf("serving the clusters metric: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("adding the health check: %w", err)

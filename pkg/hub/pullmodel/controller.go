@@ -63,6 +63,8 @@ type Reconciler struct {
 	acm *acmWorks
 	// creates are this controller's creates whose watch echo wakes no reconcile.
 	creates ownCreates
+	// latency measures the changes in flight for the pull latency metrics (nil: none).
+	latency *latencies
 }
 
 // Reconcile brings the ManifestWork of one hub Application, and the Application's status,
@@ -101,6 +103,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	if !v.ship {
+		r.latency.forget(req.NamespacedName)
 		if err := r.deleteWorksExcept(ctx, works, ""); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -137,7 +140,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		requeue = r.ApplyTimeout
 	}
 	v.warnings = append(v.warnings, warnings...)
-	return ctrl.Result{RequeueAfter: requeue}, r.writeHubApplication(ctx, app, v, spoke, taken(app, existing, spoke))
+	if err := r.writeHubApplication(ctx, app, v, spoke, taken(app, existing, spoke)); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.latency.statusOnHub(req.NamespacedName, existing, spoke)
+	return ctrl.Result{RequeueAfter: requeue}, nil
 }
 
 // spokeWarnings are the warnings about what a cluster reports of an Application: its
@@ -226,9 +233,12 @@ func (r *Reconciler) applyWork(ctx context.Context, app *unstructured.Unstructur
 		return false, err
 	}
 	key := client.ObjectKeyFromObject(desired)
+	appKey := client.ObjectKeyFromObject(app)
+	seen := r.latency.seenAt(appKey)
 	switch {
 	case existing == nil:
 		stampShipped(desired, r.now().Time)
+		stampChangeSeen(desired, nil, seen, r.now().Time)
 		if err := r.Client.Create(ctx, desired); err != nil {
 			if apierrors.IsAlreadyExists(err) {
 				return false, fmt.Errorf("ManifestWork %s exists but is not in the cache yet: %w", key, err)
@@ -243,12 +253,15 @@ func (r *Reconciler) applyWork(ctx context.Context, app *unstructured.Unstructur
 		updated := existing.DeepCopy()
 		mergeInto(updated, desired)
 		stampShipped(updated, r.now().Time)
+		stampChangeSeen(updated, existing, seen, r.now().Time)
 		if err := r.Client.Update(ctx, updated); err != nil {
 			return false, fmt.Errorf("updating ManifestWork %s: %w", key, err)
 		}
 	default:
+		r.latency.shipped(appKey, seen) // the work carries it already
 		return false, nil
 	}
+	r.latency.shipped(appKey, seen)
 	if clearedDestName != "" {
 		r.event(app, corev1.EventTypeNormal, ReasonDestinationRewritten,
 			"destination.name %q is replaced on cluster %s by server %s, the cluster the Application runs on",

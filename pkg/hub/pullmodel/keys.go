@@ -45,6 +45,11 @@ const (
 	// AnnotationShippedAt records when gitops-addon last wrote the ManifestWork's spec;
 	// a work not applied within the apply timeout from then is reported.
 	AnnotationShippedAt = "gitops-addon.open-cluster-management.io/shipped-at"
+	// AnnotationChangeSeenAt records, to the millisecond, when the manager saw the oldest
+	// change of the hub Application that the ManifestWork carries and the work agent has not
+	// applied yet (its shipping time when the manager saw none): the start of the pull
+	// latency metrics, kept on the work so that a manager restart neither loses nor resets it.
+	AnnotationChangeSeenAt = "gitops-addon.open-cluster-management.io/change-seen-at"
 )
 
 // LabelHostingAppSetReport is the report's label naming its ApplicationSet as

@@ -164,8 +164,9 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, workers int, skipName
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers, SkipNameValidation: &skipNameValidation}).
-		WatchesRawSource(source.Kind(r.Cache, app, &handler.TypedEnqueueRequestForObject[*unstructured.Unstructured]{}, applicationChanged())).
-		WatchesRawSource(source.Kind(r.Cache, &workv1.ManifestWork{}, forWorkChanges(&r.creates))).
+		WatchesRawSource(source.Kind(r.Cache, app, r.latency.noteChanges(&handler.TypedEnqueueRequestForObject[*unstructured.Unstructured]{}),
+			applicationChanged())).
+		WatchesRawSource(source.Kind(r.Cache, &workv1.ManifestWork{}, r.latency.watchApplies(forWorkChanges(&r.creates)))).
 		WatchesRawSource(source.Kind(r.Cache, project, handler.TypedEnqueueRequestsFromMapFunc(r.forProject))).
 		WatchesRawSource(source.Kind(mgr.GetCache(), &clusterv1.ManagedCluster{}, r.forClusterChanges())).
 		WatchesRawSource(source.Kind(mgr.GetCache(), &addonv1beta1.ManagedClusterAddOn{}, wakeOnAddonChanges(r.applicationsOn))).

@@ -41,6 +41,9 @@ type Options struct {
 	// ApplyTimeout is how long a ManifestWork may stay unapplied before the hub
 	// Application and the report say so (DefaultApplyTimeout when zero).
 	ApplyTimeout time.Duration
+	// StatusStaleAfter is the age from which a pulled Application's status on the hub counts
+	// in gitops_addon_pull_stale_statuses (DefaultStatusStaleAfter when zero).
+	StatusStaleAfter time.Duration
 	// HubOnly: this installation does not deliver the addon (another one, Red Hat ACM's,
 	// does), so no spoke agent of ours summarises the Applications' resources.
 	HubOnly bool
@@ -51,6 +54,13 @@ type Options struct {
 // DefaultApplyTimeout is Options.ApplyTimeout's default: far above the seconds a work
 // agent takes, short enough for an operator to learn of an offline cluster.
 const DefaultApplyTimeout = 5 * time.Minute
+
+func (o Options) statusStaleAfter() time.Duration {
+	if o.StatusStaleAfter <= 0 {
+		return DefaultStatusStaleAfter
+	}
+	return o.StatusStaleAfter
+}
 
 func (o Options) applyTimeout() time.Duration {
 	if o.ApplyTimeout <= 0 {
@@ -124,7 +134,7 @@ func (s *Starter) start() error {
 		}
 		propagation := &Reconciler{Client: s.mgr.GetClient(), Cache: c, Recorder: s.mgr.GetEventRecorder(ControllerName),
 			APIReader: s.mgr.GetAPIReader(), acm: newACMWorks(s.mgr.GetAPIReader()),
-			ApplyTimeout: s.opts.applyTimeout(), HubOnly: s.opts.HubOnly}
+			ApplyTimeout: s.opts.applyTimeout(), HubOnly: s.opts.HubOnly, latency: newLatencies(time.Now)}
 		if err := propagation.SetupWithManager(s.mgr, s.opts.Workers, s.opts.SkipNameValidation); err != nil {
 			s.startErr = fmt.Errorf("setting up the pull model's propagation controller: %w", err)
 			return
@@ -133,6 +143,10 @@ func (s *Starter) start() error {
 			ApplyTimeout: s.opts.applyTimeout(), HubOnly: s.opts.HubOnly}
 		if err := report.SetupWithManager(s.mgr, s.opts.SkipNameValidation); err != nil {
 			s.startErr = fmt.Errorf("setting up the ApplicationSet report controller: %w", err)
+			return
+		}
+		if err := s.mgr.Add(propagation.reportStatusAges(c, s.opts.statusStaleAfter())); err != nil {
+			s.startErr = fmt.Errorf("serving the pull model's status metrics: %w", err)
 			return
 		}
 		s.departures.SetCache(c)
