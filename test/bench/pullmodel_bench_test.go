@@ -180,6 +180,7 @@ func runPullBenchmark(b *testing.B, clusters, apps int) {
 	peak := peakRSS()
 
 	own := measureManagerPropagation(b, ctx, env, c, clusterNames, apps, writes)
+	agreement := measureMetricsAgreement(b, ctx, env, c, clusterNames, apps, writes)
 	own.floorWorks = floorWorks
 	ratio := propagation.Seconds() / floorBoth.Seconds()
 	b.ReportMetric(floorWorks.Seconds(), "floor-works-s")
@@ -205,6 +206,7 @@ func runPullBenchmark(b *testing.B, clusters, apps int) {
 	b.ReportMetric(float64(peak)/(1<<20), "peak-RSS-MiB")
 	b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-inuse-MiB")
 	own.report(b)
+	agreement.report(b)
 	b.Logf("clusters=%d apps=%d floor(works)=%v floor(apps+works)=%v propagation=%v ratio=%.2f (vs works only %.2f) catch-up=%v (%.2f x floor) feedback p50=%v p99=%v over %d updates, steady writes in 60s=%d, peak RSS (test process: apiserver clients, load and manager) %d MiB",
 		clusters, apps, floorWorks.Round(time.Millisecond), floorBoth.Round(time.Millisecond), propagation.Round(time.Millisecond), ratio,
 		propagation.Seconds()/floorWorks.Seconds(), catchUp.Round(time.Millisecond), catchUp.Seconds()/floorWorks.Seconds(),
