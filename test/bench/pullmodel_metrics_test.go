@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"math"
 	"sync"
 	"testing"
 	"time"
@@ -161,7 +160,8 @@ func histogramQuantile(q float64, before, after *dto.Histogram) time.Duration {
 		}
 		lower, below = upper, count
 	}
-	return time.Duration(math.Inf(1))
+	// Above the highest bound, as histogram_quantile reports it: that bound.
+	return time.Duration(lower * float64(time.Second))
 }
 
 // standInWorkAgent reports every pull ManifestWork applied once it sees its current spec,

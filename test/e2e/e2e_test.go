@@ -183,7 +183,7 @@ func TestFleet(t *testing.T) {
 	})
 
 	t.Run("pull model: the seed's ApplicationSet shape gives one ManifestWork per spoke, applied by OCM's work agent", func(t *testing.T) {
-		pullModelRoundTrip(t, ctx, f.Hub, spokes)
+		pullModelRoundTrip(t, ctx, f.Hub, spokes, p)
 	})
 
 	t.Run("the manager makes no API writes while nothing changes, also while reconciles are triggered", func(t *testing.T) {

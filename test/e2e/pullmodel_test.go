@@ -3,6 +3,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +22,7 @@ import (
 
 	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/hubmetrics"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
 	"github.com/gitops-addon/gitops-addon/test/harness"
 	"github.com/gitops-addon/gitops-addon/test/install"
@@ -31,7 +35,7 @@ import (
 // follows them: ManifestWork per spoke, Application on each spoke applied by OCM's work
 // agent, the spoke's status back on the hub and in the report, and removal with the
 // ApplicationSet through the hub's garbage collector.
-func pullModelRoundTrip(t *testing.T, ctx context.Context, hub *harness.Cluster, spokes map[string]*harness.Spoke) {
+func pullModelRoundTrip(t *testing.T, ctx context.Context, hub *harness.Cluster, spokes map[string]*harness.Spoke, p *install.Product) {
 	for _, crd := range testenv.ArgoCDCRDs(t) {
 		if err := hub.Client.Create(ctx, crd); err != nil && !apierrors.IsAlreadyExists(err) {
 			require.NoError(t, err, "installing %s on the hub", crd.Name)
@@ -42,6 +46,9 @@ func pullModelRoundTrip(t *testing.T, ctx context.Context, hub *harness.Cluster,
 	require.Eventually(t, func() bool { return hub.Client.Create(ctx, appSet) == nil }, time.Minute, time.Second,
 		"creating the ApplicationSet once its CRD is served")
 
+	// The manager's metrics endpoint counts each Application's propagation (to its
+	// ManifestWork applied by the real work agent) and status return once.
+	propagated, returned := scrapeCount(t, ctx, p, hubmetrics.PullPropagation), scrapeCount(t, ctx, p, hubmetrics.PullStatusReturn)
 	for _, cluster := range []string{vanilla, openshift} {
 		require.NoError(t, hub.Client.Create(ctx, generatedApplication(t, appSet, cluster)))
 	}
@@ -87,6 +94,9 @@ func pullModelRoundTrip(t *testing.T, ctx context.Context, hub *harness.Cluster,
 			return h == "Healthy" && r == "0123abcd"
 		}, 2*time.Minute, 500*time.Millisecond, "the hub Application of %s shows the spoke's status", cluster)
 	}
+	waitScrapeCount(t, ctx, p, hubmetrics.PullPropagation, propagated+2)
+	waitScrapeCount(t, ctx, p, hubmetrics.PullStatusReturn, returned+2)
+
 	report := &v1alpha1.MulticlusterApplicationSetReport{}
 	require.Eventually(t, func() bool {
 		return hub.Client.Get(ctx, client.ObjectKey{Namespace: contract.GitOpsNamespace, Name: "guestbook"}, report) == nil &&
@@ -196,4 +206,49 @@ func application(namespace, name string) *unstructured.Unstructured {
 	u.SetNamespace(namespace)
 	u.SetName(name)
 	return u
+}
+
+// scrapeCount is the observation count of a histogram on the manager's metrics endpoint,
+// as Prometheus scrapes it.
+func scrapeCount(t *testing.T, ctx context.Context, p *install.Product, histogram string) int {
+	t.Helper()
+	n, err := scrapeCountOnce(ctx, p.ManagerMetrics, histogram)
+	require.NoError(t, err)
+	return n
+}
+
+// waitScrapeCount waits until a histogram's count is want, lets the manager settle, and
+// checks that it did not count more.
+func waitScrapeCount(t *testing.T, ctx context.Context, p *install.Product, histogram string, want int) {
+	t.Helper()
+	var got int
+	require.Eventually(t, func() bool {
+		n, err := scrapeCountOnce(ctx, p.ManagerMetrics, histogram)
+		got = n
+		return err == nil && n >= want
+	}, time.Minute, 500*time.Millisecond, "%s counts %d (last scrape: %d)", histogram, want, got)
+	time.Sleep(3 * time.Second)
+	assert.Equal(t, want, scrapeCount(t, ctx, p, histogram), "%s counts each Application once", histogram)
+}
+
+func scrapeCountOnce(ctx context.Context, addr, histogram string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("scraping the manager's metrics: %w", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, histogram+"_count "); ok {
+			return strconv.Atoi(strings.TrimSpace(v))
+		}
+	}
+	return 0, fmt.Errorf("the manager's metrics have no %s_count", histogram)
 }
