@@ -43,9 +43,16 @@ const ControllerName = "repository-credentials"
 
 // Condition reasons of contract.ConditionRepositoryCredentials.
 const (
-	ReasonMaterialised  = "Materialised"
+	// ReasonMaterialised: every credential the Applications pulled here use is kept in
+	// the Argo CD namespace as the hub has it.
+	ReasonMaterialised = "Materialised"
+	// ReasonForeignSecret: a Secret the agent did not create holds the name of a hub
+	// credential; it is left as it is, and the Applications that need the credential use
+	// it. Delete or rename it to let gitops-addon keep the hub's.
 	ReasonForeignSecret = "ForeignSecret"
-	ReasonWriteFailed   = "WriteFailed"
+	// ReasonWriteFailed: a credential could not be created, updated or removed (the
+	// message quotes the apiserver; most often RBAC or the admission policy).
+	ReasonWriteFailed = "WriteFailed"
 )
 
 // foreignRetry is how often a name held by a Secret we did not create is tried again:
