@@ -50,5 +50,6 @@ func newAgentCommand() *cobra.Command {
 
 // spokeFeatures are the controllers the agent runs on the spoke.
 func spokeFeatures() []agent.Feature {
-	return []agent.Feature{agent.CRDInstaller, agent.RouteGuard, agent.ResourceSummary, agent.RepositoryCredentials, agent.ArgoCDAgentCertificate, agent.ArgoCDAgentHealth}
+	return []agent.Feature{agent.CRDInstaller, agent.RouteGuard, agent.ResourceSummary, agent.RepositoryCredentials,
+		agent.ArgoCDAgentCertificate, agent.ArgoCDAgentHealth}
 }
