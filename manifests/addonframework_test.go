@@ -131,6 +131,7 @@ func TestAdmissionPolicyFollowsTheClustersKubernetesVersion(t *testing.T) {
 			assert.Equal(t, tc.want, seen["ValidatingAdmissionPolicyBinding/gitops-addon-agent-crds"], "its binding")
 			assert.Equal(t, tc.want, seen["ValidatingAdmissionPolicy/gitops-addon-agent-applications"], "the Applications policy")
 			assert.Equal(t, tc.want, seen["Role/gitops-addon:agent:resource-summary"], "the Applications patch right comes only with its policy")
+			assert.Equal(t, tc.want, seen["ValidatingAdmissionPolicy/gitops-addon-agent-secrets"], "the Secrets policy")
 			assert.True(t, seen["Deployment/"+contract.AgentDeployment], "the rest is rendered alike")
 		})
 	}

@@ -56,6 +56,7 @@ var recordedOn = []struct{ prefix, where string }{
 	{"pkg/hub/crdupgrade", "the hub's CustomResourceDefinition (`kubectl describe crd gitopsclusters.apps.open-cluster-management.io`)"},
 	{"pkg/spoke/crdinstall", "the spoke's CustomResourceDefinition (on the spoke: `kubectl describe crd <name>`)"},
 	{"pkg/spoke/routeguard", "the spoke's APIService `v1.route.openshift.io` (on the spoke: `kubectl get events -A`)"},
+	{"pkg/spoke/repocreds", "the spoke's Secret it did not overwrite, in the Argo CD namespace (on the spoke: `kubectl -n openshift-gitops get events`)"},
 }
 
 func whereShown(pkg string) (string, error) {

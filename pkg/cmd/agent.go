@@ -14,7 +14,7 @@ func newAgentCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use: "agent",
 		Short: "Run the spoke agent: Argo CD (and Routes) CRD installer, Route API guard, /openapi/v2 health, " +
-			"pulled Applications' resource summaries and the addon lease",
+			"pulled Applications' resource summaries and repository credentials, and the addon lease",
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return agent.Run(c.Context(), o, spokeFeatures()...)
@@ -50,5 +50,6 @@ func newAgentCommand() *cobra.Command {
 
 // spokeFeatures are the controllers the agent runs on the spoke.
 func spokeFeatures() []agent.Feature {
-	return []agent.Feature{agent.CRDInstaller, agent.RouteGuard, agent.ResourceSummary, agent.ArgoCDAgentCertificate, agent.ArgoCDAgentHealth}
+	return []agent.Feature{agent.CRDInstaller, agent.RouteGuard, agent.ResourceSummary, agent.RepositoryCredentials,
+		agent.ArgoCDAgentCertificate, agent.ArgoCDAgentHealth}
 }

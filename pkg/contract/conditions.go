@@ -46,3 +46,8 @@ const (
 // RouteGroupVersion is the Route API as openshift/api defines it; openshift/api is also
 // where hack/crdgen takes the Routes CRD manifest from.
 var RouteGroupVersion = routev1.GroupVersion
+
+// ConditionRepositoryCredentials: whether the agent keeps the hub's repository
+// credentials the Applications pulled to the cluster use (pkg/spoke/repocreds), and which
+// names it refused to write because a Secret it did not create holds them.
+const ConditionRepositoryCredentials = "RepositoryCredentials"

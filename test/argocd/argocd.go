@@ -99,7 +99,18 @@ func component(f *harness.Fleet, c *harness.Cluster, role string, args []string,
 	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0o700); err != nil {
 		return nil, err
 	}
+	// Argo CD runs git with GIT_ASKPASS=argocd, found on PATH as in its image: that is
+	// how the repo-server hands git a repository's username and password (over HTTP).
+	// PATH gets a directory holding only that name, so nothing else of ./bin shadows a tool.
+	askPass := filepath.Join(dir, "path")
+	if err := os.MkdirAll(askPass, 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.Symlink(filepath.Join(f.BinDir(), "argocd"), filepath.Join(askPass, "argocd")); err != nil && !os.IsExist(err) {
+		return nil, err
+	}
 	env = append([]string{
+		"PATH=" + askPass + string(os.PathListSeparator) + os.Getenv("PATH"),
 		"ARGOCD_BINARY_NAME=" + role,
 		"ARGOCD_GPG_ENABLED=false",
 		"ARGOCD_ASK_PASS_SOCK=" + filepath.Join(dir, "askpass.sock"),

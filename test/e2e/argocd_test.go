@@ -470,6 +470,8 @@ spec:
 		assert.True(t, exists(ctx, s.Client, &corev1.ConfigMap{}, "kept/guestbook-ui"), "without the finalizer the ConfigMap stays")
 	})
 
+	t.Run("repository credentials follow the Application", func(t *testing.T) { repositoryCredentialsScenario(t, ctx, a) })
+
 	// Last: it takes the GitOps stack off vanilla.
 	t.Run("Argo CD Agent mode: OCM issues argocd-agent's certificate, the real operator renders argocd-agent with it, a renewal reaches it", func(t *testing.T) {
 		argoCDAgentMode(t, ctx, a)

@@ -172,8 +172,14 @@ func TestRenderedManifestsOnARealAPIServer(t *testing.T) {
 			{"agent (agent mode) reads the certificate OCM keeps for argocd-agent", agent, authorizationv1.ResourceAttributes{Namespace: agentchart.InstallNamespace, Resource: "secrets", Verb: "watch", Name: agentcert.SourceSecretName(contract.AddonName, agentsigner.SignerName)}, "", true},
 			{"agent (agent mode) cannot read its own hub credential", agent, authorizationv1.ResourceAttributes{Namespace: agentchart.InstallNamespace, Resource: "secrets", Verb: "get", Name: contract.HubKubeconfigSecret}, "", false},
 			{"agent (agent mode) keeps argocd-agent-client-tls", agent, authorizationv1.ResourceAttributes{Namespace: contract.GitOpsNamespace, Resource: "secrets", Verb: "update", Name: "argocd-agent-client-tls"}, "", true},
-			{"agent (agent mode) cannot read Argo CD's admin Secret", agent, authorizationv1.ResourceAttributes{Namespace: contract.GitOpsNamespace, Resource: "secrets", Verb: "get", Name: "argocd-secret"}, "", false},
-			{"agent (agent mode) cannot list Secrets of the Argo CD namespace", agent, authorizationv1.ResourceAttributes{Namespace: contract.GitOpsNamespace, Resource: "secrets", Verb: "list"}, "", false},
+			// Repository credentials (pkg/spoke/repocreds): RBAC cannot narrow Secrets by
+			// label, so the agent reads the Argo CD namespace's Secrets as Argo CD does; its
+			// writes there are held to its own by gitops-addon-agent-secrets (below).
+			{"agent lists the Secrets of the Argo CD namespace (repository credentials)", agent, authorizationv1.ResourceAttributes{Namespace: contract.GitOpsNamespace, Resource: "secrets", Verb: "list"}, "", true},
+			{"agent creates and deletes Secrets in the Argo CD namespace (its admission policy holds it to its own)", agent, authorizationv1.ResourceAttributes{Namespace: contract.GitOpsNamespace, Resource: "secrets", Verb: "delete", Name: "private-repo"}, "", true},
+			{"agent cannot patch Secrets of the Argo CD namespace", agent, authorizationv1.ResourceAttributes{Namespace: contract.GitOpsNamespace, Resource: "secrets", Verb: "patch", Name: "argocd-secret"}, "", false},
+			{"agent cannot read Secrets of other namespaces", agent, authorizationv1.ResourceAttributes{Namespace: "kube-system", Resource: "secrets", Verb: "list"}, "", false},
+			{"agent cannot write Secrets of other namespaces", agent, authorizationv1.ResourceAttributes{Namespace: "team-a", Resource: "secrets", Verb: "create"}, "", false},
 			{"agent (agent mode) restarts argocd-agent", agent, authorizationv1.ResourceAttributes{Namespace: contract.GitOpsNamespace, Group: "apps", Resource: "deployments", Verb: "patch", Name: "openshift-gitops-agent-agent"}, "", true},
 			{"agent (agent mode) cannot change other Deployments", agent, authorizationv1.ResourceAttributes{Namespace: contract.GitOpsNamespace, Group: "apps", Resource: "deployments", Verb: "patch", Name: "openshift-gitops-server"}, "", false},
 
@@ -295,6 +301,47 @@ func TestRenderedManifestsOnARealAPIServer(t *testing.T) {
 			"the summary annotation is the agent's to write")
 		err := asAgent.Delete(ctx, app.DeepCopy())
 		assert.True(t, apierrors.IsForbidden(err), "deleting an Application: %v", err)
+	})
+
+	t.Run("the agent's identity may write only its own repository credentials in the Argo CD namespace", func(t *testing.T) {
+		asAgent := impersonating(t, config, agentchart.InstallNamespace, contract.AgentDeployment)
+		secret := func(name string, labels map[string]string) *corev1.Secret {
+			return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: contract.GitOpsNamespace, Name: name, Labels: labels},
+				Data: map[string][]byte{"password": []byte("theirs")}}
+		}
+		owned := map[string]string{contract.LabelRepositoryCredential: contract.RepositoryCredentialOwned}
+		foreign := secret("private-repo", map[string]string{"team": "a"})
+		require.NoError(t, kubeClient.Create(ctx, foreign))
+		// The policy is enforced once the apiserver has loaded it: wait for the denial.
+		var updateErr error
+		require.Eventually(t, func() bool {
+			theirs := &corev1.Secret{}
+			require.NoError(t, kubeClient.Get(ctx, client.ObjectKeyFromObject(foreign), theirs))
+			theirs.Labels = owned
+			theirs.Data["password"] = []byte("ours")
+			updateErr = asAgent.Update(ctx, theirs)
+			if updateErr == nil {
+				theirs.Labels, theirs.Data["password"] = map[string]string{"team": "a"}, []byte("theirs")
+				require.NoError(t, kubeClient.Update(ctx, theirs))
+			}
+			return updateErr != nil
+		}, 30*time.Second, 200*time.Millisecond, "the agent overwrote a Secret it did not create")
+		assert.True(t, apierrors.IsForbidden(updateErr) || apierrors.IsInvalid(updateErr), "%v", updateErr)
+		assert.Contains(t, updateErr.Error(), "only the repository credentials it created")
+		assert.Error(t, asAgent.Delete(ctx, foreign.DeepCopy()), "the agent deleted a Secret it did not create")
+		assert.Error(t, asAgent.Create(ctx, secret("unlabelled", nil)), "the agent created a Secret not labelled as its own")
+		stored := &corev1.Secret{}
+		require.NoError(t, kubeClient.Get(ctx, client.ObjectKeyFromObject(foreign), stored))
+		assert.Equal(t, "theirs", string(stored.Data["password"]), "untouched")
+
+		// Its own: created, updated, deleted.
+		mine := secret("hub-repo", owned)
+		require.NoError(t, asAgent.Create(ctx, mine))
+		mine.Data["password"] = []byte("rotated")
+		require.NoError(t, asAgent.Update(ctx, mine))
+		mine.Labels = map[string]string{"team": "a"}
+		assert.Error(t, asAgent.Update(ctx, mine.DeepCopy()), "the agent gave its Secret away (then it could not delete it)")
+		require.NoError(t, asAgent.Delete(ctx, mine))
 	})
 
 	t.Run("operator can grant permissions it does not hold", func(t *testing.T) {

@@ -120,6 +120,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	spoke := spokeStatusOf(existing, spokeNamespace(app), app.GetName())
 	plan := planRequests(app, existing, spoke)
 	plan.cluster, plan.project = v.cluster, v.project
+	if plan.credentials, err = r.stagedCredentials(ctx, app); err != nil {
+		return ctrl.Result{}, err
+	}
 	created, err := r.applyWork(ctx, app, plan, existing)
 	if err != nil {
 		return ctrl.Result{}, err

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -39,6 +40,7 @@ func (c readerCache) List(ctx context.Context, list client.ObjectList, opts ...c
 // which sees the work pending, schedules it for what is left.
 func TestCreateSchedulesTheApplyTimeoutCheck(t *testing.T) {
 	scheme := runtime.NewScheme()
+	require.NoError(t, corev1.AddToScheme(scheme)) // the repository credentials
 	require.NoError(t, clusterv1.Install(scheme))
 	require.NoError(t, clusterv1beta1.Install(scheme))
 	require.NoError(t, workv1.Install(scheme))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -56,10 +57,12 @@ func RegisterDecisionIndex(ctx context.Context, indexer client.FieldIndexer) err
 }
 
 // NewCache builds the pull model's own cache: Applications (those outside the pull model
-// reduced to their metadata), AppProjects, the ManifestWorks labelled as pull works and
-// our reports. It is separate from the manager's cache, whose ManifestWorks are filtered
-// on the addon's label, and it starts only once Argo CD's CRDs exist.
-func NewCache(mgr manager.Manager) (cache.Cache, error) {
+// reduced to their metadata), AppProjects, the ManifestWorks labelled as pull works, our
+// reports, and the repository credentials opted in to follow Applications (in
+// argoNamespaces only when they are listed: the manager may read Secrets there only). It
+// is separate from the manager's cache, whose ManifestWorks and Secrets are filtered on
+// the addon's label, and it starts only once Argo CD's CRDs exist.
+func NewCache(mgr manager.Manager, argoNamespaces []string) (cache.Cache, error) {
 	app := newApplication()
 	c, err := cache.New(mgr.GetConfig(), cache.Options{
 		Scheme:           mgr.GetScheme(),
@@ -71,12 +74,26 @@ func NewCache(mgr manager.Manager) (cache.Cache, error) {
 			&v1alpha1.MulticlusterApplicationSetReport{}: {
 				Label: labels.SelectorFromSet(labels.Set{contract.LabelManagedBy: contract.ManagedByValue}),
 			},
+			&corev1.Secret{}: {Label: credentialSelector(), Namespaces: namespaceConfigs(argoNamespaces)},
 		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the pull model's cache: %w", err)
 	}
 	return c, registerIndexes(context.Background(), c)
+}
+
+// namespaceConfigs restricts a cached kind to namespaces; nil (every namespace) when
+// there are none.
+func namespaceConfigs(namespaces []string) map[string]cache.Config {
+	if len(namespaces) == 0 {
+		return nil
+	}
+	out := make(map[string]cache.Config, len(namespaces))
+	for _, ns := range namespaces {
+		out[ns] = cache.Config{}
+	}
+	return out
 }
 
 func registerIndexes(ctx context.Context, c cache.Cache) error {
@@ -168,6 +185,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, workers int, skipName
 			applicationChanged())).
 		WatchesRawSource(source.Kind(r.Cache, &workv1.ManifestWork{}, r.latency.watchApplies(forWorkChanges(&r.creates)))).
 		WatchesRawSource(source.Kind(r.Cache, project, handler.TypedEnqueueRequestsFromMapFunc(r.forProject))).
+		WatchesRawSource(source.Kind(r.Cache, &corev1.Secret{}, r.forCredentialChanges())).
 		WatchesRawSource(source.Kind(mgr.GetCache(), &clusterv1.ManagedCluster{}, r.forClusterChanges())).
 		WatchesRawSource(source.Kind(mgr.GetCache(), &addonv1beta1.ManagedClusterAddOn{}, wakeOnAddonChanges(r.applicationsOn))).
 		WatchesRawSource(source.Kind(mgr.GetCache(), &clusterv1beta1.PlacementDecision{}, r.forDecisionChanges())).

@@ -49,6 +49,9 @@ type Options struct {
 	HubOnly bool
 	// SkipNameValidation lets tests run several managers in one process.
 	SkipNameValidation bool
+	// ArgoNamespaces, when not empty, are the only namespaces whose repository
+	// credentials the pull model reads (the manager may read Secrets there only).
+	ArgoNamespaces []string
 }
 
 // DefaultApplyTimeout is Options.ApplyTimeout's default: far above the seconds a work
@@ -123,7 +126,7 @@ func (s *Starter) established(ctx context.Context, name string) (bool, error) {
 // returned on every later attempt too: half-registered controllers cannot be retried.
 func (s *Starter) start() error {
 	s.once.Do(func() {
-		c, err := NewCache(s.mgr)
+		c, err := NewCache(s.mgr, s.opts.ArgoNamespaces)
 		if err != nil {
 			s.startErr = err
 			return

@@ -101,13 +101,18 @@ type workPlan struct {
 	request spokeRequest
 	// baselines are the one-shot request annotations to record (see AnnotationOperationBaseline).
 	baselines map[string]string
+	// credentials are the staged copies of the hub repository credentials the
+	// Application uses (pkg/hub/repocreds); the spoke agent materialises them.
+	credentials []*unstructured.Unstructured
 }
 
 // desiredWork builds the ManifestWork for a plan. It also returns the destination name
 // it had to clear, for the Event.
 func desiredWork(p workPlan) (*workv1.ManifestWork, string, error) {
 	app, clearedDestName := spokeApplication(p.hub, p.request)
-	objects := []*unstructured.Unstructured{}
+	// The credentials first: the work agent applies in order, so the spoke's Argo CD
+	// finds them as early as the agent can materialise them.
+	objects := slices.Clone(p.credentials)
 	if p.project != nil {
 		objects = append(objects, spokeAppProject(p.project, app.GetNamespace()))
 	}

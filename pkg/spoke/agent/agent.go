@@ -29,6 +29,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/agentcert"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/agenthealth"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/crdinstall"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/repocreds"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/resourcesummary"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/routeguard"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/schemes"
@@ -120,6 +121,12 @@ func CRDInstaller(s Setup) error {
 // resources the hub shows (pkg/contract/appresources).
 func ResourceSummary(s Setup) error {
 	return resourcesummary.SetupWithManager(s.Manager, resourcesummary.Options{Namespace: contract.GitOpsNamespace, Report: s.Report})
+}
+
+// RepositoryCredentials keeps in the Argo CD namespace the hub's repository credentials
+// that the Applications pulled here use, from the copies their ManifestWorks stage.
+func RepositoryCredentials(s Setup) error {
+	return repocreds.SetupWithManager(s.Manager, repocreds.Options{Namespace: contract.GitOpsNamespace, Report: s.Report})
 }
 
 // ArgoCDAgentCertificate hands argocd-agent the client certificate OCM keeps for it and
