@@ -22,6 +22,7 @@ import (
 
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/gitopscluster"
+	"github.com/gitops-addon/gitops-addon/test/harness"
 	"github.com/gitops-addon/gitops-addon/test/install"
 )
 
@@ -85,6 +86,8 @@ func rollingSyncScenario(t *testing.T, ctx context.Context, a *argoFleet) {
 	}
 
 	history := watchAppSetStatus(t, ctx, a, rolloutAppSet)
+	seenFirst := watchSpokeApp(t, ctx, a, first, appFirst)
+	seenSecond := watchSpokeApp(t, ctx, a, second, appSecond)
 	appSet := &unstructured.Unstructured{}
 	require.NoError(t, yaml.Unmarshal([]byte(fmt.Sprintf(`
 apiVersion: argoproj.io/v1alpha1
@@ -185,7 +188,20 @@ spec:
 		first, finished1.Format(time.RFC3339), healthy1.Format(time.RFC3339), second, started2.Format(time.RFC3339), started2.Sub(healthy1))
 	assert.False(t, started2.Before(healthy1), "step 2 started syncing (%s) before step 1 was Healthy (%s)", started2, healthy1)
 	assert.False(t, started2.Before(finished1), "step 2 started syncing (%s) before step 1's sync finished (%s)", started2, finished1)
-	t.Logf("sync history: %s %d, %s %d", appFirst, len(syncHistory(a1)), appSecond, len(syncHistory(a2)))
+	t.Logf("syncs completed (status.history): %s %d, %s %d", appFirst, len(syncHistory(a1)), appSecond, len(syncHistory(a2)))
+
+	// The same to the millisecond, as watched on the spoke apiservers: step 2's Application
+	// was first asked to sync (or began one) after step 1's was Healthy and Synced on the fix.
+	firstHealthy := seenFirst.first(func(s spokeAppSeen) bool {
+		return s.health == "Healthy" && s.sync == "Synced" && s.revision == fixed
+	})
+	secondAsked := seenSecond.first(func(s spokeAppSeen) bool { return s.operation || s.operationState })
+	require.False(t, firstHealthy.IsZero(), "step 1 never seen Healthy and Synced on %s", fixed)
+	require.False(t, secondAsked.IsZero(), "step 2 never seen asked to sync")
+	t.Logf("watched on the spokes: step 1 Healthy and Synced on %s at %s, step 2 first asked to sync at %s (%v later)",
+		first, firstHealthy.Format(time.StampMilli), secondAsked.Format(time.StampMilli), secondAsked.Sub(firstHealthy).Round(time.Millisecond))
+	assert.True(t, secondAsked.After(firstHealthy), "step 2 was asked to sync (%s) before step 1 was Healthy (%s)",
+		secondAsked.Format(time.StampMilli), firstHealthy.Format(time.StampMilli))
 
 	// The same order as the hub's ApplicationSet controller recorded it.
 	t.Logf("ApplicationSet status.applicationStatus, as written: %s", history.summary())
@@ -254,19 +270,27 @@ type appSetHistory struct {
 // the test ends.
 func watchAppSetStatus(t *testing.T, ctx context.Context, a *argoFleet, name string) *appSetHistory {
 	t.Helper()
-	wc, err := client.NewWithWatch(a.f.Hub.Config, client.Options{Scheme: a.f.Hub.Client.Scheme()})
+	h := &appSetHistory{}
+	watchNamed(t, ctx, a.f.Hub, "ApplicationSetList", name, h.record)
+	return h
+}
+
+// watchNamed calls seen with every version of the Argo CD object name (of list kind
+// listKind) in openshift-gitops on cluster c, from now until the test ends.
+func watchNamed(t *testing.T, ctx context.Context, c *harness.Cluster, listKind, name string, seen func(*unstructured.Unstructured)) {
+	t.Helper()
+	wc, err := client.NewWithWatch(c.Config, client.Options{Scheme: c.Client.Scheme()})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(ctx)
 	t.Cleanup(cancel)
-	h := &appSetHistory{}
 	list := &unstructured.UnstructuredList{}
 	list.SetAPIVersion("argoproj.io/v1alpha1")
-	list.SetKind("ApplicationSetList")
-	w, err := wc.Watch(ctx, list, client.InNamespace(contract.GitOpsNamespace),
-		client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("metadata.name", name)})
+	list.SetKind(listKind)
+	opts := []client.ListOption{client.InNamespace(contract.GitOpsNamespace),
+		client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("metadata.name", name)}}
+	w, err := wc.Watch(ctx, list, opts...)
 	require.NoError(t, err)
 	go func() {
-		defer w.Stop()
 		rv := ""
 		for {
 			for e := range w.ResultChan() {
@@ -275,21 +299,61 @@ func watchAppSetStatus(t *testing.T, ctx context.Context, a *argoFleet, name str
 					continue
 				}
 				rv = u.GetResourceVersion()
-				h.record(u)
+				seen(u)
 			}
+			w.Stop()
 			if ctx.Err() != nil {
 				return
 			}
 			// The apiserver ends a watch after a while: go on from where it stopped.
-			w, err = wc.Watch(ctx, list, client.InNamespace(contract.GitOpsNamespace),
-				client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("metadata.name", name)},
-				&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv}})
-			if err != nil {
+			if w, err = wc.Watch(ctx, list, append(opts, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv}})...); err != nil {
 				return
 			}
 		}
 	}()
+}
+
+// spokeAppSeen is what the test saw of a spoke Application, and when (this machine's
+// clock, which every cluster of the fleet shares).
+type spokeAppSeen struct {
+	at                        time.Time
+	health, sync, revision    string
+	operation, operationState bool
+}
+
+// spokeAppHistory is every version of an Application on a spoke apiserver, as watched.
+type spokeAppHistory struct {
+	mu   sync.Mutex
+	seen []spokeAppSeen
+}
+
+func watchSpokeApp(t *testing.T, ctx context.Context, a *argoFleet, cluster, name string) *spokeAppHistory {
+	t.Helper()
+	h := &spokeAppHistory{}
+	watchNamed(t, ctx, a.spokes[cluster].Cluster, "ApplicationList", name, func(app *unstructured.Unstructured) {
+		s := spokeAppSeen{at: time.Now()}
+		s.health, _, _ = unstructured.NestedString(app.Object, "status", "health", "status")
+		s.sync, _, _ = unstructured.NestedString(app.Object, "status", "sync", "status")
+		s.revision, _, _ = unstructured.NestedString(app.Object, "status", "sync", "revision")
+		_, s.operation, _ = unstructured.NestedMap(app.Object, "operation")
+		_, s.operationState, _ = unstructured.NestedMap(app.Object, "status", "operationState")
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.seen = append(h.seen, s)
+	})
 	return h
+}
+
+// first is when the Application was first seen in a state that satisfies ok; zero if never.
+func (h *spokeAppHistory) first(ok func(spokeAppSeen) bool) time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, s := range h.seen {
+		if ok(s) {
+			return s.at
+		}
+	}
+	return time.Time{}
 }
 
 func (h *appSetHistory) record(appSet *unstructured.Unstructured) {
