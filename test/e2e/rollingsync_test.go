@@ -206,6 +206,7 @@ spec:
 	// The same order as the hub's ApplicationSet controller recorded it.
 	t.Logf("ApplicationSet status.applicationStatus, as written: %s", history.summary())
 	healthyFirst, pendingSecond := history.firstIndex(appFirst, "Healthy"), history.firstIndex(appSecond, "Pending")
+	require.NotEqual(t, -1, healthyFirst, "step 1 was never Healthy")
 	require.NotEqual(t, -1, pendingSecond, "step 2 was never Pending")
 	assert.Less(t, healthyFirst, pendingSecond, "step 2 became Pending only once step 1 was Healthy")
 	for _, app := range []string{appFirst, appSecond} {
