@@ -69,6 +69,9 @@ func rollingSyncScenario(t *testing.T, ctx context.Context, a *argoFleet) {
 	first, second := vanilla, openshift
 	appFirst, appSecond := rolloutAppSet+"-"+first, rolloutAppSet+"-"+second
 	hub := a.f.Hub
+	start := time.Now()
+	// mark logs how far the scenario is, so that a slow phase shows in the test's output.
+	mark := func(what string) { t.Logf("%s: %s after the start", what, time.Since(start).Round(100*time.Millisecond)) }
 
 	_, err := a.argo.Repo.Commit("rollout: a ConfigMap and a Deployment that cannot run", map[string]string{
 		"rollout/configmap.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: rollout-settings}\ndata: {wave: rolling}\n",
@@ -85,6 +88,7 @@ func rollingSyncScenario(t *testing.T, ctx context.Context, a *argoFleet) {
 		}, time.Minute, time.Second, "the Argo CD cluster Secret of %s carries the ManagedCluster's label %s=%s", cluster, rolloutClusterLabel, wave)
 	}
 
+	mark("the cluster Secrets carry the wave labels")
 	history := watchAppSetStatus(t, ctx, a, rolloutAppSet)
 	seenFirst := watchSpokeApp(t, ctx, a, first, appFirst)
 	seenSecond := watchSpokeApp(t, ctx, a, second, appSecond)
@@ -127,6 +131,7 @@ spec:
 
 	// Step 1 broken: synced by the ApplicationSet controller through the hub Application's
 	// operation, never Healthy.
+	mark("the ApplicationSet created")
 	firstSpoke, secondSpoke := a.spokes[first].Cluster, a.spokes[second].Cluster
 	for cluster, app := range map[string]string{first: appFirst, second: appSecond} {
 		waitApp(t, ctx, a.spokes[cluster].Cluster, contract.GitOpsNamespace, app, 3*time.Minute, func(app *unstructured.Unstructured) bool {
@@ -144,6 +149,7 @@ spec:
 		return h == "Degraded"
 	}, "want the hub Application Degraded, as its spoke reports")
 	history.waitFor(t, appFirst, "Progressing", time.Minute)
+	mark("step 1 synced and Degraded, Progressing in the ApplicationSet")
 
 	// Held: for two of the spoke's resync periods (15 s each) and more, step 2's cluster
 	// is not synced, and the ApplicationSet keeps it Waiting.
@@ -165,6 +171,7 @@ spec:
 	// Fixed in Git: the Deployment goes. The rollout starts again from step 1.
 	fixed, err := a.argo.Repo.Commit("rollout: without the Deployment", map[string]string{"rollout/deployment.yaml": ""})
 	require.NoError(t, err)
+	mark("the fix committed")
 	for cluster, app := range map[string]string{first: appFirst, second: appSecond} {
 		waitApp(t, ctx, a.spokes[cluster].Cluster, contract.GitOpsNamespace, app, 4*time.Minute, func(app *unstructured.Unstructured) bool {
 			s, _, _ := unstructured.NestedString(app.Object, "status", "sync", "status")
@@ -177,6 +184,7 @@ spec:
 	for _, app := range []string{appFirst, appSecond} {
 		history.waitFor(t, app, "Healthy", 2*time.Minute)
 	}
+	mark("both steps synced on the fix and Healthy")
 
 	// The spokes' timestamps: step 2's sync started once step 1 was Healthy, not before.
 	a1 := spokeApplication(t, ctx, a, first, appFirst)
@@ -218,7 +226,9 @@ spec:
 // cleanUpRollout deletes the rollout's ApplicationSet (its Applications go from the hub and
 // the spokes, their resources pruned) and the cluster labels.
 func cleanUpRollout(t *testing.T, ctx context.Context, a *argoFleet, appSet *unstructured.Unstructured, apps ...string) {
+	since := time.Now()
 	assert.NoError(t, client.IgnoreNotFound(a.f.Hub.Client.Delete(ctx, appSet)))
+	defer func() { t.Logf("cleaned up in %v", time.Since(since).Round(100*time.Millisecond)) }()
 	clusters := []string{vanilla, openshift}
 	assert.Eventually(t, func() bool {
 		for i, app := range apps {
