@@ -4,7 +4,8 @@
 //
 //   - on the hub, the user's own Argo CD in openshift-gitops (StartHub): Argo CD's CRDs,
 //     its minimal configuration, redis, a repo-server, an application controller and the
-//     ApplicationSet controller, all as the hub's administrator;
+//     ApplicationSet controller (with progressive syncs, for RollingSync), all as the hub's
+//     administrator;
 //   - on a spoke, the GitOps operator gitops-addon delivered (StartOperator), run with
 //     its Deployment's ServiceAccount, arguments and environment, so that it reconciles
 //     the delivered ArgoCD CR with exactly the RBAC the addon grants it; then the
@@ -206,6 +207,9 @@ func StartHub(ctx context.Context, f *harness.Fleet, crdFiles []string) (*Instan
 	i.ApplicationSet, err = component(f, c, "argocd-applicationset-controller", []string{
 		"--kubeconfig", c.Kubeconfig, "--namespace", Namespace, "--argocd-repo-server", repoServer, "--repo-server-plaintext",
 		"--metrics-addr", harness.FreeAddress(), "--probe-addr", harness.FreeAddress(), "--webhook-addr", harness.FreeAddress(),
+		// RollingSync (progressive syncs) is off unless asked for, as in a user's Argo CD:
+		// the pull model's rollouts across clusters need it on the hub.
+		"--enable-progressive-syncs",
 	}, "KUBECONFIG="+c.Kubeconfig)
 	return i, err
 }

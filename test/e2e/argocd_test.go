@@ -370,6 +370,8 @@ spec:
 		require.NoError(t, a.f.Hub.Client.Delete(ctx, app))
 	})
 
+	t.Run("RollingSync across clusters: step 2 syncs only once step 1 is Healthy through the pull model's status path", func(t *testing.T) { rollingSyncScenario(t, ctx, a) })
+
 	t.Run("Routes trap, for real: a duplicate Routes CRD breaks the spoke's Argo CD until the agent removes it", func(t *testing.T) {
 		s := a.spokes[openshift]
 		// The guard off: no admission policy (through the AddOnDeploymentConfig, rolled out

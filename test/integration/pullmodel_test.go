@@ -497,7 +497,7 @@ func TestPullModelManualSync(t *testing.T) {
 	s := startPullScenario(sharedPullHub(t), "pull-sync")
 	_, w := s.guestbook()
 	s.reportGuestbookHealthy(w)
-	t.Run("manual sync reaches the spoke once and is cleared on the hub", func(t *testing.T) {
+	t.Run("manual sync reaches the spoke once, stays while it runs and is cleared on the hub when it ends", func(t *testing.T) {
 		s := s.with(t)
 		app := s.getApp(s.ns, s.guestbookApp())
 		app.Object["operation"] = map[string]any{"sync": map[string]any{"revision": "v2"}, "initiatedBy": map[string]any{"username": "admin"}}
@@ -519,12 +519,26 @@ func TestPullModelManualSync(t *testing.T) {
 		}, timeout, poll, "the hub Application shows the spoke's report that came before the operation started")
 		_, still := s.getApp(s.ns, s.guestbookApp()).Object["operation"]
 		assert.True(t, still, "the hub keeps .operation until the spoke starts it")
-		s.report(w, map[string]string{pullmodel.FeedbackHealth: "Healthy", pullmodel.FeedbackSync: "Synced",
+		// Started: while it runs, the spoke's Argo CD needs .operation on its Application
+		// (a sync with waves goes on only while it is there), so it stays in the work.
+		s.report(w, map[string]string{pullmodel.FeedbackHealth: "Healthy", pullmodel.FeedbackSync: "OutOfSync",
 			pullmodel.FeedbackOperationPhase: "Running", pullmodel.FeedbackOperationStartedAt: "2026-11-23T11:00:00Z"}, nil)
+		require.Eventually(t, func() bool {
+			phase, _, _ := unstructured.NestedString(s.getApp(s.ns, s.guestbookApp()).Object, "status", "operationState", "phase")
+			return phase == "Running"
+		}, timeout, poll, "the hub Application shows the operation running")
+		_, still = s.getApp(s.ns, s.guestbookApp()).Object["operation"]
+		assert.True(t, still, "the hub keeps .operation while the spoke runs it")
+		s.waitWork(s.cluster1, s.ns, s.guestbookApp(), func(w *workv1.ManifestWork) bool {
+			_, op := spokeApp(t, w).Object["operation"]
+			return op
+		}, "keeps the operation while the spoke runs it")
+		s.report(w, map[string]string{pullmodel.FeedbackHealth: "Healthy", pullmodel.FeedbackSync: "Synced",
+			pullmodel.FeedbackOperationPhase: "Succeeded", pullmodel.FeedbackOperationStartedAt: "2026-11-23T11:00:00Z"}, nil)
 		require.Eventually(t, func() bool {
 			_, has := s.getApp(s.ns, s.guestbookApp()).Object["operation"]
 			return !has
-		}, timeout, poll, ".operation cleared on the hub")
+		}, timeout, poll, ".operation cleared on the hub once the spoke's operation ended")
 		s.waitWork(s.cluster1, s.ns, s.guestbookApp(), func(w *workv1.ManifestWork) bool {
 			_, op := spokeApp(t, w).Object["operation"]
 			_, baseline := w.Annotations[pullmodel.AnnotationOperationBaseline]

@@ -176,10 +176,11 @@ func spokeWarnings(ctx context.Context, c client.Reader, hubOnly bool, timeout t
 }
 
 // planRequests decides which one-shot requests (a manual sync, a refresh) go to the spoke
-// this time. A request is shipped until the spoke shows it took it: its operation start
-// time, or its reconcile time, differs from the one recorded when the request was first
-// shipped. Then the hub's copy is cleared, and the request leaves the ManifestWork, so the
-// hub and the spoke never fight over it and it runs once.
+// this time. A request is shipped until the spoke shows it is done with it: a refresh once
+// its reconcile time differs from the one recorded when the request was first shipped; an
+// operation once the spoke reports, with a start time other than the recorded one, that
+// operation finished. Then the hub's copy is cleared, and the request leaves the
+// ManifestWork, so the hub and the spoke never fight over it and it runs once.
 func planRequests(app *unstructured.Unstructured, existing *workv1.ManifestWork, spoke spokeStatus) workPlan {
 	p := workPlan{hub: app, baselines: map[string]string{}}
 	if _, ok, _ := unstructured.NestedMap(app.Object, "operation"); ok {
@@ -214,12 +215,27 @@ func taken(app *unstructured.Unstructured, existing *workv1.ManifestWork, spoke 
 	}
 	t := &oneShotTaken{}
 	if _, ok, _ := unstructured.NestedMap(app.Object, "operation"); ok {
-		t.operation = changedSince(existing, AnnotationOperationBaseline, spoke, FeedbackOperationStartedAt)
+		t.operation = changedSince(existing, AnnotationOperationBaseline, spoke, FeedbackOperationStartedAt) && operationFinished(spoke)
 	}
 	if _, ok := app.GetAnnotations()[AnnotationRefresh]; ok {
 		t.refresh = changedSince(existing, AnnotationRefreshBaseline, spoke, FeedbackReconciledAt)
 	}
 	return t
+}
+
+// operationFinished says whether the spoke reports its operation in one of Argo CD's
+// completed phases. Until then the operation must stay on the spoke Application: Argo CD
+// goes on with a running operation (the next sync wave, a namespace it created becoming
+// healthy, a retry) only while .operation is there, and the work agent's server-side apply
+// would remove it with the ManifestWork's copy, leaving the sync Running for ever. Argo CD
+// removes it itself when the operation ends.
+func operationFinished(spoke spokeStatus) bool {
+	phase, _ := spoke.get(FeedbackOperationPhase)
+	switch phase {
+	case "Succeeded", "Failed", "Error":
+		return true
+	}
+	return false
 }
 
 func changedSince(existing *workv1.ManifestWork, annotation string, spoke spokeStatus, feedback string) bool {

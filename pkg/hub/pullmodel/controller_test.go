@@ -8,8 +8,9 @@ import (
 )
 
 // TestOneShotRequests follows a manual sync through its life: shipped with the baseline
-// the spoke reported before, kept while the spoke reports the same start, taken (and so
-// cleared on the hub) once the spoke reports a new one.
+// the spoke reported before, kept while the spoke reports the same start and while the
+// operation it started runs, taken (and so cleared on the hub) once the spoke reports it
+// finished.
 func TestOneShotRequests(t *testing.T) {
 	hub := hubApp(seedApp)
 	withOperationAndRefresh(hub)
@@ -41,16 +42,44 @@ func TestOneShotRequests(t *testing.T) {
 			wantTaken:     &oneShotTaken{},
 		},
 		{
-			name:          "the spoke started a new operation and reconciled: both taken",
+			name:          "the spoke reconciled and runs the new operation: the refresh is taken, the operation stays until it ends",
 			existing:      withAnnotations(reportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", nil), "t0", "r0"),
-			reported:      map[string]string{FeedbackOperationStartedAt: "t1", FeedbackReconciledAt: "r1"},
+			reported:      map[string]string{FeedbackOperationStartedAt: "t1", FeedbackOperationPhase: "Running", FeedbackReconciledAt: "r1"},
+			wantBaselines: map[string]string{AnnotationOperationBaseline: "t0", AnnotationRefreshBaseline: "r0"},
+			wantTaken:     &oneShotTaken{refresh: true},
+		},
+		{
+			name:          "an operation terminating has not ended",
+			existing:      withAnnotations(reportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", nil), "t0", "r0"),
+			reported:      map[string]string{FeedbackOperationStartedAt: "t1", FeedbackOperationPhase: "Terminating", FeedbackReconciledAt: "r0"},
+			wantBaselines: map[string]string{AnnotationOperationBaseline: "t0", AnnotationRefreshBaseline: "r0"},
+			wantTaken:     &oneShotTaken{},
+		},
+		{
+			name:          "the spoke's new operation ended and it reconciled: both taken",
+			existing:      withAnnotations(reportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", nil), "t0", "r0"),
+			reported:      map[string]string{FeedbackOperationStartedAt: "t1", FeedbackOperationPhase: "Succeeded", FeedbackReconciledAt: "r1"},
 			wantBaselines: map[string]string{AnnotationOperationBaseline: "t0", AnnotationRefreshBaseline: "r0"},
 			wantTaken:     &oneShotTaken{operation: true, refresh: true},
 		},
 		{
+			name:          "an operation that failed is done with too",
+			existing:      withAnnotations(reportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", nil), "t0", "r0"),
+			reported:      map[string]string{FeedbackOperationStartedAt: "t1", FeedbackOperationPhase: "Failed", FeedbackReconciledAt: "r0"},
+			wantBaselines: map[string]string{AnnotationOperationBaseline: "t0", AnnotationRefreshBaseline: "r0"},
+			wantTaken:     &oneShotTaken{operation: true},
+		},
+		{
+			name:          "the previous operation's end is not this one's",
+			existing:      withAnnotations(reportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", nil), "t0", "r0"),
+			reported:      map[string]string{FeedbackOperationStartedAt: "t0", FeedbackOperationPhase: "Succeeded", FeedbackReconciledAt: "r0"},
+			wantBaselines: map[string]string{AnnotationOperationBaseline: "t0", AnnotationRefreshBaseline: "r0"},
+			wantTaken:     &oneShotTaken{},
+		},
+		{
 			name:          "shipped to a spoke that had never reported: the first report is the change",
 			existing:      withAnnotations(reportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", nil), "", ""),
-			reported:      map[string]string{FeedbackOperationStartedAt: "t1"},
+			reported:      map[string]string{FeedbackOperationStartedAt: "t1", FeedbackOperationPhase: "Succeeded"},
 			wantBaselines: map[string]string{AnnotationOperationBaseline: "", AnnotationRefreshBaseline: ""},
 			wantTaken:     &oneShotTaken{operation: true},
 		},

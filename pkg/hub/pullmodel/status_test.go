@@ -1,6 +1,8 @@
 package pullmodel
 
 import (
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -216,4 +218,32 @@ func TestHubStatusCarriesResources(t *testing.T) {
 		paths := feedbackPathsFor(app)
 		assert.Equal(t, workv1.JsonPath{Name: "syncRevisions1", Path: ".status.sync.revisions[1]"}, paths[len(paths)-1])
 	})
+}
+
+// TestWhatRollingSyncReadsComesBack: the hub's ApplicationSet controller moves a RollingSync
+// step on (Waiting, Pending, Progressing, Healthy) from the hub Application alone: its
+// health, sync status, revision (pending changes) and operation phase and start (a sync
+// it asked for ran and finished). Each must be asked of the work agent and land at the
+// same path on the hub, else a rollout across clusters stops at Pending.
+func TestWhatRollingSyncReadsComesBack(t *testing.T) {
+	reads := map[string]string{
+		".status.health.status":            "Healthy",
+		".status.sync.status":              "Synced",
+		".status.sync.revision":            "abc123",
+		".status.operationState.phase":     "Succeeded",
+		".status.operationState.startedAt": "2026-11-26T08:00:00Z",
+	}
+	app := hubApp(seedApp)
+	reported := map[string]string{}
+	for path, value := range reads {
+		i := slices.IndexFunc(feedbackPathsFor(app), func(p workv1.JsonPath) bool { return p.Path == path })
+		require.NotEqual(t, -1, i, "no feedback rule asks the work agent for %s", path)
+		reported[feedbackPathsFor(app)[i].Name] = value
+	}
+	w := reportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", reported)
+	status := withStatus(app, desiredHubStatus(app, spokeStatusOf(w, "openshift-gitops", "guestbook-cluster1"), nil))
+	for path, value := range reads {
+		got, _, _ := unstructured.NestedString(status.Object, strings.Split(strings.TrimPrefix(path, "."), ".")...)
+		assert.Equal(t, value, got, "the hub Application's %s", path)
+	}
 }
