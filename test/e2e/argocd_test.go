@@ -264,17 +264,7 @@ func TestArgoCD(t *testing.T) {
 		// No kubelet runs the pods: kube-controller-manager marks the rollout past its
 		// deadline, and Argo CD calls the Deployment Degraded, as it would an image that
 		// cannot be pulled.
-		broken := map[string]string{"guestbook/deployment.yaml": `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: guestbook-web}
-spec:
-  replicas: 1
-  progressDeadlineSeconds: 1
-  selector: {matchLabels: {app: guestbook-web}}
-  template:
-    metadata: {labels: {app: guestbook-web}}
-    spec: {containers: [{name: web, image: "registry.invalid/guestbook:does-not-exist"}]}
-`}
+		broken := map[string]string{"guestbook/deployment.yaml": unrunnableDeployment("guestbook-web")}
 		_, err := a.argo.Repo.Commit("guestbook gets a Deployment that cannot run", broken)
 		require.NoError(t, err)
 		// Whatever happens here, the guestbook the later subtests use goes back to its three resources.

@@ -38,19 +38,22 @@ const (
 	rolloutAppLabel = "rollout-wave"
 )
 
-// rolloutBrokenDeployment is a Deployment that never becomes available (no kubelet runs
-// its pod, and its progress deadline is 1 s): Argo CD calls it Progressing, then Degraded.
-const rolloutBrokenDeployment = `apiVersion: apps/v1
+// unrunnableDeployment is a Deployment that never becomes available (its image cannot be
+// pulled, where a kubelet runs at all, and its progress deadline is 1 s): Argo CD calls it
+// Progressing, then Degraded.
+func unrunnableDeployment(name string) string {
+	return fmt.Sprintf(`apiVersion: apps/v1
 kind: Deployment
-metadata: {name: rollout-web}
+metadata: {name: %[1]s}
 spec:
   replicas: 1
   progressDeadlineSeconds: 1
-  selector: {matchLabels: {app: rollout-web}}
+  selector: {matchLabels: {app: %[1]s}}
   template:
-    metadata: {labels: {app: rollout-web}}
-    spec: {containers: [{name: web, image: "registry.invalid/rollout:does-not-exist"}]}
-`
+    metadata: {labels: {app: %[1]s}}
+    spec: {containers: [{name: web, image: "registry.invalid/%[1]s:does-not-exist"}]}
+`, name)
+}
 
 // rollingSyncScenario: a hub ApplicationSet with strategy RollingSync over two clusters,
 // step 1 the cluster labelled first, step 2 the one labelled second. The hub's
@@ -77,7 +80,7 @@ func rollingSyncScenario(t *testing.T, ctx context.Context, a *argoFleet) {
 
 	_, err := a.argo.Repo.Commit("rollout: a ConfigMap and a Deployment that cannot run", map[string]string{
 		"rollout/configmap.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: rollout-settings}\ndata: {wave: rolling}\n",
-		"rollout/deployment.yaml": rolloutBrokenDeployment,
+		"rollout/deployment.yaml": unrunnableDeployment("rollout-web"),
 	})
 	require.NoError(t, err)
 

@@ -34,9 +34,9 @@ func hubCredential(name, typ, url string, optIn bool) *corev1.Secret {
 	return s
 }
 
-// credentialFixture is a reconciler over a fake hub holding the seed Application (repoURL
+// fakeHubReconciler is a reconciler over a fake hub holding the seed Application (repoURL
 // https://example.com/repo.git) aimed at cluster1, and objs.
-func credentialFixture(t *testing.T, objs ...client.Object) (*Reconciler, client.Client, *unstructured.Unstructured) {
+func fakeHubReconciler(t *testing.T, objs ...client.Object) (*Reconciler, client.Client, *unstructured.Unstructured) {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	require.NoError(t, corev1.AddToScheme(scheme))
@@ -95,7 +95,7 @@ func TestTheWorkCarriesTheCredentialsTheApplicationUses(t *testing.T) {
 	template := hubCredential("example", "repo-creds", "https://example.com", true)
 	notOptedIn := hubCredential("hidden", "repo-creds", "https://example.com/r", false)
 	other := hubCredential("other", "repository", "https://other.example/repo", true)
-	r, c, app := credentialFixture(t, exact, template, notOptedIn, other)
+	r, c, app := fakeHubReconciler(t, exact, template, notOptedIn, other)
 	ctx := context.Background()
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(app)}
 
@@ -126,7 +126,7 @@ func TestTheWorkCarriesTheCredentialsTheApplicationUses(t *testing.T) {
 
 // TestHubOnlyCarriesNoCredentials: no agent of ours would materialise them.
 func TestHubOnlyCarriesNoCredentials(t *testing.T) {
-	r, c, app := credentialFixture(t, hubCredential("repo", "repository", "https://example.com/repo", true))
+	r, c, app := fakeHubReconciler(t, hubCredential("repo", "repository", "https://example.com/repo", true))
 	r.HubOnly = true
 	_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(app)})
 	require.NoError(t, err)
@@ -136,7 +136,7 @@ func TestHubOnlyCarriesNoCredentials(t *testing.T) {
 // TestACredentialChangeWakesTheApplicationsItServes: the Applications whose sources the
 // Secret serves, before or after its change, and no other.
 func TestACredentialChangeWakesTheApplicationsItServes(t *testing.T) {
-	r, _, app := credentialFixture(t)
+	r, _, app := fakeHubReconciler(t)
 	served := hubCredential("repo", "repository", "https://example.com/repo.git", true)
 	unrelated := hubCredential("x", "repository", "https://elsewhere.example/repo", true)
 	assert.Equal(t, []ctrl.Request{{NamespacedName: client.ObjectKeyFromObject(app)}}, r.applicationsUsing(context.Background(), served))

@@ -7,17 +7,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	clusterv1 "open-cluster-management.io/api/cluster/v1"
-	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	workv1 "open-cluster-management.io/api/work/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
 
 // readerCache serves the reconciler's cache reads from a client.
@@ -39,34 +33,9 @@ func (c readerCache) List(ctx context.Context, list client.ObjectList, opts ...c
 // of the apply timeout that the echo's reconcile scheduled before; the next reconcile,
 // which sees the work pending, schedules it for what is left.
 func TestCreateSchedulesTheApplyTimeoutCheck(t *testing.T) {
-	scheme := runtime.NewScheme()
-	require.NoError(t, corev1.AddToScheme(scheme)) // the repository credentials
-	require.NoError(t, clusterv1.Install(scheme))
-	require.NoError(t, clusterv1beta1.Install(scheme))
-	require.NoError(t, workv1.Install(scheme))
-	scheme.AddKnownTypeWithName(ApplicationGVK, &unstructured.Unstructured{})
-	scheme.AddKnownTypeWithName(ApplicationGVK.GroupVersion().WithKind("ApplicationList"), &unstructured.UnstructuredList{})
-	app := hubApp(seedApp)
-	decision := &clusterv1beta1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{Namespace: "openshift-gitops", Name: "d1"},
-		Status: clusterv1beta1.PlacementDecisionStatus{Decisions: []clusterv1beta1.ClusterDecision{{ClusterName: "cluster1"}}}}
-	c := fake.NewClientBuilder().WithScheme(scheme).
-		WithObjects(app, decision, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "cluster1"}}).
-		WithStatusSubresource(decision).
-		WithIndex(&workv1.ManifestWork{}, indexWorkByHubApp, func(o client.Object) []string {
-			a := o.GetAnnotations()
-			return []string{a[AnnotationHubAppNamespace] + "/" + a[AnnotationHubAppName]}
-		}).
-		WithIndex(&clusterv1beta1.PlacementDecision{}, IndexDecisionByCluster, func(o client.Object) []string {
-			d := o.(*clusterv1beta1.PlacementDecision)
-			var keys []string
-			for _, c := range d.Status.Decisions {
-				keys = append(keys, d.Namespace+"/"+c.ClusterName)
-			}
-			return keys
-		}).Build()
-	now := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
-	r := &Reconciler{Client: c, Cache: readerCache{reader: c}, ApplyTimeout: 5 * time.Minute,
-		Now: func() metav1.Time { return metav1.NewTime(now) }}
+	r, c, app := fakeHubReconciler(t)
+	now := r.Now().Time
+	r.Now = func() metav1.Time { return metav1.NewTime(now) }
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(app)}
 
 	res, err := r.Reconcile(context.Background(), req)
