@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -37,7 +38,8 @@ func grantAgentModeRBAC(t *testing.T, ctx context.Context, c client.Client) {
 }
 
 // grantNamespacedAgentRBAC applies the agent's identity and the Roles (in the addon and
-// the Argo CD namespace) the hub ships with values.
+// the Argo CD namespace) the hub ships with values, and the admission policy that holds
+// its Secret writes in the Argo CD namespace to its own.
 func grantNamespacedAgentRBAC(t *testing.T, ctx context.Context, c client.Client, values ...string) {
 	t.Helper()
 	objects, err := render.Objects(ctx, render.Options{Cluster: "spoke1", Values: values})
@@ -46,13 +48,21 @@ func grantNamespacedAgentRBAC(t *testing.T, ctx context.Context, c client.Client
 		require.NoError(t, client.IgnoreAlreadyExists(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})))
 	}
 	for _, o := range objects {
-		switch o.(type) {
-		case *corev1.ServiceAccount, *rbacv1.Role, *rbacv1.RoleBinding:
-		default:
+		obj, ok := o.DeepCopyObject().(client.Object)
+		if !ok {
 			continue
 		}
-		obj := o.DeepCopyObject().(client.Object)
-		if obj.GetNamespace() != addon.DefaultInstallNamespace && obj.GetNamespace() != contract.GitOpsNamespace {
+		switch o.(type) {
+		case *corev1.ServiceAccount, *rbacv1.Role, *rbacv1.RoleBinding:
+			if obj.GetNamespace() != addon.DefaultInstallNamespace && obj.GetNamespace() != contract.GitOpsNamespace {
+				continue
+			}
+		case *admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding:
+			// What holds the agent's Secret writes in the Argo CD namespace to its own.
+			if obj.GetName() != agentSecretsPolicy {
+				continue
+			}
+		default:
 			continue
 		}
 		obj.SetResourceVersion("")
@@ -275,11 +285,38 @@ func TestOutOfArgoCDAgentModeTheClientCertificateGoes(t *testing.T) {
 		assert.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(clientTLS(nil)), &corev1.Secret{}))
 	})
 
+	// RBAC lets the agent delete Secrets of the Argo CD namespace (the repository
+	// credentials); the admission policy holds it to its own and this one.
 	t.Run("the agent may delete only that Secret", func(t *testing.T) {
-		for name, want := range map[string]bool{agentcert.ClientTLSSecret: true, "argocd-secret": false, "argocd-agent-ca": false} {
-			ok, why := testenv.Allowed(t, ctx, env.Client, agentUser, []string{"system:serviceaccounts"}, testenv.Access{
-				Resource: authorizationv1.ResourceAttributes{Verb: "delete", Resource: "secrets", Namespace: contract.GitOpsNamespace, Name: name}})
-			assert.Equal(t, want, ok, "delete Secret %s: %s", name, why)
+		ok, why := testenv.Allowed(t, ctx, env.Client, agentUser, []string{"system:serviceaccounts"}, testenv.Access{
+			Resource: authorizationv1.ResourceAttributes{Verb: "delete", Resource: "secrets", Namespace: contract.GitOpsNamespace, Name: agentcert.ClientTLSSecret}})
+		assert.True(t, ok, "delete Secret %s: %s", agentcert.ClientTLSSecret, why)
+		waitAgentSecretsPolicy(t, ctx, env.Client, agentClient)
+		for _, name := range []string{"argocd-secret", "argocd-agent-ca"} {
+			secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: contract.GitOpsNamespace, Name: name}}
+			require.NoError(t, client.IgnoreAlreadyExists(env.Client.Create(ctx, secret.DeepCopy())))
+			err := agentClient.Delete(ctx, secret.DeepCopy())
+			assert.True(t, apierrors.IsForbidden(err), "the agent deleting Secret %s is refused, got %v", name, err)
+			assert.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(secret), &corev1.Secret{}), "Secret %s stays", name)
 		}
 	})
+}
+
+// agentSecretsPolicy is the agent chart's ValidatingAdmissionPolicy (and binding) that holds
+// the agent's Secret writes in the Argo CD namespace to its own.
+const agentSecretsPolicy = "gitops-addon-agent-secrets"
+
+// waitAgentSecretsPolicy waits until the apiserver enforces the agent's Secrets policy (it
+// loads a new policy asynchronously): until a Secret the agent may not create is refused.
+func waitAgentSecretsPolicy(t *testing.T, ctx context.Context, admin, agent client.Client) {
+	t.Helper()
+	probe := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: contract.GitOpsNamespace, Name: "not-the-agents"}}
+	require.Eventually(t, func() bool {
+		err := agent.Create(ctx, probe.DeepCopy())
+		if err == nil {
+			require.NoError(t, admin.Delete(ctx, probe.DeepCopy()))
+			return false
+		}
+		return apierrors.IsForbidden(err)
+	}, 30*time.Second, 200*time.Millisecond, "the apiserver enforces %s", agentSecretsPolicy)
 }
