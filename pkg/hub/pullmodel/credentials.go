@@ -92,7 +92,8 @@ func (r *Reconciler) applicationsUsing(ctx context.Context, secrets ...*corev1.S
 	}
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(ApplicationGVK.GroupVersion().WithKind(ApplicationGVK.Kind + "List"))
-	if err := r.Cache.List(ctx, list, client.InNamespace(secrets[0].Namespace)); err != nil {
+	// Read only: the namespace's Applications (thousands, on a large hub) are not copied.
+	if err := r.Cache.List(ctx, list, client.InNamespace(secrets[0].Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing the Applications a repository credential may serve", "namespace", secrets[0].Namespace)
 		return nil
 	}
