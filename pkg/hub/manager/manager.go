@@ -171,7 +171,7 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 	if o.PullModel {
 		if departures, err = pullmodel.SetupStarter(mgr, pullmodel.Options{
 			Workers: o.PullWorkers, ApplyTimeout: o.PullApplyTimeout, StatusStaleAfter: o.PullStatusStaleAfter, HubOnly: o.HubOnly,
-			SkipNameValidation: o.SkipControllerNameValidation, ArgoNamespaces: o.ArgoNamespaces,
+			SkipNameValidation: o.SkipControllerNameValidation, CredentialNamespaces: gitopscluster.NamespaceConfigs(o.ArgoNamespaces),
 		}); err != nil {
 			return nil, fmt.Errorf("setting up the pull model: %w", err)
 		}

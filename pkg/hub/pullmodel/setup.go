@@ -59,10 +59,10 @@ func RegisterDecisionIndex(ctx context.Context, indexer client.FieldIndexer) err
 // NewCache builds the pull model's own cache: Applications (those outside the pull model
 // reduced to their metadata), AppProjects, the ManifestWorks labelled as pull works, our
 // reports, and the repository credentials opted in to follow Applications (in
-// argoNamespaces only when they are listed: the manager may read Secrets there only). It
+// credentialNamespaces only when they are given: the manager may read Secrets there only). It
 // is separate from the manager's cache, whose ManifestWorks and Secrets are filtered on
 // the addon's label, and it starts only once Argo CD's CRDs exist.
-func NewCache(mgr manager.Manager, argoNamespaces []string) (cache.Cache, error) {
+func NewCache(mgr manager.Manager, credentialNamespaces map[string]cache.Config) (cache.Cache, error) {
 	app := newApplication()
 	c, err := cache.New(mgr.GetConfig(), cache.Options{
 		Scheme:           mgr.GetScheme(),
@@ -74,26 +74,13 @@ func NewCache(mgr manager.Manager, argoNamespaces []string) (cache.Cache, error)
 			&v1alpha1.MulticlusterApplicationSetReport{}: {
 				Label: labels.SelectorFromSet(labels.Set{contract.LabelManagedBy: contract.ManagedByValue}),
 			},
-			&corev1.Secret{}: {Label: credentialSelector(), Namespaces: namespaceConfigs(argoNamespaces)},
+			&corev1.Secret{}: {Label: credentialSelector(), Namespaces: credentialNamespaces},
 		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the pull model's cache: %w", err)
 	}
 	return c, registerIndexes(context.Background(), c)
-}
-
-// namespaceConfigs restricts a cached kind to namespaces; nil (every namespace) when
-// there are none.
-func namespaceConfigs(namespaces []string) map[string]cache.Config {
-	if len(namespaces) == 0 {
-		return nil
-	}
-	out := make(map[string]cache.Config, len(namespaces))
-	for _, ns := range namespaces {
-		out[ns] = cache.Config{}
-	}
-	return out
 }
 
 func registerIndexes(ctx context.Context, c cache.Cache) error {

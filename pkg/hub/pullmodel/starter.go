@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -49,9 +50,10 @@ type Options struct {
 	HubOnly bool
 	// SkipNameValidation lets tests run several managers in one process.
 	SkipNameValidation bool
-	// ArgoNamespaces, when not empty, are the only namespaces whose repository
-	// credentials the pull model reads (the manager may read Secrets there only).
-	ArgoNamespaces []string
+	// CredentialNamespaces, when not nil, are the only namespaces whose repository
+	// credentials the pull model reads (the manager may read Secrets there only): the
+	// manager's --argo-namespaces as gitopscluster.NamespaceConfigs gives them.
+	CredentialNamespaces map[string]cache.Config
 }
 
 // DefaultApplyTimeout is Options.ApplyTimeout's default: far above the seconds a work
@@ -126,7 +128,7 @@ func (s *Starter) established(ctx context.Context, name string) (bool, error) {
 // returned on every later attempt too: half-registered controllers cannot be retried.
 func (s *Starter) start() error {
 	s.once.Do(func() {
-		c, err := NewCache(s.mgr, s.opts.ArgoNamespaces)
+		c, err := NewCache(s.mgr, s.opts.CredentialNamespaces)
 		if err != nil {
 			s.startErr = err
 			return
