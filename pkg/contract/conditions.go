@@ -51,3 +51,45 @@ var RouteGroupVersion = routev1.GroupVersion
 // credentials the Applications pulled to the cluster use (pkg/spoke/repocreds), and which
 // names it refused to write because a Secret it did not create holds them.
 const ConditionRepositoryCredentials = "RepositoryCredentials"
+
+// ConditionExistingArgoCD: whether the spoke already runs an Argo CD or a GitOps
+// operator that gitops-addon did not create (pkg/spoke/existingargocd). The hub ships the
+// GitOps operator and the ArgoCD instance only once the agent reported it False
+// (ExistingArgoCDNone); True names what it found and its owner, and the stack is
+// withheld (or, with ExistingArgoCDUse, the existing instance is used); absent or Unknown,
+// only the agent is shipped.
+const ConditionExistingArgoCD = "ExistingArgoCD"
+
+// Reasons of the ExistingArgoCD condition.
+const (
+	// ExistingArgoCDNone: no Argo CD or GitOps operator but ours: the stack is shipped.
+	ExistingArgoCDNone = "NoneFound"
+	// ExistingArgoCDOLM: a GitOps operator installed by OLM (a Subscription or a
+	// ClusterServiceVersion of openshift-gitops-operator or argocd-operator).
+	ExistingArgoCDOLM = "OLMOperator"
+	// ExistingArgoCDInstance: an ArgoCD in the GitOps namespace that gitops-addon did not
+	// create (no creation record of ours holds its UID).
+	ExistingArgoCDInstance = "ArgoCDNotOurs"
+	// ExistingArgoCDOperator: another operator Deployment watches the GitOps namespace.
+	ExistingArgoCDOperator = "OtherOperator"
+	// ExistingArgoCDUnknown: the facts could not be read; nothing more is shipped.
+	ExistingArgoCDUnknown = "Unknown"
+)
+
+// ExistingArgoCDPolicy, as a ManagedCluster label, chooses per cluster what gitops-addon
+// does where an Argo CD it did not create already runs, over its GitOpsCluster's
+// spec.gitopsAddon.existingArgoCD; as a ManagedClusterAddOn annotation (AddonSettings) it
+// is the choice the cluster's render follows.
+const ExistingArgoCDPolicy = "gitops-addon.open-cluster-management.io/existing-argocd"
+
+// The choices of ExistingArgoCDPolicy.
+const (
+	// ExistingArgoCDSkip (the default): ship no operator and no ArgoCD there; the agent
+	// only reports, and pulled Applications are not delivered to the cluster.
+	ExistingArgoCDSkip = "Skip"
+	// ExistingArgoCDUse: use the existing instance: the agent (Route guard, CRD installer,
+	// health) runs, pulled Applications are delivered to its namespace, and
+	// argocd-platform-extensions is shipped only when asked for; never a second operator,
+	// and the existing ArgoCD is never applied, labelled or owned.
+	ExistingArgoCDUse = "UseExisting"
+)

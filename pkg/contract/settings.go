@@ -31,6 +31,9 @@ type AddonSettings struct {
 	Images Images
 	// ArgoCDAgent is nil outside Argo CD Agent mode.
 	ArgoCDAgent *ArgoCDAgentSettings
+	// ExistingArgoCD is what to do where an Argo CD gitops-addon did not create already
+	// runs (ExistingArgoCDSkip or ExistingArgoCDUse); "" means ExistingArgoCDSkip.
+	ExistingArgoCD string
 }
 
 // Images override the images the addon ships by default; "" keeps the default.
@@ -71,6 +74,7 @@ func (s AddonSettings) Annotations() map[string]string {
 	set(annotationArgoCDImage, s.Images.ArgoCD)
 	set(annotationRedisImage, s.Images.Redis)
 	set(annotationArgoCDAgentImage, s.Images.ArgoCDAgent)
+	set(ExistingArgoCDPolicy, s.ExistingArgoCD)
 	if a := s.ArgoCDAgent; a != nil && a.Mode != "" {
 		out[ArgoCDAgentMode] = a.Mode
 		set(annotationPrincipal, a.Principal)
@@ -87,7 +91,7 @@ func SettingsOf(annotations map[string]string) AddonSettings {
 		ArgoCD:      annotations[annotationArgoCDImage],
 		Redis:       annotations[annotationRedisImage],
 		ArgoCDAgent: annotations[annotationArgoCDAgentImage],
-	}}
+	}, ExistingArgoCD: annotations[ExistingArgoCDPolicy]}
 	if mode := annotations[ArgoCDAgentMode]; mode != "" {
 		s.ArgoCDAgent = &ArgoCDAgentSettings{
 			Mode: mode, Principal: annotations[annotationPrincipal], PrincipalCA: annotations[annotationPrincipalCA],
@@ -101,7 +105,7 @@ func SettingsOf(annotations map[string]string) AddonSettings {
 // annotations of OCM and users alone.
 var settingsKeys = []string{
 	annotationOperatorImage, annotationArgoCDImage, annotationRedisImage, annotationArgoCDAgentImage,
-	ArgoCDAgentMode, annotationPrincipal, annotationPrincipalCA,
+	ArgoCDAgentMode, annotationPrincipal, annotationPrincipalCA, ExistingArgoCDPolicy,
 }
 
 // WithSettings returns annotations with the settings' keys replaced by s: the ones s

@@ -21,6 +21,11 @@ const (
 	// principal's CA, serving certificates and JWT key are in argoNamespace, with their
 	// expiry dates.
 	ConditionArgoCDAgentTrust = "ArgoCDAgentTrust"
+	// ConditionExistingArgoCD (informational, not part of Ready): True when some selected
+	// clusters already run an Argo CD that gitops-addon did not create (the hub itself,
+	// registered as a managed cluster, among them); the message names each cluster, who
+	// runs its Argo CD and what gitops-addon does there. False: none does.
+	ConditionExistingArgoCD = "ExistingArgoCD"
 	// ConditionReady: all of the above are true.
 	ConditionReady = "Ready"
 )
@@ -68,6 +73,23 @@ const (
 	// some agent-mode cluster has no client certificate yet or is not connected to the
 	// principal.
 	ReasonArgoCDAgentsNotConnected = "ArgoCDAgentsNotConnected"
+	// ReasonHubCluster: a selected cluster is the hub itself (local-cluster); nothing is
+	// shipped there and it is registered as Argo CD's in-cluster destination.
+	ReasonHubCluster = "HubCluster"
+	// ReasonExistingArgoCDFound: a selected cluster runs an Argo CD or a GitOps operator
+	// gitops-addon did not create; spec.gitopsAddon.existingArgoCD says what is done there.
+	ReasonExistingArgoCDFound = "ExistingArgoCDFound"
+	// ReasonNoExistingArgoCD: no selected cluster runs an Argo CD gitops-addon did not create.
+	ReasonNoExistingArgoCD = "NoExistingArgoCD"
+)
+
+// The choices of spec.gitopsAddon.existingArgoCD.
+const (
+	// ExistingArgoCDSkip ships no GitOps operator and no ArgoCD to a cluster that already
+	// runs an Argo CD gitops-addon did not create.
+	ExistingArgoCDSkip = "Skip"
+	// ExistingArgoCDUseExisting delivers pulled Applications to the existing instance.
+	ExistingArgoCDUseExisting = "UseExisting"
 )
 
 // GitOpsCluster registers the managed clusters chosen by a Placement with an Argo CD
@@ -291,8 +313,13 @@ type GitOpsClusterStatus struct {
 	// AddonAvailableClusters is the number of those ManagedClusterAddOns that are Available.
 	// +optional
 	AddonAvailableClusters int32 `json:"addonAvailableClusters"`
+	// ExistingArgoCDClusters is the number of selected clusters that already run an Argo
+	// CD gitops-addon did not create, the hub itself (local-cluster) included: no GitOps
+	// operator or ArgoCD of gitops-addon is shipped there (condition ExistingArgoCD).
+	// +optional
+	ExistingArgoCDClusters int32 `json:"existingArgoCDClusters,omitempty"`
 
-	// Conditions: PlacementResolved, ClustersRegistered, AddOnsReady and Ready.
+	// Conditions: PlacementResolved, ClustersRegistered, AddOnsReady, ExistingArgoCD and Ready.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -358,4 +385,12 @@ func (g *GitOpsCluster) Adopts() bool {
 // AddonEnabled tells whether spec.gitopsAddon.enabled is true.
 func (g *GitOpsCluster) AddonEnabled() bool {
 	return g.Spec.GitOpsAddon != nil && g.Spec.GitOpsAddon.Enabled != nil && *g.Spec.GitOpsAddon.Enabled
+}
+
+// ExistingArgoCDChoice is spec.gitopsAddon.existingArgoCD, Skip when empty.
+func (g *GitOpsCluster) ExistingArgoCDChoice() string {
+	if a := g.Spec.GitOpsAddon; a != nil && a.ExistingArgoCD != "" {
+		return a.ExistingArgoCD
+	}
+	return ExistingArgoCDSkip
 }
