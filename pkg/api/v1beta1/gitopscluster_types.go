@@ -239,6 +239,18 @@ type GitOpsAddonSpec struct {
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:validation:Type=object
 	OLMSubscription *runtime.RawExtension `json:"olmSubscription,omitempty"`
+
+	// ExistingArgoCD says what gitops-addon does on a cluster that already runs an Argo CD
+	// or a GitOps operator it did not create (OpenShift GitOps from OLM, Red Hat ACM's
+	// acm-openshift-gitops, any other operator watching openshift-gitops): Skip (the
+	// default) ships no operator and no ArgoCD there; UseExisting also ships none, and
+	// delivers pulled Applications to the existing instance. Never a take-over: the
+	// existing ArgoCD is never applied, labelled, owned or deleted. A ManagedCluster label
+	// gitops-addon.open-cluster-management.io/existing-argocd (Skip or UseExisting) chooses
+	// per cluster over this field.
+	// +optional
+	// +kubebuilder:validation:Enum="";Skip;UseExisting
+	ExistingArgoCD string `json:"existingArgoCD,omitempty"`
 }
 
 // ArgoCDAgent modes: managed (the spec comes from the hub, status goes back) and
