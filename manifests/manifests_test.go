@@ -119,6 +119,57 @@ func TestGitOpsNamespaceIsOrphanedOnAddonDeletion(t *testing.T) {
 	}
 }
 
+// TestStackShipsNoSecondArgoCD holds the chart to what each stack ships beside the agent:
+// nothing of the GitOps namespace while the agent has not reported (agentOnly) or where
+// another Argo CD runs and the cluster is skipped; only the agent's own roles there when
+// it serves an existing instance (useExisting); never our Namespace object, operator,
+// ArgoCD or argocd-platform-extensions beside an Argo CD we did not create.
+func TestStackShipsNoSecondArgoCD(t *testing.T) {
+	stackOnly := []struct{ kind, namespace, name string }{
+		{"Namespace", "", contract.GitOpsNamespace},
+		{"Deployment", contract.GitOpsNamespace, contract.OperatorDeployment},
+		{"ArgoCD", contract.GitOpsNamespace, contract.ArgoCDName},
+		{"ClusterRole", "", contract.PlatformExtensionsClusterRole},
+	}
+	for _, tc := range []struct {
+		stack string
+		// inGitOpsNamespace: the objects rendered in openshift-gitops.
+		inGitOpsNamespace []string
+	}{
+		{stack: "agentOnly"},
+		{stack: "useExisting", inGitOpsNamespace: []string{
+			"Role/gitops-addon:agent-teardown", "Role/gitops-addon:agent:repository-credentials", "Role/gitops-addon:agent:resource-summary",
+			"RoleBinding/gitops-addon:agent-teardown", "RoleBinding/gitops-addon:agent:repository-credentials", "RoleBinding/gitops-addon:agent:resource-summary",
+		}},
+	} {
+		t.Run(tc.stack, func(t *testing.T) {
+			objects := agentchart.MustRender(t, map[string]any{"stack": tc.stack})
+			for _, o := range stackOnly {
+				assert.Nil(t, agentchart.Find(objects, o.kind, o.namespace, o.name), "%s %s rendered with stack %s", o.kind, o.name, tc.stack)
+			}
+			var got []string
+			for _, o := range objects {
+				if o.GetNamespace() == contract.GitOpsNamespace {
+					got = append(got, o.GetKind()+"/"+o.GetName())
+				}
+			}
+			assert.ElementsMatch(t, tc.inGitOpsNamespace, got)
+			agent := typedDeployment(t, objects, agentchart.InstallNamespace, contract.AgentDeployment)
+			assert.Contains(t, agent.Spec.Template.Spec.Containers[0].Args, "--stack="+tc.stack)
+			agentchart.MustFind(t, objects, "Job", agentchart.InstallNamespace, "gitops-addon-spoke-teardown")
+		})
+	}
+	_, err := agentchart.Render(t, map[string]any{"stack": "everything"})
+	require.ErrorContains(t, err, "want full, agentOnly or useExisting")
+}
+
+// The work agent never deletes the ArgoCD instance: the pre-delete hook deletes it, and
+// only when the creation record holds its UID.
+func TestArgoCDInstanceIsOrphanedOnAddonDeletion(t *testing.T) {
+	argocd := agentchart.MustFind(t, agentchart.MustRender(t, map[string]any{}), "ArgoCD", contract.GitOpsNamespace, contract.ArgoCDName)
+	assert.Contains(t, argocd.GetAnnotations(), addon.AnnotationDeletionOrphan)
+}
+
 func TestBuiltInTypesDecodeStrictly(t *testing.T) {
 	// Catches misspelt fields: the apiserver would drop them silently.
 	objects := agentchart.MustRender(t, agentchart.WithValues(map[string]any{
@@ -266,6 +317,7 @@ func TestAgentDeployment(t *testing.T) {
 		"--addon-namespace=" + agentchart.InstallNamespace,
 		"--zap-log-level=debug",
 		"--openshift=false",
+		"--stack=full",
 	}, container.Args)
 
 	// The whole hub kubeconfig secret is a directory: the kubeconfig references

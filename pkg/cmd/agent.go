@@ -36,6 +36,10 @@ func newAgentCommand() *cobra.Command {
 		"do not install the ValidatingAdmissionPolicy that denies a duplicate routes.route.openshift.io CRD (a duplicate is still deleted)")
 	f.BoolVar(&o.OpenShift, "openshift", false,
 		"the hub found this cluster to be OpenShift or MicroShift: never install the routes.route.openshift.io CRD (set by the hub)")
+	f.StringVar(&o.Stack, "stack", agent.StackFull,
+		"what the hub shipped beside the agent (set by the hub): full (the GitOps operator and gitops-addon's ArgoCD), agentOnly (nothing in "+
+			"openshift-gitops: not known yet whether another Argo CD runs here, or one does and the cluster is skipped) or useExisting (serve the "+
+			"existing Argo CD in openshift-gitops)")
 	f.StringVar(&o.ArgoCDAgentCertificateSecret, "argocd-agent-certificate-secret", "",
 		"Argo CD Agent mode (set by the hub): the Secret of the agent's namespace where OCM keeps argocd-agent's client certificate; the agent copies it to "+
 			"argocd-agent-client-tls and restarts argocd-agent on every renewal")
@@ -50,6 +54,6 @@ func newAgentCommand() *cobra.Command {
 
 // spokeFeatures are the controllers the agent runs on the spoke.
 func spokeFeatures() []agent.Feature {
-	return []agent.Feature{agent.CRDInstaller, agent.RouteGuard, agent.ResourceSummary, agent.RepositoryCredentials,
+	return []agent.Feature{agent.CRDInstaller, agent.RouteGuard, agent.ExistingArgoCD, agent.ResourceSummary, agent.RepositoryCredentials,
 		agent.ArgoCDAgentCertificate, agent.ArgoCDAgentHealth}
 }

@@ -43,3 +43,10 @@ const (
 // operator's ArgoCD), handled as unstructured or metadata so that gitops-addon needs no
 // Go dependency on the operator's API.
 var ArgoCDGVK = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1beta1", Kind: "ArgoCD"}
+
+// CreationRecordConfigMap is the ConfigMap, in the spoke agent's namespace, where the
+// agent records the UID of the ArgoCD instance gitops-addon created (and when it found
+// none there before). The pre-delete hook deletes an instance only when this record
+// holds its UID: a label on the instance is no proof, since a server-side apply merges
+// it into an instance someone else created.
+const CreationRecordConfigMap = "gitops-addon-created"

@@ -91,6 +91,10 @@ func managedCluster(o Options) *clusterv1.ManagedCluster {
 func managedClusterAddOn(cluster string) *addonv1beta1.ManagedClusterAddOn {
 	return &addonv1beta1.ManagedClusterAddOn{
 		ObjectMeta: metav1.ObjectMeta{Name: contract.AddonName, Namespace: cluster},
-		Status:     addonv1beta1.ManagedClusterAddOnStatus{Namespace: addon.DefaultInstallNamespace},
+		// What its agent reports on a cluster that runs no Argo CD of someone else: render
+		// shows the whole stack gitops-addon ships there.
+		Status: addonv1beta1.ManagedClusterAddOnStatus{Namespace: addon.DefaultInstallNamespace, Conditions: []metav1.Condition{{
+			Type: contract.ConditionExistingArgoCD, Status: metav1.ConditionFalse, Reason: contract.ExistingArgoCDNone,
+		}}},
 	}
 }

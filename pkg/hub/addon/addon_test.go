@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -56,7 +57,9 @@ var (
 func mca(adc string, annotations map[string]string, routeAPI string) *addonv1beta1.ManagedClusterAddOn {
 	a := &addonv1beta1.ManagedClusterAddOn{
 		ObjectMeta: metav1.ObjectMeta{Name: contract.AddonName, Namespace: "c1", Annotations: annotations},
-		Status:     addonv1beta1.ManagedClusterAddOnStatus{Namespace: DefaultInstallNamespace},
+		Status: addonv1beta1.ManagedClusterAddOnStatus{Namespace: DefaultInstallNamespace, Conditions: []metav1.Condition{
+			{Type: contract.ConditionExistingArgoCD, Status: metav1.ConditionFalse, Reason: contract.ExistingArgoCDNone},
+		}},
 	}
 	if adc != "" {
 		a.Status.ConfigReferences = []addonv1beta1.ConfigReference{{
@@ -65,7 +68,7 @@ func mca(adc string, annotations map[string]string, routeAPI string) *addonv1bet
 		}}
 	}
 	if routeAPI != "" {
-		a.Status.Conditions = []metav1.Condition{{Type: contract.ConditionRouteAPI, Status: metav1.ConditionTrue, Reason: routeAPI}}
+		a.Status.Conditions = append(a.Status.Conditions, metav1.Condition{Type: contract.ConditionRouteAPI, Status: metav1.ConditionTrue, Reason: routeAPI})
 	}
 	return a
 }
@@ -426,4 +429,41 @@ func asJSON(t *testing.T, objects []runtime.Object) string {
 	data, err := json.Marshal(objects)
 	assert.NoError(t, err)
 	return string(data)
+}
+
+// TestStackWaitsForTheAgentsReport: no operator and no ArgoCD is shipped to a cluster
+// until its agent has reported that no Argo CD of someone else runs there.
+func TestStackWaitsForTheAgentsReport(t *testing.T) {
+	existing := func(status metav1.ConditionStatus, reason string) metav1.Condition {
+		return metav1.Condition{Type: contract.ConditionExistingArgoCD, Status: status, Reason: reason}
+	}
+	use := map[string]string{contract.ExistingArgoCDPolicy: contract.ExistingArgoCDUse}
+	for _, tc := range []struct {
+		name        string
+		conditions  []metav1.Condition
+		annotations map[string]string
+		stack       string
+	}{
+		{"not reported yet", nil, nil, StackAgentOnly},
+		{"reported none", []metav1.Condition{existing(metav1.ConditionFalse, contract.ExistingArgoCDNone)}, nil, StackFull},
+		{"found one, Skip by default", []metav1.Condition{existing(metav1.ConditionTrue, contract.ExistingArgoCDOLM)}, nil, StackAgentOnly},
+		{"found one, UseExisting", []metav1.Condition{existing(metav1.ConditionTrue, contract.ExistingArgoCDOLM)}, use, StackUseExisting},
+		{"unknown, even with UseExisting", []metav1.Condition{existing(metav1.ConditionUnknown, contract.ExistingArgoCDUnknown)}, use, StackAgentOnly},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := mca("", tc.annotations, "")
+			a.Status.Conditions = tc.conditions
+			assert.Equal(t, tc.stack, StackOf(a))
+			objects := render(t, Options{AgentImage: "agent:1"}, vanilla(), a)
+			var argocd, operator bool
+			for _, o := range objects {
+				m, err := meta.Accessor(o)
+				require.NoError(t, err)
+				argocd = argocd || o.GetObjectKind().GroupVersionKind().Kind == "ArgoCD"
+				operator = operator || m.GetName() == contract.OperatorDeployment
+			}
+			assert.Equal(t, tc.stack == StackFull, argocd, "ArgoCD shipped")
+			assert.Equal(t, tc.stack == StackFull, operator, "operator shipped")
+		})
+	}
 }

@@ -23,7 +23,8 @@ const maxRememberedRenders = 8
 // renderInputs is everything a cluster's rendering depends on: the values functions read
 // the cluster's labels, annotations (image registries) and claims (flavour), the
 // ManagedClusterAddOn's annotations (images), spec and status (install namespace, the
-// AddOnDeploymentConfig through its reference and spec hash, registrations). Anything
+// AddOnDeploymentConfig through its reference and spec hash, registrations, the agent's
+// ExistingArgoCD report). Anything
 // else a render uses is fixed for the life of the process.
 type renderInputs struct {
 	Cluster           string
@@ -38,6 +39,8 @@ type renderInputs struct {
 	InstallNamespace  string
 	Registrations     []addonv1beta1.RegistrationConfig
 	DeletionRequested bool
+	// Stack is what the agent's ExistingArgoCD report makes of the cluster (StackOf).
+	Stack string
 }
 
 func inputsKey(cluster *clusterv1.ManagedCluster, addon *addonv1beta1.ManagedClusterAddOn) (string, [32]byte, bool) {
@@ -49,6 +52,7 @@ func inputsKey(cluster *clusterv1.ManagedCluster, addon *addonv1beta1.ManagedClu
 		AddonNamespace: addon.Namespace, AddonName: addon.Name, AddonAnnotations: addon.Annotations, AddonSpec: addon.Spec,
 		ConfigReferences: addon.Status.ConfigReferences, InstallNamespace: addon.Status.Namespace,
 		Registrations: addon.Status.Registrations, DeletionRequested: !addon.DeletionTimestamp.IsZero(),
+		Stack: StackOf(addon),
 	})
 	if err != nil {
 		return "", [32]byte{}, false

@@ -2,6 +2,9 @@ package addon
 
 import (
 	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"regexp"
 	"sort"
 	"strings"
@@ -158,6 +161,7 @@ func (s valuesSources) values(mc *clusterv1.ManagedCluster, addon *addonv1beta1.
 	k = overlay(k, fromAnnotations(addon))
 	mirror := mirrorFunc(mc, registries)
 	values := buildValues(clusterFlavour(mc), k, mirror)
+	values["stack"] = StackOf(addon)
 	if agent := argoCDAgentValues(addon); agent != nil {
 		if image := mirror(k.argoCDAgentImage); image != "" {
 			agent["image"] = image
@@ -324,4 +328,34 @@ func buildValues(f flavour, k knobs, mirror func(string) string) addonfactory.Va
 		values["global"] = global
 	}
 	return values
+}
+
+// The chart's stack values (manifests/charts/gitops-addon-agent/values.yaml).
+const (
+	StackFull        = "full"
+	StackAgentOnly   = "agentOnly"
+	StackUseExisting = "useExisting"
+)
+
+// StackOf is what a cluster gets beside the agent, from what its agent reported
+// (contract.ConditionExistingArgoCD) and the GitOpsCluster's choice: the GitOps operator
+// and our ArgoCD only once the agent found no Argo CD and no GitOps operator of someone
+// else there (False); the agent serving the existing instance when one runs there and
+// the choice is UseExisting; else the agent alone, which finds out and reports. A
+// cluster is never shipped an operator or an ArgoCD on a guess: until its agent has
+// reported, it is agentOnly.
+func StackOf(addon *addonv1beta1.ManagedClusterAddOn) string {
+	if addon == nil {
+		return StackAgentOnly
+	}
+	existing := meta.FindStatusCondition(addon.Status.Conditions, contract.ConditionExistingArgoCD)
+	switch {
+	case existing == nil:
+		return StackAgentOnly
+	case existing.Status == metav1.ConditionFalse:
+		return StackFull
+	case existing.Status == metav1.ConditionTrue && contract.SettingsOf(addon.Annotations).ExistingArgoCD == contract.ExistingArgoCDUse:
+		return StackUseExisting
+	}
+	return StackAgentOnly
 }

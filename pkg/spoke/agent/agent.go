@@ -29,6 +29,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/agentcert"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/agenthealth"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/crdinstall"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/existingargocd"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/repocreds"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/resourcesummary"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/routeguard"
@@ -52,6 +53,10 @@ type Options struct {
 	DisableAdmissionGuard bool
 	// OpenShift is the hub's flavour decision: see crdinstall.Options.
 	OpenShift bool
+	// Stack is what the hub shipped beside the agent (the chart's stack value):
+	// StackFull, StackAgentOnly or StackUseExisting. The features that work in the GitOps
+	// namespace run only where the agent has its roles there (not agentOnly).
+	Stack string
 	// ArgoCDAgentCertificateSecret, set in Argo CD Agent mode, is the Secret of the
 	// agent's namespace in which OCM keeps argocd-agent's client certificate; the agent
 	// hands it to argocd-agent (pkg/spoke/agentcert). Empty: not in agent mode.
@@ -78,6 +83,13 @@ func (o *Options) Validate() error {
 	if o.AddonNamespace == "" {
 		return fmt.Errorf("--addon-namespace is required (or set POD_NAMESPACE)")
 	}
+	switch o.Stack {
+	case "":
+		o.Stack = StackFull
+	case StackFull, StackAgentOnly, StackUseExisting:
+	default:
+		return fmt.Errorf("--stack=%q: want %s, %s or %s", o.Stack, StackFull, StackAgentOnly, StackUseExisting)
+	}
 	if o.ClusterName == "" {
 		name, err := os.ReadFile(filepath.Join(filepath.Dir(o.HubKubeconfig), "cluster-name"))
 		if err != nil {
@@ -87,6 +99,19 @@ func (o *Options) Validate() error {
 	}
 	return nil
 }
+
+// The values of --stack: what the hub shipped beside the agent.
+const (
+	// StackFull: the GitOps operator and gitops-addon's ArgoCD instance.
+	StackFull = "full"
+	// StackAgentOnly: the agent alone; it has no roles in the GitOps namespace.
+	StackAgentOnly = "agentOnly"
+	// StackUseExisting: the agent serves an existing Argo CD in the GitOps namespace.
+	StackUseExisting = "useExisting"
+)
+
+// inGitOpsNamespace tells whether the agent has its roles in the GitOps namespace.
+func (o Options) inGitOpsNamespace() bool { return o.Stack != StackAgentOnly }
 
 // Setup is what an agent feature needs to register itself.
 type Setup struct {
@@ -117,15 +142,28 @@ func CRDInstaller(s Setup) error {
 	return err
 }
 
+// ExistingArgoCD finds an Argo CD or a GitOps operator gitops-addon did not create and
+// keeps the record of the instance it did create (pkg/spoke/existingargocd).
+func ExistingArgoCD(s Setup) error {
+	_, err := existingargocd.SetupWithManager(s.Manager, s.SpokeConfig, existingargocd.Options{AddonNamespace: s.AddonNamespace, Report: s.Report})
+	return err
+}
+
 // ResourceSummary keeps on each Application the hub pulled here the summary of its
 // resources the hub shows (pkg/contract/appresources).
 func ResourceSummary(s Setup) error {
+	if !s.Options.inGitOpsNamespace() {
+		return nil
+	}
 	return resourcesummary.SetupWithManager(s.Manager, resourcesummary.Options{Namespace: contract.GitOpsNamespace, Report: s.Report})
 }
 
 // RepositoryCredentials keeps in the Argo CD namespace the hub's repository credentials
 // that the Applications pulled here use, from the copies their ManifestWorks stage.
 func RepositoryCredentials(s Setup) error {
+	if !s.Options.inGitOpsNamespace() {
+		return nil
+	}
 	return repocreds.SetupWithManager(s.Manager, repocreds.Options{Namespace: contract.GitOpsNamespace, Report: s.Report})
 }
 
@@ -133,6 +171,9 @@ func RepositoryCredentials(s Setup) error {
 // restarts it on every renewal. Outside Argo CD Agent mode it removes what it kept there
 // when the cluster was in agent mode (agentcert.Retirement).
 func ArgoCDAgentCertificate(s Setup) error {
+	if s.Options.Stack != StackFull {
+		return nil // no ArgoCD of ours, and no certificate of ours to keep or retire
+	}
 	o, on := s.Options.agentCertificate(s.Report)
 	if !on {
 		// Uncached: the Secret is read once, by name, which is all the RBAC allows.
@@ -151,7 +192,7 @@ func ArgoCDAgentCertificate(s Setup) error {
 // ArgoCDAgentHealth reports, in Argo CD Agent mode, whether argocd-agent is connected to
 // the principal.
 func ArgoCDAgentHealth(s Setup) error {
-	if _, on := s.Options.agentCertificate(nil); !on {
+	if _, on := s.Options.agentCertificate(nil); !on || s.Options.Stack != StackFull {
 		return nil
 	}
 	url := s.Options.ArgoCDAgentHealthURL
@@ -258,7 +299,7 @@ func newManager(spokeCfg *rest.Config, o Options) (manager.Manager, error) {
 // the objects its RBAC names.
 func cacheByObject(o Options) map[client.Object]cache.ByObject {
 	byObject := routeguard.CacheByObject()
-	if certs, on := o.agentCertificate(nil); on {
+	if certs, on := o.agentCertificate(nil); on && o.Stack == StackFull {
 		maps.Copy(byObject, certs.CacheByObject())
 	}
 	return byObject

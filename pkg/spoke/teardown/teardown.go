@@ -24,6 +24,7 @@ import (
 
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/agentcert"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/existingargocd"
 )
 
 // ApplicationGVK is the kind whose deletions the instance must outlive.
@@ -32,6 +33,9 @@ var ApplicationGVK = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1a
 // Options says which instance to remove and how long to wait for its finalizers.
 type Options struct {
 	Namespace, Name string
+	// RecordNamespace is the agent's namespace, which holds the creation record
+	// (contract.CreationRecordConfigMap): only the instance whose UID it holds is deleted.
+	RecordNamespace string
 	Timeout         time.Duration
 	// DrainTimeout bounds the wait for Applications being deleted in Namespace; past it
 	// the instance goes anyway and the log names the ones left.
@@ -40,8 +44,9 @@ type Options struct {
 	Logf func(format string, args ...any)
 }
 
-// Run deletes the ArgoCD instance if gitops-addon delivered it (an instance without our
-// label is the user's and stays) and waits until it is gone, then the client certificate
+// Run deletes the ArgoCD instance if gitops-addon created it (the agent's creation record
+// holds its UID; any other instance stays, whatever its labels say: a server-side apply
+// merges our label into an instance someone else created) and waits until it is gone, then the client certificate
 // gitops-addon kept there for argocd-agent in Argo CD Agent mode. A missing instance, or
 // a cluster without the ArgoCD API, is already torn down.
 func Run(ctx context.Context, c client.WithWatch, o Options) error {
@@ -73,9 +78,13 @@ func removeArgoCD(ctx context.Context, c client.WithWatch, o Options) error {
 		return nil
 	}
 	instance := &list.Items[0]
-	if instance.GetLabels()[contract.LabelManagedBy] != contract.ManagedByValue {
-		o.Logf("ArgoCD %s/%s was not delivered by gitops-addon (no label %s=%s): it stays", o.Namespace, o.Name,
-			contract.LabelManagedBy, contract.ManagedByValue)
+	record, err := existingargocd.ReadRecord(ctx, c, o.RecordNamespace)
+	if err != nil {
+		return err
+	}
+	if !record.Ours(instance.GetUID()) {
+		o.Logf("ArgoCD %s/%s (UID %s) was not created by gitops-addon: the creation record %s/%s holds %s; it stays, with its Applications",
+			o.Namespace, o.Name, instance.GetUID(), o.RecordNamespace, contract.CreationRecordConfigMap, describeRecorded(record))
 		return nil
 	}
 	if instance.GetDeletionTimestamp() == nil {
@@ -188,6 +197,13 @@ func argoCDList() *unstructured.UnstructuredList {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(contract.ArgoCDGVK.GroupVersion().WithKind(contract.ArgoCDGVK.Kind + "List"))
 	return list
+}
+
+func describeRecorded(r existingargocd.Record) string {
+	if r.ArgoCDUID == "" {
+		return "no instance"
+	}
+	return "UID " + string(r.ArgoCDUID)
 }
 
 func stillThere(o Options, finalizers []string, cause error) error {

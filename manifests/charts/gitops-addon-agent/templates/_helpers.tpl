@@ -162,3 +162,14 @@ so on its ArgoCDCRDsInstalled condition.
 {{- define "gitops-addon.servesAdmissionPolicyV1" -}}
 {{- if semverCompare ">=1.30.0-0" (.Capabilities.KubeVersion.Version | default "v1.30.0") }}true{{ end -}}
 {{- end }}
+
+{{/*
+gitops-addon.stack is what the hub ships beside the agent (values.yaml, stack), checked.
+*/}}
+{{- define "gitops-addon.stack" -}}
+{{- $stack := .Values.stack | default "full" -}}
+{{- if not (has $stack (list "full" "agentOnly" "useExisting")) -}}
+{{- fail (printf "stack %q: want full, agentOnly or useExisting" $stack) -}}
+{{- end -}}
+{{- $stack -}}
+{{- end }}
