@@ -93,3 +93,17 @@ const (
 	// and the existing ArgoCD is never applied, labelled or owned.
 	ExistingArgoCDUse = "UseExisting"
 )
+
+// ConditionStackApplied is the one condition the hub writes on a ManagedClusterAddOn
+// (pkg/hub/stackstatus): whether OCM's work agent applied every object of the addon's
+// ManifestWorks on the cluster, and, when not, each object that failed with the work
+// agent's own message (a conflict, a denied request). addon-framework's ManifestApplied
+// says only "failed to apply the manifests of addon".
+const ConditionStackApplied = "StackApplied"
+
+// Reasons of the StackApplied condition.
+const (
+	StackApplied      = "Applied"
+	StackApplyFailed  = "ApplyFailed"
+	StackNotYetStatus = "WaitingForWorkAgent"
+)

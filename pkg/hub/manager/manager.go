@@ -47,6 +47,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/hub/gitopscluster"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/hubmetrics"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/stackstatus"
 )
 
 // LeaderElectionID is the Lease that elects the active manager replica.
@@ -217,6 +218,9 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 		signer := &agentsigner.Signer{Reader: mgr.GetClient(), CAs: trust, Lifetime: o.ArgoCDAgentCertificateLifetime}
 		if err := addAddonManager(mgr, cfg, o, signer); err != nil {
 			return nil, err
+		}
+		if err := stackstatus.SetupWithManager(mgr, cfg); err != nil {
+			return nil, fmt.Errorf("setting up the stack status controller: %w", err)
 		}
 	}
 	// The manager's cache holds the ManagedClusterAddOns gitops-addon (hub-only too: then
