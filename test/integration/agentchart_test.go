@@ -183,6 +183,19 @@ func TestRenderedManifestsOnARealAPIServer(t *testing.T) {
 			{"agent (agent mode) restarts argocd-agent", agent, authorizationv1.ResourceAttributes{Namespace: contract.GitOpsNamespace, Group: "apps", Resource: "deployments", Verb: "patch", Name: "openshift-gitops-agent-agent"}, "", true},
 			{"agent (agent mode) cannot change other Deployments", agent, authorizationv1.ResourceAttributes{Namespace: contract.GitOpsNamespace, Group: "apps", Resource: "deployments", Verb: "patch", Name: "openshift-gitops-server"}, "", false},
 
+			// The existing Argo CD detector (pkg/spoke/existingargocd) reads, never writes.
+			{"agent lists ArgoCDs everywhere (an Argo CD it did not create)", agent, authorizationv1.ResourceAttributes{Group: "argoproj.io", Resource: "argocds", Verb: "list"}, "", true},
+			{"agent watches OLM's Subscriptions", agent, authorizationv1.ResourceAttributes{Group: "operators.coreos.com", Resource: "subscriptions", Verb: "watch"}, "", true},
+			{"agent watches OLM's ClusterServiceVersions", agent, authorizationv1.ResourceAttributes{Group: "operators.coreos.com", Resource: "clusterserviceversions", Verb: "watch"}, "", true},
+			{"agent cannot change OLM's Subscriptions", agent, authorizationv1.ResourceAttributes{Namespace: "openshift-gitops-operator", Group: "operators.coreos.com", Resource: "subscriptions", Verb: "patch", Name: "openshift-gitops-operator"}, "", false},
+			{"agent watches Deployments everywhere (operators watching openshift-gitops)", agent, authorizationv1.ResourceAttributes{Group: "apps", Resource: "deployments", Verb: "watch"}, "", true},
+			{"agent cannot change another operator's Deployment", agent, authorizationv1.ResourceAttributes{Namespace: "openshift-gitops-operator", Group: "apps", Resource: "deployments", Verb: "update", Name: "openshift-gitops-operator-controller-manager"}, "", false},
+			{"agent cannot change another ArgoCD", agent, authorizationv1.ResourceAttributes{Namespace: contract.GitOpsNamespace, Group: "argoproj.io", Resource: "argocds", Verb: "patch", Name: "acm-openshift-gitops"}, "", false},
+			{"agent creates its creation record", agent, authorizationv1.ResourceAttributes{Namespace: agentchart.InstallNamespace, Resource: "configmaps", Verb: "create"}, "", true},
+			{"agent updates its creation record", agent, authorizationv1.ResourceAttributes{Namespace: agentchart.InstallNamespace, Resource: "configmaps", Verb: "update", Name: contract.CreationRecordConfigMap}, "", true},
+			{"agent cannot update other ConfigMaps of its namespace", agent, authorizationv1.ResourceAttributes{Namespace: agentchart.InstallNamespace, Resource: "configmaps", Verb: "update", Name: "someone-elses"}, "", false},
+			{"agent cannot write ConfigMaps elsewhere", agent, authorizationv1.ResourceAttributes{Namespace: contract.GitOpsNamespace, Resource: "configmaps", Verb: "create"}, "", false},
+
 			{"operator escalates cluster roles", operator, authorizationv1.ResourceAttributes{Group: "rbac.authorization.k8s.io", Resource: "clusterroles", Verb: "escalate"}, "", true},
 			{"operator binds cluster roles", operator, authorizationv1.ResourceAttributes{Group: "rbac.authorization.k8s.io", Resource: "clusterroles", Verb: "bind"}, "", true},
 			{"operator manages ArgoCDs", operator, authorizationv1.ResourceAttributes{Namespace: contract.GitOpsNamespace, Group: "argoproj.io", Resource: "argocds/finalizers", Verb: "update"}, "", true},
