@@ -50,7 +50,17 @@ type Options struct {
 // gitops-addon kept there for argocd-agent in Argo CD Agent mode. A missing instance, or
 // a cluster without the ArgoCD API, is already torn down.
 func Run(ctx context.Context, c client.WithWatch, o Options) error {
-	if err := removeArgoCD(ctx, c, o); err != nil {
+	record, err := existingargocd.ReadRecord(ctx, c, o.RecordNamespace)
+	if err != nil {
+		return err
+	}
+	if record.ArgoCDUID == "" {
+		// Only the agent was shipped here (another Argo CD runs, or the agent never found
+		// out): nothing of ours is in openshift-gitops, where the hook has no Role then.
+		o.Logf("the creation record %s/%s holds no ArgoCD: gitops-addon created none here; nothing to tear down", o.RecordNamespace, contract.CreationRecordConfigMap)
+		return nil
+	}
+	if err := removeArgoCD(ctx, c, o, record); err != nil {
 		return err
 	}
 	removed, err := agentcert.RemoveClientTLS(ctx, c, o.Namespace)
@@ -64,7 +74,7 @@ func Run(ctx context.Context, c client.WithWatch, o Options) error {
 }
 
 // removeArgoCD deletes the instance gitops-addon delivered and waits until it is gone.
-func removeArgoCD(ctx context.Context, c client.WithWatch, o Options) error {
+func removeArgoCD(ctx context.Context, c client.WithWatch, o Options, record existingargocd.Record) error {
 	list := argoCDList()
 	err := c.List(ctx, list, client.InNamespace(o.Namespace), client.MatchingFields{"metadata.name": o.Name})
 	switch {
@@ -78,13 +88,9 @@ func removeArgoCD(ctx context.Context, c client.WithWatch, o Options) error {
 		return nil
 	}
 	instance := &list.Items[0]
-	record, err := existingargocd.ReadRecord(ctx, c, o.RecordNamespace)
-	if err != nil {
-		return err
-	}
 	if !record.Ours(instance.GetUID()) {
-		o.Logf("ArgoCD %s/%s (UID %s) was not created by gitops-addon: the creation record %s/%s holds %s; it stays, with its Applications",
-			o.Namespace, o.Name, instance.GetUID(), o.RecordNamespace, contract.CreationRecordConfigMap, describeRecorded(record))
+		o.Logf("ArgoCD %s/%s (UID %s) was not created by gitops-addon: the creation record %s/%s holds UID %s; it stays, with its Applications",
+			o.Namespace, o.Name, instance.GetUID(), o.RecordNamespace, contract.CreationRecordConfigMap, record.ArgoCDUID)
 		return nil
 	}
 	if instance.GetDeletionTimestamp() == nil {
@@ -197,13 +203,6 @@ func argoCDList() *unstructured.UnstructuredList {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(contract.ArgoCDGVK.GroupVersion().WithKind(contract.ArgoCDGVK.Kind + "List"))
 	return list
-}
-
-func describeRecorded(r existingargocd.Record) string {
-	if r.ArgoCDUID == "" {
-		return "no instance"
-	}
-	return "UID " + string(r.ArgoCDUID)
 }
 
 func stillThere(o Options, finalizers []string, cause error) error {
