@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -62,6 +63,9 @@ type Product struct {
 	// agentFlags are set on a spoke's agent beside its Deployment's arguments.
 	agentFlags map[string]map[string]string
 	hooks      map[string]bool // spokes whose pre-delete hook Jobs are run
+	// agentArgs are the Deployment arguments each running agent was started from; a
+	// change rolls the agent out again, as the kubelet would (followAgentDeployment).
+	agentArgs map[string][]string
 	// ctx ends with the fleet: what stands in for the kubelet runs as long.
 	ctx context.Context
 }
@@ -98,6 +102,7 @@ func OnHub(ctx context.Context, f *harness.Fleet, binary string) (*Product, erro
 		agentProbes: map[string]string{},
 		agentFlags:  map[string]map[string]string{},
 		hooks:       map[string]bool{},
+		agentArgs:   map[string][]string{},
 		ctx:         fleetCtx,
 	}, nil
 }
@@ -247,11 +252,39 @@ func (p *Product) StartAgent(ctx context.Context, spoke *harness.Spoke) error {
 	defer p.mu.Unlock()
 	p.agents[spoke.Name] = proc
 	p.agentProbes[spoke.Name] = probes
+	p.agentArgs[spoke.Name] = deployment.Spec.Template.Spec.Containers[0].Args
 	if !p.hooks[spoke.Name] {
 		p.hooks[spoke.Name] = true
 		go p.runPreDeleteHooks(p.ctx, spoke)
+		go p.followAgentDeployment(p.ctx, spoke)
 	}
 	return nil
+}
+
+// followAgentDeployment restarts a running agent with its Deployment's new arguments when
+// the hub renders others (the stack it ships once the agent reported, a mode, a flag), as
+// the kubelet rolls a Deployment out; an agent a test stopped stays stopped.
+func (p *Product) followAgentDeployment(ctx context.Context, spoke *harness.Spoke) {
+	_ = wait.PollUntilContextCancel(ctx, 500*time.Millisecond, false, func(ctx context.Context) (bool, error) {
+		p.mu.Lock()
+		started, agent := p.agentArgs[spoke.Name], p.agents[spoke.Name]
+		p.mu.Unlock()
+		if agent == nil || !agent.Running() {
+			return false, nil
+		}
+		list := &appsv1.DeploymentList{}
+		if err := spoke.Client.List(ctx, list, client.MatchingFields{"metadata.name": contract.AgentDeployment}); err != nil || len(list.Items) != 1 {
+			return false, nil
+		}
+		d := &list.Items[0]
+		if slices.Equal(d.Spec.Template.Spec.Containers[0].Args, started) {
+			return false, nil
+		}
+		if err := p.RestartAgent(ctx, spoke); err != nil {
+			p.Fleet.Logf("restarting the agent on %s with its Deployment's new arguments: %v", spoke.Name, err)
+		}
+		return false, nil
+	})
 }
 
 // SetAgentFlags sets flags on a spoke's agent from its next start on, beside its
