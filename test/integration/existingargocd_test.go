@@ -120,6 +120,13 @@ func TestExistingArgoCDOnARealAPIServer(t *testing.T) {
 		// From here the agent is gone, as when the hook runs; else it would record the next
 		// labelled instance created after its verification, as the work agent's.
 		stop()
+		// The hook's Roles in openshift-gitops, as the full stack ships them: RBAC alone
+		// would let it delete any openshift-gitops instance.
+		for _, o := range agentchart.MustRender(t, map[string]any{}) {
+			if o.GetNamespace() == contract.GitOpsNamespace && (o.GetKind() == "Role" || o.GetKind() == "RoleBinding") {
+				require.NoError(t, admin.Create(ctx, o))
+			}
+		}
 		// Someone else's instance under our name, with our label merged into it.
 		require.NoError(t, admin.Delete(ctx, ours, client.PropagationPolicy(metav1.DeletePropagationBackground)))
 		require.Eventually(t, func() bool {

@@ -60,8 +60,9 @@ func Run(ctx context.Context, c client.WithWatch, o Options) error {
 		o.Logf("the creation record %s/%s holds no ArgoCD: gitops-addon created none here; nothing to tear down", o.RecordNamespace, contract.CreationRecordConfigMap)
 		return nil
 	}
-	if err := removeArgoCD(ctx, c, o, record); err != nil {
-		return err
+	foreign, err := removeArgoCD(ctx, c, o, record)
+	if err != nil || foreign {
+		return err // beside an instance someone else created, nothing there is ours
 	}
 	removed, err := agentcert.RemoveClientTLS(ctx, c, o.Namespace)
 	if err != nil {
@@ -73,37 +74,38 @@ func Run(ctx context.Context, c client.WithWatch, o Options) error {
 	return nil
 }
 
-// removeArgoCD deletes the instance gitops-addon delivered and waits until it is gone.
-func removeArgoCD(ctx context.Context, c client.WithWatch, o Options, record existingargocd.Record) error {
+// removeArgoCD deletes the instance gitops-addon created and waits until it is gone;
+// foreign says the instance there is someone else's, and stays.
+func removeArgoCD(ctx context.Context, c client.WithWatch, o Options, record existingargocd.Record) (foreign bool, err error) {
 	list := argoCDList()
-	err := c.List(ctx, list, client.InNamespace(o.Namespace), client.MatchingFields{"metadata.name": o.Name})
+	err = c.List(ctx, list, client.InNamespace(o.Namespace), client.MatchingFields{"metadata.name": o.Name})
 	switch {
 	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
 		o.Logf("no ArgoCD API on this cluster: nothing to tear down")
-		return nil
+		return false, nil
 	case err != nil:
-		return fmt.Errorf("reading ArgoCD %s/%s: %w", o.Namespace, o.Name, err)
+		return false, fmt.Errorf("reading ArgoCD %s/%s: %w", o.Namespace, o.Name, err)
 	case len(list.Items) == 0:
 		o.Logf("ArgoCD %s/%s is already gone", o.Namespace, o.Name)
-		return nil
+		return false, nil
 	}
 	instance := &list.Items[0]
 	if !record.Ours(instance.GetUID()) {
 		o.Logf("ArgoCD %s/%s (UID %s) was not created by gitops-addon: the creation record %s/%s holds UID %s; it stays, with its Applications",
 			o.Namespace, o.Name, instance.GetUID(), o.RecordNamespace, contract.CreationRecordConfigMap, record.ArgoCDUID)
-		return nil
+		return true, nil
 	}
 	if instance.GetDeletionTimestamp() == nil {
 		if err := drainApplications(ctx, c, o); err != nil {
-			return err
+			return false, err
 		}
 		uid := instance.GetUID()
 		if err := c.Delete(ctx, instance, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("deleting ArgoCD %s/%s: %w", o.Namespace, o.Name, err)
+			return false, fmt.Errorf("deleting ArgoCD %s/%s: %w", o.Namespace, o.Name, err)
 		}
 		o.Logf("deleted ArgoCD %s/%s; waiting for the GitOps operator to finalize it (finalizers %v)", o.Namespace, o.Name, instance.GetFinalizers())
 	}
-	return waitGone(ctx, c, o)
+	return false, waitGone(ctx, c, o)
 }
 
 // waitGone waits until the instance is deleted.
