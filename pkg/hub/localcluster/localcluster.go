@@ -65,7 +65,7 @@ func (h Hub) Of(mc *clusterv1.ManagedCluster) Evidence {
 		evidence = append(evidence, fmt.Sprintf("it has the label %s=%s", Label, LabelValue))
 	}
 	if id := ClusterID(mc); h.ID != "" && id == h.ID {
-		evidence = append(evidence, fmt.Sprintf("its ClusterClaim %s is %s, the hub's own cluster ID (the UID of the hub's %s Namespace)",
+		evidence = append(evidence, fmt.Sprintf("its ClusterClaim %s is %s, the hub's own cluster ID, the UID of its %s Namespace",
 			ClaimClusterID, id, IDNamespace))
 	}
 	return evidence
