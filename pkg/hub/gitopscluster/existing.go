@@ -84,16 +84,13 @@ func existingArgoCDReported(cluster string, addon *addonv1beta1.ManagedClusterAd
 }
 
 // existingArgoCDView is what a GitOpsCluster reads of an addon's ExistingArgoCD
-// condition: its message while it is True, its status otherwise.
+// condition: whether it is True, and then its message; "" when it is not True.
 func existingArgoCDView(a *addonv1beta1.ManagedClusterAddOn) string {
 	c := meta.FindStatusCondition(a.Status.Conditions, contract.ConditionExistingArgoCD)
-	switch {
-	case c == nil:
+	if c == nil || c.Status != metav1.ConditionTrue {
 		return ""
-	case c.Status == metav1.ConditionTrue:
-		return "True: " + c.Message
 	}
-	return string(c.Status)
+	return "True: " + c.Message
 }
 
 func truncate(s string, n int) string {
