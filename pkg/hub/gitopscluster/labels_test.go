@@ -127,7 +127,9 @@ func TestAClusterIDChangeWakesTheController(t *testing.T) {
 	withClaims := func(claims ...clusterv1.ManagedClusterClaim) *clusterv1.ManagedCluster {
 		return &clusterv1.ManagedCluster{Status: clusterv1.ManagedClusterStatus{ClusterClaims: claims}}
 	}
-	id := func(v string) clusterv1.ManagedClusterClaim { return clusterv1.ManagedClusterClaim{Name: "id.k8s.io", Value: v} }
+	id := func(v string) clusterv1.ManagedClusterClaim {
+		return clusterv1.ManagedClusterClaim{Name: "id.k8s.io", Value: v}
+	}
 	other := clusterv1.ManagedClusterClaim{Name: "platform.open-cluster-management.io", Value: "AWS"}
 	tests := []struct {
 		name     string
