@@ -3,6 +3,7 @@ package gitopscluster
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -34,13 +35,7 @@ func (h hubClusters) targets(clusters []string) []string {
 
 // names are the hub clusters, sorted.
 func (h hubClusters) names() []string {
-	return slices.Sorted(func(yield func(string) bool) {
-		for name := range h {
-			if !yield(name) {
-				return
-			}
-		}
-	})
+	return slices.Sorted(maps.Keys(h))
 }
 
 // hubsAmong finds the decided clusters that are the hub itself.
@@ -112,7 +107,7 @@ func (r *Reconciler) planInClusterSecrets(ctx context.Context, gc *appsv1beta1.G
 	}
 	if held, _ := holder.(string); held != "" {
 		for _, cluster := range names {
-			plan[cluster] = fmt.Sprintf("Secret %s, which gitops-addon did not write", held)
+			plan[cluster] = fmt.Sprintf("Secret %s, which this GitOpsCluster did not write", held)
 		}
 		return plan, nil
 	}
