@@ -223,7 +223,8 @@ func (r *Reconciler) writeStatus(ctx context.Context, gc *appsv1beta1.GitOpsClus
 
 // emitTransitions records an Event for each condition that turned False, so that
 // `kubectl describe` shows what went wrong and how to fix it, and a Normal one for each
-// change of an informational condition that says something (True, or no longer True).
+// change of an informational condition that says something: True, or False after True
+// (not Unknown, which a failed step's Warning explains already).
 func (r *Reconciler) emitTransitions(gc *appsv1beta1.GitOpsCluster, updated appsv1beta1.GitOpsClusterStatus) {
 	for _, c := range updated.Conditions {
 		old := findCondition(gc.Status.Conditions, c.Type)
@@ -231,7 +232,7 @@ func (r *Reconciler) emitTransitions(gc *appsv1beta1.GitOpsCluster, updated apps
 		switch {
 		case !changed || c.Type == appsv1beta1.ConditionReady:
 		case informational[c.Type]:
-			if c.Status == metav1.ConditionTrue || (old != nil && old.Status == metav1.ConditionTrue) {
+			if c.Status == metav1.ConditionTrue || (c.Status == metav1.ConditionFalse && old != nil && old.Status == metav1.ConditionTrue) {
 				r.event(gc, corev1.EventTypeNormal, c.Reason, "%s", c.Message)
 			}
 		case c.Status == metav1.ConditionFalse:
