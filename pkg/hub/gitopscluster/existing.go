@@ -97,7 +97,7 @@ func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return s[:n] + "…"
+	return cutAtRune(s, n) + "…"
 }
 
 // existingArgoCDCondition (informational, not part of Ready) names the selected clusters
