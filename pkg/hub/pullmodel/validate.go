@@ -118,11 +118,22 @@ func validate(ctx context.Context, app *unstructured.Unstructured, f facts) (ver
 				"(`kubectl get managedclusters` lists the clusters)", cluster, AnnotationCluster)})
 		return v, nil
 	}
-	if refusal, err := refuseHubCluster(ctx, cluster, f); err != nil || refusal != nil {
-		if refusal != nil {
-			v.errors = append(v.errors, *refusal)
-		}
-		return v, err
+	// The hub's own Argo CD syncs Applications for the in-cluster destination directly; the
+	// pull model carries work to the clusters that Argo CD does not reach. Running a pulled
+	// Application on the hub would instead mean taking the skip-reconcile annotation off
+	// it, which the ApplicationSet controller that owns the Application puts back at its
+	// next pass: the two would fight for ever. So one aimed at the hub is refused.
+	evidence, err := f.HubEvidence(ctx, cluster)
+	if err != nil {
+		return v, fmt.Errorf("reading ManagedCluster %s: %w", cluster, err)
+	}
+	if evidence.IsHub() {
+		v.errors = append(v.errors, problem{ReasonHubClusterNotPulled, fmt.Sprintf(
+			"cluster %s is the hub itself (%s): the hub's own Argo CD syncs Applications for it directly, and nothing is shipped "+
+				"there; remove the label %s and the annotations %s and %s from this Application (for an ApplicationSet, from "+
+				"spec.template.metadata, or exclude %s from its generator)",
+			cluster, evidence, LabelPull, AnnotationCluster, AnnotationSkipReconcile, cluster)})
+		return v, nil
 	}
 	if ok, err = f.ClusterPlaced(ctx, app.GetNamespace(), cluster); err != nil {
 		return v, fmt.Errorf("reading PlacementDecisions in %s: %w", app.GetNamespace(), err)
@@ -152,27 +163,6 @@ func validate(ctx context.Context, app *unstructured.Unstructured, f facts) (ver
 	}
 	v.ship = true
 	return v, nil
-}
-
-// refuseHubCluster refuses an Application aimed at the hub itself. The hub's own Argo CD
-// syncs Applications for the in-cluster destination directly; the pull model carries work
-// to the clusters that Argo CD does not reach. Running a pulled Application on the hub
-// would instead mean taking the skip-reconcile annotation off it, which the
-// ApplicationSet controller that owns the Application puts back at its next pass: the
-// two would fight for ever.
-func refuseHubCluster(ctx context.Context, cluster string, f facts) (*problem, error) {
-	evidence, err := f.HubEvidence(ctx, cluster)
-	if err != nil {
-		return nil, fmt.Errorf("reading ManagedCluster %s: %w", cluster, err)
-	}
-	if !evidence.IsHub() {
-		return nil, nil
-	}
-	return &problem{ReasonHubClusterNotPulled, fmt.Sprintf(
-		"cluster %s is the hub itself (%s): the hub's own Argo CD syncs Applications for it directly, and nothing is shipped "+
-			"there; remove the label %s and the annotations %s and %s from this Application (for an ApplicationSet, from "+
-			"spec.template.metadata, or exclude %s from its generator)",
-		cluster, evidence, LabelPull, AnnotationCluster, AnnotationSkipReconcile, cluster)}, nil
 }
 
 // appProjectFor finds the non-default AppProject an Application uses, in the
