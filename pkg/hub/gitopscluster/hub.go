@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -133,7 +134,8 @@ func (r *Reconciler) foreignInClusterSecret(ctx context.Context, gc *appsv1beta1
 	}
 	for i := range list.Items {
 		s := &list.Items[i]
-		if string(s.Data["server"]) != localcluster.InClusterServer || ours[s.Name] {
+		// Argo CD compares server addresses without their trailing slashes.
+		if strings.TrimRight(string(s.Data["server"]), "/") != localcluster.InClusterServer || ours[s.Name] {
 			continue
 		}
 		if who, _ := ownership.Classify(s, gc); who != ownership.OwnedByIt {

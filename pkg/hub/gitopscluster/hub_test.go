@@ -205,7 +205,8 @@ func TestTheHubsAddonFromBeforeGoes(t *testing.T) {
 func TestSomeoneElsesInClusterSecretIsNotDoubled(t *testing.T) {
 	users := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "gitops", Name: "in-cluster", Labels: map[string]string{labelSecretType: "cluster"}},
-		Data:       map[string][]byte{"name": []byte("in-cluster"), "server": []byte(localcluster.InClusterServer)},
+		// With a trailing slash, which Argo CD ignores.
+		Data: map[string][]byte{"name": []byte("in-cluster"), "server": []byte(localcluster.InClusterServer + "/")},
 	}
 	tests := []struct {
 		name      string
