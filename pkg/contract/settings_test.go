@@ -13,6 +13,7 @@ func everySetting() AddonSettings {
 		ArgoCDAgent: &ArgoCDAgentSettings{
 			Mode: "managed", Principal: "principal.example.com:443", PrincipalCA: "-----BEGIN CERTIFICATE-----\n...",
 		},
+		ExistingArgoCD: ExistingArgoCDUse,
 	}
 }
 
@@ -41,6 +42,7 @@ func TestSettingsAnnotationsAreStable(t *testing.T) {
 		"gitops-addon.open-cluster-management.io/argocd-agent-mode":      "managed",
 		"gitops-addon.open-cluster-management.io/argocd-agent-principal": "principal.example.com:443",
 		"gitops-addon.open-cluster-management.io/argocd-agent-ca":        "-----BEGIN CERTIFICATE-----\n...",
+		"gitops-addon.open-cluster-management.io/existing-argocd":        "UseExisting",
 	}, everySetting().Annotations())
 }
 

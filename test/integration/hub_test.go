@@ -102,7 +102,7 @@ type hub struct {
 var hubArgoNamespaces = []string{
 	"openshift-gitops", "registers-gitops", "renders-gitops", "ready-gitops", "leaving-gitops", "overlap-gitops", "deletion-gitops",
 	"team-a-argocd", "team-b-argocd", "team-e-argocd", "team-e-argocd-2", "team-c-argocd", "acm-argocd",
-	"agent-argocd", "agent-certs-argocd", "agent-discovery-argocd",
+	"agent-argocd", "agent-certs-argocd", "agent-discovery-argocd", "localcluster-gitops",
 }
 
 const notAnArgoNamespace = "kube-public"

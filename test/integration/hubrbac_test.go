@@ -74,6 +74,7 @@ func TestHubRBACIsLeastPrivilege(t *testing.T) {
 		{"manager approves agent client certificates", res("", "certificates.k8s.io", "signers", "approve", "kubernetes.io/kube-apiserver-client"), true},
 		{"manager signs Argo CD Agent client certificates", res("", "certificates.k8s.io", "signers", "sign", agentsigner.SignerName), true},
 		{"manager upgrades its own CRD", res("", "apiextensions.k8s.io", "customresourcedefinitions", "patch", "gitopsclusters.apps.open-cluster-management.io"), true},
+		{"manager reads the hub's cluster ID (kube-system's UID)", res("", "", "namespaces", "get", "kube-system"), true},
 		// The manager: must not.
 		{"manager writes Routes", res("openshift-gitops", "route.openshift.io", "routes", "update", ""), false},
 		{"manager cannot impersonate users", res("", "", "users", "impersonate", "admin"), false},

@@ -32,8 +32,8 @@ import (
 	"github.com/gitops-addon/gitops-addon/test/testenv"
 )
 
-// TestOnTheOldestSupportedKubernetes runs the hub and the spoke of a self-managed hub
-// (ACM's local-cluster) on the oldest kube-apiserver gitops-addon supports
+// TestOnTheOldestSupportedKubernetes runs the hub and the spoke of a self-managed hub on
+// the oldest kube-apiserver gitops-addon supports
 // (OLDEST_KUBE_VERSION, built from source by make test-env): the manager chart and its
 // CRDs install with Helm, every GitOpsCluster ACM writes is accepted, the manager ships
 // the spoke stack, the agent installs the Argo CD CRDs, and every object of the
@@ -80,7 +80,10 @@ func TestOnTheOldestSupportedKubernetes(t *testing.T) {
 	})
 
 	h := &hub{t: t, ctx: ctx, c: env.Client, env: env}
-	const cluster = "local-cluster"
+	// Not local-cluster, nor labelled local-cluster=true, nor claiming this apiserver's
+	// cluster ID: the hub itself gets nothing shipped (TestHubItselfIsNeverATarget), and
+	// this test needs a spoke that gets the whole stack.
+	const cluster = "self-managed"
 	step("the manager ships the spoke stack without the admission policy the spoke cannot serve", func(t *testing.T) {
 		runManager(t, ctx, env.Config, manager.Options{
 			MetricsBindAddress: "0", HealthProbeBindAddress: "0", AgentImage: "quay.io/gitops-addon/gitops-addon:test",

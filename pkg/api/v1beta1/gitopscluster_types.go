@@ -216,6 +216,16 @@ type GitOpsAddonSpec struct {
 	// +kubebuilder:validation:Pattern=`^[^\s]*$`
 	RedisImage string `json:"redisImage,omitempty"`
 
+	// ExistingArgoCD says what gitops-addon does on a cluster that already runs an Argo CD
+	// or a GitOps operator it did not create: Skip (the default when empty) ships neither
+	// the operator nor an ArgoCD there; UseExisting delivers pulled Applications to the
+	// existing instance. A cluster's label
+	// gitops-addon.open-cluster-management.io/existing-argocd overrides it. The hub itself
+	// (local-cluster) never gets anything shipped, whatever this says.
+	// +optional
+	// +kubebuilder:validation:Enum="";Skip;UseExisting
+	ExistingArgoCD string `json:"existingArgoCD,omitempty"`
+
 	// GitOpsOperatorNamespace, GitOpsNamespace, ReconcileScope, Uninstall,
 	// OverrideExistingConfigs and OLMSubscription are accepted for compatibility with Red
 	// Hat Advanced Cluster Management. gitops-addon does not act on them yet and says so in

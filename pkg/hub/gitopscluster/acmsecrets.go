@@ -30,6 +30,8 @@ type secretPlan struct {
 	// doubled are clusters registered by ours and by ACM's Secret, seen without adoption:
 	// what the Warning Event says.
 	doubled map[string]string
+	// inCluster are the hub clusters whose in-cluster address another Secret registers.
+	inCluster inClusterPlan
 }
 
 // name is the Secret to keep for cluster (ours unless planned otherwise).
@@ -45,11 +47,15 @@ func (p secretPlan) name(cluster string) string {
 // cluster exists: a GitOpsCluster that adopts takes it over in place, so that Argo CD
 // never sees the cluster twice nor loses it; one that does not leaves the cluster
 // unregistered and says why. Else ours is created. ACM's other Secrets for a cluster are
-// duplicates of the one kept.
-func (r *Reconciler) planClusterSecrets(ctx context.Context, gc *appsv1beta1.GitOpsCluster, clusters []string) (secretPlan, error) {
+// duplicates of the one kept. A hub cluster whose in-cluster address another Secret
+// registers already gets none (planInClusterSecrets).
+func (r *Reconciler) planClusterSecrets(ctx context.Context, gc *appsv1beta1.GitOpsCluster, clusters []string, hubs hubClusters) (secretPlan, error) {
 	plan := secretPlan{keep: map[string]string{}, duplicates: map[string][]*corev1.Secret{}, blocked: map[string]string{}, doubled: map[string]string{}}
 	owned, err := r.ownedSecretNames(ctx, gc)
 	if err != nil {
+		return plan, err
+	}
+	if plan.inCluster, err = r.planInClusterSecrets(ctx, gc, hubs, owned); err != nil {
 		return plan, err
 	}
 	foreign := map[string]*corev1.Secret{}

@@ -197,32 +197,45 @@ type addonState struct {
 	// reported the client certificate in place; agentConnected: that argocd-agent is
 	// connected to the principal.
 	agentMode, agentCertificate, agentConnected bool
+	// existing is what the cluster's addon reports of an Argo CD gitops-addon did not
+	// create there (its ExistingArgoCD condition True), and the choice in force; nil when
+	// it reports none.
+	existing *existingArgoCD
+	// choiceProblem says why the cluster's existing-argocd label was not used.
+	choiceProblem string
+}
+
+// managedCluster reads a decided cluster's ManagedCluster from the cache; nil when it has
+// none (registration reports that).
+func (r *Reconciler) managedCluster(ctx context.Context, cluster string) (*clusterv1.ManagedCluster, error) {
+	mc := &clusterv1.ManagedCluster{}
+	err := r.Client.Get(ctx, client.ObjectKey{Name: cluster}, mc)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading ManagedCluster %s: %w", cluster, err)
+	}
+	return mc, nil
 }
 
 // agentModeOf is the Argo CD Agent mode of one cluster: its ManagedCluster's
 // ArgoCDAgentMode label when set to a valid mode, else the GitOpsCluster's; "" when agent
 // mode is off. A label with another value is reported (problem) and not used.
-func (r *Reconciler) agentModeOf(ctx context.Context, gc *appsv1beta1.GitOpsCluster, cluster string) (mode, problem string, err error) {
+func agentModeOf(gc *appsv1beta1.GitOpsCluster, mc *clusterv1.ManagedCluster) (mode, problem string) {
 	mode = gc.ArgoCDAgentMode()
-	if mode == "" {
-		return "", "", nil
-	}
-	mc := &clusterv1.ManagedCluster{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Name: cluster}, mc); err != nil {
-		if apierrors.IsNotFound(err) {
-			return mode, "", nil
-		}
-		return "", "", fmt.Errorf("reading ManagedCluster %s: %w", cluster, err)
+	if mode == "" || mc == nil {
+		return mode, ""
 	}
 	switch label, set := mc.Labels[contract.ArgoCDAgentMode]; {
 	case !set:
-		return mode, "", nil
+		return mode, ""
 	case label == appsv1beta1.ArgoCDAgentModeManaged || label == appsv1beta1.ArgoCDAgentModeAutonomous:
-		return label, "", nil
+		return label, ""
 	default:
 		return mode, fmt.Sprintf("ManagedCluster %s has label %s=%q, which is not an Argo CD Agent mode: using the GitOpsCluster's mode %q. Fix: set the label to "+
 			"%s or %s, or remove it.",
-			cluster, contract.ArgoCDAgentMode, label, mode, appsv1beta1.ArgoCDAgentModeManaged, appsv1beta1.ArgoCDAgentModeAutonomous), nil
+			mc.Name, contract.ArgoCDAgentMode, label, mode, appsv1beta1.ArgoCDAgentModeManaged, appsv1beta1.ArgoCDAgentModeAutonomous)
 	}
 }
 
@@ -234,10 +247,20 @@ func (res *addonResult) add(cluster string, state addonState) {
 		res.problems = append(res.problems, state.outcome.Problem)
 		res.conflict = true
 	}
-	if state.modeProblem != "" {
-		res.problems = append(res.problems, state.modeProblem)
+	for _, problem := range []string{state.modeProblem, state.choiceProblem} {
+		if problem != "" {
+			res.problems = append(res.problems, problem)
+		}
 	}
-	if state.agentMode {
+	if state.existing != nil {
+		res.existing = append(res.existing, *state.existing)
+	}
+	// Where an Argo CD gitops-addon did not create runs, the stack (argocd-agent with it)
+	// is withheld on purpose: an argocd-agent without a certificate or a connection there
+	// is no fault, and counting it would keep AddOnsReady, and Ready, False for as long as
+	// that Argo CD runs. Available still counts: the spoke agent runs and reports either
+	// way, and an addon that is not Available is a fault there like anywhere.
+	if state.agentMode && state.existing == nil {
 		res.agentMode++
 		if state.agentCertificate {
 			res.agentCertificates++
@@ -265,12 +288,16 @@ func (r *Reconciler) ensureAddon(
 	agent argocdagent.Trust,
 	cma *metav1.OwnerReference,
 ) (addonState, error) {
-	mode, problem, err := r.agentModeOf(ctx, gc, cluster)
+	mc, err := r.managedCluster(ctx, cluster)
 	if err != nil {
 		return addonState{}, err
 	}
+	mode, modeProblem := agentModeOf(gc, mc)
+	choice, choiceProblem := existingArgoCDChoiceOf(gc, mc)
+	settings := addonSettings(gc, mode, agent)
+	settings.ExistingArgoCD = choice.setting()
 	current := &addonv1beta1.ManagedClusterAddOn{}
-	outcome, err := r.owned().Ensure(ctx, gc, desiredAddon(gc, cluster, addonSettings(gc, mode, agent), cma), current, updateAddon)
+	outcome, err := r.owned().Ensure(ctx, gc, desiredAddon(gc, cluster, settings, cma), current, updateAddon)
 	if err != nil {
 		return addonState{}, err
 	}
@@ -279,7 +306,8 @@ func (r *Reconciler) ensureAddon(
 		current = outcome.Existing.(*addonv1beta1.ManagedClusterAddOn)
 	}
 	available := meta.IsStatusConditionTrue(current.Status.Conditions, addonv1beta1.ManagedClusterAddOnConditionAvailable)
-	state := addonState{outcome: outcome, available: available, modeProblem: problem, agentMode: mode != ""}
+	state := addonState{outcome: outcome, available: available, modeProblem: modeProblem, agentMode: mode != "", choiceProblem: choiceProblem,
+		existing: existingArgoCDReported(cluster, current, choice)}
 	if state.agentMode {
 		state.agentCertificate = meta.IsStatusConditionTrue(current.Status.Conditions, contract.ConditionArgoCDAgentCertificate)
 		state.agentConnected = meta.IsStatusConditionTrue(current.Status.Conditions, contract.ConditionArgoCDAgentConnected)
@@ -352,7 +380,7 @@ func (r *Reconciler) removeAddons(ctx context.Context, gc *appsv1beta1.GitOpsClu
 			res.terminating = append(res.terminating, *addon)
 			continue
 		}
-		if handed, err := claimants.handOverIfClaimed(ctx, addon, addon.Namespace, wantsAddon); err != nil || handed {
+		if handed, err := r.handOverUnlessHub(ctx, claimants, addon); err != nil || handed {
 			if err != nil {
 				return res, err
 			}
@@ -375,6 +403,17 @@ func (r *Reconciler) removeAddons(ctx context.Context, gc *appsv1beta1.GitOpsClu
 		res.deleted = append(res.deleted, *addon)
 	}
 	return res, nil
+}
+
+// handOverUnlessHub hands a ManagedClusterAddOn being let go to the next GitOpsCluster
+// that wants the addon on its cluster, unless that cluster is the hub itself: no
+// GitOpsCluster wants one there, and handing it over would only delay its removal.
+func (r *Reconciler) handOverUnlessHub(ctx context.Context, claimants *claimants, addon *addonv1beta1.ManagedClusterAddOn) (bool, error) {
+	hub, err := r.hubEvidence(ctx, addon.Namespace)
+	if err != nil || hub.IsHub() {
+		return false, err
+	}
+	return claimants.handOverIfClaimed(ctx, addon, addon.Namespace, wantsAddon)
 }
 
 // overdue splits terminating ManagedClusterAddOns into those deleted longer than

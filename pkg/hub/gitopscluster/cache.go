@@ -14,6 +14,7 @@ import (
 
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/argocdagent"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/localcluster"
 )
 
 // CacheByObject narrows the manager's cache for the kinds this controller writes: a hub
@@ -57,9 +58,10 @@ func NamespaceConfigs(argoNamespaces []string) map[string]cache.Config {
 
 // slimManagedCluster keeps of a ManagedCluster what the manager decides on: its metadata
 // (labels go into the Argo CD cluster Secret), its API server URLs, whether the hub
-// accepts it and its Available condition (the pull model names them when a cluster does
-// not apply a ManifestWork). The rest of the status (claims, capacity, version) and the CA
-// bundles are most of a joined cluster's bytes, and the hub holds one per cluster.
+// accepts it, its Available condition (the pull model names them when a cluster does
+// not apply a ManifestWork) and its cluster ID claim (which tells the hub itself). The
+// rest of the status (other claims, capacity, version) and the CA bundles are most of a
+// joined cluster's bytes, and the hub holds one per cluster.
 func slimManagedCluster(obj any) (any, error) {
 	mc, ok := obj.(*clusterv1.ManagedCluster)
 	if !ok {
@@ -75,6 +77,10 @@ func slimManagedCluster(obj any) (any, error) {
 	if c := meta.FindStatusCondition(mc.Status.Conditions, clusterv1.ManagedClusterConditionAvailable); c != nil {
 		kept = []metav1.Condition{*c}
 	}
-	mc.Status = clusterv1.ManagedClusterStatus{Conditions: kept}
+	var claims []clusterv1.ManagedClusterClaim
+	if id := localcluster.ClusterID(mc); id != "" {
+		claims = []clusterv1.ManagedClusterClaim{{Name: localcluster.ClaimClusterID, Value: id}}
+	}
+	mc.Status = clusterv1.ManagedClusterStatus{Conditions: kept, ClusterClaims: claims}
 	return mc, nil
 }

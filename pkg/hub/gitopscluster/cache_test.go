@@ -16,7 +16,8 @@ func TestCachedManagedClustersKeepOnlyWhatTheManagerReads(t *testing.T) {
 		Spec: clusterv1.ManagedClusterSpec{HubAcceptsClient: true, LeaseDurationSeconds: 60,
 			ManagedClusterClientConfigs: []clusterv1.ClientConfig{{URL: "https://c1.example.com:6443", CABundle: make([]byte, 2048)}}},
 		Status: clusterv1.ManagedClusterStatus{
-			ClusterClaims: []clusterv1.ManagedClusterClaim{{Name: "product.open-cluster-management.io", Value: "OpenShift"}},
+			ClusterClaims: []clusterv1.ManagedClusterClaim{{Name: "product.open-cluster-management.io", Value: "OpenShift"},
+				{Name: "id.k8s.io", Value: "5d1e0c2a"}},
 			Conditions: []metav1.Condition{{Type: clusterv1.ManagedClusterConditionAvailable, Status: metav1.ConditionTrue},
 				{Type: clusterv1.ManagedClusterConditionJoined, Status: metav1.ConditionTrue}},
 		},
@@ -28,7 +29,8 @@ func TestCachedManagedClustersKeepOnlyWhatTheManagerReads(t *testing.T) {
 	assert.Equal(t, int64(3), got.Generation, "generation drives the controller's predicate")
 	assert.Equal(t, "https://c1.example.com:6443", clusterServer(got), "the Secret's server URL")
 	assert.Empty(t, got.Spec.ManagedClusterClientConfigs[0].CABundle)
-	assert.Empty(t, got.Status.ClusterClaims)
+	assert.Equal(t, []clusterv1.ManagedClusterClaim{{Name: "id.k8s.io", Value: "5d1e0c2a"}}, got.Status.ClusterClaims,
+		"the cluster ID alone: it tells the hub itself")
 	assert.True(t, got.Spec.HubAcceptsClient, "the pull model says when the hub does not accept a cluster")
 	require.Len(t, got.Status.Conditions, 1, "the Available condition alone: the pull model names an unavailable cluster")
 	assert.Equal(t, clusterv1.ManagedClusterConditionAvailable, got.Status.Conditions[0].Type)

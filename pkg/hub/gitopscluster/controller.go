@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	routev1 "github.com/openshift/api/route/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -34,6 +35,7 @@ import (
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/agenttrust"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/localcluster"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/ownership"
 )
 
@@ -70,6 +72,9 @@ type Reconciler struct {
 	// no ManagedClusterAddOn is created, changed or removed, whatever spec.gitopsAddon says.
 	// The spokes' GitOps stack comes from elsewhere, e.g. Red Hat ACM's AddOnTemplate addon.
 	HubOnly bool
+	// Hub is the hub's own cluster ID, by which a decided cluster is known to be the hub
+	// itself (pkg/hub/localcluster) and gets nothing shipped.
+	Hub localcluster.Hub
 
 	// store writes the objects this controller owns (owned).
 	store     *ownership.Store
@@ -77,6 +82,9 @@ type Reconciler struct {
 	// acmSecretsChecked holds the UIDs of the GitOpsClusters whose Argo CD namespace was
 	// searched for Red Hat ACM's cluster Secrets since the manager started.
 	acmSecretsChecked sync.Map
+	// inClusterHolders holds, per GitOpsCluster UID, the Secret someone else wrote that
+	// registers Argo CD's in-cluster address ("" for none), as last searched.
+	inClusterHolders sync.Map
 	// drains are the addon removals held for departing Applications.
 	drains drains
 }
@@ -170,6 +178,11 @@ func (r *Reconciler) observe(ctx context.Context, gc *appsv1beta1.GitOpsCluster)
 		obs.failed = refusal
 		return obs, nil
 	}
+	obs.hubIDProblem = r.Hub.IDProblem
+	if obs.hubs, err = r.hubsAmong(ctx, obs.placement.clusters); err != nil {
+		obs.failed = &stepFailure{condition: appsv1beta1.ConditionClustersRegistered, err: err}
+		return obs, err
+	}
 	// Agent mode's cluster Secrets carry client certificates signed by its CA: trust first.
 	if obs.agent, obs.failed, err = r.readAgentTrust(ctx, gc); obs.failed != nil {
 		return obs, err
@@ -177,10 +190,10 @@ func (r *Reconciler) observe(ctx context.Context, gc *appsv1beta1.GitOpsCluster)
 	// The ManagedClusterAddOns before the cluster Secrets: each addon starts the longest
 	// chain of the fleet (OCM's addon-manager, addon-framework's registration and deploy,
 	// then the ManifestWork), a Secret is done once written. A failure of either is
-	// reported; registration's first, as before.
+	// reported; registration's first, as before. The hub itself gets no addon.
 	var addonErr error
-	obs.addons, addonErr = r.reconcileAddons(ctx, gc, obs.placement.clusters, obs.agent)
-	if obs.registration, err = r.registerClusters(ctx, gc, obs.placement.clusters, obs.agent); err != nil {
+	obs.addons, addonErr = r.reconcileAddons(ctx, gc, obs.hubs.targets(obs.placement.clusters), obs.agent)
+	if obs.registration, err = r.registerClusters(ctx, gc, obs.placement.clusters, obs.hubs, obs.agent); err != nil {
 		obs.failed = &stepFailure{condition: appsv1beta1.ConditionClustersRegistered, err: err}
 		return obs, err
 	}
@@ -210,14 +223,20 @@ func (r *Reconciler) writeStatus(ctx context.Context, gc *appsv1beta1.GitOpsClus
 }
 
 // emitTransitions records an Event for each condition that turned False, so that
-// `kubectl describe` shows what went wrong and how to fix it.
+// `kubectl describe` shows what went wrong and how to fix it, and a Normal one for each
+// change of an informational condition that says something: True, or False after True
+// (not Unknown, which a failed step's Warning explains already).
 func (r *Reconciler) emitTransitions(gc *appsv1beta1.GitOpsCluster, updated appsv1beta1.GitOpsClusterStatus) {
 	for _, c := range updated.Conditions {
-		if c.Type == appsv1beta1.ConditionReady || c.Status != metav1.ConditionFalse {
-			continue
-		}
 		old := findCondition(gc.Status.Conditions, c.Type)
-		if old == nil || old.Status != c.Status || old.Reason != c.Reason || old.Message != c.Message {
+		changed := old == nil || old.Status != c.Status || old.Reason != c.Reason || old.Message != c.Message
+		switch {
+		case !changed || c.Type == appsv1beta1.ConditionReady:
+		case informational[c.Type]:
+			if c.Status == metav1.ConditionTrue || (c.Status == metav1.ConditionFalse && old != nil && old.Status == metav1.ConditionTrue) {
+				r.event(gc, corev1.EventTypeNormal, c.Reason, "%s", c.Message)
+			}
+		case c.Status == metav1.ConditionFalse:
 			r.event(gc, corev1.EventTypeWarning, c.Reason, "%s", c.Message)
 		}
 	}
@@ -243,8 +262,33 @@ func (r *Reconciler) owned() *ownership.Store {
 
 func (r *Reconciler) event(gc *appsv1beta1.GitOpsCluster, eventType, reason, format string, args ...any) {
 	if r.Recorder != nil {
-		r.Recorder.Eventf(gc, nil, eventType, reason, "Reconcile", format, args...)
+		r.Recorder.Eventf(gc, nil, eventType, reason, "Reconcile", "%s", eventNote(fmt.Sprintf(format, args...)))
 	}
+}
+
+// maxEventNote is the longest note an Event may have: the apiserver refuses a longer one,
+// and the Event is lost.
+const maxEventNote = 1024
+
+// eventNote cuts a note that would be refused, saying where the rest is: the conditions'
+// messages repeated in Events can be longer (a few clusters named, each with why).
+func eventNote(note string) string {
+	if len(note) <= maxEventNote {
+		return note
+	}
+	const rest = " … (the whole message: kubectl describe gitopscluster)"
+	return cutAtRune(note, maxEventNote-len(rest)) + rest
+}
+
+// cutAtRune returns at most n bytes of s, never splitting a UTF-8 character.
+func cutAtRune(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // SetupWithManager registers the controller and its watches. The objects it writes are
@@ -257,7 +301,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&clusterv1beta1.Placement{}, handler.EnqueueRequestsFromMapFunc(r.forPlacement)).
 		Watches(&clusterv1beta1.PlacementDecision{}, handler.EnqueueRequestsFromMapFunc(r.forPlacementDecision)).
 		Watches(&clusterv1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(r.forAll),
-			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, copiedLabelsChanged()))).
+			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, copiedLabelsChanged(), clusterIDChanged()))).
 		Watches(&addonv1beta1.ManagedClusterAddOn{}, r.allOnDelete(r.forAddon), builder.WithPredicates(addonChangeMatters())).
 		Watches(&corev1.Secret{}, r.allOnDelete(r.forSecret)).
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.forPrincipalService))
@@ -285,7 +329,8 @@ func copiedLabelsChanged() predicate.Funcs {
 
 // addonChangeMatters passes a ManagedClusterAddOn update only when something a
 // GitOpsCluster reads changed: its spec, labels or annotations (ours to keep as
-// desired), its deletion, or whether it is Available (counted in the status). OCM's addon
+// desired), its deletion, whether it is Available (counted in the status), or what its
+// ExistingArgoCD condition says (counted and quoted in the status). OCM's addon
 // manager and addon-framework patch each one's status five or six times while it is
 // installed (registration, config references, manifests applied, progressing); each
 // would otherwise make every GitOpsCluster walk all its clusters again.
@@ -309,7 +354,7 @@ func addonChangeMatters() predicate.Funcs {
 			!maps.Equal(old.Labels, updated.Labels) || !maps.Equal(old.Annotations, updated.Annotations) ||
 			!old.DeletionTimestamp.Equal(updated.DeletionTimestamp) ||
 			available(old) != available(updated) || certificate(old) != certificate(updated) ||
-			connected(old) != connected(updated)
+			connected(old) != connected(updated) || existingArgoCDView(old) != existingArgoCDView(updated)
 	}}
 }
 

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 )
 
 func labelled(labels map[string]string) *clusterv1.ManagedCluster {
@@ -83,6 +84,8 @@ func TestOnlyAddonChangesAGitOpsClusterReadsWakeIt(t *testing.T) {
 		{"someone edits its annotations", func(a *addonv1beta1.ManagedClusterAddOn) { a.Annotations = map[string]string{"x": "y"} }, true},
 		{"its spec changes", func(a *addonv1beta1.ManagedClusterAddOn) { a.Generation++ }, true},
 		{"it is being deleted", func(a *addonv1beta1.ManagedClusterAddOn) { a.DeletionTimestamp = &now }, true},
+		{"its agent finds an Argo CD not ours", condition(contract.ConditionExistingArgoCD, metav1.ConditionTrue), true},
+		{"its agent finds none", condition(contract.ConditionExistingArgoCD, metav1.ConditionFalse), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -90,6 +93,56 @@ func TestOnlyAddonChangesAGitOpsClusterReadsWakeIt(t *testing.T) {
 			tt.change(updated)
 			got := addonChangeMatters().Update(event.UpdateEvent{ObjectOld: base(), ObjectNew: updated})
 			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+// TestWhatTheAgentFoundWakesTheGitOpsCluster: the ExistingArgoCD condition's message is
+// quoted in the GitOpsCluster's status, so a new message wakes it while the condition is
+// True, and only then.
+func TestWhatTheAgentFoundWakesTheGitOpsCluster(t *testing.T) {
+	withExisting := func(status metav1.ConditionStatus, message string) *addonv1beta1.ManagedClusterAddOn {
+		return &addonv1beta1.ManagedClusterAddOn{Status: addonv1beta1.ManagedClusterAddOnStatus{Conditions: []metav1.Condition{
+			{Type: contract.ConditionExistingArgoCD, Status: status, Reason: "R", Message: message}}}}
+	}
+	tests := []struct {
+		name     string
+		old, new *addonv1beta1.ManagedClusterAddOn
+		want     bool
+	}{
+		{"True, a new owner", withExisting("True", "OpenShift GitOps 1.15"), withExisting("True", "OpenShift GitOps 1.16"), true},
+		{"False, a new message", withExisting("False", "none, 1"), withExisting("False", "none, 2"), false},
+		{"True to False", withExisting("True", "x"), withExisting("False", "x"), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, addonChangeMatters().Update(event.UpdateEvent{ObjectOld: tt.old, ObjectNew: tt.new}))
+		})
+	}
+}
+
+// TestAClusterIDChangeWakesTheController: the id.k8s.io claim tells whether a cluster is
+// the hub itself; other status changes of a ManagedCluster wake nothing.
+func TestAClusterIDChangeWakesTheController(t *testing.T) {
+	withClaims := func(claims ...clusterv1.ManagedClusterClaim) *clusterv1.ManagedCluster {
+		return &clusterv1.ManagedCluster{Status: clusterv1.ManagedClusterStatus{ClusterClaims: claims}}
+	}
+	id := func(v string) clusterv1.ManagedClusterClaim {
+		return clusterv1.ManagedClusterClaim{Name: "id.k8s.io", Value: v}
+	}
+	other := clusterv1.ManagedClusterClaim{Name: "platform.open-cluster-management.io", Value: "AWS"}
+	tests := []struct {
+		name     string
+		old, new *clusterv1.ManagedCluster
+		want     bool
+	}{
+		{"the klusterlet reports its ID", withClaims(), withClaims(id("a")), true},
+		{"the ID changes", withClaims(id("a")), withClaims(id("b")), true},
+		{"another claim changes", withClaims(id("a")), withClaims(id("a"), other), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, clusterIDChanged().Update(event.UpdateEvent{ObjectOld: tt.old, ObjectNew: tt.new}))
 		})
 	}
 }

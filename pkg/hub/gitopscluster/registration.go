@@ -19,15 +19,15 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/hub/ownership"
 )
 
-// registerClusters writes an Argo CD cluster secret for every decided cluster, removes
-// the ones this GitOpsCluster wrote for clusters no longer decided, and reports what is
-// wrong with the ApplicationSet placement ConfigMap and RBAC it needs (which
-// pkg/hub/appsetaccess writes).
+// registerClusters writes an Argo CD cluster secret for every decided cluster (for the
+// hub itself, one for Argo CD's in-cluster address), removes the ones this GitOpsCluster
+// wrote for clusters no longer decided, and reports what is wrong with the ApplicationSet
+// placement ConfigMap and RBAC it needs (which pkg/hub/appsetaccess writes).
 func (r *Reconciler) registerClusters(
-	ctx context.Context, gc *appsv1beta1.GitOpsCluster, clusters []string, agent argocdagent.Trust,
+	ctx context.Context, gc *appsv1beta1.GitOpsCluster, clusters []string, hubs hubClusters, agent argocdagent.Trust,
 ) (registrationResult, error) {
 	var res registrationResult
-	plan, err := r.planClusterSecrets(ctx, gc, clusters)
+	plan, err := r.planClusterSecrets(ctx, gc, clusters, hubs)
 	if err != nil {
 		return res, err
 	}
@@ -35,7 +35,10 @@ func (r *Reconciler) registerClusters(
 		if problem, blocked := plan.blocked[cluster]; blocked {
 			return secretState{problem: problem}, nil
 		}
-		state, err := r.ensureClusterSecret(ctx, gc, cluster, plan.name(cluster), agent)
+		if holder, held := plan.inCluster[cluster]; held {
+			return secretState{inClusterBy: holder}, nil
+		}
+		state, err := r.ensureClusterSecret(ctx, gc, cluster, plan.name(cluster), hubs[cluster].IsHub(), agent)
 		if err == nil && state.problem == "" && state.name != (types.NamespacedName{}) {
 			err = r.removeDuplicates(ctx, gc, state.name.Name, plan.doubled[cluster], plan.duplicates[cluster])
 		}
@@ -45,7 +48,7 @@ func (r *Reconciler) registerClusters(
 		return res, err
 	}
 	wanted := map[types.NamespacedName]bool{}
-	for _, secret := range secrets {
+	for i, secret := range secrets {
 		if secret.name != (types.NamespacedName{}) {
 			wanted[secret.name] = true
 		}
@@ -56,6 +59,9 @@ func (r *Reconciler) registerClusters(
 		default:
 			res.registered++
 		}
+		if secret.inClusterBy != "" {
+			res.inClusterBy = setKey(res.inClusterBy, clusters[i], secret.inClusterBy)
+		}
 	}
 	if err := r.removeStaleSecrets(ctx, gc, wanted); err != nil {
 		return res, err
@@ -64,17 +70,31 @@ func (r *Reconciler) registerClusters(
 	return res, nil
 }
 
-// secretState is what ensureClusterSecret found on one cluster: the Secret's name (empty
-// when the cluster has no ManagedCluster) and a problem when it could not be registered.
-type secretState struct {
-	name     types.NamespacedName
-	problem  string
-	conflict bool
+// setKey sets m[k] = v, making m when it is nil.
+func setKey(m map[string]string, k, v string) map[string]string {
+	if m == nil {
+		m = map[string]string{}
+	}
+	m[k] = v
+	return m
 }
 
-// ensureClusterSecret writes one decided cluster's Argo CD cluster secret, named name.
+// secretState is what ensureClusterSecret found on one cluster: the Secret's name (empty
+// when the cluster has no ManagedCluster) and a problem when it could not be registered.
+// inClusterBy, for a hub cluster, names who registers Argo CD's in-cluster address
+// instead of a Secret of ours.
+type secretState struct {
+	name        types.NamespacedName
+	problem     string
+	conflict    bool
+	inClusterBy string
+}
+
+// ensureClusterSecret writes one decided cluster's Argo CD cluster secret, named name;
+// for the hub itself (hub), the in-cluster destination's, never in Argo CD Agent's
+// format: the hub's own Argo CD syncs its Applications, no argocd-agent.
 func (r *Reconciler) ensureClusterSecret(
-	ctx context.Context, gc *appsv1beta1.GitOpsCluster, cluster, name string, agent argocdagent.Trust,
+	ctx context.Context, gc *appsv1beta1.GitOpsCluster, cluster, name string, hub bool, agent argocdagent.Trust,
 ) (secretState, error) {
 	mc := &clusterv1.ManagedCluster{}
 	if err := r.Client.Get(ctx, types.NamespacedName{Name: cluster}, mc); err != nil {
@@ -85,7 +105,10 @@ func (r *Reconciler) ensureClusterSecret(
 	}
 	desired := desiredClusterSecret(gc, mc)
 	desired.Name = name
-	if agent.Enabled && r.Trust != nil {
+	switch {
+	case hub:
+		asInClusterDestination(desired)
+	case agent.Enabled && r.Trust != nil:
 		if err := r.toAgentFormat(ctx, desired, cluster, agent); err != nil {
 			return secretState{}, err
 		}

@@ -39,6 +39,9 @@ type registrationResult struct {
 	// accessFailed: a read or write of the shared ApplicationSet objects failed (a
 	// problem says which, with the fix).
 	accessFailed bool
+	// inClusterBy names, per hub cluster registered by a Secret not of this GitOpsCluster,
+	// that Secret; a hub cluster absent here has ours.
+	inClusterBy map[string]string
 }
 
 // addonResult is what ensuring the ManagedClusterAddOns found.
@@ -62,11 +65,17 @@ type addonResult struct {
 	// their argocd-agent connected to the principal (agentNotConnected the others).
 	agentMode, agentCertificates, agentConnected int
 	agentWithoutCertificate, agentNotConnected   []string
+	// existing are the clusters whose addon reports an Argo CD gitops-addon did not create.
+	existing []existingArgoCD
 }
 
 // observation gathers everything one reconcile learned; status is a pure function of it.
 type observation struct {
-	placement    placementResult
+	placement placementResult
+	// hubs are the decided clusters that are the hub itself; hubIDProblem says why the
+	// hub's cluster ID is unknown ("" when it is known).
+	hubs         hubClusters
+	hubIDProblem string
 	registration registrationResult
 	addons       addonResult
 	unsupported  []string
@@ -92,8 +101,15 @@ type stepFailure struct {
 }
 
 // conditionOrder is the order in which a reconcile does its steps.
+// ExistingArgoCD is read from what the steps found, so it comes last: a failed step leaves
+// it Unknown.
 var conditionOrder = []string{appsv1beta1.ConditionPlacementResolved, appsv1beta1.ConditionArgoCDAgentTrust,
-	appsv1beta1.ConditionClustersRegistered, appsv1beta1.ConditionAddOnsReady}
+	appsv1beta1.ConditionClustersRegistered, appsv1beta1.ConditionAddOnsReady, appsv1beta1.ConditionExistingArgoCD}
+
+// informational conditions say what is worth knowing about the clusters and never make
+// Ready False: a cluster that runs its own Argo CD is a fact, not a fault, and the rest of
+// the fleet must stay Ready beside it.
+var informational = map[string]bool{appsv1beta1.ConditionExistingArgoCD: true}
 
 // applyFailure turns the condition of the failed step False with the error and its fix,
 // and the conditions of the steps not attempted Unknown.
@@ -164,11 +180,13 @@ func computeStatus(gc *appsv1beta1.GitOpsCluster, obs observation, now metav1.Ti
 	st.SelectedClusters = clusterCount(len(obs.placement.clusters))
 	st.AddonEnabledClusters = clusterCount(obs.addons.withAddon)
 	st.AddonAvailableClusters = clusterCount(obs.addons.available)
+	st.ExistingArgoCDClusters = clusterCount(existingArgoCDCount(obs))
 
 	conds := []metav1.Condition{
 		placementCondition(obs.placement),
 		registrationCondition(obs),
 		addonsCondition(obs),
+		existingArgoCDCondition(obs),
 	}
 	if obs.agent.Enabled {
 		conds = append(conds, agentCondition(obs))
@@ -304,7 +322,7 @@ func agentCondition(obs observation) metav1.Condition {
 func readyCondition(conds []metav1.Condition) metav1.Condition {
 	var notReady []string
 	for _, c := range conds {
-		if c.Status != metav1.ConditionTrue {
+		if c.Status != metav1.ConditionTrue && !informational[c.Type] {
 			notReady = append(notReady, fmt.Sprintf("%s: %s", c.Type, c.Message))
 		}
 	}

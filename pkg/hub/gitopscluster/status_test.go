@@ -1,8 +1,10 @@
 package gitopscluster
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -162,4 +164,81 @@ func TestImageSettingsCarryTheAgentImage(t *testing.T) {
 		ArgoCDAgent: &appsv1beta1.ArgoCDAgentSpec{Enabled: ptr.To(true), Image: "example.com/argocd-agent:v1"},
 	}}}
 	assert.Equal(t, contract.Images{ArgoCD: "example.com/argocd:v3", ArgoCDAgent: "example.com/argocd-agent:v1"}, imageSettings(gc))
+}
+
+// TestExistingArgoCDConditionStaysBoundedAndOutOfReady: at 1,000 clusters running their
+// own Argo CD the message lists maxListed of them and counts the rest; the condition never
+// makes Ready False; before the Placement resolves it says nothing it does not know.
+func TestExistingArgoCDConditionStaysBoundedAndOutOfReady(t *testing.T) {
+	var existing []existingArgoCD
+	var clusters []string
+	for i := range 1000 {
+		cluster := fmt.Sprintf("spoke-%04d", i)
+		clusters = append(clusters, cluster)
+		existing = append(existing, existingArgoCD{cluster: cluster, found: strings.Repeat("x", 2*maxFoundLength)[:maxFoundLength] + "…",
+			choice: existingArgoCDChoice{value: contract.ExistingArgoCDSkip, source: "spec.gitopsAddon.existingArgoCD"}})
+	}
+	resolved := placementResult{resolved: true, clusters: clusters}
+	tests := []struct {
+		name       string
+		obs        observation
+		wantStatus metav1.ConditionStatus
+		wantReason string
+		wantWords  []string
+	}{
+		{name: "a thousand clusters with their own Argo CD", wantStatus: metav1.ConditionTrue, wantReason: appsv1beta1.ReasonExistingArgoCDFound,
+			obs: observation{placement: resolved, registration: registrationResult{registered: 1000},
+				addons: addonResult{enabled: true, withAddon: 1000, available: 1000, existing: existing}},
+			wantWords: []string{"1000 cluster(s) already run an Argo CD", "and 990 more clusters"}},
+		{name: "the hub's ID unknown is said", wantStatus: metav1.ConditionFalse, wantReason: appsv1beta1.ReasonNoExistingArgoCD,
+			obs:       observation{placement: resolved, registration: registrationResult{registered: 1000}, hubIDProblem: "the hub's cluster ID could not be read"},
+			wantWords: []string{"The hub's cluster ID could not be read."}},
+		{name: "the Placement unresolved", wantStatus: metav1.ConditionUnknown, wantReason: appsv1beta1.ReasonPlacementUnresolved,
+			obs: observation{placement: placementResult{reason: appsv1beta1.ReasonPlacementNotFound, message: "not found"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := computeStatus(&appsv1beta1.GitOpsCluster{}, tt.obs, metav1.Now())
+			c := meta.FindStatusCondition(st.Conditions, appsv1beta1.ConditionExistingArgoCD)
+			require.NotNil(t, c)
+			assert.Equal(t, tt.wantStatus, c.Status)
+			assert.Equal(t, tt.wantReason, c.Reason)
+			for _, words := range tt.wantWords {
+				assert.Contains(t, c.Message, words)
+			}
+			assert.Less(t, len(c.Message), 8*1024, "bounded whatever the fleet")
+			if tt.obs.placement.resolved {
+				assert.True(t, meta.IsStatusConditionTrue(st.Conditions, appsv1beta1.ConditionReady), "informational only")
+			}
+			assert.NotContains(t, meta.FindStatusCondition(st.Conditions, appsv1beta1.ConditionReady).Message, "ExistingArgoCD")
+		})
+	}
+}
+
+// TestEventNotesFitTheAPI: an Event note over 1,024 bytes is refused by the apiserver and
+// lost, so a long condition message is cut (never inside a character) and says where the
+// rest is.
+func TestEventNotesFitTheAPI(t *testing.T) {
+	tests := []struct {
+		name string
+		note string
+		cut  bool
+	}{
+		{name: "short", note: "Cluster local-cluster is the hub itself."},
+		{name: "exactly the limit", note: strings.Repeat("a", maxEventNote)},
+		{name: "three hub clusters' sentences", note: strings.Repeat("Cluster local-cluster is the hub itself (its name is local-cluster). ", 20), cut: true},
+		{name: "multi-byte characters at the cut", note: strings.Repeat("é", maxEventNote), cut: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := eventNote(tt.note)
+			assert.LessOrEqual(t, len(got), maxEventNote)
+			assert.True(t, utf8.ValidString(got))
+			if !tt.cut {
+				assert.Equal(t, tt.note, got)
+				return
+			}
+			assert.True(t, strings.HasSuffix(got, "(the whole message: kubectl describe gitopscluster)"))
+		})
+	}
 }

@@ -46,6 +46,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/hub/crdupgrade"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/gitopscluster"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/hubmetrics"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/localcluster"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/stackstatus"
 )
@@ -168,9 +169,16 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the controller manager: %w", err)
 	}
+	// The hub's own cluster ID, read once: a ManagedCluster that is the hub under another
+	// name than local-cluster is known by it (its ClusterClaim id.k8s.io).
+	hub := localcluster.ReadHub(context.Background(), mgr.GetAPIReader(), localcluster.ReadBackoff)
+	if hub.IDProblem != "" {
+		ctrl.Log.WithName("manager").Error(nil, hub.IDProblem)
+	}
 	var departures *pullmodel.Departures
 	if o.PullModel {
 		if departures, err = pullmodel.SetupStarter(mgr, pullmodel.Options{
+			Hub:     hub,
 			Workers: o.PullWorkers, ApplyTimeout: o.PullApplyTimeout, StatusStaleAfter: o.PullStatusStaleAfter, HubOnly: o.HubOnly,
 			SkipNameValidation: o.SkipControllerNameValidation, CredentialNamespaces: gitopscluster.NamespaceConfigs(o.ArgoNamespaces),
 		}); err != nil {
@@ -199,6 +207,7 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 		Trust:                trust,
 		Routes:               routes,
 		HubOnly:              o.HubOnly,
+		Hub:                  hub,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the GitOpsCluster controller: %w", err)
 	}

@@ -18,6 +18,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gitops-addon/gitops-addon/pkg/hub/localcluster"
 )
 
 // ControllerName names the propagation controller in logs, metrics and Events.
@@ -59,6 +61,9 @@ type Reconciler struct {
 	ApplyTimeout time.Duration
 	// HubOnly: no spoke agent of ours summarises the Applications' resources.
 	HubOnly bool
+	// Hub is the hub's own cluster ID, by which an Application aimed at the hub itself is
+	// known (and refused).
+	Hub localcluster.Hub
 
 	acm *acmWorks
 	// creates are this controller's creates whose watch echo wakes no reconcile.

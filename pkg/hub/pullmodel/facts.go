@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/localcluster"
 )
 
 // ClusterExists reads the ManagedCluster from the manager's cache.
@@ -21,6 +22,20 @@ func (r *Reconciler) ClusterExists(ctx context.Context, cluster string) (bool, e
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// HubEvidence tells, from the ManagedCluster in the manager's cache, whether cluster is
+// the hub itself, and by which rules.
+func (r *Reconciler) HubEvidence(ctx context.Context, cluster string) (localcluster.Evidence, error) {
+	mc := &clusterv1.ManagedCluster{}
+	err := r.Client.Get(ctx, client.ObjectKey{Name: cluster}, mc)
+	switch {
+	case apierrors.IsNotFound(err):
+		return r.Hub.OfName(cluster), nil
+	case err != nil:
+		return nil, err
+	}
+	return r.Hub.Of(mc), nil
 }
 
 // ClusterPlaced looks the cluster up in the index of PlacementDecisions by namespace and

@@ -7,6 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/gitops-addon/gitops-addon/pkg/hub/localcluster"
 )
 
 // hubApp parses an Application from YAML.
@@ -48,11 +50,16 @@ type fakeFacts struct {
 	// placed holds "<namespace>/<cluster>".
 	placed   map[string]bool
 	projects map[string]*unstructured.Unstructured
-	err      error
+	// hubs are the clusters that are the hub itself, with the evidence.
+	hubs map[string]localcluster.Evidence
+	err  error
 }
 
 func (f fakeFacts) ClusterExists(_ context.Context, c string) (bool, error) {
 	return f.clusters[c], f.err
+}
+func (f fakeFacts) HubEvidence(_ context.Context, c string) (localcluster.Evidence, error) {
+	return f.hubs[c], f.err
 }
 func (f fakeFacts) ClusterPlaced(_ context.Context, ns, c string) (bool, error) {
 	return f.placed[ns+"/"+c], f.err

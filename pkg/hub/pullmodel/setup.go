@@ -29,6 +29,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/contract/appresources"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/localcluster"
 )
 
 // Cache indexes.
@@ -232,13 +233,15 @@ func wakeOnClusterChanges(wake func(context.Context, string) []reconcile.Request
 	return wakeOnChanges(wake, func(mc *clusterv1.ManagedCluster) string { return mc.Name }, clusterStateView)
 }
 
-// clusterStateView is what clusterState reads of a cluster.
+// clusterStateView is what clusterState reads of a cluster, and what tells whether it is
+// the hub itself (its local-cluster label and cluster ID claim).
 func clusterStateView(mc *clusterv1.ManagedCluster) string {
+	hub := fmt.Sprint(mc.Labels[localcluster.Label], localcluster.ClusterID(mc))
 	c := meta.FindStatusCondition(mc.Status.Conditions, clusterv1.ManagedClusterConditionAvailable)
 	if c == nil {
-		return fmt.Sprint(mc.Spec.HubAcceptsClient)
+		return fmt.Sprint(hub, mc.Spec.HubAcceptsClient)
 	}
-	return fmt.Sprint(mc.Spec.HubAcceptsClient, c.Status, c.Reason, c.Message)
+	return fmt.Sprint(hub, mc.Spec.HubAcceptsClient, c.Status, c.Reason, c.Message)
 }
 
 // wakeOnAddonChanges enqueues what wake returns for the cluster of a gitops-addon

@@ -17,6 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/gitops-addon/gitops-addon/pkg/hub/localcluster"
 )
 
 // requiredCRDs must be established before the pull model starts.
@@ -50,6 +52,8 @@ type Options struct {
 	HubOnly bool
 	// SkipNameValidation lets tests run several managers in one process.
 	SkipNameValidation bool
+	// Hub is the hub's own cluster ID: an Application aimed at the hub itself is refused.
+	Hub localcluster.Hub
 	// CredentialNamespaces, when not nil, are the only namespaces whose repository
 	// credentials the pull model reads (the manager may read Secrets there only): the
 	// manager's --argo-namespaces as gitopscluster.NamespaceConfigs gives them.
@@ -139,7 +143,7 @@ func (s *Starter) start() error {
 		}
 		propagation := &Reconciler{Client: s.mgr.GetClient(), Cache: c, Recorder: s.mgr.GetEventRecorder(ControllerName),
 			APIReader: s.mgr.GetAPIReader(), acm: newACMWorks(s.mgr.GetAPIReader()),
-			ApplyTimeout: s.opts.applyTimeout(), HubOnly: s.opts.HubOnly, latency: newLatencies(time.Now)}
+			ApplyTimeout: s.opts.applyTimeout(), HubOnly: s.opts.HubOnly, Hub: s.opts.Hub, latency: newLatencies(time.Now)}
 		if err := propagation.SetupWithManager(s.mgr, s.opts.Workers, s.opts.SkipNameValidation); err != nil {
 			s.startErr = fmt.Errorf("setting up the pull model's propagation controller: %w", err)
 			return

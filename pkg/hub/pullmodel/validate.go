@@ -7,6 +7,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/gitops-addon/gitops-addon/pkg/hub/localcluster"
 )
 
 // Reasons a hub Application is not delivered, or delivered with a warning. Each appears
@@ -23,6 +25,10 @@ const (
 	ReasonDestinationRewritten     = "DestinationNameCleared"
 	ReasonSpokeApplyFailed         = "SpokeApplyFailed"
 	ReasonDelivered                = "Delivered"
+	// ReasonHubClusterNotPulled: the Application is aimed at the hub itself
+	// (local-cluster), whose own Argo CD syncs Applications for it directly; no
+	// ManifestWork is made.
+	ReasonHubClusterNotPulled = "HubClusterNotPulled"
 )
 
 // problem is one thing wrong with a pull Application, in words a user can act on.
@@ -51,6 +57,8 @@ type verdict struct {
 type facts interface {
 	// ClusterExists says whether a ManagedCluster of that name exists.
 	ClusterExists(ctx context.Context, cluster string) (bool, error)
+	// HubEvidence says whether the cluster is the hub itself, and by which rules.
+	HubEvidence(ctx context.Context, cluster string) (localcluster.Evidence, error)
 	// ClusterPlaced says whether a PlacementDecision in namespace lists the cluster.
 	ClusterPlaced(ctx context.Context, namespace, cluster string) (bool, error)
 	// AppProject returns the AppProject namespace/name, nil when there is none.
@@ -108,6 +116,23 @@ func validate(ctx context.Context, app *unstructured.Unstructured, f facts) (ver
 		v.errors = append(v.errors, problem{ReasonClusterNotFound, fmt.Sprintf(
 			"managed cluster %q named in the annotation %s does not exist on this hub; fix the annotation "+
 				"(`kubectl get managedclusters` lists the clusters)", cluster, AnnotationCluster)})
+		return v, nil
+	}
+	// The hub's own Argo CD syncs Applications for the in-cluster destination directly; the
+	// pull model carries work to the clusters that Argo CD does not reach. Running a pulled
+	// Application on the hub would instead mean taking the skip-reconcile annotation off
+	// it, which the ApplicationSet controller that owns the Application puts back at its
+	// next pass: the two would fight for ever. So one aimed at the hub is refused.
+	evidence, err := f.HubEvidence(ctx, cluster)
+	if err != nil {
+		return v, fmt.Errorf("reading ManagedCluster %s: %w", cluster, err)
+	}
+	if evidence.IsHub() {
+		v.errors = append(v.errors, problem{ReasonHubClusterNotPulled, fmt.Sprintf(
+			"cluster %s is the hub itself (%s): the hub's own Argo CD syncs Applications for it directly, and nothing is shipped "+
+				"there; remove the label %s and the annotations %s and %s from this Application (for an ApplicationSet, from "+
+				"spec.template.metadata, or exclude %s from its generator)",
+			cluster, evidence, LabelPull, AnnotationCluster, AnnotationSkipReconcile, cluster)})
 		return v, nil
 	}
 	if ok, err = f.ClusterPlaced(ctx, app.GetNamespace(), cluster); err != nil {

@@ -8,14 +8,20 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/gitops-addon/gitops-addon/pkg/hub/localcluster"
 )
 
 func TestValidate(t *testing.T) {
 	blue := hubApp(`{apiVersion: argoproj.io/v1alpha1, kind: AppProject, metadata: {name: blue, namespace: openshift-gitops}}`)
 	everything := fakeFacts{
-		clusters: map[string]bool{"cluster1": true, "cluster2": true},
-		placed:   map[string]bool{"openshift-gitops/cluster1": true},
+		clusters: map[string]bool{"cluster1": true, "cluster2": true, "local-cluster": true, "hub-a": true},
+		placed:   map[string]bool{"openshift-gitops/cluster1": true, "openshift-gitops/hub-a": true},
 		projects: map[string]*unstructured.Unstructured{"openshift-gitops/blue": blue},
+		hubs: map[string]localcluster.Evidence{
+			"local-cluster": {"its name is local-cluster"},
+			"hub-a":         {"its ClusterClaim id.k8s.io is 9f3c, the hub's own cluster ID"},
+		},
 	}
 	setLabel := func(k, v string) func(*unstructured.Unstructured) {
 		return func(u *unstructured.Unstructured) {
@@ -79,6 +85,10 @@ func TestValidate(t *testing.T) {
 			}},
 		{name: "skip-reconcile missing: shipped with a warning", wantCandidate: true, wantShip: true,
 			edit: setAnnotation(AnnotationSkipReconcile, "", true), wantWarnings: []string{ReasonSkipReconcileMissing}},
+		{name: "the hub by name is refused, placed or not", wantCandidate: true,
+			edit: setAnnotation(AnnotationCluster, "local-cluster", false), wantErrors: []string{ReasonHubClusterNotPulled}},
+		{name: "the hub under another name is refused", wantCandidate: true,
+			edit: setAnnotation(AnnotationCluster, "hub-a", false), wantErrors: []string{ReasonHubClusterNotPulled}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -98,6 +108,21 @@ func TestValidate(t *testing.T) {
 			}
 		})
 	}
+	t.Run("the refusal of the hub names the cluster, the evidence and the fix", func(t *testing.T) {
+		app := hubApp(seedApp)
+		setAnnotation(AnnotationCluster, "hub-a", false)(app)
+		v, err := validate(context.Background(), app, everything)
+		require.NoError(t, err)
+		require.Len(t, v.errors, 1)
+		for _, words := range []string{
+			"cluster hub-a is the hub itself (its ClusterClaim id.k8s.io is 9f3c",
+			"the hub's own Argo CD syncs Applications for it directly",
+			"remove the label " + LabelPull, AnnotationCluster, AnnotationSkipReconcile,
+			"exclude hub-a from its generator",
+		} {
+			assert.Contains(t, v.errors[0].message, words)
+		}
+	})
 	t.Run("a failed read is an error, not a verdict", func(t *testing.T) {
 		_, err := validate(context.Background(), hubApp(seedApp), fakeFacts{err: errors.New("cache not synced")})
 		assert.ErrorContains(t, err, "cache not synced")
