@@ -73,7 +73,7 @@ const (
 	// ExistingArgoCDOperator: another operator Deployment watches the GitOps namespace.
 	ExistingArgoCDOperator = "OtherOperator"
 	// ExistingArgoCDUnknown: the facts could not be read; nothing more is shipped.
-	ExistingArgoCDUnknown = "Unknown"
+	ExistingArgoCDUnknown = "CannotTell"
 )
 
 // ExistingArgoCDPolicy, as a ManagedCluster label, chooses per cluster what gitops-addon

@@ -25,7 +25,7 @@ const (
 	// clusters already run an Argo CD that gitops-addon did not create (the hub itself,
 	// registered as a managed cluster, among them); the message names each cluster, who
 	// runs its Argo CD and what gitops-addon does there. False: none does.
-	ConditionExistingArgoCD = "ExistingArgoCD"
+	ConditionExistingArgoCD = "ExistingArgoCDClusters"
 	// ConditionReady: all of the above are true.
 	ConditionReady = "Ready"
 )
@@ -216,16 +216,6 @@ type GitOpsAddonSpec struct {
 	// +kubebuilder:validation:Pattern=`^[^\s]*$`
 	RedisImage string `json:"redisImage,omitempty"`
 
-	// ExistingArgoCD says what gitops-addon does on a cluster that already runs an Argo CD
-	// or a GitOps operator it did not create: Skip (the default when empty) ships neither
-	// the operator nor an ArgoCD there; UseExisting delivers pulled Applications to the
-	// existing instance. A cluster's label
-	// gitops-addon.open-cluster-management.io/existing-argocd overrides it. The hub itself
-	// (local-cluster) never gets anything shipped, whatever this says.
-	// +optional
-	// +kubebuilder:validation:Enum="";Skip;UseExisting
-	ExistingArgoCD string `json:"existingArgoCD,omitempty"`
-
 	// GitOpsOperatorNamespace, GitOpsNamespace, ReconcileScope, Uninstall,
 	// OverrideExistingConfigs and OLMSubscription are accepted for compatibility with Red
 	// Hat Advanced Cluster Management. gitops-addon does not act on them yet and says so in
@@ -257,7 +247,8 @@ type GitOpsAddonSpec struct {
 	// delivers pulled Applications to the existing instance. Never a take-over: the
 	// existing ArgoCD is never applied, labelled, owned or deleted. A ManagedCluster label
 	// gitops-addon.open-cluster-management.io/existing-argocd (Skip or UseExisting) chooses
-	// per cluster over this field.
+	// per cluster over this field. The hub itself (local-cluster) never gets anything
+	// shipped, whatever this says.
 	// +optional
 	// +kubebuilder:validation:Enum="";Skip;UseExisting
 	ExistingArgoCD string `json:"existingArgoCD,omitempty"`

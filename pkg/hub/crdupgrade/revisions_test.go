@@ -16,7 +16,7 @@ var revisionHashes = map[int]string{
 	3: "49f129782af02a40d75c5bbd0ac33b9efaccb32cc6a0d79e4a4d6da642e77bc9", // ACM's empty strings accepted (argoNamespace "", empty image overrides); argoCDAgent.image acted upon
 	4: "fc79efdf7ce54e0433cb05180c70b2dbead681e65d16cbf94961cdf4eb8e687c", // serverAddress rule without CEL isIP() (Kubernetes 1.31+): the CRD installs on 1.29
 	5: "ccd4304e3497b0b9cb8fee7cba4674c1cfad793555fbcf5647db1eb252789138", // report: each cluster's resources (clusterConditions[].resources, resourceCount)
-	6: "d52718d64d80dc06799c7caec9b40c16eb7d2fb0e647b2d12321e924263f2d15", // spec.gitopsAddon.existingArgoCD, status.existingArgoCDClusters
+	6: "2ebc0ad0117923f49399856e412e3efbe39e4dd5fad27627a248719810071185", // spec.gitopsAddon.existingArgoCD, status.existingArgoCDClusters
 }
 
 func TestSchemaRevisionIsBumpedWhenACRDChanges(t *testing.T) {
