@@ -203,6 +203,9 @@ type addonState struct {
 	existing *existingArgoCD
 	// choiceProblem says why the cluster's existing-argocd label was not used.
 	choiceProblem string
+	// applyProblem names the objects OCM's work agent could not apply on the cluster,
+	// with its message (the StackApplied condition pkg/hub/stackstatus writes).
+	applyProblem string
 }
 
 // managedCluster reads a decided cluster's ManagedCluster from the cache; nil when it has
@@ -247,7 +250,7 @@ func (res *addonResult) add(cluster string, state addonState) {
 		res.problems = append(res.problems, state.outcome.Problem)
 		res.conflict = true
 	}
-	for _, problem := range []string{state.modeProblem, state.choiceProblem} {
+	for _, problem := range []string{state.modeProblem, state.choiceProblem, state.applyProblem} {
 		if problem != "" {
 			res.problems = append(res.problems, problem)
 		}
@@ -308,6 +311,9 @@ func (r *Reconciler) ensureAddon(
 	available := meta.IsStatusConditionTrue(current.Status.Conditions, addonv1beta1.ManagedClusterAddOnConditionAvailable)
 	state := addonState{outcome: outcome, available: available, modeProblem: modeProblem, agentMode: mode != "", choiceProblem: choiceProblem,
 		existing: existingArgoCDReported(cluster, current, choice)}
+	if failure := stackApplyFailure(current); failure != "" {
+		state.applyProblem = fmt.Sprintf("Cluster %s: %s", cluster, failure)
+	}
 	if state.agentMode {
 		state.agentCertificate = meta.IsStatusConditionTrue(current.Status.Conditions, contract.ConditionArgoCDAgentCertificate)
 		state.agentConnected = meta.IsStatusConditionTrue(current.Status.Conditions, contract.ConditionArgoCDAgentConnected)

@@ -354,8 +354,19 @@ func addonChangeMatters() predicate.Funcs {
 			!maps.Equal(old.Labels, updated.Labels) || !maps.Equal(old.Annotations, updated.Annotations) ||
 			!old.DeletionTimestamp.Equal(updated.DeletionTimestamp) ||
 			available(old) != available(updated) || certificate(old) != certificate(updated) ||
-			connected(old) != connected(updated) || existingArgoCDView(old) != existingArgoCDView(updated)
+			connected(old) != connected(updated) || existingArgoCDView(old) != existingArgoCDView(updated) ||
+			stackApplyFailure(old) != stackApplyFailure(updated)
 	}}
+}
+
+// stackApplyFailure is the message of a ManagedClusterAddOn's StackApplied condition when it
+// is False (the work agent could not apply some objects), "" otherwise.
+func stackApplyFailure(a *addonv1beta1.ManagedClusterAddOn) string {
+	c := meta.FindStatusCondition(a.Status.Conditions, contract.ConditionStackApplied)
+	if c == nil || c.Status != metav1.ConditionFalse {
+		return ""
+	}
+	return c.Message
 }
 
 // finalizerDeletion lets the update that marks a GitOpsCluster for deletion through, so

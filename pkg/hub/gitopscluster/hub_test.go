@@ -17,6 +17,7 @@ import (
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
@@ -356,4 +357,39 @@ func TestExistingArgoCDChoicePerCluster(t *testing.T) {
 			assert.Contains(t, addons.Message, "Fix: set the label to Skip or UseExisting, or remove it.")
 		})
 	}
+}
+
+// TestApplyFailuresReachReady: an object OCM's work agent could not apply on a cluster
+// (StackApplied False, written by pkg/hub/stackstatus with the work agent's words) makes
+// AddOnsReady and Ready False, quoting it with the cluster's name; fixed, both are True.
+func TestApplyFailuresReachReady(t *testing.T) {
+	denied := metav1.Condition{Type: contract.ConditionStackApplied, Status: metav1.ConditionFalse, Reason: contract.StackApplyFailed,
+		Message: `OCM's work agent could not apply 1 object(s) of the addon on the cluster: Deployment openshift-gitops/openshift-gitops-operator-controller-manager ` +
+			`in ManifestWork addon-gitops-addon-deploy-0: admission webhook "images.example.com" denied the request`}
+	gc := gitOpsCluster("gc", "p", true)
+	r, c, _ := hubReconciler(t, append(placementObjects("p", "c1", "c2"), gc)...)
+	got := reconcileOnce(t, r, gc)
+	markAddonAvailable(t, c, "c1", denied)
+	markAddonAvailable(t, c, "c2")
+	got = reconcileOnce(t, r, got)
+
+	addons := meta.FindStatusCondition(got.Status.Conditions, appsv1beta1.ConditionAddOnsReady)
+	assert.Equal(t, metav1.ConditionFalse, addons.Status)
+	assert.Contains(t, addons.Message, `Cluster c1: OCM's work agent could not apply 1 object(s)`)
+	assert.Contains(t, addons.Message, `admission webhook "images.example.com" denied the request`)
+	assert.False(t, meta.IsStatusConditionTrue(got.Status.Conditions, appsv1beta1.ConditionReady))
+
+	applied := metav1.Condition{Type: contract.ConditionStackApplied, Status: metav1.ConditionTrue, Reason: contract.StackApplied}
+	markAddonAvailable(t, c, "c1", applied)
+	got = reconcileOnce(t, r, got)
+	assert.True(t, meta.IsStatusConditionTrue(got.Status.Conditions, appsv1beta1.ConditionReady), "%v", got.Status.Conditions)
+}
+
+func TestAddonChangeMattersPassesAnApplyFailure(t *testing.T) {
+	old := &addonv1beta1.ManagedClusterAddOn{}
+	updated := old.DeepCopy()
+	updated.Status.Conditions = []metav1.Condition{{Type: contract.ConditionStackApplied, Status: metav1.ConditionFalse, Message: "denied"}}
+	assert.True(t, addonChangeMatters().Update(event.UpdateEvent{ObjectOld: old, ObjectNew: updated}))
+	same := updated.DeepCopy()
+	assert.False(t, addonChangeMatters().Update(event.UpdateEvent{ObjectOld: updated, ObjectNew: same}))
 }
