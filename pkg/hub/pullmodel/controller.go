@@ -107,6 +107,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if v.ship {
+		held, err := r.existingArgoCDProblem(ctx, v.cluster, workIn(works, v.cluster) == nil)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if held != nil {
+			v.ship, v.errors = false, append(v.errors, *held)
+		}
+	}
 	if !v.ship {
 		r.latency.forget(req.NamespacedName)
 		if err := r.deleteWorksExcept(ctx, works, ""); err != nil {

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	workv1 "open-cluster-management.io/api/work/v1"
@@ -43,6 +44,7 @@ func fakeHubReconciler(t *testing.T, objs ...client.Object) (*Reconciler, client
 	require.NoError(t, clusterv1.Install(scheme))
 	require.NoError(t, clusterv1beta1.Install(scheme))
 	require.NoError(t, workv1.Install(scheme))
+	require.NoError(t, addonv1beta1.Install(scheme))
 	scheme.AddKnownTypeWithName(ApplicationGVK, &unstructured.Unstructured{})
 	scheme.AddKnownTypeWithName(ApplicationGVK.GroupVersion().WithKind("ApplicationList"), &unstructured.UnstructuredList{})
 	app := hubApp(seedApp)

@@ -250,7 +250,7 @@ func wakeOnAddonChanges(
 	wake func(context.Context, string) []reconcile.Request) handler.TypedEventHandler[*addonv1beta1.ManagedClusterAddOn, reconcile.Request] {
 	return wakeOnChanges(wake, func(a *addonv1beta1.ManagedClusterAddOn) string { return a.Namespace }, func(a *addonv1beta1.ManagedClusterAddOn) string {
 		return fmt.Sprint(meta.IsStatusConditionTrue(a.Status.Conditions, addonv1beta1.ManagedClusterAddOnConditionAvailable),
-			meta.IsStatusConditionTrue(a.Status.Conditions, appresources.ConditionNotWritten))
+			meta.IsStatusConditionTrue(a.Status.Conditions, appresources.ConditionNotWritten), argoCDReport(a))
 	})
 }
 
