@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -106,12 +107,43 @@ func (f *Fleet) addSpoke(ctx context.Context, name string) (*Spoke, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Spoke{Cluster: c, HubKubeconfigDir: filepath.Join(c.Dir, "hub-kubeconfig")}
+	return f.join(ctx, name, c, c.Dir)
+}
+
+// JoinHubAs registers the hub itself as a managed cluster named name, with a klusterlet
+// on the hub's own apiserver, as every Red Hat ACM hub is registered as local-cluster.
+// The Spoke it returns is the hub's cluster; it is not one of Spokes.
+func (f *Fleet) JoinHubAs(ctx context.Context, name string) (*Spoke, error) {
+	if err := f.reserveSpoke(name); err != nil {
+		return nil, err
+	}
+	defer func() {
+		f.mu.Lock()
+		delete(f.joining, name)
+		f.mu.Unlock()
+	}()
+	// The hub's cluster under the managed cluster's name, its klusterlet's files apart.
+	view := *f.Hub
+	view.Name, view.Dir = name, filepath.Join(f.Hub.Dir, "klusterlet-"+name)
+	if err := os.MkdirAll(view.Dir, 0o700); err != nil {
+		return nil, err
+	}
+	s, err := f.join(ctx, name, &view, view.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("joining the hub as %s: %w", name, err)
+	}
+	return s, nil
+}
+
+// join runs a klusterlet for cluster c under name, its files in dir, and joins it.
+func (f *Fleet) join(ctx context.Context, name string, c *Cluster, dir string) (*Spoke, error) {
+	var err error
+	s := &Spoke{Cluster: c, HubKubeconfigDir: filepath.Join(dir, "hub-kubeconfig")}
 	if err := prepareSpoke(ctx, c); err != nil {
 		return nil, err
 	}
 	bootstrapUser := "harness:bootstrap:" + name
-	if s.BootstrapKubeconfig, err = f.writeBootstrapKubeconfig(c.Dir, bootstrapUser); err != nil {
+	if s.BootstrapKubeconfig, err = f.writeBootstrapKubeconfig(dir, bootstrapUser); err != nil {
 		return nil, err
 	}
 	f.opts.Logf("spoke %s: klusterlet registration agent; accepting the cluster on the hub", name)

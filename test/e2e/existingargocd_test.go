@@ -1,0 +1,300 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
+	workv1 "open-cluster-management.io/api/work/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/gitopscluster"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
+	"github.com/gitops-addon/gitops-addon/test/harness"
+	"github.com/gitops-addon/gitops-addon/test/install"
+	"github.com/gitops-addon/gitops-addon/test/testenv"
+)
+
+const (
+	// olmSpoke runs OpenShift GitOps as OLM places it, before gitops-addon comes.
+	olmSpoke = "olm-gitops"
+	// hubCluster is the hub registered as a managed cluster, as on every ACM hub.
+	hubCluster = "local-cluster"
+	// olmOperatorNamespace is where OLM installs OpenShift GitOps' operator.
+	olmOperatorNamespace = "openshift-gitops-operator"
+)
+
+// TestExistingArgoCD: gitops-addon never takes over or deletes an Argo CD it did not
+// create (issue 41), on a real OCM hub with real klusterlets. The hub runs a klusterlet
+// too and is registered as local-cluster, with its own ArgoCD openshift-gitops; a spoke
+// runs OpenShift GitOps as OLM places it (Subscription, ClusterServiceVersion, the
+// operator's Deployment in openshift-gitops-operator, its ArgoCD openshift-gitops and a
+// user's Application). The seed GitOpsCluster selects both. Nothing of the users' changes
+// (compared byte for byte: same resourceVersion), no second operator is shipped, the
+// conditions name the hub and OLM; with UseExisting a pulled Application reaches the
+// existing instance; removing the addon leaves everything of the users' as it was.
+//
+// Not here (issue 41's note): the users' operator and Argo CD running as pods, their
+// Application Synced/Healthy before and after (the process fleet runs no pods).
+func TestExistingArgoCD(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	f := harness.StartForTest(t, harness.Options{})
+	binary, err := install.BuildBinary(ctx, t.TempDir())
+	require.NoError(t, err)
+
+	spoke, err := f.AddSpoke(ctx, olmSpoke)
+	require.NoError(t, err)
+	_, err = f.JoinHubAs(ctx, hubCluster)
+	require.NoError(t, err, "registering the hub as %s", hubCluster)
+	for _, c := range []*harness.Cluster{spoke.Cluster, f.Hub} {
+		installArgoCDCRDs(t, ctx, c)
+	}
+	spokeBefore := seedOpenShiftGitOps(t, ctx, spoke.Cluster)
+	hubBefore := seedHubArgoCD(t, ctx, f.Hub)
+
+	p, err := install.OnHub(ctx, f, binary)
+	require.NoError(t, err)
+	require.NoError(t, p.StartManager(ctx))
+	require.NoError(t, install.ApplySeed(ctx, f.Hub))
+	for _, name := range []string{olmSpoke, hubCluster} {
+		require.NoError(t, install.SelectCluster(ctx, f.Hub, name, true))
+	}
+	require.NoError(t, <-startAgentsWhenDelivered(ctx, p, map[string]*harness.Spoke{olmSpoke: spoke}))
+
+	t.Run("the spoke's agent names OLM's OpenShift GitOps; nothing but the agent is shipped there", func(t *testing.T) {
+		var c metav1.Condition
+		waitAddonCondition(t, ctx, f.Hub, olmSpoke, contract.ConditionExistingArgoCD,
+			func(got metav1.Condition) bool { c = got; return got.Status == metav1.ConditionTrue }, "the agent finds OLM's OpenShift GitOps")
+		assert.Equal(t, contract.ExistingArgoCDOLM, c.Reason)
+		assert.Contains(t, c.Message, "OpenShift GitOps v1.16.0 via OLM (Subscription openshift-gitops-operator/openshift-gitops-operator)")
+		assert.Contains(t, c.Message, "ArgoCD openshift-gitops/openshift-gitops (not created by gitops-addon)")
+		require.NoError(t, install.WaitAddonAvailable(ctx, f.Hub, olmSpoke, 3*time.Minute))
+		assertNothingShippedBeside(t, ctx, f.Hub, spoke)
+	})
+
+	t.Run("the hub gets no addon and is Argo CD's in-cluster destination; the GitOpsCluster names both", func(t *testing.T) {
+		gc := waitGitOpsCluster(t, ctx, f.Hub, func(gc *appsv1beta1.GitOpsCluster) bool {
+			return gc.Status.ExistingArgoCDClusters == 2 && meta.IsStatusConditionTrue(gc.Status.Conditions, appsv1beta1.ConditionReady)
+		})
+		existing := meta.FindStatusCondition(gc.Status.Conditions, appsv1beta1.ConditionExistingArgoCD)
+		require.NotNil(t, existing)
+		assert.Contains(t, existing.Message, "Cluster local-cluster is the hub itself")
+		assert.Contains(t, existing.Message, "OpenShift GitOps v1.16.0 via OLM")
+		assert.False(t, exists(ctx, f.Hub.Client, &addonv1beta1.ManagedClusterAddOn{}, hubCluster+"/"+contract.AddonName), "no addon on the hub")
+		works := &workv1.ManifestWorkList{}
+		require.NoError(t, f.Hub.Client.List(ctx, works, client.InNamespace(hubCluster)))
+		assert.Empty(t, works.Items, "no ManifestWork for the hub")
+		secret := &corev1.Secret{}
+		require.NoError(t, f.Hub.Client.Get(ctx, client.ObjectKey{Namespace: contract.GitOpsNamespace, Name: gitopscluster.ClusterSecretName(hubCluster)}, secret))
+		assert.Equal(t, "https://kubernetes.default.svc", string(secret.Data["server"]))
+		assertUnchanged(t, ctx, f.Hub.Client, hubBefore)
+	})
+
+	t.Run("UseExisting: a pulled Application reaches the existing instance, still without a second operator", func(t *testing.T) {
+		require.NoError(t, install.LabelCluster(ctx, f.Hub, olmSpoke, contract.ExistingArgoCDPolicy, contract.ExistingArgoCDUse))
+		app := pulledApplication(t, ctx, f.Hub, olmSpoke)
+		spokeApp := application(contract.GitOpsNamespace, app.GetName())
+		require.Eventually(t, func() bool {
+			return spoke.Client.Get(ctx, client.ObjectKeyFromObject(spokeApp), spokeApp) == nil
+		}, 2*time.Minute, 500*time.Millisecond, "the work agent applies the pulled Application into openshift-gitops")
+		assertNothingShippedBeside(t, ctx, f.Hub, spoke)
+		assertUnchanged(t, ctx, spoke.Client, spokeBefore)
+		require.NoError(t, f.Hub.Client.Delete(ctx, app))
+		require.Eventually(t, func() bool {
+			return !exists(ctx, spoke.Client, application("", ""), contract.GitOpsNamespace+"/"+app.GetName())
+		},
+			2*time.Minute, 500*time.Millisecond, "the pulled Application leaves with its ManifestWork")
+	})
+
+	t.Run("removing the addon leaves OLM's operator, the user's ArgoCD and its Application as they were", func(t *testing.T) {
+		require.NoError(t, install.SelectCluster(ctx, f.Hub, olmSpoke, false))
+		require.Eventually(t, func() bool {
+			works := &workv1.ManifestWorkList{}
+			return f.Hub.Client.List(ctx, works, client.InNamespace(olmSpoke)) == nil && len(works.Items) == 0 &&
+				!exists(ctx, f.Hub.Client, &addonv1beta1.ManagedClusterAddOn{}, olmSpoke+"/"+contract.AddonName)
+		}, 3*time.Minute, 500*time.Millisecond, "the addon and its ManifestWorks go")
+		assertUnchanged(t, ctx, spoke.Client, spokeBefore)
+		assertUnchanged(t, ctx, f.Hub.Client, hubBefore)
+	})
+}
+
+// seedOpenShiftGitOps puts on a cluster what OLM's OpenShift GitOps leaves there: its
+// Subscription and CSV, the operator's Deployment (WATCH_NAMESPACE from the
+// OperatorGroup, as OLM sets it), its ArgoCD and a user's Application; it returns them.
+func seedOpenShiftGitOps(t *testing.T, ctx context.Context, c *harness.Cluster) []client.Object {
+	t.Helper()
+	for _, ns := range []string{olmOperatorNamespace, contract.GitOpsNamespace} {
+		require.NoError(t, c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	}
+	for _, crd := range olmCRDs() {
+		require.NoError(t, c.Client.Create(ctx, crd))
+	}
+	require.Eventually(t, func() bool {
+		sub := olmObject("Subscription", "openshift-gitops-operator")
+		return c.Client.Get(ctx, client.ObjectKeyFromObject(sub), sub) != nil && !meta.IsNoMatchError(c.Client.Get(ctx, client.ObjectKeyFromObject(sub), sub))
+	}, 30*time.Second, 200*time.Millisecond, "OLM's CRDs served")
+	sub := olmObject("Subscription", "openshift-gitops-operator")
+	_ = unstructured.SetNestedMap(sub.Object, map[string]any{"name": "openshift-gitops-operator", "channel": "latest", "source": "redhat-operators",
+		"sourceNamespace": "openshift-marketplace"}, "spec")
+	csv := olmObject("ClusterServiceVersion", "openshift-gitops-operator.v1.16.0")
+	_ = unstructured.SetNestedField(csv.Object, "Red Hat OpenShift GitOps", "spec", "displayName")
+	labels := map[string]string{"control-plane": "gitops-operator"}
+	operator := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: olmOperatorNamespace, Name: "openshift-gitops-operator-controller-manager", Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{
+				Name: "manager", Image: "registry.redhat.io/openshift-gitops-1/gitops-rhel9-operator@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+				Env: []corev1.EnvVar{{Name: "WATCH_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
+					FieldPath: "metadata.annotations['olm.targetNamespaces']"}}}},
+			}}}},
+		},
+	}
+	instance := usersArgoCD()
+	app := guestbookApplication(contract.GitOpsNamespace, "users-guestbook")
+	objects := []client.Object{sub, csv, operator, instance, app}
+	for _, o := range objects {
+		require.NoError(t, c.Client.Create(ctx, o), "creating %T %s", o, o.GetName())
+	}
+	return objects
+}
+
+// seedHubArgoCD is the hub's own Argo CD, as OpenShift GitOps makes it on an ACM hub.
+func seedHubArgoCD(t *testing.T, ctx context.Context, c *harness.Cluster) []client.Object {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: contract.GitOpsNamespace}}
+	if err := c.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		require.NoError(t, err)
+	}
+	instance := usersArgoCD()
+	require.NoError(t, c.Client.Create(ctx, instance))
+	return []client.Object{instance}
+}
+
+// usersArgoCD is OpenShift GitOps' default instance: cluster-scoped roles on, its own image.
+func usersArgoCD() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
+		"server":     map[string]any{"route": map[string]any{"enabled": true}},
+		"image":      "registry.redhat.io/openshift-gitops-1/argocd-rhel9",
+		"version":    "v1.16.0",
+		"controller": map[string]any{"processors": map[string]any{"operation": int64(10)}},
+	}}}
+	u.SetGroupVersionKind(contract.ArgoCDGVK)
+	u.SetNamespace(contract.GitOpsNamespace)
+	u.SetName(contract.ArgoCDName)
+	u.SetLabels(map[string]string{"app.kubernetes.io/managed-by": "openshift-gitops-operator"})
+	return u
+}
+
+func olmObject(kind, name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{}}
+	u.SetAPIVersion("operators.coreos.com/v1alpha1")
+	u.SetKind(kind)
+	u.SetNamespace(olmOperatorNamespace)
+	u.SetName(name)
+	return u
+}
+
+// olmCRDs are OLM's Subscription and ClusterServiceVersion APIs, schemaless.
+func olmCRDs() []*apiextensionsv1.CustomResourceDefinition {
+	crd := func(plural, kind string) *apiextensionsv1.CustomResourceDefinition {
+		return &apiextensionsv1.CustomResourceDefinition{
+			ObjectMeta: metav1.ObjectMeta{Name: plural + ".operators.coreos.com"},
+			Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+				Group: "operators.coreos.com", Scope: apiextensionsv1.NamespaceScoped,
+				Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: plural, Kind: kind, ListKind: kind + "List"},
+				Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1alpha1", Served: true, Storage: true,
+					Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr.To(true)}}}},
+			},
+		}
+	}
+	return []*apiextensionsv1.CustomResourceDefinition{crd("subscriptions", "Subscription"), crd("clusterserviceversions", "ClusterServiceVersion")}
+}
+
+func installArgoCDCRDs(t *testing.T, ctx context.Context, c *harness.Cluster) {
+	t.Helper()
+	for _, crd := range testenv.ArgoCDCRDs(t) {
+		if err := c.Client.Create(ctx, crd); err != nil && !apierrors.IsAlreadyExists(err) {
+			require.NoError(t, err, "installing %s on %s", crd.Name, c.Name)
+		}
+	}
+	require.Eventually(t, func() bool {
+		return c.Client.List(ctx, &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "argoproj.io/v1beta1", "kind": "ArgoCDList"}}) == nil
+	}, 30*time.Second, 200*time.Millisecond, "the ArgoCD API served on %s", c.Name)
+}
+
+// assertUnchanged: each object is exactly as it was (same UID and resourceVersion: no
+// write of any kind reached it, not even a label or an owner reference).
+func assertUnchanged(t *testing.T, ctx context.Context, c client.Client, before []client.Object) {
+	t.Helper()
+	for _, want := range before {
+		got := want.DeepCopyObject().(client.Object)
+		require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(want), got), "%T %s is still there", want, want.GetName())
+		assert.Equal(t, want.GetUID(), got.GetUID(), "%T %s is the same object", want, want.GetName())
+		wantJSON, _ := json.Marshal(want)
+		gotJSON, _ := json.Marshal(got)
+		assert.Equal(t, want.GetResourceVersion(), got.GetResourceVersion(), "%T %s was written to:\nbefore %s\nnow    %s", want, want.GetName(), wantJSON, gotJSON)
+	}
+}
+
+// assertNothingShippedBeside: the addon's ManifestWork carries no operator, no ArgoCD and
+// no Namespace openshift-gitops, and the cluster runs no operator Deployment of ours.
+func assertNothingShippedBeside(t *testing.T, ctx context.Context, hub *harness.Cluster, spoke *harness.Spoke) {
+	t.Helper()
+	works := &workv1.ManifestWorkList{}
+	require.NoError(t, hub.Client.List(ctx, works, client.InNamespace(spoke.Name), client.MatchingLabels{addonv1beta1.AddonLabelKey: contract.AddonName}))
+	require.NotEmpty(t, works.Items)
+	for _, w := range works.Items {
+		for _, m := range w.Spec.Workload.Manifests {
+			obj := &unstructured.Unstructured{}
+			require.NoError(t, yaml.Unmarshal(m.Raw, &obj.Object))
+			kind, name := obj.GetKind(), obj.GetName()
+			assert.False(t, kind == "ArgoCD", "ManifestWork %s ships ArgoCD %s", w.Name, name)
+			assert.False(t, kind == "Deployment" && name == contract.OperatorDeployment, "ManifestWork %s ships the GitOps operator", w.Name)
+			assert.False(t, kind == "Namespace" && name == contract.GitOpsNamespace, "ManifestWork %s ships the Namespace %s", w.Name, name)
+		}
+	}
+	assert.False(t, exists(ctx, spoke.Client, &appsv1.Deployment{}, contract.GitOpsNamespace+"/"+contract.OperatorDeployment), "a second operator runs")
+}
+
+// pulledApplication creates on the hub the Application the seed ApplicationSet makes for
+// cluster, labelled for the pull model.
+func pulledApplication(t *testing.T, ctx context.Context, hub *harness.Cluster, cluster string) *unstructured.Unstructured {
+	t.Helper()
+	appSet := &unstructured.Unstructured{}
+	require.NoError(t, yaml.Unmarshal(install.SeedYAML("applicationset.yaml"), &appSet.Object))
+	require.Eventually(t, func() bool {
+		return hub.Client.Create(ctx, appSet) == nil || exists(ctx, hub.Client, appSet, appSet.GetNamespace()+"/"+appSet.GetName())
+	},
+		time.Minute, time.Second, "creating the ApplicationSet")
+	require.NoError(t, hub.Client.Get(ctx, client.ObjectKeyFromObject(appSet), appSet))
+	app := generatedApplication(t, appSet, cluster)
+	require.NoError(t, hub.Client.Create(ctx, app))
+	require.Equal(t, cluster, app.GetAnnotations()[pullmodel.AnnotationCluster])
+	return app
+}
+
+func waitGitOpsCluster(t *testing.T, ctx context.Context, hub *harness.Cluster, done func(*appsv1beta1.GitOpsCluster) bool) *appsv1beta1.GitOpsCluster {
+	t.Helper()
+	gc := &appsv1beta1.GitOpsCluster{}
+	require.Eventually(t, func() bool {
+		return hub.Client.Get(ctx, client.ObjectKey{Namespace: contract.GitOpsNamespace, Name: "gitops-managed"}, gc) == nil && done(gc)
+	}, 3*time.Minute, 500*time.Millisecond, "GitOpsCluster status: %+v", gc.Status)
+	return gc
+}
