@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,6 +26,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
 	"github.com/gitops-addon/gitops-addon/test/harness"
 	"github.com/gitops-addon/gitops-addon/test/install"
+	"github.com/gitops-addon/gitops-addon/test/olm"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
 )
 
@@ -142,18 +142,15 @@ func seedOpenShiftGitOps(t *testing.T, ctx context.Context, c *harness.Cluster) 
 	for _, ns := range []string{olmOperatorNamespace, contract.GitOpsNamespace} {
 		require.NoError(t, c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	}
-	for _, crd := range olmCRDs() {
+	for _, crd := range olm.CRDs() {
 		require.NoError(t, c.Client.Create(ctx, crd))
 	}
 	require.Eventually(t, func() bool {
-		sub := olmObject("Subscription", "openshift-gitops-operator")
-		return c.Client.Get(ctx, client.ObjectKeyFromObject(sub), sub) != nil && !meta.IsNoMatchError(c.Client.Get(ctx, client.ObjectKeyFromObject(sub), sub))
+		err := c.Client.List(ctx, &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": olm.Group + "/" + olm.Version, "kind": "SubscriptionList"}})
+		return err == nil
 	}, 30*time.Second, 200*time.Millisecond, "OLM's CRDs served")
-	sub := olmObject("Subscription", "openshift-gitops-operator")
-	_ = unstructured.SetNestedMap(sub.Object, map[string]any{"name": "openshift-gitops-operator", "channel": "latest", "source": "redhat-operators",
-		"sourceNamespace": "openshift-marketplace"}, "spec")
-	csv := olmObject("ClusterServiceVersion", "openshift-gitops-operator.v1.16.0")
-	_ = unstructured.SetNestedField(csv.Object, "Red Hat OpenShift GitOps", "spec", "displayName")
+	sub := olm.Subscription(olmOperatorNamespace, "openshift-gitops-operator", "openshift-gitops-operator")
+	csv := olm.ClusterServiceVersion(olmOperatorNamespace, "openshift-gitops-operator.v1.16.0", "Red Hat OpenShift GitOps")
 	labels := map[string]string{"control-plane": "gitops-operator"}
 	operator := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: olmOperatorNamespace, Name: "openshift-gitops-operator-controller-manager", Labels: labels},
@@ -200,31 +197,6 @@ func usersArgoCD() *unstructured.Unstructured {
 	u.SetName(contract.ArgoCDName)
 	u.SetLabels(map[string]string{"app.kubernetes.io/managed-by": "openshift-gitops-operator"})
 	return u
-}
-
-func olmObject(kind, name string) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{Object: map[string]any{}}
-	u.SetAPIVersion("operators.coreos.com/v1alpha1")
-	u.SetKind(kind)
-	u.SetNamespace(olmOperatorNamespace)
-	u.SetName(name)
-	return u
-}
-
-// olmCRDs are OLM's Subscription and ClusterServiceVersion APIs, schemaless.
-func olmCRDs() []*apiextensionsv1.CustomResourceDefinition {
-	crd := func(plural, kind string) *apiextensionsv1.CustomResourceDefinition {
-		return &apiextensionsv1.CustomResourceDefinition{
-			ObjectMeta: metav1.ObjectMeta{Name: plural + ".operators.coreos.com"},
-			Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-				Group: "operators.coreos.com", Scope: apiextensionsv1.NamespaceScoped,
-				Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: plural, Kind: kind, ListKind: kind + "List"},
-				Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1alpha1", Served: true, Storage: true,
-					Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr.To(true)}}}},
-			},
-		}
-	}
-	return []*apiextensionsv1.CustomResourceDefinition{crd("subscriptions", "Subscription"), crd("clusterserviceversions", "ClusterServiceVersion")}
 }
 
 func installArgoCDCRDs(t *testing.T, ctx context.Context, c *harness.Cluster) {

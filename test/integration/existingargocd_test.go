@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -23,6 +22,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/existingargocd"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/teardown"
 	"github.com/gitops-addon/gitops-addon/test/agentchart"
+	"github.com/gitops-addon/gitops-addon/test/olm"
 )
 
 // TestExistingArgoCDOnARealAPIServer runs the spoke agent's detector as the agent's
@@ -82,15 +82,11 @@ func TestExistingArgoCDOnARealAPIServer(t *testing.T) {
 	waitFor(metav1.ConditionFalse, contract.ExistingArgoCDNone, "No Argo CD")
 
 	// OLM arrives while the agent runs: its CRDs, then OpenShift GitOps' Subscription.
-	for _, crd := range olmCRDs() {
+	for _, crd := range olm.CRDs() {
 		require.NoError(t, admin.Create(ctx, crd))
 		waitEstablished(t, ctx, admin, crd.Name)
 	}
-	sub := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "operators.coreos.com/v1alpha1", "kind": "Subscription",
-		"metadata": map[string]any{"namespace": "openshift-gitops-operator", "name": "openshift-gitops-operator"},
-		"spec":     map[string]any{"name": "openshift-gitops-operator", "channel": "latest", "source": "redhat-operators", "sourceNamespace": "openshift-marketplace"},
-	}}
+	sub := olm.Subscription("openshift-gitops-operator", "openshift-gitops-operator", "openshift-gitops-operator")
 	require.NoError(t, admin.Create(ctx, sub))
 	waitFor(metav1.ConditionTrue, contract.ExistingArgoCDOLM, "OpenShift GitOps via OLM (Subscription openshift-gitops-operator/openshift-gitops-operator)")
 	require.NoError(t, admin.Delete(ctx, sub))
@@ -176,25 +172,4 @@ func operatorDeployment(namespace, name string) *appsv1.Deployment {
 			},
 		},
 	}
-}
-
-// olmCRDs are OLM's Subscription and ClusterServiceVersion APIs, schemaless: what the
-// detector reads of them is metadata, spec.name and status.installedCSV.
-func olmCRDs() []*apiextensionsv1.CustomResourceDefinition {
-	crd := func(plural, kind string) *apiextensionsv1.CustomResourceDefinition {
-		return &apiextensionsv1.CustomResourceDefinition{
-			ObjectMeta: metav1.ObjectMeta{Name: plural + ".operators.coreos.com"},
-			Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-				Group: "operators.coreos.com", Scope: apiextensionsv1.NamespaceScoped,
-				Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: plural, Kind: kind, ListKind: kind + "List"},
-				Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
-					Name: "v1alpha1", Served: true, Storage: true,
-					Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-						Type: "object", XPreserveUnknownFields: ptr.To(true),
-					}},
-				}},
-			},
-		}
-	}
-	return []*apiextensionsv1.CustomResourceDefinition{crd("subscriptions", "Subscription"), crd("clusterserviceversions", "ClusterServiceVersion")}
 }

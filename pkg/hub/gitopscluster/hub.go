@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -57,15 +56,7 @@ func (r *Reconciler) hubsAmong(ctx context.Context, clusters []string) (hubClust
 // hubEvidence tells whether cluster is the hub, from its ManagedCluster in the cache (the
 // name alone when it has none).
 func (r *Reconciler) hubEvidence(ctx context.Context, cluster string) (localcluster.Evidence, error) {
-	mc := &clusterv1.ManagedCluster{}
-	err := r.Client.Get(ctx, client.ObjectKey{Name: cluster}, mc)
-	switch {
-	case apierrors.IsNotFound(err):
-		return r.Hub.OfName(cluster), nil
-	case err != nil:
-		return nil, fmt.Errorf("reading ManagedCluster %s: %w", cluster, err)
-	}
-	return r.Hub.Of(mc), nil
+	return r.Hub.OfCluster(ctx, r.Client, cluster)
 }
 
 // asInClusterDestination makes a hub cluster's Secret register Argo CD's in-cluster

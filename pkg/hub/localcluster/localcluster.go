@@ -71,6 +71,20 @@ func (h Hub) Of(mc *clusterv1.ManagedCluster) Evidence {
 	return evidence
 }
 
+// OfCluster tells whether the cluster named is the hub, reading its ManagedCluster from
+// reader (a cache); the name rule alone when it has none.
+func (h Hub) OfCluster(ctx context.Context, reader client.Reader, cluster string) (Evidence, error) {
+	mc := &clusterv1.ManagedCluster{}
+	err := reader.Get(ctx, client.ObjectKey{Name: cluster}, mc)
+	switch {
+	case apierrors.IsNotFound(err):
+		return h.OfName(cluster), nil
+	case err != nil:
+		return nil, fmt.Errorf("reading ManagedCluster %s: %w", cluster, err)
+	}
+	return h.Of(mc), nil
+}
+
 // OfName applies the name rule alone, for a cluster whose ManagedCluster is not (yet)
 // there to read.
 func (h Hub) OfName(cluster string) Evidence {

@@ -27,15 +27,7 @@ func (r *Reconciler) ClusterExists(ctx context.Context, cluster string) (bool, e
 // HubEvidence tells, from the ManagedCluster in the manager's cache, whether cluster is
 // the hub itself, and by which rules.
 func (r *Reconciler) HubEvidence(ctx context.Context, cluster string) (localcluster.Evidence, error) {
-	mc := &clusterv1.ManagedCluster{}
-	err := r.Client.Get(ctx, client.ObjectKey{Name: cluster}, mc)
-	switch {
-	case apierrors.IsNotFound(err):
-		return r.Hub.OfName(cluster), nil
-	case err != nil:
-		return nil, err
-	}
-	return r.Hub.Of(mc), nil
+	return r.Hub.OfCluster(ctx, r.Client, cluster)
 }
 
 // ClusterPlaced looks the cluster up in the index of PlacementDecisions by namespace and

@@ -125,7 +125,7 @@ func validate(ctx context.Context, app *unstructured.Unstructured, f facts) (ver
 	// next pass: the two would fight for ever. So one aimed at the hub is refused.
 	evidence, err := f.HubEvidence(ctx, cluster)
 	if err != nil {
-		return v, fmt.Errorf("reading ManagedCluster %s: %w", cluster, err)
+		return v, err
 	}
 	if evidence.IsHub() {
 		v.errors = append(v.errors, problem{ReasonHubClusterNotPulled, fmt.Sprintf(
