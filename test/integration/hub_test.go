@@ -32,6 +32,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
@@ -402,6 +403,30 @@ func (h *hub) manifestWorks(cluster string) []workv1.ManifestWork {
 	return works.Items
 }
 
+// reportNoExistingArgoCD does what the cluster's spoke agent does once it found no Argo
+// CD and no GitOps operator of someone else there: ExistingArgoCD False on its addon.
+func (h *hub) reportNoExistingArgoCD(cluster string) {
+	h.t.Helper()
+	require.NoError(h.t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		mca := h.waitAddon(cluster)
+		meta.SetStatusCondition(&mca.Status.Conditions, metav1.Condition{Type: contract.ConditionExistingArgoCD, Status: metav1.ConditionFalse,
+			Reason: contract.ExistingArgoCDNone, Message: "No Argo CD and no GitOps operator but gitops-addon's run on this cluster."})
+		return h.c.Status().Update(h.ctx, mca)
+	}))
+}
+
+// stackShipped waits until the cluster's ManifestWorks carry the GitOps stack, and
+// returns what they ship.
+func (h *hub) stackShipped(cluster string) map[string]bool {
+	h.t.Helper()
+	var objects map[string]bool
+	require.Eventually(h.t, func() bool {
+		objects = shipped(h.t, h.manifestWorks(cluster))
+		return objects["ArgoCD/"+contract.ArgoCDName]
+	}, timeout, poll, "the GitOps stack in the ManifestWorks of %s", cluster)
+	return objects
+}
+
 // dumpAddons logs every gitops-addon ManagedClusterAddOn and a GitOpsCluster, to explain a
 // stuck teardown.
 func (h *hub) dumpAddons(namespace, name string) {
@@ -610,7 +635,17 @@ func TestHubRendersManifestWorks(t *testing.T) {
 			assert.Equal(t, "gitops-managed", mca.Labels[ownership.LabelName])
 		}
 		h.ownAddOnsByCMA(s.clusters()...)
+		// Until its agent has reported, a cluster gets the agent alone: never a GitOps
+		// operator or an ArgoCD beside one gitops-addon did not create.
 		for _, c := range s.clusters() {
+			objects := shipped(t, h.manifestWorks(c))
+			for _, stack := range []string{"Namespace/" + contract.GitOpsNamespace, "Deployment/" + contract.OperatorDeployment, "ArgoCD/" + contract.ArgoCDName} {
+				assert.False(t, objects[stack], "cluster %s ships %s before its agent reported", c, stack)
+			}
+			h.reportNoExistingArgoCD(c)
+		}
+		for _, c := range s.clusters() {
+			h.stackShipped(c)
 			works := h.manifestWorks(c)
 			objects := shipped(t, works)
 			for _, want := range []string{
