@@ -191,12 +191,12 @@ func seedHubArgoCD(t *testing.T, ctx context.Context, c *harness.Cluster) []clie
 	return []client.Object{instance}
 }
 
-// usersArgoCD is OpenShift GitOps' default instance: cluster-scoped roles on, its own image.
+// usersArgoCD is OpenShift GitOps' default instance as its operator writes it: none of
+// the fields gitops-addon's ArgoCD sets, so that a server-side apply of ours would merge
+// into it without a conflict (the take-over of issue 41) rather than fail.
 func usersArgoCD() *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
-		"server":     map[string]any{"route": map[string]any{"enabled": true}},
-		"image":      "registry.redhat.io/openshift-gitops-1/argocd-rhel9",
-		"version":    "v1.16.0",
+		"sso":        map[string]any{"provider": "dex", "dex": map[string]any{"openShiftOAuth": true}},
 		"controller": map[string]any{"processors": map[string]any{"operation": int64(10)}},
 	}}}
 	u.SetGroupVersionKind(contract.ArgoCDGVK)

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	routev1 "github.com/openshift/api/route/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -33,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
+	"github.com/gitops-addon/gitops-addon/pkg/bounded"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/agenttrust"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/localcluster"
@@ -262,33 +262,8 @@ func (r *Reconciler) owned() *ownership.Store {
 
 func (r *Reconciler) event(gc *appsv1beta1.GitOpsCluster, eventType, reason, format string, args ...any) {
 	if r.Recorder != nil {
-		r.Recorder.Eventf(gc, nil, eventType, reason, "Reconcile", "%s", eventNote(fmt.Sprintf(format, args...)))
+		r.Recorder.Eventf(gc, nil, eventType, reason, "Reconcile", "%s", bounded.EventNote(fmt.Sprintf(format, args...), "kubectl describe gitopscluster"))
 	}
-}
-
-// maxEventNote is the longest note an Event may have: the apiserver refuses a longer one,
-// and the Event is lost.
-const maxEventNote = 1024
-
-// eventNote cuts a note that would be refused, saying where the rest is: the conditions'
-// messages repeated in Events can be longer (a few clusters named, each with why).
-func eventNote(note string) string {
-	if len(note) <= maxEventNote {
-		return note
-	}
-	const rest = " … (the whole message: kubectl describe gitopscluster)"
-	return cutAtRune(note, maxEventNote-len(rest)) + rest
-}
-
-// cutAtRune returns at most n bytes of s, never splitting a UTF-8 character.
-func cutAtRune(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 // SetupWithManager registers the controller and its watches. The objects it writes are

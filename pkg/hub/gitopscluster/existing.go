@@ -10,6 +10,7 @@ import (
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
+	"github.com/gitops-addon/gitops-addon/pkg/bounded"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/localcluster"
 )
@@ -80,7 +81,7 @@ func existingArgoCDReported(cluster string, addon *addonv1beta1.ManagedClusterAd
 	if c == nil || c.Status != metav1.ConditionTrue {
 		return nil
 	}
-	return &existingArgoCD{cluster: cluster, found: truncate(c.Message, maxFoundLength), choice: choice}
+	return &existingArgoCD{cluster: cluster, found: bounded.Cut(c.Message, maxFoundLength), choice: choice}
 }
 
 // existingArgoCDView is what a GitOpsCluster reads of an addon's ExistingArgoCD
@@ -91,13 +92,6 @@ func existingArgoCDView(a *addonv1beta1.ManagedClusterAddOn) string {
 		return ""
 	}
 	return "True: " + c.Message
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return cutAtRune(s, n) + "…"
 }
 
 // existingArgoCDCondition (informational, not part of Ready) names the selected clusters

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -211,34 +210,6 @@ func TestExistingArgoCDConditionStaysBoundedAndOutOfReady(t *testing.T) {
 				assert.True(t, meta.IsStatusConditionTrue(st.Conditions, appsv1beta1.ConditionReady), "informational only")
 			}
 			assert.NotContains(t, meta.FindStatusCondition(st.Conditions, appsv1beta1.ConditionReady).Message, "ExistingArgoCD")
-		})
-	}
-}
-
-// TestEventNotesFitTheAPI: an Event note over 1,024 bytes is refused by the apiserver and
-// lost, so a long condition message is cut (never inside a character) and says where the
-// rest is.
-func TestEventNotesFitTheAPI(t *testing.T) {
-	tests := []struct {
-		name string
-		note string
-		cut  bool
-	}{
-		{name: "short", note: "Cluster local-cluster is the hub itself."},
-		{name: "exactly the limit", note: strings.Repeat("a", maxEventNote)},
-		{name: "three hub clusters' sentences", note: strings.Repeat("Cluster local-cluster is the hub itself (its name is local-cluster). ", 20), cut: true},
-		{name: "multi-byte characters at the cut", note: strings.Repeat("é", maxEventNote), cut: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := eventNote(tt.note)
-			assert.LessOrEqual(t, len(got), maxEventNote)
-			assert.True(t, utf8.ValidString(got))
-			if !tt.cut {
-				assert.Equal(t, tt.note, got)
-				return
-			}
-			assert.True(t, strings.HasSuffix(got, "(the whole message: kubectl describe gitopscluster)"))
 		})
 	}
 }

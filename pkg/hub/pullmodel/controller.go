@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gitops-addon/gitops-addon/pkg/bounded"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/localcluster"
 )
 
@@ -449,7 +450,7 @@ func workIn(works []workv1.ManifestWork, cluster string) *workv1.ManifestWork {
 
 func (r *Reconciler) event(app *unstructured.Unstructured, eventType, reason, format string, args ...any) {
 	if r.Recorder != nil {
-		r.Recorder.Eventf(app, nil, eventType, reason, "Propagate", format, args...)
+		r.Recorder.Eventf(app, nil, eventType, reason, "Propagate", "%s", bounded.EventNote(fmt.Sprintf(format, args...), "the Application's PullModelError condition"))
 	}
 }
 
