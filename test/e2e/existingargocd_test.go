@@ -202,7 +202,6 @@ func usersArgoCD() *unstructured.Unstructured {
 	u.SetGroupVersionKind(contract.ArgoCDGVK)
 	u.SetNamespace(contract.GitOpsNamespace)
 	u.SetName(contract.ArgoCDName)
-	u.SetLabels(map[string]string{"app.kubernetes.io/managed-by": "openshift-gitops-operator"})
 	return u
 }
 
