@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -88,10 +87,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	patch := client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{})
 	if err := r.Client.Status().Patch(ctx, addon, patch); err != nil {
-		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-			return ctrl.Result{Requeue: true}, nil
-		}
-		return ctrl.Result{}, fmt.Errorf("patching ManagedClusterAddOn %s/%s status: %w", cluster, contract.AddonName, err)
+		// A conflict (another writer of the status) is retried with backoff, from a fresh read.
+		return ctrl.Result{}, client.IgnoreNotFound(fmt.Errorf("patching ManagedClusterAddOn %s/%s status: %w", cluster, contract.AddonName, err))
 	}
 	return ctrl.Result{}, nil
 }
