@@ -23,7 +23,8 @@ func newSpokeTeardownCommand() *cobra.Command {
 		Short: "Remove the Argo CD instance gitops-addon delivered to this spoke while the GitOps operator can still finalize it",
 		Long: "spoke-teardown is the addon's pre-delete hook: OCM runs it as a Job on the spoke when the cluster's\n" +
 			"ManagedClusterAddOn is deleted, before it removes the GitOps operator. It deletes the ArgoCD instance (only\n" +
-			"gitops-addon's: the one whose UID the agent's creation record holds; labels prove nothing) and waits until the operator has finalized it, then the argocd-agent client\n" +
+			"gitops-addon's: the one whose UID the agent's creation record holds; labels prove nothing) and waits until\n" +
+			"the operator has finalized it, then the argocd-agent client\n" +
 			"certificate gitops-addon kept there in Argo CD Agent mode; before that it waits (at most\n" +
 			"--drain-timeout) for the Applications being deleted in the namespace, which only this Argo CD can prune.\n" +
 			"It never deletes CRDs or Applications. On timeout it exits non-zero with the finalizers still pending, and the Job retries.",

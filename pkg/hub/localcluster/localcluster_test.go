@@ -74,7 +74,8 @@ func TestReadHub(t *testing.T) {
 	failing := func(err error, times int) interceptor.Funcs {
 		calls := 0
 		return interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-			if calls++; calls <= times {
+			calls++
+			if calls <= times {
 				return err
 			}
 			return c.Get(ctx, key, obj, opts...)

@@ -450,7 +450,8 @@ func workIn(works []workv1.ManifestWork, cluster string) *workv1.ManifestWork {
 
 func (r *Reconciler) event(app *unstructured.Unstructured, eventType, reason, format string, args ...any) {
 	if r.Recorder != nil {
-		r.Recorder.Eventf(app, nil, eventType, reason, "Propagate", "%s", bounded.EventNote(fmt.Sprintf(format, args...), "the Application's PullModelError condition"))
+		note := bounded.EventNote(fmt.Sprintf(format, args...), "the Application's PullModelError condition")
+		r.Recorder.Eventf(app, nil, eventType, reason, "Propagate", "%s", note)
 	}
 }
 
