@@ -33,6 +33,8 @@ import (
 const (
 	// olmSpoke runs OpenShift GitOps as OLM places it, before gitops-addon comes.
 	olmSpoke = "olm-gitops"
+	// acmSpoke carries Red Hat ACM's own instance, acm-openshift-gitops, and its operator.
+	acmSpoke = "acm-gitops"
 	// hubCluster is the hub registered as a managed cluster, as on every ACM hub.
 	hubCluster = "local-cluster"
 	// olmOperatorNamespace is where OLM installs OpenShift GitOps' operator.
@@ -42,6 +44,7 @@ const (
 // TestExistingArgoCD: gitops-addon never takes over or deletes an Argo CD it did not
 // create (issue 41), on a real OCM hub with real klusterlets. The hub runs a klusterlet
 // too and is registered as local-cluster, with its own ArgoCD openshift-gitops; a spoke
+// carries Red Hat ACM's acm-openshift-gitops and its operator; a spoke
 // runs OpenShift GitOps as OLM places it (Subscription, ClusterServiceVersion, the
 // operator's Deployment in openshift-gitops-operator, its ArgoCD openshift-gitops and a
 // user's Application). The seed GitOpsCluster selects both. Nothing of the users' changes
@@ -58,24 +61,26 @@ func TestExistingArgoCD(t *testing.T) {
 	binary, err := install.BuildBinary(ctx, t.TempDir())
 	require.NoError(t, err)
 
-	spoke, err := f.AddSpoke(ctx, olmSpoke)
+	joined, err := f.AddSpokes(ctx, olmSpoke, acmSpoke)
 	require.NoError(t, err)
+	spoke, acm := joined[0], joined[1]
 	_, err = f.JoinHubAs(ctx, hubCluster)
 	require.NoError(t, err, "registering the hub as %s", hubCluster)
-	for _, c := range []*harness.Cluster{spoke.Cluster, f.Hub} {
+	for _, c := range []*harness.Cluster{spoke.Cluster, acm.Cluster, f.Hub} {
 		installArgoCDCRDs(t, ctx, c)
 	}
 	spokeBefore := seedOpenShiftGitOps(t, ctx, spoke.Cluster)
+	acmBefore := seedACMInstance(t, ctx, acm.Cluster)
 	hubBefore := seedHubArgoCD(t, ctx, f.Hub)
 
 	p, err := install.OnHub(ctx, f, binary)
 	require.NoError(t, err)
 	require.NoError(t, p.StartManager(ctx))
 	require.NoError(t, install.ApplySeed(ctx, f.Hub))
-	for _, name := range []string{olmSpoke, hubCluster} {
+	for _, name := range []string{olmSpoke, acmSpoke, hubCluster} {
 		require.NoError(t, install.SelectCluster(ctx, f.Hub, name, true))
 	}
-	require.NoError(t, <-startAgentsWhenDelivered(ctx, p, map[string]*harness.Spoke{olmSpoke: spoke}))
+	require.NoError(t, <-startAgentsWhenDelivered(ctx, p, map[string]*harness.Spoke{olmSpoke: spoke, acmSpoke: acm}))
 
 	t.Run("the spoke's agent names OLM's OpenShift GitOps; nothing but the agent is shipped there", func(t *testing.T) {
 		var c metav1.Condition
@@ -90,14 +95,27 @@ func TestExistingArgoCD(t *testing.T) {
 		assertNothingShippedBeside(t, ctx, f.Hub, spoke)
 	})
 
-	t.Run("the hub gets no addon and is Argo CD's in-cluster destination; the GitOpsCluster names both", func(t *testing.T) {
+	t.Run("ACM's acm-openshift-gitops on a spoke: named, nothing of ours beside it, untouched", func(t *testing.T) {
+		var c metav1.Condition
+		waitAddonCondition(t, ctx, f.Hub, acmSpoke, contract.ConditionExistingArgoCD,
+			func(got metav1.Condition) bool { c = got; return got.Status == metav1.ConditionTrue }, "the agent finds ACM's instance")
+		assert.Equal(t, contract.ExistingArgoCDInstance, c.Reason)
+		assert.Contains(t, c.Message, "ArgoCD openshift-gitops/acm-openshift-gitops (not created by gitops-addon)")
+		assert.Contains(t, c.Message, "operator Deployment openshift-gitops-operator/openshift-gitops-operator-controller-manager watching openshift-gitops")
+		require.NoError(t, install.WaitAddonAvailable(ctx, f.Hub, acmSpoke, 3*time.Minute))
+		assertNothingShippedBeside(t, ctx, f.Hub, acm)
+		assertUnchanged(t, ctx, acm.Client, acmBefore)
+	})
+
+	t.Run("the hub gets no addon and is Argo CD's in-cluster destination; the GitOpsCluster names all three", func(t *testing.T) {
 		gc := waitGitOpsCluster(t, ctx, f.Hub, func(gc *appsv1beta1.GitOpsCluster) bool {
-			return gc.Status.ExistingArgoCDClusters == 2 && meta.IsStatusConditionTrue(gc.Status.Conditions, appsv1beta1.ConditionReady)
+			return gc.Status.ExistingArgoCDClusters == 3 && meta.IsStatusConditionTrue(gc.Status.Conditions, appsv1beta1.ConditionReady)
 		})
 		existing := meta.FindStatusCondition(gc.Status.Conditions, appsv1beta1.ConditionExistingArgoCD)
 		require.NotNil(t, existing)
 		assert.Contains(t, existing.Message, "Cluster local-cluster is the hub itself")
 		assert.Contains(t, existing.Message, "OpenShift GitOps v1.16.0 via OLM")
+		assert.Contains(t, existing.Message, "acm-openshift-gitops")
 		assert.False(t, exists(ctx, f.Hub.Client, &addonv1beta1.ManagedClusterAddOn{}, hubCluster+"/"+contract.AddonName), "no addon on the hub")
 		works := &workv1.ManifestWorkList{}
 		require.NoError(t, f.Hub.Client.List(ctx, works, client.InNamespace(hubCluster)))
@@ -125,13 +143,18 @@ func TestExistingArgoCD(t *testing.T) {
 	})
 
 	t.Run("removing the addon leaves OLM's operator, the user's ArgoCD and its Application as they were", func(t *testing.T) {
-		require.NoError(t, install.SelectCluster(ctx, f.Hub, olmSpoke, false))
-		require.Eventually(t, func() bool {
-			works := &workv1.ManifestWorkList{}
-			return f.Hub.Client.List(ctx, works, client.InNamespace(olmSpoke)) == nil && len(works.Items) == 0 &&
-				!exists(ctx, f.Hub.Client, &addonv1beta1.ManagedClusterAddOn{}, olmSpoke+"/"+contract.AddonName)
-		}, 3*time.Minute, 500*time.Millisecond, "the addon and its ManifestWorks go")
+		for _, cluster := range []string{olmSpoke, acmSpoke} {
+			require.NoError(t, install.SelectCluster(ctx, f.Hub, cluster, false))
+		}
+		for _, cluster := range []string{olmSpoke, acmSpoke} {
+			require.Eventually(t, func() bool {
+				works := &workv1.ManifestWorkList{}
+				return f.Hub.Client.List(ctx, works, client.InNamespace(cluster)) == nil && len(works.Items) == 0 &&
+					!exists(ctx, f.Hub.Client, &addonv1beta1.ManagedClusterAddOn{}, cluster+"/"+contract.AddonName)
+			}, 3*time.Minute, 500*time.Millisecond, "the addon and its ManifestWorks go from %s", cluster)
+		}
 		assertUnchanged(t, ctx, spoke.Client, spokeBefore)
+		assertUnchanged(t, ctx, acm.Client, acmBefore)
 		assertUnchanged(t, ctx, f.Hub.Client, hubBefore)
 	})
 }
@@ -176,6 +199,38 @@ func seedOpenShiftGitOps(t *testing.T, ctx context.Context, c *harness.Cluster) 
 	require.Eventually(t, func() bool {
 		return c.Client.Get(ctx, client.ObjectKeyFromObject(operator), operator) == nil && operator.Annotations["deployment.kubernetes.io/revision"] != ""
 	}, time.Minute, 200*time.Millisecond, "the deployment controller saw the operator's Deployment")
+	return objects
+}
+
+// seedACMInstance is what Red Hat ACM's gitops-addon leaves on a spoke: the GitOps
+// operator in openshift-gitops-operator (watching every namespace) and its instance
+// acm-openshift-gitops in openshift-gitops, with no OLM involved.
+func seedACMInstance(t *testing.T, ctx context.Context, c *harness.Cluster) []client.Object {
+	t.Helper()
+	for _, ns := range []string{olmOperatorNamespace, contract.GitOpsNamespace} {
+		require.NoError(t, c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	}
+	labels := map[string]string{"apps.open-cluster-management.io/gitopsaddon": "true"}
+	operator := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: olmOperatorNamespace, Name: "openshift-gitops-operator-controller-manager", Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{
+				Name: "manager", Image: "registry.redhat.io/openshift-gitops-1/gitops-rhel9-operator:v1.16.0",
+				Env: []corev1.EnvVar{{Name: "WATCH_NAMESPACE"}},
+			}}}},
+		},
+	}
+	instance := usersArgoCD()
+	instance.SetName("acm-openshift-gitops")
+	instance.SetLabels(labels)
+	objects := []client.Object{operator, instance}
+	for _, o := range objects {
+		require.NoError(t, c.Client.Create(ctx, o), "creating %T %s", o, o.GetName())
+	}
+	require.Eventually(t, func() bool {
+		return c.Client.Get(ctx, client.ObjectKeyFromObject(operator), operator) == nil && operator.Annotations["deployment.kubernetes.io/revision"] != ""
+	}, time.Minute, 200*time.Millisecond, "the deployment controller saw ACM's operator Deployment")
 	return objects
 }
 
