@@ -331,10 +331,11 @@ func TestArgoCDAppliedServerSide(t *testing.T) {
 
 func TestRenderRejectsBadCustomizedVariables(t *testing.T) {
 	cases := map[string]addonv1beta1.CustomizedVariable{
-		"invalid API group":  {Name: VarExtraAPIGroups, Value: "Cert_Manager"},
-		"invalid log level":  {Name: VarAgentLogLevel, Value: "verbose"},
-		"guard not a bool":   {Name: VarRouteCRDAdmissionGuard, Value: "off"},
-		"image with a space": {Name: VarGitOpsOperatorImage, Value: "a b"},
+		"invalid API group":   {Name: VarExtraAPIGroups, Value: "Cert_Manager"},
+		"invalid log level":   {Name: VarAgentLogLevel, Value: "verbose"},
+		"guard not a bool":    {Name: VarRouteCRDAdmissionGuard, Value: "off"},
+		"image with a space":  {Name: VarGitOpsOperatorImage, Value: "a b"},
+		"instance not a name": {Name: VarPlatformExtensionsForExisting, Value: "Team_ArgoCD"},
 	}
 	for name, v := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -464,6 +465,47 @@ func TestStackWaitsForTheAgentsReport(t *testing.T) {
 			}
 			assert.Equal(t, tc.stack == StackFull, argocd, "ArgoCD shipped")
 			assert.Equal(t, tc.stack == StackFull, operator, "operator shipped")
+		})
+	}
+}
+
+// TestPlatformExtensionsForAnExistingInstanceAreAnOptIn: where gitops-addon uses an
+// existing Argo CD (UseExisting), argocd-platform-extensions is granted to that instance's
+// application controller only when an AddOnDeploymentConfig names the instance, never
+// otherwise, and never while the cluster is skipped.
+func TestPlatformExtensionsForAnExistingInstanceAreAnOptIn(t *testing.T) {
+	found := metav1.Condition{Type: contract.ConditionExistingArgoCD, Status: metav1.ConditionTrue, Reason: contract.ExistingArgoCDInstance}
+	use := map[string]string{contract.ExistingArgoCDPolicy: contract.ExistingArgoCDUse}
+	for _, tc := range []struct {
+		name        string
+		annotations map[string]string
+		optIn       bool
+		subject     string
+	}{
+		{name: "UseExisting, opted in", annotations: use, optIn: true, subject: "acm-openshift-gitops-argocd-application-controller"},
+		{name: "UseExisting, not opted in", annotations: use},
+		{name: "Skip, opted in", optIn: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var vars []addonv1beta1.CustomizedVariable
+			if tc.optIn {
+				vars = append(vars, addonv1beta1.CustomizedVariable{Name: VarPlatformExtensionsForExisting, Value: "acm-openshift-gitops"})
+			}
+			adcs := fakeADCGetter{"c1/cfg": {ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: "cfg"},
+				Spec: addonv1beta1.AddOnDeploymentConfigSpec{CustomizedVariables: vars}}}
+			a := mca("cfg", tc.annotations, "")
+			a.Status.Conditions = []metav1.Condition{found}
+			var subject string
+			for _, o := range render(t, Options{AgentImage: "a:1", ADCGetter: adcs}, vanilla(), a) {
+				if b, ok := o.(*rbacv1.ClusterRoleBinding); ok && b.Name == contract.PlatformExtensionsClusterRole {
+					subject = b.Subjects[0].Name
+				}
+				if u, ok := o.(*unstructured.Unstructured); ok && u.GetKind() == "ClusterRoleBinding" && u.GetName() == contract.PlatformExtensionsClusterRole {
+					subjects, _, _ := unstructured.NestedSlice(u.Object, "subjects")
+					subject, _, _ = unstructured.NestedString(subjects[0].(map[string]any), "name")
+				}
+			}
+			assert.Equal(t, tc.subject, subject)
 		})
 	}
 }

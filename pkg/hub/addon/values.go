@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"open-cluster-management.io/addon-framework/pkg/addonfactory"
 	"open-cluster-management.io/addon-framework/pkg/utils"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
@@ -31,10 +32,15 @@ const (
 	// VarRouteCRDAdmissionGuard "false" leaves out the spoke's ValidatingAdmissionPolicy
 	// against a duplicate Routes CRD (the agent still deletes a duplicate).
 	VarRouteCRDAdmissionGuard = "routeCRDAdmissionGuard"
+	// VarPlatformExtensionsForExisting names the existing ArgoCD in openshift-gitops, on a
+	// cluster where gitops-addon uses it (existingArgoCD UseExisting), whose application
+	// controller gets argocd-platform-extensions too: an opt-in.
+	VarPlatformExtensionsForExisting = "platformExtensionsForExistingArgoCD"
 )
 
 var knownVariables = []string{
-	VarAgentLogLevel, VarArgoCDAgentImage, VarArgoCDImage, VarExtraAPIGroups, VarGitOpsOperatorImage, VarRedisImage, VarRouteCRDAdmissionGuard,
+	VarAgentLogLevel, VarArgoCDAgentImage, VarArgoCDImage, VarExtraAPIGroups, VarGitOpsOperatorImage, VarPlatformExtensionsForExisting, VarRedisImage,
+	VarRouteCRDAdmissionGuard,
 }
 
 // apiGroupPattern is a DNS subdomain, the form of every Kubernetes API group name.
@@ -53,6 +59,8 @@ type knobs struct {
 	agentLogLevel    string
 	// routeCRDAdmissionGuard is "true", "false" or "" (unset: the chart's default, true).
 	routeCRDAdmissionGuard string
+	// existingInstance is the existing ArgoCD whose controller gets argocd-platform-extensions.
+	existingInstance string
 	// proxy is Red Hat ACM's HTTP_PROXY, HTTPS_PROXY and NO_PROXY variables; what the ADC's
 	// spec.proxyConfig sets wins, variable by variable.
 	proxy map[string]string
@@ -98,6 +106,13 @@ func parseOurVariables(k *knobs, vars []addonv1beta1.CustomizedVariable) ([]stri
 				return nil, fmt.Errorf("customizedVariable %s=%q: want true or false", VarRouteCRDAdmissionGuard, value)
 			}
 			k.routeCRDAdmissionGuard = value
+		case VarPlatformExtensionsForExisting:
+			// The operator names the controller's ServiceAccount <name>-argocd-application-controller.
+			if errs := validation.IsDNS1123Subdomain(value + "-argocd-application-controller"); value != "" && len(errs) > 0 {
+				return nil, fmt.Errorf("customizedVariable %s=%q: want the name of an ArgoCD in openshift-gitops (%s)", VarPlatformExtensionsForExisting, value,
+					strings.Join(errs, "; "))
+			}
+			k.existingInstance = value
 		default:
 			unknown = append(unknown, v.Name)
 			continue
@@ -251,6 +266,7 @@ func overlay(base, top knobs) knobs {
 		{&base.argoCDAgentImage, top.argoCDAgentImage},
 		{&base.agentLogLevel, top.agentLogLevel},
 		{&base.routeCRDAdmissionGuard, top.routeCRDAdmissionGuard},
+		{&base.existingInstance, top.existingInstance},
 	} {
 		if f.src != "" {
 			*f.dst = f.src
@@ -292,7 +308,7 @@ func buildValues(f flavour, k knobs, mirror func(string) string) addonfactory.Va
 	}
 	values := addonfactory.Values{
 		"openshift":          f.openShift,
-		"platformExtensions": map[string]any{"extraAPIGroups": groups},
+		"platformExtensions": map[string]any{"extraAPIGroups": groups, "existingInstance": k.existingInstance},
 		"argoCD": map[string]any{
 			"image":      argoCDImage,
 			"redisImage": redisImage,
