@@ -354,8 +354,11 @@ func pulledApplication(t *testing.T, ctx context.Context, hub *harness.Cluster, 
 func waitGitOpsCluster(t *testing.T, ctx context.Context, hub *harness.Cluster, done func(*appsv1beta1.GitOpsCluster) bool) *appsv1beta1.GitOpsCluster {
 	t.Helper()
 	gc := &appsv1beta1.GitOpsCluster{}
-	require.Eventually(t, func() bool {
+	if !assert.Eventually(t, func() bool {
 		return hub.Client.Get(ctx, client.ObjectKey{Namespace: contract.GitOpsNamespace, Name: "gitops-managed"}, gc) == nil && done(gc)
-	}, 3*time.Minute, 500*time.Millisecond, "GitOpsCluster status: %+v", gc.Status)
+	}, 3*time.Minute, 500*time.Millisecond) {
+		// The last status read, not the one when the wait began.
+		t.Fatalf("GitOpsCluster gitops-managed never got there; its last status: %+v", gc.Status)
+	}
 	return gc
 }
