@@ -3,11 +3,13 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -142,6 +144,41 @@ func TestExistingArgoCD(t *testing.T) {
 			2*time.Minute, 500*time.Millisecond, "the pulled Application leaves with its ManifestWork")
 	})
 
+	t.Run("an object the work agent cannot apply: StackApplied and the GitOpsCluster's Ready quote the work agent", func(t *testing.T) {
+		// A policy on the spoke refuses every change to the agent's Deployment; UseExisting
+		// then changes its arguments (--stack), which OCM's work agent cannot apply.
+		policy, binding := freezeAgentDeployment()
+		require.NoError(t, acm.Client.Create(ctx, policy))
+		require.NoError(t, acm.Client.Create(ctx, binding))
+		agent := &appsv1.Deployment{}
+		require.Eventually(t, func() bool {
+			if acm.Client.Get(ctx, client.ObjectKey{Namespace: harness.AddonNamespace, Name: contract.AgentDeployment}, agent) != nil {
+				return false
+			}
+			metav1.SetMetaDataAnnotation(&agent.ObjectMeta, "example.com/probe", time.Now().String())
+			return apierrors.IsInvalid(acm.Client.Update(ctx, agent, client.DryRunAll)) || apierrors.IsForbidden(acm.Client.Update(ctx, agent, client.DryRunAll))
+		}, 30*time.Second, 200*time.Millisecond, "the spoke enforces the policy")
+		require.NoError(t, install.LabelCluster(ctx, f.Hub, acmSpoke, contract.ExistingArgoCDPolicy, contract.ExistingArgoCDUse))
+		waitAddonCondition(t, ctx, f.Hub, acmSpoke, contract.ConditionStackApplied, func(c metav1.Condition) bool {
+			return c.Status == metav1.ConditionFalse && strings.Contains(c.Message, "Deployment open-cluster-management-agent-addon/gitops-addon-agent") &&
+				strings.Contains(c.Message, frozenMessage)
+		}, "the work agent's refusal named on the ManagedClusterAddOn")
+		waitGitOpsCluster(t, ctx, f.Hub, func(gc *appsv1beta1.GitOpsCluster) bool {
+			ready := meta.FindStatusCondition(gc.Status.Conditions, appsv1beta1.ConditionReady)
+			return ready != nil && ready.Status == metav1.ConditionFalse && strings.Contains(ready.Message, "Cluster "+acmSpoke+": ") &&
+				strings.Contains(ready.Message, frozenMessage)
+		})
+
+		require.NoError(t, acm.Client.Delete(ctx, binding))
+		require.NoError(t, acm.Client.Delete(ctx, policy))
+		waitAddonCondition(t, ctx, f.Hub, acmSpoke, contract.ConditionStackApplied,
+			func(c metav1.Condition) bool { return c.Status == metav1.ConditionTrue }, "applied once the policy is gone")
+		waitGitOpsCluster(t, ctx, f.Hub, func(gc *appsv1beta1.GitOpsCluster) bool {
+			return meta.IsStatusConditionTrue(gc.Status.Conditions, appsv1beta1.ConditionReady)
+		})
+		assertNothingShippedBeside(t, ctx, f.Hub, acm)
+	})
+
 	t.Run("removing the addon leaves OLM's operator, the user's ArgoCD and its Application as they were", func(t *testing.T) {
 		for _, cluster := range []string{olmSpoke, acmSpoke} {
 			require.NoError(t, install.SelectCluster(ctx, f.Hub, cluster, false))
@@ -200,6 +237,36 @@ func seedOpenShiftGitOps(t *testing.T, ctx context.Context, c *harness.Cluster) 
 		return c.Client.Get(ctx, client.ObjectKeyFromObject(operator), operator) == nil && operator.Annotations["deployment.kubernetes.io/revision"] != ""
 	}, time.Minute, 200*time.Millisecond, "the deployment controller saw the operator's Deployment")
 	return objects
+}
+
+// frozenMessage is what the spoke's policy answers a change to the agent's Deployment.
+const frozenMessage = "the gitops-addon agent is frozen by this cluster's policy"
+
+// freezeAgentDeployment is a ValidatingAdmissionPolicy, and its binding, that refuses
+// every update of the agent's Deployment, as a cluster's own admission policy may.
+func freezeAgentDeployment() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+	const name = "freeze-gitops-addon-agent"
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				ResourceNames: []string{contract.AgentDeployment},
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments"}},
+				},
+			}}},
+			Validations: []admissionregistrationv1.Validation{{Expression: "false", Message: frozenMessage}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName: name, ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+		},
+	}
+	return policy, binding
 }
 
 // seedACMInstance is what Red Hat ACM's gitops-addon leaves on a spoke: the GitOps
