@@ -213,29 +213,40 @@ func seedOpenShiftGitOps(t *testing.T, ctx context.Context, c *harness.Cluster) 
 	}, 30*time.Second, 200*time.Millisecond, "OLM's CRDs served")
 	sub := olm.Subscription(olmOperatorNamespace, "openshift-gitops-operator", "openshift-gitops-operator")
 	csv := olm.ClusterServiceVersion(olmOperatorNamespace, "openshift-gitops-operator.v1.16.0", "Red Hat OpenShift GitOps")
-	labels := map[string]string{"control-plane": "gitops-operator"}
-	operator := &appsv1.Deployment{
+	operator := operatorInOLMsNamespace(map[string]string{"control-plane": "gitops-operator"},
+		"registry.redhat.io/openshift-gitops-1/gitops-rhel9-operator@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+		corev1.EnvVar{Name: "WATCH_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
+			FieldPath: "metadata.annotations['olm.targetNamespaces']"}}})
+	instance := usersArgoCD()
+	app := guestbookApplication(contract.GitOpsNamespace, "users-guestbook")
+	return createSettled(t, ctx, c, operator, sub, csv, operator, instance, app)
+}
+
+// operatorInOLMsNamespace is a GitOps operator's Deployment where OLM (and Red Hat ACM's
+// gitops-addon) puts it; it never runs here.
+func operatorInOLMsNamespace(labels map[string]string, image string, watch corev1.EnvVar) *appsv1.Deployment {
+	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: olmOperatorNamespace, Name: "openshift-gitops-operator-controller-manager", Labels: labels},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{
-				Name: "manager", Image: "registry.redhat.io/openshift-gitops-1/gitops-rhel9-operator@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
-				Env: []corev1.EnvVar{{Name: "WATCH_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
-					FieldPath: "metadata.annotations['olm.targetNamespaces']"}}}},
+				Name: "manager", Image: image, Env: []corev1.EnvVar{watch},
 			}}}},
 		},
 	}
-	instance := usersArgoCD()
-	app := guestbookApplication(contract.GitOpsNamespace, "users-guestbook")
-	objects := []client.Object{sub, csv, operator, instance, app}
+}
+
+// createSettled creates the objects and returns them once kube-controller-manager's
+// deployment controller has annotated the operator's revision: the state to compare
+// against is after that.
+func createSettled(t *testing.T, ctx context.Context, c *harness.Cluster, operator *appsv1.Deployment, objects ...client.Object) []client.Object {
+	t.Helper()
 	for _, o := range objects {
 		require.NoError(t, c.Client.Create(ctx, o), "creating %T %s", o, o.GetName())
 	}
-	// kube-controller-manager's deployment controller annotates the Deployment's revision:
-	// the state to compare against is after that.
 	require.Eventually(t, func() bool {
 		return c.Client.Get(ctx, client.ObjectKeyFromObject(operator), operator) == nil && operator.Annotations["deployment.kubernetes.io/revision"] != ""
-	}, time.Minute, 200*time.Millisecond, "the deployment controller saw the operator's Deployment")
+	}, time.Minute, 200*time.Millisecond, "the deployment controller saw %s/%s", operator.Namespace, operator.Name)
 	return objects
 }
 
@@ -278,27 +289,11 @@ func seedACMInstance(t *testing.T, ctx context.Context, c *harness.Cluster) []cl
 		require.NoError(t, c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	}
 	labels := map[string]string{"apps.open-cluster-management.io/gitopsaddon": "true"}
-	operator := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: olmOperatorNamespace, Name: "openshift-gitops-operator-controller-manager", Labels: labels},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{
-				Name: "manager", Image: "registry.redhat.io/openshift-gitops-1/gitops-rhel9-operator:v1.16.0",
-				Env: []corev1.EnvVar{{Name: "WATCH_NAMESPACE"}},
-			}}}},
-		},
-	}
+	operator := operatorInOLMsNamespace(labels, "registry.redhat.io/openshift-gitops-1/gitops-rhel9-operator:v1.16.0", corev1.EnvVar{Name: "WATCH_NAMESPACE"})
 	instance := usersArgoCD()
 	instance.SetName("acm-openshift-gitops")
 	instance.SetLabels(labels)
-	objects := []client.Object{operator, instance}
-	for _, o := range objects {
-		require.NoError(t, c.Client.Create(ctx, o), "creating %T %s", o, o.GetName())
-	}
-	require.Eventually(t, func() bool {
-		return c.Client.Get(ctx, client.ObjectKeyFromObject(operator), operator) == nil && operator.Annotations["deployment.kubernetes.io/revision"] != ""
-	}, time.Minute, 200*time.Millisecond, "the deployment controller saw ACM's operator Deployment")
-	return objects
+	return createSettled(t, ctx, c, operator, operator, instance)
 }
 
 // seedHubArgoCD is the hub's own Argo CD, as OpenShift GitOps makes it on an ACM hub.
