@@ -548,9 +548,14 @@ func (f *Fleet) Leftovers() []string {
 	for _, entry := range f.newOutsideEntries() {
 		out = append(out, "file "+entry)
 	}
-	for rule := range hostRules() {
-		if !f.rulesBefore[rule] {
-			out = append(out, "iptables rule "+rule)
+	// Only a fleet with nodes adds iptables rules, and only it recorded the machine's own
+	// before it started: a process fleet would otherwise report the default chain
+	// policies (-P INPUT ACCEPT, ...) that listing a table on nf_tables shows.
+	if f.rulesBefore != nil {
+		for rule := range hostRules() {
+			if !f.rulesBefore[rule] {
+				out = append(out, "iptables rule "+rule)
+			}
 		}
 	}
 	if links, err := os.ReadDir("/sys/class/net"); err == nil {
