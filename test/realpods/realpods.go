@@ -69,8 +69,8 @@ func Start(ctx context.Context, f *harness.Fleet, workDir string, spokes ...stri
 			return nil, err
 		}
 	}
-	f.Logf("building the gitops-addon image from the Dockerfile (buildah) and importing the images into the nodes")
-	product, err := BuildProductImage(ctx, workDir)
+	f.Logf("the gitops-addon image from the Dockerfile (buildah; reused from %s while its inputs are unchanged), imported into the nodes", imageCacheDir())
+	product, err := ProductImageArchive(ctx, workDir)
 	if err != nil {
 		return nil, err
 	}
