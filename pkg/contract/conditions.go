@@ -1,6 +1,12 @@
 package contract
 
-import routev1 "github.com/openshift/api/route/v1"
+import (
+	routev1 "github.com/openshift/api/route/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
+)
 
 // Conditions the spoke agent reports on its own ManagedClusterAddOn.
 const (
@@ -76,22 +82,43 @@ const (
 	ExistingArgoCDUnknown = "CannotTell"
 )
 
+// ExistingArgoCDReport is what a cluster's agent reported in its ExistingArgoCD
+// condition, read in one place for the hub's render, the pull model and the GitOpsCluster.
+type ExistingArgoCDReport struct {
+	// Reported: the agent has said (True or False); an absent or Unknown condition is no
+	// report, and nothing is decided on it.
+	Reported bool
+	// Found: an Argo CD or GitOps operator gitops-addon did not create runs there.
+	Found bool
+	// Message is the agent's, naming what it found and its owner.
+	Message string
+}
+
+// ExistingArgoCDOf reads the report from a ManagedClusterAddOn's conditions.
+func ExistingArgoCDOf(conditions []metav1.Condition) ExistingArgoCDReport {
+	c := meta.FindStatusCondition(conditions, ConditionExistingArgoCD)
+	if c == nil || c.Status == metav1.ConditionUnknown {
+		return ExistingArgoCDReport{}
+	}
+	return ExistingArgoCDReport{Reported: true, Found: c.Status == metav1.ConditionTrue, Message: c.Message}
+}
+
 // ExistingArgoCDPolicy, as a ManagedCluster label, chooses per cluster what gitops-addon
 // does where an Argo CD it did not create already runs, over its GitOpsCluster's
 // spec.gitopsAddon.existingArgoCD; as a ManagedClusterAddOn annotation (AddonSettings) it
 // is the choice the cluster's render follows.
 const ExistingArgoCDPolicy = "gitops-addon.open-cluster-management.io/existing-argocd"
 
-// The choices of ExistingArgoCDPolicy.
+// The choices of ExistingArgoCDPolicy: those of spec.gitopsAddon.existingArgoCD.
 const (
 	// ExistingArgoCDSkip (the default): ship no operator and no ArgoCD there; the agent
 	// only reports, and pulled Applications are not delivered to the cluster.
-	ExistingArgoCDSkip = "Skip"
+	ExistingArgoCDSkip = appsv1beta1.ExistingArgoCDSkip
 	// ExistingArgoCDUse: use the existing instance: the agent (Route guard, CRD installer,
 	// health) runs, pulled Applications are delivered to its namespace, and
 	// argocd-platform-extensions is shipped only when asked for; never a second operator,
 	// and the existing ArgoCD is never applied, labelled or owned.
-	ExistingArgoCDUse = "UseExisting"
+	ExistingArgoCDUse = appsv1beta1.ExistingArgoCDUseExisting
 )
 
 // ConditionStackApplied is the one condition the hub writes on a ManagedClusterAddOn

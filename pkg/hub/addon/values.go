@@ -6,8 +6,6 @@ import (
 	"sort"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"open-cluster-management.io/addon-framework/pkg/addonfactory"
 	"open-cluster-management.io/addon-framework/pkg/utils"
@@ -363,13 +361,12 @@ func StackOf(addon *addonv1beta1.ManagedClusterAddOn) string {
 	if addon == nil {
 		return StackAgentOnly
 	}
-	existing := meta.FindStatusCondition(addon.Status.Conditions, contract.ConditionExistingArgoCD)
-	switch {
-	case existing == nil:
+	switch report := contract.ExistingArgoCDOf(addon.Status.Conditions); {
+	case !report.Reported:
 		return StackAgentOnly
-	case existing.Status == metav1.ConditionFalse:
+	case !report.Found:
 		return StackFull
-	case existing.Status == metav1.ConditionTrue && contract.SettingsOf(addon.Annotations).ExistingArgoCD == contract.ExistingArgoCDUse:
+	case contract.SettingsOf(addon.Annotations).ExistingArgoCD == contract.ExistingArgoCDUse:
 		return StackUseExisting
 	}
 	return StackAgentOnly

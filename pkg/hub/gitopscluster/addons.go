@@ -415,7 +415,7 @@ func (r *Reconciler) removeAddons(ctx context.Context, gc *appsv1beta1.GitOpsClu
 // that wants the addon on its cluster, unless that cluster is the hub itself: no
 // GitOpsCluster wants one there, and handing it over would only delay its removal.
 func (r *Reconciler) handOverUnlessHub(ctx context.Context, claimants *claimants, addon *addonv1beta1.ManagedClusterAddOn) (bool, error) {
-	hub, err := r.hubEvidence(ctx, addon.Namespace)
+	hub, err := r.Hub.OfCluster(ctx, r.Client, addon.Namespace)
 	if err != nil || hub.IsHub() {
 		return false, err
 	}

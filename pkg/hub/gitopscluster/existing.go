@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
@@ -77,21 +76,21 @@ const maxFoundLength = 300
 // existingArgoCDReported reads the ExistingArgoCD condition the spoke agent reports on
 // the cluster's ManagedClusterAddOn; nil unless it is True.
 func existingArgoCDReported(cluster string, addon *addonv1beta1.ManagedClusterAddOn, choice existingArgoCDChoice) *existingArgoCD {
-	c := meta.FindStatusCondition(addon.Status.Conditions, contract.ConditionExistingArgoCD)
-	if c == nil || c.Status != metav1.ConditionTrue {
+	report := contract.ExistingArgoCDOf(addon.Status.Conditions)
+	if !report.Found {
 		return nil
 	}
-	return &existingArgoCD{cluster: cluster, found: bounded.Cut(c.Message, maxFoundLength), choice: choice}
+	return &existingArgoCD{cluster: cluster, found: bounded.Cut(report.Message, maxFoundLength), choice: choice}
 }
 
 // existingArgoCDView is what a GitOpsCluster reads of an addon's ExistingArgoCD
 // condition: whether it is True, and then its message; "" when it is not True.
 func existingArgoCDView(a *addonv1beta1.ManagedClusterAddOn) string {
-	c := meta.FindStatusCondition(a.Status.Conditions, contract.ConditionExistingArgoCD)
-	if c == nil || c.Status != metav1.ConditionTrue {
+	report := contract.ExistingArgoCDOf(a.Status.Conditions)
+	if !report.Found {
 		return ""
 	}
-	return "True: " + c.Message
+	return "True: " + report.Message
 }
 
 // existingArgoCDCondition (informational, not part of Ready) names the selected clusters

@@ -42,7 +42,7 @@ func (h hubClusters) names() []string {
 func (r *Reconciler) hubsAmong(ctx context.Context, clusters []string) (hubClusters, error) {
 	hubs := hubClusters{}
 	for _, cluster := range clusters {
-		evidence, err := r.hubEvidence(ctx, cluster)
+		evidence, err := r.Hub.OfCluster(ctx, r.Client, cluster)
 		if err != nil {
 			return nil, err
 		}
@@ -51,12 +51,6 @@ func (r *Reconciler) hubsAmong(ctx context.Context, clusters []string) (hubClust
 		}
 	}
 	return hubs, nil
-}
-
-// hubEvidence tells whether cluster is the hub, from its ManagedCluster in the cache (the
-// name alone when it has none).
-func (r *Reconciler) hubEvidence(ctx context.Context, cluster string) (localcluster.Evidence, error) {
-	return r.Hub.OfCluster(ctx, r.Client, cluster)
 }
 
 // asInClusterDestination makes a hub cluster's Secret register Argo CD's in-cluster

@@ -5,8 +5,6 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -28,8 +26,8 @@ const (
 // gitops-addon did not create runs there, with the agent's words) and use (the choice for
 // it is UseExisting).
 type argoCDThere struct {
-	reported, foreign, use bool
-	message                string
+	contract.ExistingArgoCDReport
+	use bool
 }
 
 // argoCDOn reads the cluster's gitops-addon ManagedClusterAddOn; ok is false when it has
@@ -48,13 +46,9 @@ func (r *Reconciler) argoCDOn(ctx context.Context, cluster string) (argoCDThere,
 }
 
 func argoCDReport(addon *addonv1beta1.ManagedClusterAddOn) argoCDThere {
-	c := meta.FindStatusCondition(addon.Status.Conditions, contract.ConditionExistingArgoCD)
-	if c == nil || c.Status == metav1.ConditionUnknown {
-		return argoCDThere{}
-	}
 	return argoCDThere{
-		reported: true, foreign: c.Status == metav1.ConditionTrue, message: c.Message,
-		use: contract.SettingsOf(addon.Annotations).ExistingArgoCD == contract.ExistingArgoCDUse,
+		ExistingArgoCDReport: contract.ExistingArgoCDOf(addon.Status.Conditions),
+		use:                  contract.SettingsOf(addon.Annotations).ExistingArgoCD == contract.ExistingArgoCDUse,
 	}
 }
 
@@ -73,13 +67,13 @@ func (r *Reconciler) existingArgoCDProblem(ctx context.Context, cluster string, 
 	switch {
 	case err != nil || !ok:
 		return nil, err
-	case there.foreign && !there.use:
+	case there.Found && !there.use:
 		return &problem{ReasonExistingArgoCDSkipped, fmt.Sprintf(
 			"cluster %s already runs an Argo CD gitops-addon did not create (%s), and the choice for it is %s: nothing is delivered to that "+
 				"Argo CD unasked. To run pulled Applications there, set the GitOpsCluster's spec.gitopsAddon.existingArgoCD to %s, or label the "+
-				"ManagedCluster %s=%s", cluster, there.message, contract.ExistingArgoCDSkip, contract.ExistingArgoCDUse,
+				"ManagedCluster %s=%s", cluster, there.Message, contract.ExistingArgoCDSkip, contract.ExistingArgoCDUse,
 			contract.ExistingArgoCDPolicy, contract.ExistingArgoCDUse)}, nil
-	case !there.reported && firstDelivery:
+	case !there.Reported && firstDelivery:
 		return &problem{ReasonWaitingForAgentReport, fmt.Sprintf(
 			"waiting for the gitops addon's agent on cluster %s to report whether an Argo CD it did not create runs there (condition %s on "+
 				"`kubectl get managedclusteraddon %s -n %s`); the Application is delivered as soon as it has", cluster,

@@ -3,7 +3,11 @@
 // hub Application, and aggregates it per ApplicationSet in MulticlusterApplicationSetReports.
 package pullmodel
 
-import "k8s.io/apimachinery/pkg/runtime/schema"
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/gitops-addon/gitops-addon/pkg/hub/localcluster"
+)
 
 // What a user puts on a hub Application to have it pulled by a managed cluster. The
 // names are those of Red Hat ACM and argocd-pull-integration, so that existing
@@ -74,8 +78,9 @@ var (
 // ApplicationCRDName is the CRD whose presence starts the pull model.
 const ApplicationCRDName = "applications.argoproj.io"
 
-// InClusterServer is the destination every pulled Application gets on its spoke.
-const InClusterServer = "https://kubernetes.default.svc"
+// InClusterServer is the destination every pulled Application gets on its spoke: Argo
+// CD's in-cluster address.
+const InClusterServer = localcluster.InClusterServer
 
 // FieldManager is the field manager of our writes to hub Applications.
 const FieldManager = "gitops-addon-pull"

@@ -197,30 +197,22 @@ func (d *Detector) read(ctx context.Context) (Facts, error) {
 	return f, errors.Join(errs...)
 }
 
-// listMetadata lists a kind's metadata from the cache and watches it from then on; a
-// kind that is not served has none.
+// listMetadata lists a kind's metadata from the cache.
 func (d *Detector) listMetadata(ctx context.Context, gvk schema.GroupVersionKind, opts ...client.ListOption) ([]metav1.PartialObjectMetadata, error) {
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	if err := d.Cache.List(ctx, list, opts...); err != nil {
-		if meta.IsNoMatchError(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("listing %s: %w", gvk.Kind, err)
-	}
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(gvk)
-	return list.Items, d.watch(gvk, obj)
+	return list.Items, d.listServed(ctx, gvk, list, obj, opts...)
 }
 
 func (d *Detector) listSubscriptions(ctx context.Context) ([]OLMOperator, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(subscriptionGVK.GroupVersion().WithKind(subscriptionGVK.Kind + "List"))
-	if err := d.Cache.List(ctx, list); err != nil {
-		if meta.IsNoMatchError(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("listing Subscriptions: %w", err)
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(subscriptionGVK)
+	if err := d.listServed(ctx, subscriptionGVK, list, obj); err != nil {
+		return nil, err
 	}
 	var out []OLMOperator
 	for i := range list.Items {
@@ -228,9 +220,19 @@ func (d *Detector) listSubscriptions(ctx context.Context) ([]OLMOperator, error)
 			out = append(out, o)
 		}
 	}
-	obj := &unstructured.Unstructured{}
-	obj.SetGroupVersionKind(subscriptionGVK)
-	return out, d.watch(subscriptionGVK, obj)
+	return out, nil
+}
+
+// listServed lists a kind that may not be served into list from the cache (a kind that
+// is not served has no objects: list stays empty) and watches it, as obj, from then on.
+func (d *Detector) listServed(ctx context.Context, gvk schema.GroupVersionKind, list client.ObjectList, obj client.Object, opts ...client.ListOption) error {
+	if err := d.Cache.List(ctx, list, opts...); err != nil {
+		if meta.IsNoMatchError(err) {
+			return nil
+		}
+		return fmt.Errorf("listing %s: %w", gvk.Kind, err)
+	}
+	return d.watch(gvk, obj)
 }
 
 // watch starts, once, the watch of a kind that became served, so that its changes wake
