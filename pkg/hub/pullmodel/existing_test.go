@@ -23,6 +23,7 @@ import (
 func TestAnArgoCDWeDidNotCreateGetsNothingUnasked(t *testing.T) {
 	olm := metav1.Condition{Type: contract.ConditionExistingArgoCD, Status: metav1.ConditionTrue, Reason: contract.ExistingArgoCDOLM,
 		Message: "Found OpenShift GitOps v1.16.0 via OLM (Subscription openshift-gitops-operator/openshift-gitops-operator)"}
+	cannotTell := metav1.Condition{Type: contract.ConditionExistingArgoCD, Status: metav1.ConditionUnknown, Reason: contract.ExistingArgoCDUnknown}
 	none := metav1.Condition{Type: contract.ConditionExistingArgoCD, Status: metav1.ConditionFalse, Reason: contract.ExistingArgoCDNone}
 	use := map[string]string{contract.ExistingArgoCDPolicy: contract.ExistingArgoCDUse}
 	for _, tt := range []struct {
@@ -38,6 +39,8 @@ func TestAnArgoCDWeDidNotCreateGetsNothingUnasked(t *testing.T) {
 		{name: "OLM's, Skip, delivered before: taken back", conditions: []metav1.Condition{olm}, workBefore: true, wantReason: ReasonExistingArgoCDSkipped},
 		{name: "OLM's, UseExisting", conditions: []metav1.Condition{olm}, annotations: use, wantWork: true},
 		{name: "not reported yet: the first delivery waits", wantReason: ReasonWaitingForAgentReport},
+		{name: "the agent cannot tell: the first delivery waits", conditions: []metav1.Condition{cannotTell}, annotations: use,
+			wantReason: ReasonWaitingForAgentReport},
 		{name: "not reported yet, delivered before: kept", workBefore: true, wantWork: true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
