@@ -54,6 +54,6 @@ func newAgentCommand() *cobra.Command {
 
 // spokeFeatures are the controllers the agent runs on the spoke.
 func spokeFeatures() []agent.Feature {
-	return []agent.Feature{agent.CRDInstaller, agent.RouteGuard, agent.ExistingArgoCD, agent.ResourceSummary, agent.RepositoryCredentials,
+	return []agent.Feature{agent.CRDInstaller, agent.RouteGuard, agent.ExistingArgoCD, agent.PulledApplications, agent.RepositoryCredentials,
 		agent.ArgoCDAgentCertificate, agent.ArgoCDAgentHealth}
 }

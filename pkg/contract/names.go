@@ -50,3 +50,9 @@ var ArgoCDGVK = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1beta1"
 // holds its UID: a label on the instance is no proof, since a server-side apply merges
 // it into an instance someone else created.
 const CreationRecordConfigMap = "gitops-addon-created"
+
+// AnnotationArgoCDRefresh asks Argo CD to compare an Application again ("normal", or
+// "hard" to bypass its manifest cache); Argo CD removes it once done. The hub writes it on
+// pulled Applications, the agent after a comparison the repo-server could not serve
+// (pkg/spoke/comparisonretry).
+const AnnotationArgoCDRefresh = "argocd.argoproj.io/refresh"

@@ -275,7 +275,7 @@ func TestRenderedManifestsOnARealAPIServer(t *testing.T) {
 		}
 	})
 
-	t.Run("the agent's identity may change only the resource summary annotation of an Application", func(t *testing.T) {
+	t.Run("the agent's identity may change only the resource summary annotation of an Application and ask for a normal refresh", func(t *testing.T) {
 		app := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
 			"metadata": map[string]any{"name": "guestbook", "namespace": contract.GitOpsNamespace, "annotations": map[string]any{"team": "blue"}},
@@ -301,7 +301,8 @@ func TestRenderedManifestsOnARealAPIServer(t *testing.T) {
 		assert.Contains(t, specErr.Error(), "may change only the annotation gitops-addon.open-cluster-management.io/resources")
 		for name, doc := range map[string]string{
 			"another annotation":  `{"metadata":{"annotations":{"team":"red"}}}`,
-			"a new annotation":    `{"metadata":{"annotations":{"argocd.argoproj.io/refresh":"hard"}}}`,
+			"a new annotation":    `{"metadata":{"annotations":{"example.com/owner":"agent"}}}`,
+			"a hard refresh":      `{"metadata":{"annotations":{"argocd.argoproj.io/refresh":"hard"}}}`,
 			"a label":             `{"metadata":{"labels":{"team":"red"}}}`,
 			"a finalizer":         `{"metadata":{"finalizers":["resources-finalizer.argocd.argoproj.io"]}}`,
 			"the status":          `{"status":{"health":{"status":"Healthy"}}}`,
@@ -312,6 +313,9 @@ func TestRenderedManifestsOnARealAPIServer(t *testing.T) {
 		}
 		require.NoError(t, patch(`{"metadata":{"annotations":{"gitops-addon.open-cluster-management.io/resources":"{\"v\":1,\"total\":0}"}}}`),
 			"the summary annotation is the agent's to write")
+		require.NoError(t, patch(`{"metadata":{"annotations":{"argocd.argoproj.io/refresh":"normal"}}}`),
+			"a normal refresh is the agent's to ask for (pkg/spoke/comparisonretry)")
+		assert.Error(t, patch(`{"metadata":{"annotations":{"argocd.argoproj.io/refresh":null}}}`), "the agent removed a refresh request; Argo CD does that")
 		err := asAgent.Delete(ctx, app.DeepCopy())
 		assert.True(t, apierrors.IsForbidden(err), "deleting an Application: %v", err)
 	})

@@ -6,6 +6,7 @@ package pullmodel
 import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/localcluster"
 )
 
@@ -23,7 +24,7 @@ const (
 	// AnnotationSkipReconcile keeps the hub's own Argo CD away from the Application.
 	AnnotationSkipReconcile = "argocd.argoproj.io/skip-reconcile"
 	// AnnotationRefresh asks Argo CD for a refresh; Argo CD removes it once done.
-	AnnotationRefresh = "argocd.argoproj.io/refresh"
+	AnnotationRefresh = contract.AnnotationArgoCDRefresh
 )
 
 // What gitops-addon writes on the ManifestWork of a pulled Application.

@@ -28,8 +28,10 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/addonstatus"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/agentcert"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/agenthealth"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/comparisonretry"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/crdinstall"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/existingargocd"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/pulledapps"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/repocreds"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/resourcesummary"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/routeguard"
@@ -149,13 +151,16 @@ func ExistingArgoCD(s Setup) error {
 	return err
 }
 
-// ResourceSummary keeps on each Application the hub pulled here the summary of its
-// resources the hub shows (pkg/contract/appresources).
-func ResourceSummary(s Setup) error {
+// PulledApplications runs the agent's controllers of the Applications the hub pulled here,
+// on one cache of them (pkg/spoke/pulledapps): the summary of their resources the hub
+// shows (pkg/contract/appresources), and a comparison asked again as soon as Argo CD's
+// repo-server can serve it (pkg/spoke/comparisonretry).
+func PulledApplications(s Setup) error {
 	if !s.Options.inGitOpsNamespace() {
 		return nil
 	}
-	return resourcesummary.SetupWithManager(s.Manager, resourcesummary.Options{Namespace: contract.GitOpsNamespace, Report: s.Report})
+	return pulledapps.SetupWithManager(s.Manager, contract.GitOpsNamespace,
+		resourcesummary.Controller(s.Report), comparisonretry.Controller(contract.GitOpsNamespace))
 }
 
 // RepositoryCredentials keeps in the Argo CD namespace the hub's repository credentials

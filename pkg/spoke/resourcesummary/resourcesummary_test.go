@@ -17,6 +17,7 @@ import (
 
 	"github.com/gitops-addon/gitops-addon/pkg/contract/appresources"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/addonstatus"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/pulledapps"
 )
 
 const pulledApp = `
@@ -76,7 +77,7 @@ func TestReconcileWritesTheSummaryOnce(t *testing.T) {
 				return
 			}
 			assert.Equal(t, 1, writes, "written once; the second reconcile finds it current")
-			stored := newApplication()
+			stored := pulledapps.New()
 			require.NoError(t, c.Get(context.Background(), req.NamespacedName, stored))
 			s, err := appresources.Decode(stored.GetAnnotations()[appresources.Annotation])
 			require.NoError(t, err)
@@ -86,17 +87,4 @@ func TestReconcileWritesTheSummaryOnce(t *testing.T) {
 			assert.Equal(t, map[string]any{"project": "default"}, spec, "nothing but the annotation changed")
 		})
 	}
-}
-
-func TestSlimApplicationKeepsWhatTheSummaryReads(t *testing.T) {
-	app := application(t, pulledApp, func(u *unstructured.Unstructured) {
-		u.Object["status"].(map[string]any)["history"] = []any{"big"}
-	})
-	slim, err := slimApplication(app.DeepCopy())
-	require.NoError(t, err)
-	got := slim.(*unstructured.Unstructured)
-	assert.Equal(t, appresources.FromApplication(app.Object), appresources.FromApplication(got.Object))
-	assert.NotContains(t, got.Object, "spec")
-	assert.NotContains(t, got.Object["status"], "history")
-	assert.True(t, Pulled(got))
 }

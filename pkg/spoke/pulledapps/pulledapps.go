@@ -1,0 +1,172 @@
+// Package pulledapps holds the agent's one cache of the Applications in the Argo CD
+// namespace, slimmed to what the agent's controllers read, and starts those controllers
+// on it once Argo CD's Application CRD is served (the agent installs the CRD itself, so
+// it may come after the agent starts). Pulled says which of them the hub delivered.
+package pulledapps
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+)
+
+// applicationCRD must be established before Applications can be watched.
+const applicationCRD = "applications.argoproj.io"
+
+// GVK is Argo CD's Application kind.
+var GVK = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application"}
+
+// Controller adds one controller on the Application cache to the running manager.
+type Controller func(mgr manager.Manager, apps cache.Cache) error
+
+// SetupWithManager starts the Application cache of namespace, and controllers on it, once
+// Argo CD's Application CRD is established and served. It watches the CRDs the manager's
+// cache holds already.
+func SetupWithManager(mgr manager.Manager, namespace string, controllers ...Controller) error {
+	s := &starter{mgr: mgr, namespace: namespace, controllers: controllers}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("pulledapps-starter").
+		For(&apiextensionsv1.CustomResourceDefinition{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return o.GetName() == applicationCRD
+		}))).
+		Complete(s)
+}
+
+// starter adds the Application cache and the controllers to the running manager, once.
+type starter struct {
+	mgr         manager.Manager
+	namespace   string
+	controllers []Controller
+	once        sync.Once
+	err         error
+}
+
+func (s *starter) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := s.mgr.GetClient().Get(ctx, req.NamespacedName, crd); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !apihelpers.IsCRDConditionTrue(crd, apiextensionsv1.Established) {
+		return ctrl.Result{}, nil // its next event wakes us
+	}
+	// Established comes before discovery serves the kind, and no CRD event marks that
+	// moment: look again shortly, until the Application kind maps (seconds at most).
+	if _, err := s.mgr.GetRESTMapper().RESTMapping(GVK.GroupKind(), GVK.Version); err != nil {
+		if meta.IsNoMatchError(err) {
+			ctrl.LoggerFrom(ctx).Info("the Application CRD is established but not served yet; waiting for discovery")
+			return ctrl.Result{RequeueAfter: discoveryRetry}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("mapping the Application kind: %w", err)
+	}
+	s.once.Do(func() { s.err = s.start() })
+	return ctrl.Result{}, s.err
+}
+
+// discoveryRetry is how soon the starter looks again for the Application kind in discovery.
+const discoveryRetry = 2 * time.Second
+
+// start adds the cache of the namespace's Applications, slimmed (Slim), and the
+// controllers on it. A failure is returned on every later attempt.
+func (s *starter) start() error {
+	c, err := cache.New(s.mgr.GetConfig(), cache.Options{
+		Scheme: s.mgr.GetScheme(), Mapper: s.mgr.GetRESTMapper(),
+		DefaultNamespaces: map[string]cache.Config{s.namespace: {}},
+		ByObject:          map[client.Object]cache.ByObject{New(): {Transform: Slim}},
+	})
+	if err != nil {
+		return fmt.Errorf("creating the Application cache: %w", err)
+	}
+	if err := s.mgr.Add(c); err != nil {
+		return fmt.Errorf("adding the Application cache: %w", err)
+	}
+	for _, add := range s.controllers {
+		if err := add(s.mgr, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Pulled says whether the hub delivered the Application: OCM's work agent makes the
+// ManifestWork's AppliedManifestWork an owner of what it applies.
+func Pulled(app client.Object) bool {
+	for _, o := range app.GetOwnerReferences() {
+		if o.Kind == "AppliedManifestWork" && o.APIVersion == "work.open-cluster-management.io/v1" {
+			return true
+		}
+	}
+	return false
+}
+
+// ConditionComparisonError is the condition Argo CD sets on an Application whose desired
+// or live state it could not load.
+const ConditionComparisonError = "ComparisonError"
+
+// Slim keeps what the agent's controllers read: the metadata (owners, annotations) and
+// the status fields of a resource summary (pkg/contract/appresources) and a comparison
+// (reconciledAt, the ComparisonError condition). Spec, history and other conditions are
+// dropped.
+func Slim(obj any) (any, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil
+	}
+	u.SetManagedFields(nil)
+	status, _, _ := unstructured.NestedMap(u.Object, "status")
+	slim := map[string]any{}
+	for _, k := range []string{"resources", "summary", "resourceHealthSource", "reconciledAt"} {
+		if v, ok := status[k]; ok {
+			slim[k] = v
+		}
+	}
+	if results, ok, _ := unstructured.NestedSlice(status, "operationState", "syncResult", "resources"); ok {
+		slim["operationState"] = map[string]any{"syncResult": map[string]any{"resources": results}}
+	}
+	if conditions, ok, _ := unstructured.NestedSlice(status, "conditions"); ok {
+		var kept []any
+		for _, c := range conditions {
+			if m, ok := c.(map[string]any); ok && m["type"] == ConditionComparisonError {
+				kept = append(kept, m)
+			}
+		}
+		if kept != nil {
+			slim["conditions"] = kept
+		}
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": u.GetAPIVersion(), "kind": u.GetKind(), "metadata": u.Object["metadata"], "status": slim,
+	}}, nil
+}
+
+// ComparisonError is the message of the Application's ComparisonError condition, "" if
+// it has none.
+func ComparisonError(app *unstructured.Unstructured) string {
+	conditions, _, _ := unstructured.NestedSlice(app.Object, "status", "conditions")
+	for _, c := range conditions {
+		if m, ok := c.(map[string]any); ok && m["type"] == ConditionComparisonError {
+			message, _ := m["message"].(string)
+			return message
+		}
+	}
+	return ""
+}
+
+// New is an empty Application.
+func New() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(GVK)
+	return u
+}
