@@ -18,9 +18,9 @@ import (
 
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/test/argocd"
+	"github.com/gitops-addon/gitops-addon/test/demo"
 	"github.com/gitops-addon/gitops-addon/test/harness"
 	"github.com/gitops-addon/gitops-addon/test/install"
-	"github.com/gitops-addon/gitops-addon/test/realpods"
 )
 
 // nonRootUser is the user our image and the operator's run as (distroless's nonroot).
@@ -44,14 +44,22 @@ func TestRealPods(t *testing.T) {
 		}
 	})
 	f = harness.StartForTest(t, harness.Options{RealPods: true})
-	r, err := realpods.Start(ctx, f, t.TempDir(), vanilla, openshift)
+	// The demo's own path and waits (`make demo REAL_PODS=1`): the ApplicationSet is
+	// applied as soon as the stack has landed on the spokes, while their Argo CD starts.
+	d, err := demo.SetUp(ctx, f, demo.Options{RealPods: true, Step: t.Logf})
 	require.NoError(t, err)
-	routes, err := install.MakeOpenShiftLike(ctx, f.Hub, f.Spokes[openshift])
-	require.NoError(t, err)
-	f.OnStop(routes.Stop)
+	r := d.Pods
 	hubNode := r.Nodes[f.Hub.Name]
-	require.NoError(t, r.InstallChart(ctx))
 	hub := f.Hub.Client
+
+	t.Run("the seed ApplicationSet syncs to every spoke through the pull model, within the demo's stall window", func(t *testing.T) {
+		require.NoError(t, d.WaitApplications(ctx))
+		for _, s := range r.Spokes {
+			t.Logf("guestbook-%s first Synced/Healthy on the hub %.1fs after the ApplicationSet was created", s.Name, d.FirstSynced[s.Name].Seconds())
+			waitAppStatus(t, ctx, s.Cluster, "guestbook-"+s.Name, "Synced", "Healthy", time.Minute)
+			assert.True(t, exists(ctx, s.Client, &corev1.ConfigMap{}, "guestbook/guestbook-ui"), "the application's ConfigMap on %s", s.Name)
+		}
+	})
 
 	require.True(t, t.Run("the manager's pod from the chart becomes Ready", func(t *testing.T) {
 		waitAvailable(t, ctx, hub, hubNode, install.Namespace, "gitops-addon-manager")
@@ -59,10 +67,6 @@ func TestRealPods(t *testing.T) {
 	t.Run("the manager runs as the non-root user its manifest says", func(t *testing.T) {
 		assertNonRoot(t, ctx, hub, hubNode, install.Namespace, "gitops-addon-manager")
 	})
-
-	// The addon enabled as users enable it: the seed Placement and GitOpsCluster, the
-	// clusters labelled to be selected.
-	require.NoError(t, r.EnableAddon(ctx))
 
 	require.True(t, t.Run("each spoke's agent and operator pods become Ready", func(t *testing.T) {
 		for _, s := range r.Spokes {
@@ -113,18 +117,6 @@ func TestRealPods(t *testing.T) {
 			waitStatefulSetReady(t, ctx, s.Client, r.Nodes[s.Name], contract.GitOpsNamespace, argocd.ControllerStatefulSet)
 		}
 	}), "everything after needs it")
-
-	_, err = r.ApplySeedApplicationSet(ctx)
-	require.NoError(t, err)
-
-	t.Run("the seed ApplicationSet syncs to every spoke through the pull model and the hub shows it Synced/Healthy", func(t *testing.T) {
-		for _, s := range r.Spokes {
-			name := "guestbook-" + s.Name
-			waitAppStatus(t, ctx, s.Cluster, name, "Synced", "Healthy", 5*time.Minute)
-			assert.True(t, exists(ctx, s.Client, &corev1.ConfigMap{}, "guestbook/guestbook-ui"), "the application's ConfigMap on %s", s.Name)
-			waitAppStatus(t, ctx, f.Hub, name, "Synced", "Healthy", 2*time.Minute)
-		}
-	})
 
 	t.Run("no container was restarted: every liveness probe passes", func(t *testing.T) {
 		namespaces := map[client.Client][]string{hub: {install.Namespace}}
