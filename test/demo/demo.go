@@ -361,7 +361,11 @@ func (d *Demo) stuckApplications(ctx context.Context) string {
 		fmt.Fprintf(&b, "%s: on the spoke guestbook-%s is %s; conditions: %s\n", name, name, orDash(sync), orDash(strings.Join(conditions, "; ")))
 		switch {
 		case strings.Contains(strings.Join(conditions, " "), "ComparisonError"):
-			fmt.Fprintf(&b, "  stuck: the repo-server on %s (it could not produce the manifests, or could not be reached)\n", name)
+			why := "it returned an error: the Git repository or the manifests"
+			if strings.Contains(strings.Join(conditions, " "), "code = Unavailable") {
+				why = "the application controller could not reach it"
+			}
+			fmt.Fprintf(&b, "  stuck: the repo-server on %s (%s)\n", name, why)
 			b.WriteString(d.logs(name, contract.GitOpsNamespace, contract.ArgoCDName+"-repo-server", "argocd-repo-server"))
 		case sync == "" || sync == "Unknown":
 			fmt.Fprintf(&b, "  stuck: the application controller on %s (it has not compared the Application)\n", name)
