@@ -2,6 +2,7 @@ package harness
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -659,6 +660,9 @@ func (n *Node) PodLogs(namespace, pod string, lines int) string {
 		data, err := os.ReadFile(file)
 		if err != nil {
 			continue
+		}
+		if len(bytes.TrimSpace(data)) == 0 {
+			continue // a container that wrote nothing (an init container's copy step)
 		}
 		all := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
 		fmt.Fprintf(&b, "--- %s\n%s\n", strings.TrimPrefix(file, n.Dir+"/"), strings.Join(all[max(0, len(all)-lines):], "\n"))

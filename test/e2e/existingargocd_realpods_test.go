@@ -1,0 +1,242 @@
+package e2e
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
+	workv1 "open-cluster-management.io/api/work/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
+	"github.com/gitops-addon/gitops-addon/test/argocd"
+	"github.com/gitops-addon/gitops-addon/test/harness"
+	"github.com/gitops-addon/gitops-addon/test/install"
+	"github.com/gitops-addon/gitops-addon/test/olm"
+	"github.com/gitops-addon/gitops-addon/test/realpods"
+)
+
+// usersApp is the user's own Application on the OLM spoke, run by the user's Argo CD.
+const usersApp = "users-guestbook"
+
+// TestExistingArgoCDOnRealPods is issue 41's situation B with every part running: an
+// OpenShift-like spoke runs OpenShift GitOps as OLM places it (Subscription and CSV, the
+// operator a pod in openshift-gitops-operator, its ArgoCD openshift-gitops whose Argo CD
+// runs as pods) and a user's Application Synced/Healthy, before gitops-addon comes. The
+// addon is installed as users install it (our image, the chart by helm, the seed) and
+// enabled on that spoke. Nothing of the user's changes (byte for byte), one operator runs,
+// the condition names OLM; with UseExisting the seed's pulled Application is run by the
+// user's Argo CD; after the addon leaves, everything of the user's is still there and
+// Synced/Healthy, on the same pods.
+func TestExistingArgoCDOnRealPods(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	var f *harness.Fleet
+	t.Cleanup(func() {
+		if f != nil {
+			assert.Empty(t, f.Leftovers(), "what the fleet's nodes left on the machine after Stop")
+		}
+	})
+	f = harness.StartForTest(t, harness.Options{RealPods: true})
+	r, err := realpods.Start(ctx, f, filepath.Join(f.WorkDir, "image"), olmSpoke)
+	require.NoError(t, err)
+	spoke := r.Spokes[0]
+	routes, err := install.MakeOpenShiftLike(ctx, f.Hub, spoke)
+	require.NoError(t, err)
+	f.OnStop(routes.Stop)
+	repoURL := serveApplications(t, ctx, f)
+
+	// What OLM and the user made before gitops-addon came, running.
+	installArgoCDCRDs(t, ctx, spoke.Cluster)
+	users := runOpenShiftGitOps(t, ctx, spoke.Cluster, repoURL)
+	waitAppStatus(t, ctx, spoke.Cluster, usersApp, "Synced", "Healthy", 5*time.Minute)
+	users = append(users, argoCDRoles(t, ctx, spoke.Client)...)
+	operatorPod := deploymentPod(t, ctx, spoke.Client, olmOperatorNamespace, contract.OperatorDeployment)
+
+	require.NoError(t, r.InstallChart(ctx))
+	require.NoError(t, r.EnableAddon(ctx))
+
+	t.Run("the agent names OLM's OpenShift GitOps; nothing but the agent is shipped; one operator runs", func(t *testing.T) {
+		var c metav1.Condition
+		waitAddonCondition(t, ctx, f.Hub, olmSpoke, contract.ConditionExistingArgoCD,
+			func(got metav1.Condition) bool { c = got; return got.Status == metav1.ConditionTrue }, "the agent finds OLM's OpenShift GitOps")
+		assert.Equal(t, contract.ExistingArgoCDOLM, c.Reason)
+		assert.Contains(t, c.Message, "via OLM (ClusterServiceVersion openshift-gitops-operator/openshift-gitops-operator.v1.16.0)")
+		assert.Contains(t, c.Message, "ArgoCD openshift-gitops/openshift-gitops (not created by gitops-addon)")
+		require.NoError(t, install.WaitAddonAvailable(ctx, f.Hub, olmSpoke, 5*time.Minute))
+		waitAvailable(t, ctx, spoke.Client, r.Nodes[olmSpoke], harness.AddonNamespace, contract.AgentDeployment)
+		assertNothingShippedBeside(t, ctx, f.Hub, spoke)
+		assert.Equal(t, 1, runningOperators(t, ctx, spoke.Client), "GitOps operator pods running on the spoke")
+		assertUnchanged(t, ctx, spoke.Client, users)
+	})
+
+	t.Run("UseExisting: the seed's pulled Application is run by the user's Argo CD, Synced/Healthy on the hub", func(t *testing.T) {
+		require.NoError(t, install.LabelCluster(ctx, f.Hub, olmSpoke, contract.ExistingArgoCDPolicy, contract.ExistingArgoCDUse))
+		crds, err := argocd.HubCRDFiles()
+		require.NoError(t, err)
+		_, err = argocd.StartHub(ctx, f, crds)
+		require.NoError(t, err, "the hub's own Argo CD (its ApplicationSet controller)")
+		appSet, err := argocd.ApplicationSetFrom(install.SeedYAML("applicationset.yaml"), repoURL, "guestbook")
+		require.NoError(t, err)
+		require.NoError(t, f.Hub.Client.Create(ctx, appSet))
+		name := "guestbook-" + olmSpoke
+		waitAppStatus(t, ctx, spoke.Cluster, name, "Synced", "Healthy", 3*time.Minute)
+		waitAppStatus(t, ctx, f.Hub, name, "Synced", "Healthy", 2*time.Minute)
+		assert.True(t, exists(ctx, spoke.Client, &corev1.ConfigMap{}, "guestbook/guestbook-ui"), "the guestbook, deployed by the user's Argo CD")
+		assertNothingShippedBeside(t, ctx, f.Hub, spoke)
+		assert.Equal(t, 1, runningOperators(t, ctx, spoke.Client), "GitOps operator pods running on the spoke")
+		assertUnchanged(t, ctx, spoke.Client, users)
+	})
+
+	t.Run("removing the addon leaves the user's operator, ArgoCD, roles and Application as they were, Synced/Healthy", func(t *testing.T) {
+		require.NoError(t, install.SelectCluster(ctx, f.Hub, olmSpoke, false))
+		require.Eventually(t, func() bool {
+			works := &workv1.ManifestWorkList{}
+			return f.Hub.Client.List(ctx, works, client.InNamespace(olmSpoke)) == nil && len(works.Items) == 0 &&
+				!exists(ctx, f.Hub.Client, &addonv1beta1.ManagedClusterAddOn{}, olmSpoke+"/"+contract.AddonName)
+		}, 3*time.Minute, time.Second, "the addon and its ManifestWorks go")
+		require.Eventually(t, func() bool {
+			return !exists(ctx, spoke.Client, &appsv1.Deployment{}, harness.AddonNamespace+"/"+contract.AgentDeployment)
+		}, 2*time.Minute, time.Second, "the agent goes")
+		assertUnchanged(t, ctx, spoke.Client, users)
+		waitAppStatus(t, ctx, spoke.Cluster, usersApp, "Synced", "Healthy", time.Minute)
+		assert.Equal(t, operatorPod.UID, deploymentPod(t, ctx, spoke.Client, olmOperatorNamespace, contract.OperatorDeployment).UID,
+			"the user's operator pod is the one it was")
+		assert.Equal(t, 1, runningOperators(t, ctx, spoke.Client))
+	})
+}
+
+// serveApplications commits the test applications to a repository served over the Git
+// protocol at the fleet's address, where the spokes' pods reach it, and returns its URL.
+func serveApplications(t *testing.T, ctx context.Context, f *harness.Fleet) string {
+	t.Helper()
+	repo, err := argocd.NewRepo(filepath.Join(f.WorkDir, "git"))
+	require.NoError(t, err)
+	_, err = repo.Commit("applications", argocd.Apps)
+	require.NoError(t, err)
+	url, err := repo.Serve(ctx, f, harness.FleetIP)
+	require.NoError(t, err)
+	return url
+}
+
+// runOpenShiftGitOps makes a cluster run OpenShift GitOps as OLM installs it: its
+// Subscription and CSV, the operator a pod in openshift-gitops-operator (its ServiceAccount
+// bound to what OLM grants from the CSV, here cluster-admin; WATCH_NAMESPACE from the
+// OperatorGroup's annotation, all namespaces), the user's ArgoCD openshift-gitops (the
+// images the nodes hold) and the user's Application over repoURL. It returns them.
+func runOpenShiftGitOps(t *testing.T, ctx context.Context, c *harness.Cluster, repoURL string) []client.Object {
+	t.Helper()
+	for _, ns := range []string{olmOperatorNamespace, contract.GitOpsNamespace} {
+		require.NoError(t, c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	}
+	for _, crd := range olm.CRDs() {
+		require.NoError(t, c.Client.Create(ctx, crd))
+	}
+	require.Eventually(t, func() bool {
+		err := c.Client.List(ctx, &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": olm.Group + "/" + olm.Version, "kind": "SubscriptionList"}})
+		return err == nil
+	}, 30*time.Second, 200*time.Millisecond, "OLM's CRDs served")
+	sub := olm.Subscription(olmOperatorNamespace, "openshift-gitops-operator", "openshift-gitops-operator")
+	csv := olm.ClusterServiceVersion(olmOperatorNamespace, "openshift-gitops-operator.v1.16.0", "Red Hat OpenShift GitOps")
+	account := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: olmOperatorNamespace, Name: contract.OperatorDeployment}}
+	grant := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "openshift-gitops-operator-olm"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: olmOperatorNamespace, Name: account.Name}},
+	}
+	operator := runningOperator(account.Name)
+	instance := usersArgoCD()
+	// No Dex: the nodes hold no Dex image, and the user's login is not what is proven here.
+	unstructured.RemoveNestedField(instance.Object, "spec", "sso")
+	argoImage, redisImage := splitImage(argocd.ArgoCDImageRef), splitImage(argocd.RedisImageRef)
+	require.NoError(t, unstructured.SetNestedField(instance.Object, argoImage[0], "spec", "image"))
+	require.NoError(t, unstructured.SetNestedField(instance.Object, argoImage[1], "spec", "version"))
+	require.NoError(t, unstructured.SetNestedMap(instance.Object, map[string]any{"image": redisImage[0], "version": redisImage[1]}, "spec", "redis"))
+	app := guestbookApplication(contract.GitOpsNamespace, usersApp)
+	require.NoError(t, unstructured.SetNestedMap(app.Object, map[string]any{"repoURL": repoURL, "path": "guestbook", "targetRevision": "HEAD"},
+		"spec", "source"))
+	require.NoError(t, unstructured.SetNestedMap(app.Object, map[string]any{"server": "https://kubernetes.default.svc", "namespace": usersApp},
+		"spec", "destination"))
+	require.NoError(t, unstructured.SetNestedMap(app.Object, map[string]any{
+		"automated": map[string]any{"prune": true, "selfHeal": true}, "syncOptions": []any{"CreateNamespace=true"},
+	}, "spec", "syncPolicy"))
+	return createSettled(t, ctx, c, operator, sub, csv, account, grant, operator, instance, app)
+}
+
+// runningOperator is the GitOps operator's Deployment as OLM makes it from the CSV, with
+// the image the nodes hold.
+func runningOperator(serviceAccount string) *appsv1.Deployment {
+	d := operatorInOLMsNamespace(map[string]string{"control-plane": "gitops-operator"}, argocd.OperatorImageRef,
+		corev1.EnvVar{Name: "WATCH_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
+			FieldPath: "metadata.annotations['olm.targetNamespaces']"}}})
+	d.Spec.Template.Annotations = map[string]string{"olm.targetNamespaces": ""}
+	pod := &d.Spec.Template.Spec
+	pod.ServiceAccountName = serviceAccount
+	pod.SecurityContext = &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true)}
+	container := &pod.Containers[0]
+	container.ImagePullPolicy = corev1.PullNever
+	container.Args = []string{"--health-probe-bind-address=:8081", "--metrics-bind-address=:8080", "--leader-elect"}
+	container.Env = append(container.Env,
+		corev1.EnvVar{Name: "ARGOCD_CLUSTER_CONFIG_NAMESPACES", Value: contract.GitOpsNamespace},
+		corev1.EnvVar{Name: "OPERATOR_NAME", Value: "gitops-operator"})
+	return d
+}
+
+// splitImage is an image reference's repository and tag.
+func splitImage(ref string) [2]string {
+	for i := len(ref) - 1; i >= 0 && ref[i] != '/'; i-- {
+		if ref[i] == ':' {
+			return [2]string{ref[:i], ref[i+1:]}
+		}
+	}
+	return [2]string{ref, ""}
+}
+
+// argoCDRoles are the cluster roles and bindings the user's operator made for its
+// instance: the user's as much as the instance is.
+func argoCDRoles(t *testing.T, ctx context.Context, c client.Client) []client.Object {
+	t.Helper()
+	var out []client.Object
+	roles := &rbacv1.ClusterRoleList{}
+	require.NoError(t, c.List(ctx, roles, client.MatchingLabels{"app.kubernetes.io/managed-by": contract.ArgoCDName}))
+	for i := range roles.Items {
+		out = append(out, &roles.Items[i])
+	}
+	bindings := &rbacv1.ClusterRoleBindingList{}
+	require.NoError(t, c.List(ctx, bindings, client.MatchingLabels{"app.kubernetes.io/managed-by": contract.ArgoCDName}))
+	for i := range bindings.Items {
+		out = append(out, &bindings.Items[i])
+	}
+	require.NotEmpty(t, out, "the operator's roles for the user's instance")
+	return out
+}
+
+// runningOperators counts the running pods of GitOps operators on a cluster, in every
+// namespace.
+func runningOperators(t *testing.T, ctx context.Context, c client.Client) int {
+	t.Helper()
+	pods := &corev1.PodList{}
+	require.NoError(t, c.List(ctx, pods))
+	n := 0
+	for _, pod := range pods.Items {
+		if pod.Status.Phase != corev1.PodRunning || !pod.DeletionTimestamp.IsZero() {
+			continue
+		}
+		for _, container := range pod.Spec.Containers {
+			if container.Image == argocd.OperatorImageRef {
+				n++
+			}
+		}
+	}
+	return n
+}
