@@ -11,13 +11,17 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/test/argocd"
 	"github.com/gitops-addon/gitops-addon/test/harness"
@@ -26,7 +30,8 @@ import (
 	"github.com/gitops-addon/gitops-addon/test/realpods"
 )
 
-// usersApp is the user's own Application on the OLM spoke, run by the user's Argo CD.
+// usersApp is a user's own Application on a cluster that runs Argo CD before
+// gitops-addon comes, run by that Argo CD.
 const usersApp = "users-guestbook"
 
 // TestExistingArgoCDOnRealPods is issue 41's situation B with every part running: an
@@ -39,7 +44,7 @@ const usersApp = "users-guestbook"
 // user's Argo CD; after the addon leaves, everything of the user's is still there and
 // Synced/Healthy, on the same pods.
 func TestExistingArgoCDOnRealPods(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
 	var f *harness.Fleet
 	t.Cleanup(func() {
@@ -48,25 +53,54 @@ func TestExistingArgoCDOnRealPods(t *testing.T) {
 		}
 	})
 	f = harness.StartForTest(t, harness.Options{RealPods: true})
-	r, err := realpods.Start(ctx, f, filepath.Join(f.WorkDir, "image"), olmSpoke)
+	r, err := realpods.Start(ctx, f, filepath.Join(f.WorkDir, "image"), olmSpoke, acmSpoke)
 	require.NoError(t, err)
-	spoke := r.Spokes[0]
-	routes, err := install.MakeOpenShiftLike(ctx, f.Hub, spoke)
-	require.NoError(t, err)
-	f.OnStop(routes.Stop)
+	spoke, acm := r.Spokes[0], r.Spokes[1]
+	for _, s := range r.Spokes {
+		routes, err := install.MakeOpenShiftLike(ctx, f.Hub, s)
+		require.NoError(t, err)
+		f.OnStop(routes.Stop)
+	}
+	require.NoError(t, r.ImportGitOpsImages(ctx, f.Hub.Name), "the hub runs its own Argo CD as pods")
 	repoURL := serveApplications(t, ctx, f)
 
-	// What OLM and the user made before gitops-addon came, running.
-	installArgoCDCRDs(t, ctx, spoke.Cluster)
-	users := runOpenShiftGitOps(t, ctx, spoke.Cluster, repoURL)
-	waitAppStatus(t, ctx, spoke.Cluster, usersApp, "Synced", "Healthy", 5*time.Minute)
-	users = append(users, argoCDRoles(t, ctx, spoke.Client)...)
-	operatorPod := deploymentPod(t, ctx, spoke.Client, olmOperatorNamespace, contract.OperatorDeployment)
+	// What OLM, Red Hat ACM and the users made before gitops-addon came, running: on the
+	// hub and the OLM spoke OpenShift GitOps from OLM, on the ACM spoke ACM's instance;
+	// each with a user's Application.
+	existing := map[*harness.Cluster]existingGitOps{
+		f.Hub: openShiftGitOpsFromOLM, spoke.Cluster: openShiftGitOpsFromOLM, acm.Cluster: acmsInstance,
+	}
+	users := map[*harness.Cluster][]client.Object{}
+	operatorPods := map[*harness.Cluster]types.UID{}
+	for c, e := range existing {
+		installArgoCDCRDs(t, ctx, c)
+		users[c] = runExistingGitOps(t, ctx, c, e, repoURL)
+	}
+	for c := range existing {
+		waitAppStatus(t, ctx, c, usersApp, "Synced", "Healthy", 5*time.Minute)
+		// The baseline is what the users' controllers made of it, as gitops-addon finds
+		// it: the operator has put its finalizer and defaults on its ArgoCD.
+		users[c] = append(asTheyAre(t, ctx, c.Client, users[c]), argoCDRoles(t, ctx, c.Client, existing[c].instance)...)
+		operatorPods[c] = deploymentPod(t, ctx, c.Client, olmOperatorNamespace, contract.OperatorDeployment).UID
+	}
+	// untouched: everything of the users' as it was, one operator pod, the same one, and
+	// their Application Synced/Healthy.
+	untouched := func(t *testing.T, c *harness.Cluster) {
+		t.Helper()
+		assertUnchanged(t, ctx, c.Client, users[c])
+		assert.Equal(t, 1, runningOperators(t, ctx, c.Client), "GitOps operator pods running on %s", c.Name)
+		assert.Equal(t, operatorPods[c], deploymentPod(t, ctx, c.Client, olmOperatorNamespace, contract.OperatorDeployment).UID,
+			"the user's operator pod on %s is the one it was", c.Name)
+		waitAppStatus(t, ctx, c, usersApp, "Synced", "Healthy", time.Minute)
+	}
 
+	_, err = f.JoinHubAs(ctx, hubCluster)
+	require.NoError(t, err, "registering the hub as %s, as on every ACM hub", hubCluster)
 	require.NoError(t, r.InstallChart(ctx))
 	require.NoError(t, r.EnableAddon(ctx))
+	require.NoError(t, install.SelectCluster(ctx, f.Hub, hubCluster, true), "the Placement selects the hub too")
 
-	t.Run("the agent names OLM's OpenShift GitOps; nothing but the agent is shipped; one operator runs", func(t *testing.T) {
+	t.Run("the OLM spoke: the agent names OLM's OpenShift GitOps; nothing but the agent is shipped; one operator runs", func(t *testing.T) {
 		var c metav1.Condition
 		waitAddonCondition(t, ctx, f.Hub, olmSpoke, contract.ConditionExistingArgoCD,
 			func(got metav1.Condition) bool { c = got; return got.Status == metav1.ConditionTrue }, "the agent finds OLM's OpenShift GitOps")
@@ -76,43 +110,67 @@ func TestExistingArgoCDOnRealPods(t *testing.T) {
 		require.NoError(t, install.WaitAddonAvailable(ctx, f.Hub, olmSpoke, 5*time.Minute))
 		waitAvailable(t, ctx, spoke.Client, r.Nodes[olmSpoke], harness.AddonNamespace, contract.AgentDeployment)
 		assertNothingShippedBeside(t, ctx, f.Hub, spoke)
-		assert.Equal(t, 1, runningOperators(t, ctx, spoke.Client), "GitOps operator pods running on the spoke")
-		assertUnchanged(t, ctx, spoke.Client, users)
+		untouched(t, spoke.Cluster)
 	})
 
-	t.Run("UseExisting: the seed's pulled Application is run by the user's Argo CD, Synced/Healthy on the hub", func(t *testing.T) {
+	t.Run("the ACM spoke: acm-openshift-gitops named, nothing of ours runs beside it", func(t *testing.T) {
+		var c metav1.Condition
+		waitAddonCondition(t, ctx, f.Hub, acmSpoke, contract.ConditionExistingArgoCD,
+			func(got metav1.Condition) bool { c = got; return got.Status == metav1.ConditionTrue }, "the agent finds ACM's instance")
+		assert.Equal(t, contract.ExistingArgoCDInstance, c.Reason)
+		assert.Contains(t, c.Message, "ArgoCD openshift-gitops/acm-openshift-gitops (not created by gitops-addon)")
+		require.NoError(t, install.WaitAddonAvailable(ctx, f.Hub, acmSpoke, 5*time.Minute))
+		assertNothingShippedBeside(t, ctx, f.Hub, acm)
+		untouched(t, acm.Cluster)
+	})
+
+	t.Run("the hub as local-cluster: no addon, nothing of its Argo CD changes, the GitOpsCluster says why", func(t *testing.T) {
+		gc := waitGitOpsCluster(t, ctx, f.Hub, func(gc *appsv1beta1.GitOpsCluster) bool {
+			return gc.Status.ExistingArgoCDClusters == 3
+		})
+		existing := meta.FindStatusCondition(gc.Status.Conditions, appsv1beta1.ConditionExistingArgoCD)
+		require.NotNil(t, existing)
+		assert.Contains(t, existing.Message, "Cluster local-cluster is the hub itself")
+		assert.False(t, exists(ctx, f.Hub.Client, &addonv1beta1.ManagedClusterAddOn{}, hubCluster+"/"+contract.AddonName), "no addon on the hub")
+		works := &workv1.ManifestWorkList{}
+		require.NoError(t, f.Hub.Client.List(ctx, works, client.InNamespace(hubCluster)))
+		assert.Empty(t, works.Items, "no ManifestWork for the hub")
+		untouched(t, f.Hub)
+	})
+
+	t.Run("UseExisting: a pulled Application is run by the OLM spoke's Argo CD, Synced/Healthy on the hub", func(t *testing.T) {
 		require.NoError(t, install.LabelCluster(ctx, f.Hub, olmSpoke, contract.ExistingArgoCDPolicy, contract.ExistingArgoCDUse))
-		crds, err := argocd.HubCRDFiles()
-		require.NoError(t, err)
-		_, err = argocd.StartHub(ctx, f, crds)
-		require.NoError(t, err, "the hub's own Argo CD (its ApplicationSet controller)")
 		appSet, err := argocd.ApplicationSetFrom(install.SeedYAML("applicationset.yaml"), repoURL, "guestbook")
 		require.NoError(t, err)
 		require.NoError(t, f.Hub.Client.Create(ctx, appSet))
-		name := "guestbook-" + olmSpoke
-		waitAppStatus(t, ctx, spoke.Cluster, name, "Synced", "Healthy", 3*time.Minute)
-		waitAppStatus(t, ctx, f.Hub, name, "Synced", "Healthy", 2*time.Minute)
+		app := generatedApplication(t, appSet, olmSpoke)
+		require.NoError(t, f.Hub.Client.Create(ctx, app))
+		waitAppStatus(t, ctx, spoke.Cluster, app.GetName(), "Synced", "Healthy", 3*time.Minute)
+		waitAppStatus(t, ctx, f.Hub, app.GetName(), "Synced", "Healthy", 2*time.Minute)
 		assert.True(t, exists(ctx, spoke.Client, &corev1.ConfigMap{}, "guestbook/guestbook-ui"), "the guestbook, deployed by the user's Argo CD")
 		assertNothingShippedBeside(t, ctx, f.Hub, spoke)
-		assert.Equal(t, 1, runningOperators(t, ctx, spoke.Client), "GitOps operator pods running on the spoke")
-		assertUnchanged(t, ctx, spoke.Client, users)
+		untouched(t, spoke.Cluster)
+		require.NoError(t, f.Hub.Client.Delete(ctx, app))
+		require.Eventually(t, func() bool {
+			return !exists(ctx, spoke.Client, application("", ""), contract.GitOpsNamespace+"/"+app.GetName())
+		}, 2*time.Minute, time.Second, "the pulled Application leaves with its ManifestWork")
 	})
 
-	t.Run("removing the addon leaves the user's operator, ArgoCD, roles and Application as they were, Synced/Healthy", func(t *testing.T) {
-		require.NoError(t, install.SelectCluster(ctx, f.Hub, olmSpoke, false))
-		require.Eventually(t, func() bool {
-			works := &workv1.ManifestWorkList{}
-			return f.Hub.Client.List(ctx, works, client.InNamespace(olmSpoke)) == nil && len(works.Items) == 0 &&
-				!exists(ctx, f.Hub.Client, &addonv1beta1.ManagedClusterAddOn{}, olmSpoke+"/"+contract.AddonName)
-		}, 3*time.Minute, time.Second, "the addon and its ManifestWorks go")
-		require.Eventually(t, func() bool {
-			return !exists(ctx, spoke.Client, &appsv1.Deployment{}, harness.AddonNamespace+"/"+contract.AgentDeployment)
-		}, 2*time.Minute, time.Second, "the agent goes")
-		assertUnchanged(t, ctx, spoke.Client, users)
-		waitAppStatus(t, ctx, spoke.Cluster, usersApp, "Synced", "Healthy", time.Minute)
-		assert.Equal(t, operatorPod.UID, deploymentPod(t, ctx, spoke.Client, olmOperatorNamespace, contract.OperatorDeployment).UID,
-			"the user's operator pod is the one it was")
-		assert.Equal(t, 1, runningOperators(t, ctx, spoke.Client))
+	t.Run("removing the addon leaves the users' operators, ArgoCDs, roles and Applications as they were, Synced/Healthy", func(t *testing.T) {
+		for _, name := range []string{olmSpoke, acmSpoke} {
+			require.NoError(t, install.SelectCluster(ctx, f.Hub, name, false))
+		}
+		for _, s := range r.Spokes {
+			require.Eventually(t, func() bool {
+				works := &workv1.ManifestWorkList{}
+				return f.Hub.Client.List(ctx, works, client.InNamespace(s.Name)) == nil && len(works.Items) == 0 &&
+					!exists(ctx, f.Hub.Client, &addonv1beta1.ManagedClusterAddOn{}, s.Name+"/"+contract.AddonName) &&
+					!exists(ctx, s.Client, &appsv1.Deployment{}, harness.AddonNamespace+"/"+contract.AgentDeployment)
+			}, 3*time.Minute, time.Second, "the addon, its ManifestWorks and the agent go from %s", s.Name)
+		}
+		for c := range existing {
+			untouched(t, c)
+		}
 	})
 }
 
@@ -129,34 +187,59 @@ func serveApplications(t *testing.T, ctx context.Context, f *harness.Fleet) stri
 	return url
 }
 
-// runOpenShiftGitOps makes a cluster run OpenShift GitOps as OLM installs it: its
-// Subscription and CSV, the operator a pod in openshift-gitops-operator (its ServiceAccount
-// bound to what OLM grants from the CSV, here cluster-admin; WATCH_NAMESPACE from the
-// OperatorGroup's annotation, all namespaces), the user's ArgoCD openshift-gitops (the
-// images the nodes hold) and the user's Application over repoURL. It returns them.
-func runOpenShiftGitOps(t *testing.T, ctx context.Context, c *harness.Cluster, repoURL string) []client.Object {
+// existingGitOps is how a GitOps operator and its Argo CD came to a cluster before
+// gitops-addon.
+type existingGitOps struct {
+	// olm: OpenShift GitOps from OLM (a Subscription and a CSV); else Red Hat ACM's own
+	// gitops-addon installed it, with its label.
+	olm      bool
+	instance string
+	labels   map[string]string
+}
+
+var (
+	openShiftGitOpsFromOLM = existingGitOps{olm: true, instance: contract.ArgoCDName, labels: map[string]string{"control-plane": "gitops-operator"}}
+	acmsInstance           = existingGitOps{instance: "acm-openshift-gitops", labels: map[string]string{"apps.open-cluster-management.io/gitopsaddon": "true"}}
+)
+
+// runExistingGitOps makes a cluster run a GitOps operator and its Argo CD as e says: the
+// operator a pod in openshift-gitops-operator (its ServiceAccount bound to what OLM grants
+// from the CSV, here cluster-admin; WATCH_NAMESPACE all namespaces, from the
+// OperatorGroup's annotation as OLM sets it), with OLM's Subscription and CSV if it came
+// from OLM; the ArgoCD instance in openshift-gitops (the images the nodes hold); and a
+// user's Application over repoURL. It returns them.
+func runExistingGitOps(t *testing.T, ctx context.Context, c *harness.Cluster, e existingGitOps, repoURL string) []client.Object {
 	t.Helper()
 	for _, ns := range []string{olmOperatorNamespace, contract.GitOpsNamespace} {
-		require.NoError(t, c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+		if err := c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+			require.NoError(t, err)
+		}
 	}
-	for _, crd := range olm.CRDs() {
-		require.NoError(t, c.Client.Create(ctx, crd))
+	var objects []client.Object
+	if e.olm {
+		for _, crd := range olm.CRDs() {
+			require.NoError(t, c.Client.Create(ctx, crd))
+		}
+		require.Eventually(t, func() bool {
+			err := c.Client.List(ctx, &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": olm.Group + "/" + olm.Version, "kind": "SubscriptionList"}})
+			return err == nil
+		}, 30*time.Second, 200*time.Millisecond, "OLM's CRDs served")
+		objects = append(objects, olm.Subscription(olmOperatorNamespace, "openshift-gitops-operator", "openshift-gitops-operator"),
+			olm.ClusterServiceVersion(olmOperatorNamespace, "openshift-gitops-operator.v1.16.0", "Red Hat OpenShift GitOps"))
 	}
-	require.Eventually(t, func() bool {
-		err := c.Client.List(ctx, &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": olm.Group + "/" + olm.Version, "kind": "SubscriptionList"}})
-		return err == nil
-	}, 30*time.Second, 200*time.Millisecond, "OLM's CRDs served")
-	sub := olm.Subscription(olmOperatorNamespace, "openshift-gitops-operator", "openshift-gitops-operator")
-	csv := olm.ClusterServiceVersion(olmOperatorNamespace, "openshift-gitops-operator.v1.16.0", "Red Hat OpenShift GitOps")
 	account := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: olmOperatorNamespace, Name: contract.OperatorDeployment}}
 	grant := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "openshift-gitops-operator-olm"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: olmOperatorNamespace, Name: account.Name}},
 	}
-	operator := runningOperator(account.Name)
+	operator := runningOperator(account.Name, e.labels)
 	instance := usersArgoCD()
-	// No Dex: the nodes hold no Dex image, and the user's login is not what is proven here.
+	instance.SetName(e.instance)
+	if !e.olm {
+		instance.SetLabels(e.labels)
+	}
+	// No Dex: the nodes hold no Dex image, and the users' login is not what is proven here.
 	unstructured.RemoveNestedField(instance.Object, "spec", "sso")
 	argoImage, redisImage := splitImage(argocd.ArgoCDImageRef), splitImage(argocd.RedisImageRef)
 	require.NoError(t, unstructured.SetNestedField(instance.Object, argoImage[0], "spec", "image"))
@@ -170,13 +253,13 @@ func runOpenShiftGitOps(t *testing.T, ctx context.Context, c *harness.Cluster, r
 	require.NoError(t, unstructured.SetNestedMap(app.Object, map[string]any{
 		"automated": map[string]any{"prune": true, "selfHeal": true}, "syncOptions": []any{"CreateNamespace=true"},
 	}, "spec", "syncPolicy"))
-	return createSettled(t, ctx, c, operator, sub, csv, account, grant, operator, instance, app)
+	return createSettled(t, ctx, c, operator, append(objects, account, grant, operator, instance, app)...)
 }
 
 // runningOperator is the GitOps operator's Deployment as OLM makes it from the CSV, with
 // the image the nodes hold.
-func runningOperator(serviceAccount string) *appsv1.Deployment {
-	d := operatorInOLMsNamespace(map[string]string{"control-plane": "gitops-operator"}, argocd.OperatorImageRef,
+func runningOperator(serviceAccount string, labels map[string]string) *appsv1.Deployment {
+	d := operatorInOLMsNamespace(labels, argocd.OperatorImageRef,
 		corev1.EnvVar{Name: "WATCH_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
 			FieldPath: "metadata.annotations['olm.targetNamespaces']"}}})
 	d.Spec.Template.Annotations = map[string]string{"olm.targetNamespaces": ""}
@@ -192,6 +275,18 @@ func runningOperator(serviceAccount string) *appsv1.Deployment {
 	return d
 }
 
+// asTheyAre reads each object again.
+func asTheyAre(t *testing.T, ctx context.Context, c client.Client, objects []client.Object) []client.Object {
+	t.Helper()
+	var out []client.Object
+	for _, o := range objects {
+		now := o.DeepCopyObject().(client.Object)
+		require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(o), now))
+		out = append(out, now)
+	}
+	return out
+}
+
 // splitImage is an image reference's repository and tag.
 func splitImage(ref string) [2]string {
 	for i := len(ref) - 1; i >= 0 && ref[i] != '/'; i-- {
@@ -203,17 +298,17 @@ func splitImage(ref string) [2]string {
 }
 
 // argoCDRoles are the cluster roles and bindings the user's operator made for its
-// instance: the user's as much as the instance is.
-func argoCDRoles(t *testing.T, ctx context.Context, c client.Client) []client.Object {
+// instance (labelled managed-by the instance): the user's as much as the instance is.
+func argoCDRoles(t *testing.T, ctx context.Context, c client.Client, instance string) []client.Object {
 	t.Helper()
 	var out []client.Object
 	roles := &rbacv1.ClusterRoleList{}
-	require.NoError(t, c.List(ctx, roles, client.MatchingLabels{"app.kubernetes.io/managed-by": contract.ArgoCDName}))
+	require.NoError(t, c.List(ctx, roles, client.MatchingLabels{"app.kubernetes.io/managed-by": instance}))
 	for i := range roles.Items {
 		out = append(out, &roles.Items[i])
 	}
 	bindings := &rbacv1.ClusterRoleBindingList{}
-	require.NoError(t, c.List(ctx, bindings, client.MatchingLabels{"app.kubernetes.io/managed-by": contract.ArgoCDName}))
+	require.NoError(t, c.List(ctx, bindings, client.MatchingLabels{"app.kubernetes.io/managed-by": instance}))
 	for i := range bindings.Items {
 		out = append(out, &bindings.Items[i])
 	}

@@ -48,6 +48,10 @@ type Fleet struct {
 	// Repo is the applications' repository (ApplySeedApplicationSet), served at RepoURL.
 	Repo    *argocd.Repo
 	RepoURL string
+
+	// gitopsArchives are the GitOps operator's and Argo CD's images, imported into the
+	// spokes' nodes (and by ImportGitOpsImages into another's).
+	gitopsArchives []string
 }
 
 // Start gives the hub of a RealPods fleet a node, adds the spokes each with its node, and
@@ -80,6 +84,7 @@ func Start(ctx context.Context, f *harness.Fleet, workDir string, spokes ...stri
 	if err != nil {
 		return nil, err
 	}
+	r.gitopsArchives = spokeArchives
 	for cluster, node := range r.Nodes {
 		archives := []string{product}
 		if cluster != f.Hub.Name {
@@ -92,6 +97,21 @@ func Start(ctx context.Context, f *harness.Fleet, workDir string, spokes ...stri
 		}
 	}
 	return r, nil
+}
+
+// ImportGitOpsImages imports the GitOps operator's and Argo CD's images into the node of
+// a cluster that is not a spoke (the hub, when it runs an Argo CD of its own as pods).
+func (r *Fleet) ImportGitOpsImages(ctx context.Context, cluster string) error {
+	node := r.Nodes[cluster]
+	if node == nil {
+		return fmt.Errorf("cluster %s has no node", cluster)
+	}
+	for _, archive := range r.gitopsArchives {
+		if err := node.Import(ctx, archive); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // writeSpokeImages writes the GitOps operator's image and Argo CD's into dir and returns
