@@ -111,9 +111,9 @@ func Pulled(app client.Object) bool {
 	return false
 }
 
-// ConditionComparisonError is the condition Argo CD sets on an Application whose desired
-// or live state it could not load.
-const ConditionComparisonError = "ComparisonError"
+// comparisonErrorType is Argo CD's condition type on an Application whose desired or live
+// state it could not load.
+const comparisonErrorType = "ComparisonError"
 
 // Slim keeps what the agent's controllers read: the metadata (owners, annotations) and
 // the status fields of a resource summary (pkg/contract/appresources) and a comparison
@@ -138,7 +138,7 @@ func Slim(obj any) (any, error) {
 	if conditions, ok, _ := unstructured.NestedSlice(status, "conditions"); ok {
 		var kept []any
 		for _, c := range conditions {
-			if m, ok := c.(map[string]any); ok && m["type"] == ConditionComparisonError {
+			if m, ok := c.(map[string]any); ok && m["type"] == comparisonErrorType {
 				kept = append(kept, m)
 			}
 		}
@@ -156,7 +156,7 @@ func Slim(obj any) (any, error) {
 func ComparisonError(app *unstructured.Unstructured) string {
 	conditions, _, _ := unstructured.NestedSlice(app.Object, "status", "conditions")
 	for _, c := range conditions {
-		if m, ok := c.(map[string]any); ok && m["type"] == ConditionComparisonError {
+		if m, ok := c.(map[string]any); ok && m["type"] == comparisonErrorType {
 			message, _ := m["message"].(string)
 			return message
 		}
