@@ -12,7 +12,7 @@ import (
 
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/openapicheck"
-	"github.com/gitops-addon/gitops-addon/pkg/spoke/routeguard"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/routeapi"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/schemes"
 )
 
@@ -45,15 +45,15 @@ func Run(ctx context.Context, cfg *rest.Config, out io.Writer) int {
 
 func check(ctx context.Context, c client.Reader, checker *openapicheck.Checker, host string, out io.Writer) int {
 	fmt.Fprintf(out, "gitops-addon doctor: %s\n\n", host)
-	facts, err := routeguard.ReadFacts(ctx, c)
-	cls := routeguard.Classify(facts, err)
+	facts, err := routeapi.ReadFacts(ctx, c)
+	cls := routeapi.Classify(facts, err)
 	fmt.Fprintf(out, "Route API:              %s\n  %s\n", cls.Reason, cls.Message)
 	if err != nil {
 		fmt.Fprintln(out, "\nResult: could not check (no decision is taken on an unknown Route API).")
 		return CannotCheck
 	}
 	problem := false
-	dups := routeguard.DuplicateSurfaces(facts)
+	dups := routeapi.DuplicateSurfaces(facts)
 	if len(dups) == 0 {
 		fmt.Fprintln(out, "Duplicate API surfaces:  none")
 	} else {
@@ -63,7 +63,7 @@ func check(ctx context.Context, c client.Reader, checker *openapicheck.Checker, 
 			fmt.Fprintf(out, "  - %s\n", d)
 		}
 	}
-	res, err := checker.Check(ctx, routeguard.ServedCRDGroupVersions(facts))
+	res, err := checker.Check(ctx, routeapi.ServedCRDGroupVersions(facts))
 	if err != nil {
 		fmt.Fprintf(out, "/openapi/v2:             could not check: %v\n", err)
 		return CannotCheck

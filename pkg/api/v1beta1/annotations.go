@@ -16,4 +16,9 @@ const (
 	// for ApplicationSets' clusterDecisionResource generators to name in configMapRef (to
 	// read PlacementDecisions), as Red Hat ACM names it.
 	PlacementConfigMapName = "acm-placement"
+
+	// Finalizer holds a GitOpsCluster until the objects it created in other namespaces are
+	// removed: cross-namespace owner references are invalid, so garbage collection
+	// cannot. The manager sets it; the chart's uninstall releases it.
+	Finalizer = "gitops-addon.open-cluster-management.io/cleanup"
 )

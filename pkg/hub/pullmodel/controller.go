@@ -3,7 +3,6 @@ package pullmodel
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -20,27 +19,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitops-addon/gitops-addon/pkg/bounded"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/localcluster"
 )
 
 // ControllerName names the propagation controller in logs, metrics and Events.
 const ControllerName = "pullmodel"
-
-// argoResourcesFinalizers are Argo CD's finalizers that prune an Application's resources.
-// On a pulled Application the spoke's copy carries them and does the pruning; the hub
-// copy's are released once its ManifestWork is gone, since the hub's Argo CD skips it.
-var argoResourcesFinalizers = []string{
-	"resources-finalizer.argocd.argoproj.io",
-	"resources-finalizer.argocd.argoproj.io/foreground",
-	"resources-finalizer.argocd.argoproj.io/background",
-}
-
-// WithoutResourcesFinalizers returns finalizers without Argo CD's resource finalizers.
-func WithoutResourcesFinalizers(finalizers []string) []string {
-	return slices.DeleteFunc(slices.Clone(finalizers), func(f string) bool {
-		return slices.Contains(argoResourcesFinalizers, f)
-	})
-}
 
 // Reconciler propagates one hub Application at a time: its ManifestWork, and the status
 // the spoke reports back onto it.
@@ -399,7 +383,7 @@ func (r *Reconciler) finalize(ctx context.Context, app *unstructured.Unstructure
 	if app.GetAnnotations()[AnnotationSkipReconcile] != "true" || !IsPullApplication(app) {
 		return nil
 	}
-	kept := WithoutResourcesFinalizers(app.GetFinalizers())
+	kept := contract.WithoutArgoCDResourcesFinalizers(app.GetFinalizers())
 	if len(kept) == len(app.GetFinalizers()) {
 		return nil
 	}

@@ -52,7 +52,6 @@ import (
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/gitopscluster"
-	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
 )
 
 const (
@@ -245,7 +244,7 @@ func (u uninstaller) ourWorks(ctx context.Context, withAddon bool) ([]*workv1.Ma
 // pullWorks lists the pull model's ManifestWorks.
 func (u uninstaller) pullWorks(ctx context.Context) ([]*workv1.ManifestWork, error) {
 	list := &workv1.ManifestWorkList{}
-	if err := u.c.List(ctx, list, client.MatchingLabels{pullmodel.LabelPullWork: "true", contract.LabelManagedBy: contract.ManagedByValue}); err != nil {
+	if err := u.c.List(ctx, list, client.MatchingLabels{contract.LabelPullWork: "true", contract.LabelManagedBy: contract.ManagedByValue}); err != nil {
 		return nil, fmt.Errorf("listing pull-model ManifestWorks: %w", err)
 	}
 	works := make([]*workv1.ManifestWork, 0, len(list.Items))
@@ -304,18 +303,18 @@ func (u uninstaller) releaseGitOpsClusters(ctx context.Context) error {
 	}
 	var held []*appsv1beta1.GitOpsCluster
 	for i := range list.Items {
-		if slices.Contains(list.Items[i].Finalizers, gitopscluster.Finalizer) {
+		if slices.Contains(list.Items[i].Finalizers, appsv1beta1.Finalizer) {
 			held = append(held, &list.Items[i])
 		}
 	}
 	u.printf("3. Release %d GitOpsCluster(s): remove the finalizer %s (they stay; deleting one afterwards finishes at once)%s.\n",
-		len(held), gitopscluster.Finalizer, names(held))
+		len(held), appsv1beta1.Finalizer, names(held))
 	if !u.o.Yes {
 		return nil
 	}
 	for _, gc := range held {
 		patch := client.MergeFromWithOptions(gc.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		gc.Finalizers = slices.DeleteFunc(gc.Finalizers, func(f string) bool { return f == gitopscluster.Finalizer })
+		gc.Finalizers = slices.DeleteFunc(gc.Finalizers, func(f string) bool { return f == appsv1beta1.Finalizer })
 		if err := u.c.Patch(ctx, gc, patch); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("releasing GitOpsCluster %s/%s: %w", gc.Namespace, gc.Name, err)
 		}
@@ -330,7 +329,7 @@ func (u uninstaller) releaseGitOpsClusters(ctx context.Context) error {
 func (u uninstaller) releasePulledApplications(ctx context.Context) error {
 	apps := &unstructured.UnstructuredList{}
 	apps.SetGroupVersionKind(schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "ApplicationList"})
-	err := u.c.List(ctx, apps, client.MatchingLabels{pullmodel.LabelPull: "true"})
+	err := u.c.List(ctx, apps, client.MatchingLabels{contract.LabelPull: "true"})
 	switch {
 	case meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
 		u.printf("   No Argo CD Applications on the hub: no pull-model Application to release.\n")
@@ -340,7 +339,7 @@ func (u uninstaller) releasePulledApplications(ctx context.Context) error {
 	}
 	var held []*unstructured.Unstructured
 	for i := range apps.Items {
-		if len(pullmodel.WithoutResourcesFinalizers(apps.Items[i].GetFinalizers())) != len(apps.Items[i].GetFinalizers()) {
+		if len(contract.WithoutArgoCDResourcesFinalizers(apps.Items[i].GetFinalizers())) != len(apps.Items[i].GetFinalizers()) {
 			held = append(held, &apps.Items[i])
 		}
 	}
@@ -352,7 +351,7 @@ func (u uninstaller) releasePulledApplications(ctx context.Context) error {
 	}
 	for _, app := range held {
 		patch := client.MergeFromWithOptions(app.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		app.SetFinalizers(pullmodel.WithoutResourcesFinalizers(app.GetFinalizers()))
+		app.SetFinalizers(contract.WithoutArgoCDResourcesFinalizers(app.GetFinalizers()))
 		if err := u.c.Patch(ctx, app, patch); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("releasing Application %s/%s: %w", app.GetNamespace(), app.GetName(), err)
 		}

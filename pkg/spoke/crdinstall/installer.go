@@ -27,7 +27,8 @@ import (
 
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/addonstatus"
-	"github.com/gitops-addon/gitops-addon/pkg/spoke/routeguard"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/enqueue"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/routeapi"
 )
 
 // FieldManager is the spoke agent's server-side apply field manager for the CRDs.
@@ -78,7 +79,7 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Installer, error) {
 		Client: mgr.GetClient(), RESTMapper: mgr.GetRESTMapper(), Recorder: mgr.GetEventRecorder("gitops-addon-agent"),
 		Report: o.Report, CRDs: crds, OpenShift: o.OpenShift, applied: map[string]applied{},
 	}
-	toSingleton := routeguard.EnqueueAlways(singleton)
+	toSingleton := enqueue.Always(singleton)
 	names := crds.Names()
 	ours := predicate.NewPredicateFuncs(func(o client.Object) bool { return slices.Contains(names, o.GetName()) })
 	routeAPI := predicate.NewPredicateFuncs(func(o client.Object) bool {
@@ -170,7 +171,7 @@ func (i *Installer) decideRoutes(ctx context.Context) (routesDecision, error) {
 		return routesDecision{why: "the hub found this cluster to be OpenShift or MicroShift: Routes are built in"}, nil
 	}
 	facts, err := i.routeFacts(ctx)
-	cls := routeguard.Classify(facts, err)
+	cls := routeapi.Classify(facts, err)
 	switch cls.Reason {
 	case contract.RouteAPIAbsent:
 		return routesDecision{install: true, why: "the cluster serves no Route API"}, nil
@@ -184,8 +185,8 @@ func (i *Installer) decideRoutes(ctx context.Context) (routesDecision, error) {
 
 // routeFacts reads what the Route API classification needs from the cache: the APIServices
 // and the Routes CRD.
-func (i *Installer) routeFacts(ctx context.Context) (routeguard.Facts, error) {
-	var facts routeguard.Facts
+func (i *Installer) routeFacts(ctx context.Context) (routeapi.Facts, error) {
+	var facts routeapi.Facts
 	apiServices := &apiregistrationv1.APIServiceList{}
 	if err := i.Client.List(ctx, apiServices); err != nil {
 		return facts, fmt.Errorf("listing APIServices: %w", err)

@@ -30,7 +30,7 @@ import (
 
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/addonstatus"
-	"github.com/gitops-addon/gitops-addon/pkg/spoke/routeguard"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/enqueue"
 )
 
 // singleton is the one key of the queue: any event means "look at the cluster again".
@@ -95,7 +95,7 @@ func SetupWithManager(mgr manager.Manager, cfg *rest.Config, o Options) (*Detect
 		return nil, fmt.Errorf("creating the creation record's client: %w", err)
 	}
 	d := &Detector{Cache: c, Records: records, Options: o, watching: map[schema.GroupVersionKind]bool{}}
-	toSingleton := routeguard.EnqueueAlways(singleton)
+	toSingleton := enqueue.Always(singleton)
 	theirs := predicate.NewPredicateFuncs(func(o client.Object) bool { return slices.Contains(crdNames, o.GetName()) })
 	atStart := source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 		q.Add(singleton)
@@ -243,7 +243,7 @@ func (d *Detector) watch(gvk schema.GroupVersionKind, obj client.Object) error {
 	if d.watching[gvk] || d.controller == nil {
 		return nil
 	}
-	if err := d.controller.Watch(source.Kind(d.Cache, obj, routeguard.EnqueueAlways(singleton))); err != nil {
+	if err := d.controller.Watch(source.Kind(d.Cache, obj, enqueue.Always(singleton))); err != nil {
 		return fmt.Errorf("watching %s: %w", gvk.Kind, err)
 	}
 	d.watching[gvk] = true

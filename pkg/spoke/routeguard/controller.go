@@ -20,7 +20,9 @@ import (
 
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/addonstatus"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/enqueue"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/openapicheck"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/routeapi"
 )
 
 // OpenAPIRecheckInterval is the one timer of the guard: /openapi/v2 can break without any
@@ -75,7 +77,7 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Guard, error) {
 		Checker: checker, Report: o.Report, recheck: make(chan struct{}, 1),
 		admissionGuardDisabled: o.DisableAdmissionGuard,
 	}
-	toSingleton := EnqueueAlways(singleton)
+	toSingleton := enqueue.Always(singleton)
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("routeguard").
 		WatchesRawSource(sourceFor(mgr, &apiextensionsv1.CustomResourceDefinition{}, toSingleton)).
@@ -112,14 +114,14 @@ func stripCRDSchemas(obj any) (any, error) {
 // guard removal elsewhere, nothing at all while the facts cannot be read.
 func (g *Guard) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	defer g.triggerOpenAPICheck()
-	facts, err := ReadFacts(ctx, g.Client)
-	cls := Classify(facts, err)
+	facts, err := routeapi.ReadFacts(ctx, g.Client)
+	cls := routeapi.Classify(facts, err)
 	setRouteAPI(g.Report, cls)
 	if err != nil {
 		setGuard(g.Report, metav1.ConditionUnknown, ReasonGuardUnknown, "No decision while the Route API cannot be classified: "+err.Error())
 		return reconcile.Result{}, err
 	}
-	setDuplicates(g.Report, DuplicateSurfaces(facts))
+	setDuplicates(g.Report, routeapi.DuplicateSurfaces(facts))
 	if cls.Reason != contract.RouteAPINative {
 		if err := removeGuard(ctx, g.Client); err != nil {
 			return reconcile.Result{}, err
@@ -141,7 +143,7 @@ func (g *Guard) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.R
 // removeDuplicate deletes the Routes CRD on a native cluster. Routes survive: the
 // aggregated API serves them. The UID precondition makes sure only the CRD we looked at
 // goes.
-func (g *Guard) removeDuplicate(ctx context.Context, cls Classification) (bool, error) {
+func (g *Guard) removeDuplicate(ctx context.Context, cls routeapi.Classification) (bool, error) {
 	if cls.RoutesCRD == nil {
 		return false, nil
 	}
@@ -216,11 +218,11 @@ func (g *Guard) runOpenAPIChecks(ctx context.Context) error {
 }
 
 func (g *Guard) checkOpenAPI(ctx context.Context) {
-	facts, err := ReadFacts(ctx, g.Client)
+	facts, err := routeapi.ReadFacts(ctx, g.Client)
 	if err != nil {
 		setOpenAPI(g.Report, openapicheck.Result{}, err)
 		return
 	}
-	res, err := g.Checker.Check(ctx, ServedCRDGroupVersions(facts))
+	res, err := g.Checker.Check(ctx, routeapi.ServedCRDGroupVersions(facts))
 	setOpenAPI(g.Report, res, err)
 }

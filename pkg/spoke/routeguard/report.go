@@ -8,6 +8,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/addonstatus"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/openapicheck"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/routeapi"
 )
 
 // Reasons of the RoutesCRDGuard, OpenAPIV2Available and DuplicateAPISurfaces conditions.
@@ -27,7 +28,7 @@ const (
 	ReasonNoDuplicates      = "NoDuplicates"
 )
 
-func setRouteAPI(r *addonstatus.Report, c Classification) {
+func setRouteAPI(r *addonstatus.Report, c routeapi.Classification) {
 	status := metav1.ConditionTrue // a Route API is served
 	switch c.Reason {
 	case contract.RouteAPIAbsent:
@@ -42,14 +43,14 @@ func setGuard(r *addonstatus.Report, status metav1.ConditionStatus, reason, mess
 	r.Set(metav1.Condition{Type: contract.ConditionRoutesCRDGuard, Status: status, Reason: reason, Message: message})
 }
 
-func setDuplicates(r *addonstatus.Report, dups []Duplicate) {
+func setDuplicates(r *addonstatus.Report, dups []routeapi.Duplicate) {
 	if len(dups) == 0 {
 		r.Set(metav1.Condition{Type: contract.ConditionDuplicateAPISurfaces, Status: metav1.ConditionFalse, Reason: ReasonNoDuplicates,
 			Message: "No CRD duplicates a group/version served by an aggregated APIService."})
 		return
 	}
 	r.Set(metav1.Condition{Type: contract.ConditionDuplicateAPISurfaces, Status: metav1.ConditionTrue, Reason: ReasonDuplicatesFound,
-		Message: describeDuplicates(dups) + ". Each breaks /openapi/v2. Fix: delete the duplicating CRD (kubectl delete crd NAME)."})
+		Message: routeapi.DescribeDuplicates(dups) + ". Each breaks /openapi/v2. Fix: delete the duplicating CRD (kubectl delete crd NAME)."})
 }
 
 func setOpenAPI(r *addonstatus.Report, res openapicheck.Result, err error) {

@@ -2,7 +2,6 @@ package routeguard
 
 import (
 	"context"
-	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
@@ -23,86 +21,9 @@ import (
 
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/addonstatus"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/routeapi"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/routeapi/routeapitest"
 )
-
-func nativeAPIService() apiregistrationv1.APIService {
-	return apiregistrationv1.APIService{
-		ObjectMeta: metav1.ObjectMeta{Name: "v1.route.openshift.io"},
-		Spec: apiregistrationv1.APIServiceSpec{Group: "route.openshift.io", Version: "v1",
-			Service: &apiregistrationv1.ServiceReference{Namespace: "openshift-apiserver", Name: "api"}},
-	}
-}
-
-// localAPIService is what the apiserver's autoregister controller creates for a CRD.
-func localAPIService(group, version string) apiregistrationv1.APIService {
-	return apiregistrationv1.APIService{
-		ObjectMeta: metav1.ObjectMeta{Name: version + "." + group},
-		Spec:       apiregistrationv1.APIServiceSpec{Group: group, Version: version},
-	}
-}
-
-func crd(name, group string, versions ...string) apiextensionsv1.CustomResourceDefinition {
-	c := apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)}, Spec: apiextensionsv1.CustomResourceDefinitionSpec{Group: group}}
-	for _, v := range versions {
-		c.Spec.Versions = append(c.Spec.Versions, apiextensionsv1.CustomResourceDefinitionVersion{Name: v, Served: true})
-	}
-	return c
-}
-
-func routesCRD() apiextensionsv1.CustomResourceDefinition {
-	return crd(contract.RoutesCRDName, "route.openshift.io", "v1")
-}
-
-func TestClassify(t *testing.T) {
-	unavailable := nativeAPIService()
-	unavailable.Status.Conditions = []apiregistrationv1.APIServiceCondition{{Type: apiregistrationv1.Available, Status: apiregistrationv1.ConditionFalse}}
-	cases := map[string]struct {
-		facts   Facts
-		err     error
-		want    string
-		wantCRD bool
-	}{
-		"service-backed APIService":              {facts: Facts{APIServices: []apiregistrationv1.APIService{nativeAPIService()}}, want: contract.RouteAPINative},
-		"unavailable service-backed APIService":  {facts: Facts{APIServices: []apiregistrationv1.APIService{unavailable}}, want: contract.RouteAPINative},
-		"native with a duplicate CRD":            {facts: Facts{APIServices: []apiregistrationv1.APIService{nativeAPIService()}, CRDs: []apiextensionsv1.CustomResourceDefinition{routesCRD()}}, want: contract.RouteAPINative, wantCRD: true},
-		"CRD with its local APIService":          {facts: Facts{APIServices: []apiregistrationv1.APIService{localAPIService("route.openshift.io", "v1")}, CRDs: []apiextensionsv1.CustomResourceDefinition{routesCRD()}}, want: contract.RouteAPICRD, wantCRD: true},
-		"a local APIService alone is not native": {facts: Facts{APIServices: []apiregistrationv1.APIService{localAPIService("route.openshift.io", "v1")}}, want: contract.RouteAPIAbsent},
-		"another version is not route v1":        {facts: Facts{APIServices: []apiregistrationv1.APIService{func() apiregistrationv1.APIService { a := nativeAPIService(); a.Spec.Version = "v2"; return a }()}}, want: contract.RouteAPIAbsent},
-		"nothing":                                {want: contract.RouteAPIAbsent},
-		"read error fails closed":                {facts: Facts{APIServices: []apiregistrationv1.APIService{nativeAPIService()}}, err: errors.New("boom"), want: contract.RouteAPIUnknown},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			c := Classify(tc.facts, tc.err)
-			assert.Equal(t, tc.want, c.Reason)
-			assert.Equal(t, tc.wantCRD, c.RoutesCRD != nil)
-			assert.NotEmpty(t, c.Message)
-		})
-	}
-}
-
-func TestDuplicateSurfaces(t *testing.T) {
-	metrics := apiregistrationv1.APIService{ObjectMeta: metav1.ObjectMeta{Name: "v1beta1.metrics.k8s.io"},
-		Spec: apiregistrationv1.APIServiceSpec{Group: "metrics.k8s.io", Version: "v1beta1", Service: &apiregistrationv1.ServiceReference{Namespace: "kube-system", Name: "metrics-server"}}}
-	notServed := crd("pods.metrics.k8s.io", "metrics.k8s.io", "v1beta1")
-	notServed.Spec.Versions[0].Served = false
-	f := Facts{
-		APIServices: []apiregistrationv1.APIService{nativeAPIService(), metrics, localAPIService("argoproj.io", "v1alpha1")},
-		CRDs: []apiextensionsv1.CustomResourceDefinition{
-			routesCRD(), crd("nodes.metrics.k8s.io", "metrics.k8s.io", "v1beta1"), notServed,
-			crd("applications.argoproj.io", "argoproj.io", "v1alpha1"),
-		},
-	}
-	dups := DuplicateSurfaces(f)
-	require.Len(t, dups, 2, "every CRD duplicating a service-backed APIService, not only Routes; unserved versions and local APIServices do not count")
-	assert.Equal(t, "nodes.metrics.k8s.io", dups[0].CRD)
-	assert.Equal(t, "kube-system/metrics-server", dups[0].Service)
-	assert.Equal(t, contract.RoutesCRDName, dups[1].CRD)
-	assert.Contains(t, describeDuplicates(dups), "CRD routes.route.openshift.io duplicates route.openshift.io/v1 served by APIService v1.route.openshift.io")
-	assert.Empty(t, DuplicateSurfaces(Facts{CRDs: f.CRDs}))
-
-	assert.Equal(t, []string{"argoproj.io/v1alpha1", "metrics.k8s.io/v1beta1", "route.openshift.io/v1"}, ServedCRDGroupVersions(f))
-}
 
 func testScheme(t *testing.T) *runtime.Scheme {
 	s := runtime.NewScheme()
@@ -141,20 +62,20 @@ func TestReconcile(t *testing.T) {
 		wantEvent       bool
 	}{
 		"native: the duplicate is deleted and the guard installed": {
-			apiServices: []apiregistrationv1.APIService{nativeAPIService()}, crds: []apiextensionsv1.CustomResourceDefinition{routesCRD()},
+			apiServices: []apiregistrationv1.APIService{routeapitest.NativeAPIService()}, crds: []apiextensionsv1.CustomResourceDefinition{routeapitest.RoutesCRD()},
 			wantRouteAPI: contract.RouteAPINative, wantGuardReason: ReasonDuplicateRemoved, wantGuard: true, wantEvent: true,
 		},
 		"native without a duplicate: guard only": {
-			apiServices:  []apiregistrationv1.APIService{nativeAPIService()},
+			apiServices:  []apiregistrationv1.APIService{routeapitest.NativeAPIService()},
 			wantRouteAPI: contract.RouteAPINative, wantGuardReason: ReasonGuardInstalled, wantGuard: true,
 		},
 		"native with the admission guard disabled: the duplicate still goes, our guard is removed": {
-			apiServices: []apiregistrationv1.APIService{nativeAPIService()}, crds: []apiextensionsv1.CustomResourceDefinition{routesCRD()},
+			apiServices: []apiregistrationv1.APIService{routeapitest.NativeAPIService()}, crds: []apiextensionsv1.CustomResourceDefinition{routeapitest.RoutesCRD()},
 			existingGuard: true, disabled: true,
 			wantRouteAPI: contract.RouteAPINative, wantGuardReason: ReasonDuplicateRemoved, wantEvent: true,
 		},
 		"vanilla with the CRD: kept, no guard, an old guard removed": {
-			apiServices: []apiregistrationv1.APIService{localAPIService("route.openshift.io", "v1")}, crds: []apiextensionsv1.CustomResourceDefinition{routesCRD()},
+			apiServices: []apiregistrationv1.APIService{routeapitest.LocalAPIService("route.openshift.io", "v1")}, crds: []apiextensionsv1.CustomResourceDefinition{routeapitest.RoutesCRD()},
 			existingGuard: true,
 			wantRouteAPI:  contract.RouteAPICRD, wantGuardReason: ReasonNotNative, wantCRDKept: true,
 		},
@@ -198,7 +119,7 @@ func TestReconcileFailsClosed(t *testing.T) {
 		t.Run(failing, func(t *testing.T) {
 			var deletes int
 			c := fake.NewClientBuilder().WithScheme(testScheme(t)).
-				WithObjects(objects([]apiregistrationv1.APIService{nativeAPIService()}, []apiextensionsv1.CustomResourceDefinition{routesCRD()})...).
+				WithObjects(objects([]apiregistrationv1.APIService{routeapitest.NativeAPIService()}, []apiextensionsv1.CustomResourceDefinition{routeapitest.RoutesCRD()})...).
 				WithInterceptorFuncs(interceptor.Funcs{
 					List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
 						if gvk, _ := c.GroupVersionKindFor(list); gvk.Kind == failing {
@@ -262,19 +183,19 @@ func TestEnsureGuardWritesOnlyOnChange(t *testing.T) {
 
 func TestReportSignalsOnlyOnChange(t *testing.T) {
 	r := addonstatus.NewReport()
-	setRouteAPI(r, Classification{Reason: contract.RouteAPINative, Message: "m"})
+	setRouteAPI(r, routeapi.Classification{Reason: contract.RouteAPINative, Message: "m"})
 	select {
 	case <-r.Changed():
 	default:
 		t.Fatal("a new condition signals")
 	}
-	setRouteAPI(r, Classification{Reason: contract.RouteAPINative, Message: "m"})
+	setRouteAPI(r, routeapi.Classification{Reason: contract.RouteAPINative, Message: "m"})
 	select {
 	case <-r.Changed():
 		t.Fatal("an unchanged condition does not signal")
 	default:
 	}
-	setRouteAPI(r, Classification{Reason: contract.RouteAPIUnknown, Message: "x"})
+	setRouteAPI(r, routeapi.Classification{Reason: contract.RouteAPIUnknown, Message: "x"})
 	c, _ := r.Condition(contract.ConditionRouteAPI)
 	assert.Equal(t, metav1.ConditionUnknown, c.Status)
 }

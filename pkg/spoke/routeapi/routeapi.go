@@ -1,7 +1,9 @@
-// Package routeguard keeps a duplicate routes.route.openshift.io CRD from ever coexisting
-// with the native, service-backed route.openshift.io APIService, because the duplicate
-// breaks the kube-apiserver's merged /openapi/v2 and with it every Argo CD sync.
-package routeguard
+// Package routeapi reads how a cluster serves route.openshift.io/v1 (natively by
+// openshift-apiserver's APIService, by a routes CRD, or not at all) and which CRDs
+// duplicate an API an aggregated APIService serves: the facts the Route API guard
+// (pkg/spoke/routeguard), the CRD installer (pkg/spoke/crdinstall) and `gitops-addon
+// doctor` (pkg/doctor) decide on.
+package routeapi
 
 import (
 	"context"
@@ -164,7 +166,7 @@ func ServedCRDGroupVersions(f Facts) []string {
 	return out
 }
 
-func describeDuplicates(dups []Duplicate) string {
+func DescribeDuplicates(dups []Duplicate) string {
 	parts := make([]string, 0, len(dups))
 	for _, d := range dups {
 		parts = append(parts, d.String())
