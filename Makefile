@@ -90,6 +90,19 @@ render: ## Print the objects shipped to a sample vanilla cluster (CLUSTER=name, 
 test: verify e2e-env ## Run every check and test: make verify, then unit, integration (real kube-apiserver) and end-to-end (real OCM hub, spokes, Argo CD and GitOps operator).
 	@$(MAKE) --no-print-directory argocd-agent-notice
 	go test -count=1 -timeout $(TEST_TIMEOUT) -p $(TEST_PARALLEL) $$(go list ./... | grep -v -e /test/generated -e /hack/crdgen -e /test/repo -e /test/chart -e /test/image)
+	@$(MAKE) --no-print-directory fuzz
+
+# The fuzz targets as package:Function. `make test` runs each for FUZZTIME; their seed
+# corpora (f.Add, testdata/fuzz) run with the unit tests too. TestFuzzTargetsAreListed
+# (test/repo) fails when a Fuzz function is missing here.
+FUZZ_TARGETS = ./pkg/hub/addon:FuzzCustomizedVariables ./pkg/contract/appresources:FuzzDecode ./pkg/contract:FuzzSettings \
+	./pkg/hub/pullmodel:FuzzSpokeStatusOnTheHub ./pkg/hub/pullmodel:FuzzValidate ./pkg/spoke/routeapi:FuzzClassify
+FUZZTIME ?= 10s
+
+.PHONY: fuzz
+fuzz: ## Run each fuzz target for FUZZTIME (10s; make test does); a finding fails the run and is kept in its package's testdata/fuzz. FUZZTIME=10m for a long run.
+	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; name=$${t##*:}; echo "fuzz $$name ($$pkg) for $(FUZZTIME)"; \
+	  go test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; done
 
 .PHONY: test-unit
 test-unit: controller-gen ## Run the tests that need no kube-apiserver, no root and nothing in ./bin but controller-gen.

@@ -1,6 +1,8 @@
 package contract
 
 import (
+	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -90,4 +92,30 @@ func TestPrincipalHostPort(t *testing.T) {
 		assert.Equal(t, tc.host, host)
 		assert.Equal(t, tc.port, port)
 	}
+}
+
+// FuzzSettings feeds a ManagedClusterAddOn's annotations (which the hub writes, and
+// anyone with write access to the addon could) through the settings' decoder: no input
+// may panic, and what is decoded is written back unchanged by WithSettings, leaving every
+// other annotation alone.
+func FuzzSettings(f *testing.F) {
+	f.Add("quay.io/argoprojlabs/argocd-operator:v0.14.0", "managed", "argocd-agent-principal.example.com:443", "UseExisting", "team")
+	f.Add("", "", "", "", "")
+	f.Add("a\nb", "autonomous", ":", "Skip", "gitops-addon.open-cluster-management.io/operator-image")
+	f.Fuzz(func(t *testing.T, image, mode, principal, existing, otherKey string) {
+		in := map[string]string{
+			annotationOperatorImage: image, ArgoCDAgentMode: mode, annotationPrincipal: principal, ExistingArgoCDPolicy: existing,
+		}
+		if !slices.Contains(settingsKeys, otherKey) {
+			in[otherKey] = "kept"
+		}
+		s := SettingsOf(in)
+		out := WithSettings(in, s)
+		if !slices.Contains(settingsKeys, otherKey) && out[otherKey] != "kept" {
+			t.Fatalf("annotation %q not kept", otherKey)
+		}
+		if again := SettingsOf(out); !reflect.DeepEqual(again, s) {
+			t.Fatalf("settings changed on the way back: %+v, then %+v", s, again)
+		}
+	})
 }

@@ -243,8 +243,14 @@ func (s Summary) Encode() (string, error) {
 	}
 }
 
-// Decode reads an annotation's value.
+// Decode reads an annotation's value. The hub does not trust what a spoke reports: a
+// summary beyond the bounds Encode writes by (which only another writer than the agent
+// makes) is refused, naming what is out of bounds, so a spoke cannot make its hub
+// Application larger than a summary may be.
 func Decode(value string) (Summary, error) {
+	if len(value) > MaxBytes {
+		return Summary{}, fmt.Errorf("the resource summary has %d bytes, more than the %d a summary may have", len(value), MaxBytes)
+	}
 	var s Summary
 	if err := json.Unmarshal([]byte(value), &s); err != nil {
 		return Summary{}, fmt.Errorf("decoding the resource summary: %w", err)
@@ -252,7 +258,35 @@ func Decode(value string) (Summary, error) {
 	if s.Version != Version {
 		return Summary{}, fmt.Errorf("resource summary version %d, this manager reads version %d", s.Version, Version)
 	}
+	if err := s.withinBounds(); err != nil {
+		return Summary{}, fmt.Errorf("the resource summary is out of bounds: %w", err)
+	}
 	return s, nil
+}
+
+// withinBounds says which field of a decoded summary is beyond what Encode writes.
+func (s Summary) withinBounds() error {
+	switch {
+	case s.Total < 0:
+		return fmt.Errorf("total is %d", s.Total)
+	case len(s.Resources) > MaxResources:
+		return fmt.Errorf("resources lists %d, at most %d", len(s.Resources), MaxResources)
+	case len(s.Images) > MaxImages:
+		return fmt.Errorf("images lists %d, at most %d", len(s.Images), MaxImages)
+	case len(s.ExternalURLs) > MaxImages:
+		return fmt.Errorf("urls lists %d, at most %d", len(s.ExternalURLs), MaxImages)
+	}
+	for _, count := range s.Kinds {
+		if count < 0 {
+			return fmt.Errorf("kinds counts %d", count)
+		}
+	}
+	for i, r := range s.Resources {
+		if len(r.HealthMessage) > MaxMessage || len(r.SyncMessage) > MaxMessage {
+			return fmt.Errorf("resources[%d] has a message over %d bytes", i, MaxMessage)
+		}
+	}
+	return nil
 }
 
 // byRelevance orders failed and degraded resources first, then the other unhealthy, out

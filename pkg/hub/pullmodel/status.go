@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	workv1 "open-cluster-management.io/api/work/v1"
+
+	"github.com/gitops-addon/gitops-addon/pkg/bounded"
 )
 
 // spokeStatus is what the spoke reported about one pulled Application: the feedback
@@ -22,6 +24,15 @@ type spokeStatus struct {
 	// applyFailure is a sentence saying why the Application is not applied, if it is not.
 	applyFailure string
 }
+
+// maxFeedbackValue bounds each value the hub copies from a spoke's report. A condition's
+// or an operation's message is Argo CD's and may list every resource; whatever the spoke
+// writes, the hub Application stays far within etcd's limit. The resource summary has
+// its own bounds (appresources.Decode).
+const maxFeedbackValue = 4 << 10
+
+// cutFeedback is a reported value within maxFeedbackValue, cut with an ellipsis.
+func cutFeedback(v string) string { return bounded.Cut(v, maxFeedbackValue) }
 
 func (s spokeStatus) get(name string) (string, bool) {
 	v, ok := s.values[name]
@@ -43,6 +54,9 @@ func spokeStatusOf(w *workv1.ManifestWork, appNamespace, appName string) spokeSt
 		for _, v := range m.StatusFeedbacks.Values {
 			if v.Value.Type == workv1.String && v.Value.String != nil {
 				s.values[v.Name] = *v.Value.String
+				if v.Name != FeedbackResources { // bounded by its own decoder
+					s.values[v.Name] = cutFeedback(*v.Value.String)
+				}
 			}
 		}
 		if c := meta.FindStatusCondition(m.Conditions, workv1.ManifestApplied); c != nil && c.Status == metav1.ConditionFalse {

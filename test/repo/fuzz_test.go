@@ -1,0 +1,46 @@
+package repo
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gitops-addon/gitops-addon/test/testenv"
+)
+
+var (
+	fuzzFunc    = regexp.MustCompile(`(?m)^func (Fuzz\w+)\(f \*testing\.F\)`)
+	fuzzTargets = regexp.MustCompile(`(?ms)^FUZZ_TARGETS = (.*?[^\\])$`)
+)
+
+// TestFuzzTargetsAreListed: every Fuzz function of the module is in the Makefile's
+// FUZZ_TARGETS, so `make test` runs it (a fuzz target nothing runs finds nothing), and
+// every listed one exists.
+func TestFuzzTargetsAreListed(t *testing.T) {
+	root := testenv.RepoRoot()
+	var found []string
+	for _, file := range trackedFiles(t, root) {
+		if !strings.HasSuffix(file, "_test.go") {
+			continue
+		}
+		content, err := os.ReadFile(filepath.Join(root, file))
+		require.NoError(t, err)
+		for _, m := range fuzzFunc.FindAllStringSubmatch(string(content), -1) {
+			found = append(found, "./"+filepath.Dir(file)+":"+m[1])
+		}
+	}
+	makefile, err := os.ReadFile(filepath.Join(root, "Makefile"))
+	require.NoError(t, err)
+	m := fuzzTargets.FindStringSubmatch(string(makefile))
+	require.NotNil(t, m, "FUZZ_TARGETS in the Makefile")
+	listed := strings.Fields(strings.ReplaceAll(m[1], "\\\n", " "))
+	sort.Strings(found)
+	sort.Strings(listed)
+	assert.Equal(t, found, listed, "the Makefile's FUZZ_TARGETS and the module's Fuzz functions")
+}
