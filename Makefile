@@ -96,7 +96,8 @@ test: verify e2e-env ## Run every check and test: make verify, then unit, integr
 # corpora (f.Add, testdata/fuzz) run with the unit tests too. TestFuzzTargetsAreListed
 # (test/repo) fails when a Fuzz function is missing here.
 FUZZ_TARGETS = ./pkg/hub/addon:FuzzCustomizedVariables ./pkg/contract/appresources:FuzzDecode ./pkg/contract:FuzzSettings \
-	./pkg/hub/pullmodel:FuzzSpokeStatusOnTheHub ./pkg/hub/pullmodel:FuzzValidate ./pkg/spoke/routeapi:FuzzClassify
+	./pkg/hub/pullmodel:FuzzSpokeStatusOnTheHub ./pkg/hub/pullmodel:FuzzValidate ./pkg/spoke/routeapi:FuzzClassify \
+	./pkg/hub/gitopscluster:FuzzGitOpsClusterSpec
 FUZZTIME ?= 10s
 
 .PHONY: fuzz
