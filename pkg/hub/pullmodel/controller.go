@@ -280,6 +280,7 @@ func (r *Reconciler) applyWork(ctx context.Context, app *unstructured.Unstructur
 		return false, nil
 	}
 	r.latency.shipped(appKey, seen)
+	r.latency.wrote(appKey, existing)
 	if clearedDestName != "" {
 		r.event(app, corev1.EventTypeNormal, ReasonDestinationRewritten,
 			"destination.name %q is replaced on cluster %s by server %s, the cluster the Application runs on",

@@ -42,6 +42,12 @@ type latencies struct {
 	applied map[types.UID]int64
 	// returning are the applied changes whose spoke status the hub Application awaits.
 	returning map[types.NamespacedName]statusReturn
+	// shippedOver is what the spoke reported when the manager last wrote an
+	// Application's ManifestWork: the status the change's own status differs from. The
+	// work agent writes its status feedback and its Applied condition from different
+	// controllers, so the new status may reach the work before Applied does; taken at the
+	// apply, "before" would already be the new status, and nothing would be observed.
+	shippedOver map[types.NamespacedName]map[string]string
 }
 
 // statusReturn is an applied change whose spoke status is awaited on the hub.
@@ -49,13 +55,14 @@ type statusReturn struct {
 	work       types.UID
 	generation int64
 	start      time.Time
-	// before is what the spoke reported before the apply: the status after it differs.
+	// before is what the spoke reported when the change was shipped: the status after it
+	// differs.
 	before map[string]string
 }
 
 func newLatencies(now func() time.Time) *latencies {
 	return &latencies{now: now, seen: map[types.NamespacedName]time.Time{}, applied: map[types.UID]int64{},
-		returning: map[types.NamespacedName]statusReturn{}}
+		returning: map[types.NamespacedName]statusReturn{}, shippedOver: map[types.NamespacedName]map[string]string{}}
 }
 
 type requestQueue = workqueue.TypedRateLimitingInterface[reconcile.Request]
@@ -156,6 +163,7 @@ func (l *latencies) forget(app types.NamespacedName) {
 	defer l.mu.Unlock()
 	delete(l.seen, app)
 	delete(l.returning, app)
+	delete(l.shippedOver, app)
 }
 
 // workUpdated observes the propagation of a work whose report turned to Applied for its
@@ -176,8 +184,27 @@ func (l *latencies) workUpdated(old, w *workv1.ManifestWork) {
 	}
 	hubmetrics.ObservePullPropagation(l.now().Sub(start))
 	app := types.NamespacedName{Namespace: w.Annotations[AnnotationHubAppNamespace], Name: w.Annotations[AnnotationHubAppName]}
-	l.returning[app] = statusReturn{work: w.UID, generation: w.Generation, start: start,
-		before: spokeStatusOf(old, workAppNamespace(old), app.Name).values}
+	before, ok := l.shippedOver[app]
+	if !ok { // shipped by another manager (before a restart, or the previous leader)
+		before = spokeStatusOf(old, workAppNamespace(old), app.Name).values
+	}
+	delete(l.shippedOver, app)
+	l.returning[app] = statusReturn{work: w.UID, generation: w.Generation, start: start, before: before}
+}
+
+// wrote records what the spoke reported (in existing; nil for a new work) when the
+// manager wrote an Application's ManifestWork.
+func (l *latencies) wrote(app types.NamespacedName, existing *workv1.ManifestWork) {
+	if l == nil {
+		return
+	}
+	reported := map[string]string{}
+	if existing != nil {
+		reported = spokeStatusOf(existing, workAppNamespace(existing), app.Name).values
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.shippedOver[app] = reported
 }
 
 func (l *latencies) workGone(w *workv1.ManifestWork) {

@@ -138,6 +138,17 @@ func TestStatusReturnIsObservedOnceTheNewStatusIsOnTheHub(t *testing.T) {
 		l.statusOnHub(app, withUID(shippedWork(1, t0, appliedAt(1)), "w4"), spokeStatus{values: map[string]string{FeedbackSync: "Synced"}})
 		assert.Equal(t, before, histogram(t, hubmetrics.PullStatusReturn).GetSampleCount())
 	})
+	t.Run("the new status on the work before the work agent reports it applied: observed", func(t *testing.T) {
+		// The work agent's feedback and its Applied condition come from different
+		// controllers: the spoke's new status may be on the work first.
+		l.wrote(app, withFeedback(shippedWork(1, t0, appliedAt(1)), map[string]string{FeedbackSync: "Synced"}))
+		reported := map[string]string{FeedbackSync: "OutOfSync"}
+		l.workUpdated(withUID(withFeedback(shippedWork(2, t0, appliedAt(1)), reported), "w6"),
+			withUID(withFeedback(shippedWork(2, t0, appliedAt(2)), reported), "w6"))
+		before := histogram(t, hubmetrics.PullStatusReturn).GetSampleCount()
+		l.statusOnHub(app, withUID(withFeedback(shippedWork(2, t0, appliedAt(2)), reported), "w6"), spokeStatus{values: reported})
+		assert.Equal(t, before+1, histogram(t, hubmetrics.PullStatusReturn).GetSampleCount())
+	})
 	t.Run("a first status for a new Application: observed", func(t *testing.T) {
 		l.workUpdated(withUID(shippedWork(1, t0, nil), "w5"), withUID(shippedWork(1, t0, appliedAt(1)), "w5"))
 		before := histogram(t, hubmetrics.PullStatusReturn).GetSampleCount()
