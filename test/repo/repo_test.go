@@ -121,3 +121,20 @@ func TestOldestKubeVersionIsOneValue(t *testing.T) {
 	assert.Contains(t, string(makefile), "\nOLDEST_KUBE_VERSION ?= "+testenv.DefaultOldestKubeVersion+"\n",
 		"the Makefile's OLDEST_KUBE_VERSION must equal testenv.DefaultOldestKubeVersion")
 }
+
+// TestOldestSupportedKubernetesIsOneRelease: the chart's kubeVersion refuses what is
+// older than the oldest release the tests prove (testenv.DefaultOldestKubeVersion), and
+// docs/operations/install.md states the same oldest minor for hub and spoke.
+func TestOldestSupportedKubernetesIsOneRelease(t *testing.T) {
+	parts := strings.Split(strings.TrimPrefix(testenv.DefaultOldestKubeVersion, "v"), ".")
+	require.Len(t, parts, 3)
+	oldestMinor := parts[0] + "." + parts[1]
+	chart, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "charts", "gitops-addon", "Chart.yaml"))
+	require.NoError(t, err)
+	assert.Contains(t, string(chart), "\nkubeVersion: \">="+oldestMinor+".0-0\"\n", "the manager chart's kubeVersion")
+	install, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "docs", "operations", "install.md"))
+	require.NoError(t, err)
+	for _, row := range []string{"| Hub (manager, its chart and CRDs) | " + oldestMinor + " to ", "| Spoke (agent, GitOps operator, Argo CD) | " + oldestMinor + " to "} {
+		assert.Contains(t, string(install), row, "docs/operations/install.md's supported versions")
+	}
+}
