@@ -95,13 +95,15 @@ type Reconciler struct {
 	// Now is the clock (tests); time.Now if nil.
 	Now func() time.Time
 
-	mu       sync.Mutex
-	attempts map[types.UID]attempts
+	mu sync.Mutex
+	// attempts are by Application, forgotten when it is gone or compares fine.
+	attempts map[types.NamespacedName]attempts
 }
 
-// attempts are the refreshes requested for one Application since the repo-server became
-// Available at since.
+// attempts are the refreshes requested for one Application (uid: a new one under the
+// same name starts over) since the repo-server became Available at since.
 type attempts struct {
+	uid   types.UID
 	since time.Time
 	count int
 	last  time.Time
@@ -111,10 +113,13 @@ type attempts struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	app := pulledapps.New()
 	if err := r.Apps.Get(ctx, req.NamespacedName, app); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !pulledapps.Pulled(app) || !app.GetDeletionTimestamp().IsZero() || !RepoServerUnreachable(pulledapps.ComparisonError(app)) {
-		r.forget(app.GetUID())
+		r.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	if _, pending := app.GetAnnotations()[contract.AnnotationArgoCDRefresh]; pending {
@@ -124,7 +129,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil || !available {
 		return ctrl.Result{}, err // the repo-server's Deployment wakes us when it is
 	}
-	wait, due := r.due(app.GetUID(), since)
+	wait, due := r.due(req.NamespacedName, app.GetUID(), since)
 	if !due {
 		if wait > 0 {
 			return ctrl.Result{RequeueAfter: wait}, nil
@@ -141,15 +146,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // due counts a refresh of the Application if one is due now; otherwise it says how long
 // until the next (0: none left).
-func (r *Reconciler) due(uid types.UID, since time.Time) (time.Duration, bool) {
+func (r *Reconciler) due(key types.NamespacedName, uid types.UID, since time.Time) (time.Duration, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.attempts == nil {
-		r.attempts = map[types.UID]attempts{}
+		r.attempts = map[types.NamespacedName]attempts{}
 	}
-	a := r.attempts[uid]
-	if !a.since.Equal(since) {
-		a = attempts{since: since}
+	a := r.attempts[key]
+	if a.uid != uid || !a.since.Equal(since) {
+		a = attempts{uid: uid, since: since}
 	}
 	if a.count >= len(retryDelays) {
 		return 0, false
@@ -160,14 +165,14 @@ func (r *Reconciler) due(uid types.UID, since time.Time) (time.Duration, bool) {
 	}
 	a.count++
 	a.last = now
-	r.attempts[uid] = a
+	r.attempts[key] = a
 	return 0, true
 }
 
-func (r *Reconciler) forget(uid types.UID) {
+func (r *Reconciler) forget(key types.NamespacedName) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	delete(r.attempts, uid)
+	delete(r.attempts, key)
 }
 
 func (r *Reconciler) now() time.Time {

@@ -187,13 +187,26 @@ func TestRetriesBackOffAndStopWhereArgoCDsOwnTimeoutTakesOver(t *testing.T) {
 	assert.Equal(t, len(retryDelays), f.writes, "no more than %d per time the repo-server becomes Available", len(retryDelays))
 	assert.Zero(t, result.RequeueAfter, "nothing left to wait for")
 
+	// The Application deleted and delivered again under the same name: its retries start
+	// over, and a deleted one's are forgotten.
+	again := f.writes
+	stored := pulledapps.New()
+	require.NoError(t, f.c.Get(context.Background(), guestbook.NamespacedName, stored))
+	require.NoError(t, f.c.Delete(context.Background(), stored))
+	f.reconcile(t)
+	assert.Empty(t, f.r.attempts, "a deleted Application's retries are forgotten")
+	require.NoError(t, f.c.Create(context.Background(), application(t, unreachable, func(u *unstructured.Unstructured) { u.SetUID("app-2") })))
+	f.reconcile(t)
+	assert.Equal(t, again+1, f.writes, "a new Application under the same name is retried at once")
+	f.argoCDRefreshed(t)
+
 	// The repo-server restarts and becomes Available again: the retries start over.
 	rs := &appsv1.Deployment{}
 	require.NoError(t, f.c.Get(context.Background(), client.ObjectKey{Namespace: contract.GitOpsNamespace, Name: "openshift-gitops-repo-server"}, rs))
 	rs.Status.Conditions[0].LastTransitionTime = metav1.NewTime(f.now)
 	require.NoError(t, f.c.Status().Update(context.Background(), rs))
 	f.reconcile(t)
-	assert.Equal(t, len(retryDelays)+1, f.writes)
+	assert.Equal(t, again+2, f.writes)
 }
 
 func TestTheRepoServerBecomingAvailableWakesOnlyTheApplicationsWaitingForIt(t *testing.T) {
