@@ -10,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,10 +44,20 @@ var (
 	csvGVK          = schema.GroupVersionKind{Group: "operators.coreos.com", Version: "v1alpha1", Kind: "ClusterServiceVersion"}
 	// crdNames are the CRDs whose arrival starts those watches.
 	crdNames = []string{"argocds.argoproj.io", "subscriptions.operators.coreos.com", "clusterserviceversions.operators.coreos.com"}
+	// crdOf names the CRD of each watched kind.
+	crdOf = map[schema.GroupVersionKind]string{
+		contract.ArgoCDGVK: crdNames[0], subscriptionGVK: crdNames[1], csvGVK: crdNames[2],
+	}
 )
 
 // readTimeout bounds one reading of the facts.
 const readTimeout = time.Minute
+
+// discoveryRetry is how soon the detector looks again at a kind whose CRD exists but
+// which discovery does not serve yet: Established comes before the kind is served, and no
+// CRD event marks that moment. Without a second look the kind's watch would never start,
+// and an ArgoCD the work agent creates next would never be recorded as ours.
+const discoveryRetry = 2 * time.Second
 
 // Options configures the detector.
 type Options struct {
@@ -68,6 +79,8 @@ type Detector struct {
 	// Records reads and writes the creation record, uncached (the agent may read
 	// ConfigMaps only in its namespace).
 	Records client.Client
+	// CRDs reads CustomResourceDefinitions (the manager's cache).
+	CRDs client.Reader
 	Options
 
 	controller controller.Controller
@@ -94,7 +107,7 @@ func SetupWithManager(mgr manager.Manager, cfg *rest.Config, o Options) (*Detect
 	if err != nil {
 		return nil, fmt.Errorf("creating the creation record's client: %w", err)
 	}
-	d := &Detector{Cache: c, Records: records, Options: o, watching: map[schema.GroupVersionKind]bool{}}
+	d := &Detector{Cache: c, Records: records, CRDs: mgr.GetClient(), Options: o, watching: map[schema.GroupVersionKind]bool{}}
 	toSingleton := enqueue.Always(singleton)
 	theirs := predicate.NewPredicateFuncs(func(o client.Object) bool { return slices.Contains(crdNames, o.GetName()) })
 	atStart := source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
@@ -133,7 +146,35 @@ func (d *Detector) Reconcile(ctx context.Context, _ reconcile.Request) (reconcil
 	d.mu.Lock()
 	d.reported = true
 	d.mu.Unlock()
+	if d.definedButNotServed(ctx) {
+		ctrl.LoggerFrom(ctx).Info("a CRD of a watched kind exists but discovery does not serve the kind yet; looking again shortly")
+		return reconcile.Result{RequeueAfter: discoveryRetry}, nil
+	}
 	return reconcile.Result{}, nil
+}
+
+// definedButNotServed says whether a watched kind is not watched yet though its CRD is
+// established.
+func (d *Detector) definedButNotServed(ctx context.Context) bool {
+	if d.CRDs == nil {
+		return false
+	}
+	d.mu.Lock()
+	var missing []string
+	for gvk, crd := range crdOf {
+		if !d.watching[gvk] {
+			missing = append(missing, crd)
+		}
+	}
+	d.mu.Unlock()
+	for _, name := range missing {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		// One not established yet wakes the detector when it is (a CRD event).
+		if d.CRDs.Get(ctx, client.ObjectKey{Name: name}, crd) == nil && apihelpers.IsCRDConditionTrue(crd, apiextensionsv1.Established) {
+			return true
+		}
+	}
+	return false
 }
 
 // reportUnknown reports that the facts could not be read, but only before a first
