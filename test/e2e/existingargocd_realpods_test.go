@@ -17,8 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
-	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
-	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
@@ -46,13 +44,7 @@ const usersApp = "users-guestbook"
 func TestExistingArgoCDOnRealPods(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
-	var f *harness.Fleet
-	t.Cleanup(func() {
-		if f != nil {
-			assert.Empty(t, f.Leftovers(), "what the fleet's nodes left on the machine after Stop")
-		}
-	})
-	f = harness.StartForTest(t, harness.Options{RealPods: true})
+	f := startRealPodFleet(t)
 	r, err := realpods.Start(ctx, f, filepath.Join(f.WorkDir, "image"), olmSpoke, acmSpoke)
 	require.NoError(t, err)
 	spoke, acm := r.Spokes[0], r.Spokes[1]
@@ -101,12 +93,9 @@ func TestExistingArgoCDOnRealPods(t *testing.T) {
 	require.NoError(t, install.SelectCluster(ctx, f.Hub, hubCluster, true), "the Placement selects the hub too")
 
 	t.Run("the OLM spoke: the agent names OLM's OpenShift GitOps; nothing but the agent is shipped; one operator runs", func(t *testing.T) {
-		var c metav1.Condition
-		waitAddonCondition(t, ctx, f.Hub, olmSpoke, contract.ConditionExistingArgoCD,
-			func(got metav1.Condition) bool { c = got; return got.Status == metav1.ConditionTrue }, "the agent finds OLM's OpenShift GitOps")
-		assert.Equal(t, contract.ExistingArgoCDOLM, c.Reason)
-		assert.Contains(t, c.Message, "via OLM (ClusterServiceVersion openshift-gitops-operator/openshift-gitops-operator.v1.16.0)")
-		assert.Contains(t, c.Message, "ArgoCD openshift-gitops/openshift-gitops (not created by gitops-addon)")
+		waitExistingArgoCD(t, ctx, f.Hub, olmSpoke, contract.ExistingArgoCDOLM,
+			"via OLM (ClusterServiceVersion openshift-gitops-operator/openshift-gitops-operator.v1.16.0)",
+			"ArgoCD openshift-gitops/openshift-gitops (not created by gitops-addon)")
 		require.NoError(t, install.WaitAddonAvailable(ctx, f.Hub, olmSpoke, 5*time.Minute))
 		waitAvailable(t, ctx, spoke.Client, r.Nodes[olmSpoke], harness.AddonNamespace, contract.AgentDeployment)
 		assertNothingShippedBeside(t, ctx, f.Hub, spoke)
@@ -114,11 +103,8 @@ func TestExistingArgoCDOnRealPods(t *testing.T) {
 	})
 
 	t.Run("the ACM spoke: acm-openshift-gitops named, nothing of ours runs beside it", func(t *testing.T) {
-		var c metav1.Condition
-		waitAddonCondition(t, ctx, f.Hub, acmSpoke, contract.ConditionExistingArgoCD,
-			func(got metav1.Condition) bool { c = got; return got.Status == metav1.ConditionTrue }, "the agent finds ACM's instance")
-		assert.Equal(t, contract.ExistingArgoCDInstance, c.Reason)
-		assert.Contains(t, c.Message, "ArgoCD openshift-gitops/acm-openshift-gitops (not created by gitops-addon)")
+		waitExistingArgoCD(t, ctx, f.Hub, acmSpoke, contract.ExistingArgoCDInstance,
+			"ArgoCD openshift-gitops/acm-openshift-gitops (not created by gitops-addon)")
 		require.NoError(t, install.WaitAddonAvailable(ctx, f.Hub, acmSpoke, 5*time.Minute))
 		assertNothingShippedBeside(t, ctx, f.Hub, acm)
 		untouched(t, acm.Cluster)
@@ -131,10 +117,7 @@ func TestExistingArgoCDOnRealPods(t *testing.T) {
 		existing := meta.FindStatusCondition(gc.Status.Conditions, appsv1beta1.ConditionExistingArgoCD)
 		require.NotNil(t, existing)
 		assert.Contains(t, existing.Message, "Cluster local-cluster is the hub itself")
-		assert.False(t, exists(ctx, f.Hub.Client, &addonv1beta1.ManagedClusterAddOn{}, hubCluster+"/"+contract.AddonName), "no addon on the hub")
-		works := &workv1.ManifestWorkList{}
-		require.NoError(t, f.Hub.Client.List(ctx, works, client.InNamespace(hubCluster)))
-		assert.Empty(t, works.Items, "no ManifestWork for the hub")
+		assertHubGetsNothing(t, ctx, f.Hub)
 		untouched(t, f.Hub)
 	})
 
@@ -161,12 +144,10 @@ func TestExistingArgoCDOnRealPods(t *testing.T) {
 			require.NoError(t, install.SelectCluster(ctx, f.Hub, name, false))
 		}
 		for _, s := range r.Spokes {
+			waitAddonGone(t, ctx, f.Hub, s.Name)
 			require.Eventually(t, func() bool {
-				works := &workv1.ManifestWorkList{}
-				return f.Hub.Client.List(ctx, works, client.InNamespace(s.Name)) == nil && len(works.Items) == 0 &&
-					!exists(ctx, f.Hub.Client, &addonv1beta1.ManagedClusterAddOn{}, s.Name+"/"+contract.AddonName) &&
-					!exists(ctx, s.Client, &appsv1.Deployment{}, harness.AddonNamespace+"/"+contract.AgentDeployment)
-			}, 3*time.Minute, time.Second, "the addon, its ManifestWorks and the agent go from %s", s.Name)
+				return !exists(ctx, s.Client, &appsv1.Deployment{}, harness.AddonNamespace+"/"+contract.AgentDeployment)
+			}, 2*time.Minute, time.Second, "the agent goes from %s", s.Name)
 		}
 		for c := range existing {
 			untouched(t, c)

@@ -85,25 +85,19 @@ func TestExistingArgoCD(t *testing.T) {
 	require.NoError(t, <-startAgentsWhenDelivered(ctx, p, map[string]*harness.Spoke{olmSpoke: spoke, acmSpoke: acm}))
 
 	t.Run("the spoke's agent names OLM's OpenShift GitOps; nothing but the agent is shipped there", func(t *testing.T) {
-		var c metav1.Condition
-		waitAddonCondition(t, ctx, f.Hub, olmSpoke, contract.ConditionExistingArgoCD,
-			func(got metav1.Condition) bool { c = got; return got.Status == metav1.ConditionTrue }, "the agent finds OLM's OpenShift GitOps")
-		assert.Equal(t, contract.ExistingArgoCDOLM, c.Reason)
-		assert.Contains(t, c.Message, "OpenShift GitOps v1.16.0 via OLM (ClusterServiceVersion openshift-gitops-operator/openshift-gitops-operator.v1.16.0)")
-		assert.Contains(t, c.Message, "OpenShift GitOps via OLM (Subscription openshift-gitops-operator/openshift-gitops-operator)")
-		assert.Contains(t, c.Message, "operator Deployment openshift-gitops-operator/openshift-gitops-operator-controller-manager watching openshift-gitops")
-		assert.Contains(t, c.Message, "ArgoCD openshift-gitops/openshift-gitops (not created by gitops-addon)")
+		waitExistingArgoCD(t, ctx, f.Hub, olmSpoke, contract.ExistingArgoCDOLM,
+			"OpenShift GitOps v1.16.0 via OLM (ClusterServiceVersion openshift-gitops-operator/openshift-gitops-operator.v1.16.0)",
+			"OpenShift GitOps via OLM (Subscription openshift-gitops-operator/openshift-gitops-operator)",
+			"operator Deployment openshift-gitops-operator/openshift-gitops-operator-controller-manager watching openshift-gitops",
+			"ArgoCD openshift-gitops/openshift-gitops (not created by gitops-addon)")
 		require.NoError(t, install.WaitAddonAvailable(ctx, f.Hub, olmSpoke, 3*time.Minute))
 		assertNothingShippedBeside(t, ctx, f.Hub, spoke)
 	})
 
 	t.Run("ACM's acm-openshift-gitops on a spoke: named, nothing of ours beside it, untouched", func(t *testing.T) {
-		var c metav1.Condition
-		waitAddonCondition(t, ctx, f.Hub, acmSpoke, contract.ConditionExistingArgoCD,
-			func(got metav1.Condition) bool { c = got; return got.Status == metav1.ConditionTrue }, "the agent finds ACM's instance")
-		assert.Equal(t, contract.ExistingArgoCDInstance, c.Reason)
-		assert.Contains(t, c.Message, "ArgoCD openshift-gitops/acm-openshift-gitops (not created by gitops-addon)")
-		assert.Contains(t, c.Message, "operator Deployment openshift-gitops-operator/openshift-gitops-operator-controller-manager watching openshift-gitops")
+		waitExistingArgoCD(t, ctx, f.Hub, acmSpoke, contract.ExistingArgoCDInstance,
+			"ArgoCD openshift-gitops/acm-openshift-gitops (not created by gitops-addon)",
+			"operator Deployment openshift-gitops-operator/openshift-gitops-operator-controller-manager watching openshift-gitops")
 		require.NoError(t, install.WaitAddonAvailable(ctx, f.Hub, acmSpoke, 3*time.Minute))
 		assertNothingShippedBeside(t, ctx, f.Hub, acm)
 		assertUnchanged(t, ctx, acm.Client, acmBefore)
@@ -118,10 +112,7 @@ func TestExistingArgoCD(t *testing.T) {
 		assert.Contains(t, existing.Message, "Cluster local-cluster is the hub itself")
 		assert.Contains(t, existing.Message, "OpenShift GitOps v1.16.0 via OLM")
 		assert.Contains(t, existing.Message, "acm-openshift-gitops")
-		assert.False(t, exists(ctx, f.Hub.Client, &addonv1beta1.ManagedClusterAddOn{}, hubCluster+"/"+contract.AddonName), "no addon on the hub")
-		works := &workv1.ManifestWorkList{}
-		require.NoError(t, f.Hub.Client.List(ctx, works, client.InNamespace(hubCluster)))
-		assert.Empty(t, works.Items, "no ManifestWork for the hub")
+		assertHubGetsNothing(t, ctx, f.Hub)
 		secret := &corev1.Secret{}
 		require.NoError(t, f.Hub.Client.Get(ctx, client.ObjectKey{Namespace: contract.GitOpsNamespace, Name: gitopscluster.ClusterSecretName(hubCluster)}, secret))
 		assert.Equal(t, "https://kubernetes.default.svc", string(secret.Data["server"]))
@@ -184,16 +175,45 @@ func TestExistingArgoCD(t *testing.T) {
 			require.NoError(t, install.SelectCluster(ctx, f.Hub, cluster, false))
 		}
 		for _, cluster := range []string{olmSpoke, acmSpoke} {
-			require.Eventually(t, func() bool {
-				works := &workv1.ManifestWorkList{}
-				return f.Hub.Client.List(ctx, works, client.InNamespace(cluster)) == nil && len(works.Items) == 0 &&
-					!exists(ctx, f.Hub.Client, &addonv1beta1.ManagedClusterAddOn{}, cluster+"/"+contract.AddonName)
-			}, 3*time.Minute, 500*time.Millisecond, "the addon and its ManifestWorks go from %s", cluster)
+			waitAddonGone(t, ctx, f.Hub, cluster)
 		}
 		assertUnchanged(t, ctx, spoke.Client, spokeBefore)
 		assertUnchanged(t, ctx, acm.Client, acmBefore)
 		assertUnchanged(t, ctx, f.Hub.Client, hubBefore)
 	})
+}
+
+// waitExistingArgoCD waits until a cluster's agent reports ExistingArgoCD True, and
+// checks its reason and that its message names each of names.
+func waitExistingArgoCD(t *testing.T, ctx context.Context, hub *harness.Cluster, cluster, reason string, names ...string) {
+	t.Helper()
+	var c metav1.Condition
+	waitAddonCondition(t, ctx, hub, cluster, contract.ConditionExistingArgoCD,
+		func(got metav1.Condition) bool { c = got; return got.Status == metav1.ConditionTrue }, "the agent finds the existing Argo CD")
+	assert.Equal(t, reason, c.Reason)
+	for _, name := range names {
+		assert.Contains(t, c.Message, name)
+	}
+}
+
+// assertHubGetsNothing: the hub, registered as local-cluster, has no ManagedClusterAddOn
+// and no ManifestWork.
+func assertHubGetsNothing(t *testing.T, ctx context.Context, hub *harness.Cluster) {
+	t.Helper()
+	assert.False(t, exists(ctx, hub.Client, &addonv1beta1.ManagedClusterAddOn{}, hubCluster+"/"+contract.AddonName), "no addon on the hub")
+	works := &workv1.ManifestWorkList{}
+	require.NoError(t, hub.Client.List(ctx, works, client.InNamespace(hubCluster)))
+	assert.Empty(t, works.Items, "no ManifestWork for the hub")
+}
+
+// waitAddonGone waits until a cluster has neither the addon nor any ManifestWork.
+func waitAddonGone(t *testing.T, ctx context.Context, hub *harness.Cluster, cluster string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		works := &workv1.ManifestWorkList{}
+		return hub.Client.List(ctx, works, client.InNamespace(cluster)) == nil && len(works.Items) == 0 &&
+			!exists(ctx, hub.Client, &addonv1beta1.ManagedClusterAddOn{}, cluster+"/"+contract.AddonName)
+	}, 3*time.Minute, 500*time.Millisecond, "the addon and its ManifestWorks go from %s", cluster)
 }
 
 // seedOpenShiftGitOps puts on a cluster what OLM's OpenShift GitOps leaves there: its

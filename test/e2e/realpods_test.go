@@ -36,14 +36,7 @@ const nonRootUser = 65532
 func TestRealPods(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	var f *harness.Fleet
-	// Registered first, so it runs last: after the fleet's Stop.
-	t.Cleanup(func() {
-		if f != nil {
-			assert.Empty(t, f.Leftovers(), "what the fleet's nodes left on the machine after Stop")
-		}
-	})
-	f = harness.StartForTest(t, harness.Options{RealPods: true})
+	f := startRealPodFleet(t)
 	// The demo's own path and waits (`make demo REAL_PODS=1`): the ApplicationSet is
 	// applied as soon as the stack has landed on the spokes, while their Argo CD starts.
 	d, err := demo.SetUp(ctx, f, demo.Options{RealPods: true, Step: t.Logf})
@@ -135,6 +128,21 @@ func TestRealPods(t *testing.T) {
 			}
 		}
 	})
+}
+
+// startRealPodFleet starts a real-pod fleet for the test and, once it has stopped, checks
+// that its nodes left nothing on the machine.
+func startRealPodFleet(t *testing.T) *harness.Fleet {
+	t.Helper()
+	var f *harness.Fleet
+	// Registered first, so it runs last: after the fleet's Stop.
+	t.Cleanup(func() {
+		if f != nil {
+			assert.Empty(t, f.Leftovers(), "what the fleet's nodes left on the machine after Stop")
+		}
+	})
+	f = harness.StartForTest(t, harness.Options{RealPods: true})
+	return f
 }
 
 // waitAvailable waits until a Deployment has its one replica available: its pod runs and
