@@ -88,6 +88,7 @@ func TestDefaultValuesRenderEveryObject(t *testing.T) {
 		{"RoleBinding", contract.GitOpsNamespace, "gitops-addon:agent:resource-summary"},
 		{"Role", contract.GitOpsNamespace, "gitops-addon:agent-teardown"},
 		{"RoleBinding", contract.GitOpsNamespace, "gitops-addon:agent-teardown"},
+		{"NetworkPolicy", contract.GitOpsNamespace, "gitops-addon-agent-redis"},
 		{"Job", agentchart.InstallNamespace, "gitops-addon-spoke-teardown"},
 	}
 	for _, want := range expected {
@@ -140,6 +141,7 @@ func TestStackShipsNoSecondArgoCD(t *testing.T) {
 		{stack: "useExisting", inGitOpsNamespace: []string{
 			"Role/gitops-addon:agent-teardown", "Role/gitops-addon:agent:repository-credentials", "Role/gitops-addon:agent:resource-summary",
 			"RoleBinding/gitops-addon:agent-teardown", "RoleBinding/gitops-addon:agent:repository-credentials", "RoleBinding/gitops-addon:agent:resource-summary",
+			"NetworkPolicy/gitops-addon-agent-redis",
 		}},
 	} {
 		t.Run(tc.stack, func(t *testing.T) {

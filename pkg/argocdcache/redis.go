@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -85,16 +86,17 @@ const maxBackoff = 10 * time.Second
 // lost connection; reconnected is called each time it (re)subscribes, so that the caller
 // can look again at what it may have missed.
 func (c *Client) Announcements(ctx context.Context, announced func(instance string), reconnected func()) error {
-	sub := c.rdb.PSubscribe(ctx)
+	// Subscribed lazily: go-redis dials on Receive, and again after a lost connection.
+	sub := c.rdb.PSubscribe(ctx, TreeChannelPattern)
 	defer func() { _ = sub.Close() }()
-	if err := sub.PSubscribe(ctx, TreeChannelPattern); err != nil {
-		return fmt.Errorf("subscribing to Argo CD's tree announcements: %w", err)
-	}
 	backoff := time.Duration(0)
 	for {
 		msg, err := sub.Receive(ctx)
 		if ctx.Err() != nil {
 			return nil
+		}
+		if IsAuthError(err) {
+			return fmt.Errorf("subscribing to Argo CD's tree announcements: %w", err)
 		}
 		if err != nil {
 			// go-redis reconnects on the next Receive and subscribes again; while redis is
@@ -119,4 +121,14 @@ func (c *Client) Announcements(ctx context.Context, announced func(instance stri
 			}
 		}
 	}
+}
+
+// IsAuthError says whether redis refused the password (or wants one): the caller reads the
+// password again rather than retrying with the same.
+func IsAuthError(err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "WRONGPASS") || strings.Contains(msg, "NOAUTH") || strings.Contains(msg, "invalid password")
 }

@@ -48,6 +48,13 @@ func newAgentCommand() *cobra.Command {
 			"<argocd>-agent-agent-healthz Service)")
 	f.DurationVar(&o.ArgoCDAgentHealthInterval, "argocd-agent-health-interval", agenthealth.DefaultInterval,
 		"Argo CD Agent mode: how often argocd-agent's health endpoint is asked; the hub is written only when the answer changes")
+	f.StringVar(&o.ArgoCDRedisAddress, "argocd-redis-address", "",
+		"Argo CD's redis on this cluster, where the agent reads the resource trees of the Applications the hub pulled here (default: the "+
+			"GitOps operator's <argocd>-redis Service in openshift-gitops, port 6379)")
+	f.StringVar(&o.ArgoCDRedisPasswordSecret, "argocd-redis-password-secret", agent.DefaultRedisPasswordSecret,
+		"the Secret of openshift-gitops that holds Argo CD's redis password (key admin.password, as the GitOps operator makes it); empty: no password")
+	f.BoolVar(&o.DisableResourceTree, "disable-resource-tree", false,
+		"do not report the pulled Applications' resource trees to the hub (its Argo CD UI then shows them without their tree)")
 	f.BoolVar(&o.LeaderElection, "leader-elect", false, "elect one active replica through a Lease on the spoke")
 	return c
 }

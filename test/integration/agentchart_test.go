@@ -275,7 +275,7 @@ func TestRenderedManifestsOnARealAPIServer(t *testing.T) {
 		}
 	})
 
-	t.Run("the agent's identity may change only the resource summary annotation of an Application and ask for a normal refresh", func(t *testing.T) {
+	t.Run("the agent's identity may change only the resource summary and tree annotations of an Application and ask for a normal refresh", func(t *testing.T) {
 		app := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
 			"metadata": map[string]any{"name": "guestbook", "namespace": contract.GitOpsNamespace, "annotations": map[string]any{"team": "blue"}},
@@ -298,7 +298,7 @@ func TestRenderedManifestsOnARealAPIServer(t *testing.T) {
 			return specErr != nil
 		}, 30*time.Second, 200*time.Millisecond, "the agent changed an Application's spec")
 		assert.True(t, apierrors.IsForbidden(specErr) || apierrors.IsInvalid(specErr), "%v", specErr)
-		assert.Contains(t, specErr.Error(), "may change only the annotation gitops-addon.open-cluster-management.io/resources")
+		assert.Contains(t, specErr.Error(), "may change only the annotations gitops-addon.open-cluster-management.io/resources and")
 		for name, doc := range map[string]string{
 			"another annotation":  `{"metadata":{"annotations":{"team":"red"}}}`,
 			"a new annotation":    `{"metadata":{"annotations":{"example.com/owner":"agent"}}}`,
@@ -313,6 +313,8 @@ func TestRenderedManifestsOnARealAPIServer(t *testing.T) {
 		}
 		require.NoError(t, patch(`{"metadata":{"annotations":{"gitops-addon.open-cluster-management.io/resources":"{\"v\":1,\"total\":0}"}}}`),
 			"the summary annotation is the agent's to write")
+		require.NoError(t, patch(`{"metadata":{"annotations":{"gitops-addon.open-cluster-management.io/tree":"H4sI"}}}`),
+			"the tree annotation is the agent's to write (pkg/spoke/treereport)")
 		require.NoError(t, patch(`{"metadata":{"annotations":{"argocd.argoproj.io/refresh":"normal"}}}`),
 			"a normal refresh is the agent's to ask for (pkg/spoke/comparisonretry)")
 		assert.Error(t, patch(`{"metadata":{"annotations":{"argocd.argoproj.io/refresh":null}}}`), "the agent removed a refresh request; Argo CD does that")

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/gitops-addon/gitops-addon/pkg/argocdcache"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/addonstatus"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/agentcert"
@@ -36,6 +37,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/resourcesummary"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/routeguard"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/schemes"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/treereport"
 )
 
 // Options configures the spoke agent.
@@ -68,6 +70,15 @@ type Options struct {
 	ArgoCDAgentHealthURL string
 	// ArgoCDAgentHealthInterval is how often it is asked; zero: agenthealth.DefaultInterval.
 	ArgoCDAgentHealthInterval time.Duration
+
+	// ArgoCDRedisAddress is Argo CD's redis, where the resource trees are read (pkg/spoke/treereport);
+	// empty: the GitOps operator's redis Service of the ArgoCD gitops-addon ships.
+	ArgoCDRedisAddress string
+	// ArgoCDRedisPasswordSecret is the Secret of the GitOps namespace with redis's password
+	// (key RedisPasswordKey); empty: none.
+	ArgoCDRedisPasswordSecret string
+	// DisableResourceTree turns the tree reports off.
+	DisableResourceTree bool
 
 	MetricsBindAddress     string
 	HealthProbeBindAddress string
@@ -159,8 +170,31 @@ func PulledApplications(s Setup) error {
 	if !s.Options.inGitOpsNamespace() {
 		return nil
 	}
-	return pulledapps.SetupWithManager(s.Manager, contract.GitOpsNamespace,
-		resourcesummary.Controller(s.Report), comparisonretry.Controller(contract.GitOpsNamespace))
+	controllers := []pulledapps.Controller{resourcesummary.Controller(s.Report), comparisonretry.Controller(contract.GitOpsNamespace)}
+	if !s.Options.DisableResourceTree {
+		controllers = append(controllers, treereport.Controller(s.Options.treeReport(s.Manager.GetAPIReader(), s.Report)))
+	}
+	return pulledapps.SetupWithManager(s.Manager, contract.GitOpsNamespace, controllers...)
+}
+
+// DefaultRedisPasswordSecret and RedisPasswordKey are where the GitOps operator keeps the
+// redis password of the ArgoCD gitops-addon ships.
+const (
+	DefaultRedisPasswordSecret = contract.ArgoCDName + "-redis-initial-password"
+	RedisPasswordKey           = "admin.password"
+)
+
+// treeReport configures the resource tree reports: Argo CD's redis and its password.
+func (o Options) treeReport(reader client.Reader, report *addonstatus.Report) treereport.Options {
+	address := o.ArgoCDRedisAddress
+	if address == "" {
+		address = fmt.Sprintf("%s-redis.%s.svc:6379", contract.ArgoCDName, contract.GitOpsNamespace)
+	}
+	t := treereport.Options{Namespace: contract.GitOpsNamespace, Redis: argocdcache.Options{Address: address}, Report: report}
+	if o.ArgoCDRedisPasswordSecret != "" {
+		t.RedisPassword = treereport.SecretPassword(reader, contract.GitOpsNamespace, o.ArgoCDRedisPasswordSecret, RedisPasswordKey)
+	}
+	return t
 }
 
 // RepositoryCredentials keeps in the Argo CD namespace the hub's repository credentials
