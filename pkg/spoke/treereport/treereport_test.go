@@ -98,7 +98,7 @@ func TestReconcileShipsTheTreeOnce(t *testing.T) {
 				require.ErrorContains(t, err, tc.wantErr)
 				c, set := report.Condition(ConditionNotReported)
 				require.True(t, set, "the failure reaches the agent's ManagedClusterAddOn")
-				assert.Contains(t, c.Message, "a NetworkPolicy must let the agent in")
+				assert.Contains(t, c.Message, "without their resource tree")
 				return
 			}
 			require.NoError(t, err)
@@ -115,8 +115,9 @@ func TestReconcileShipsTheTreeOnce(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, 3, shipped.Total)
 			require.Len(t, shipped.Tree.Nodes, 3)
-			assert.Equal(t, "Pod", shipped.Tree.Nodes[2].Kind, "children down to the Pods")
-			assert.Equal(t, "ReplicaSet", shipped.Tree.Nodes[2].ParentRefs[0].Kind)
+			pod := shipped.Tree.Nodes[0] // Argo CD's order: group/kind/namespace/name
+			assert.Equal(t, "Pod", pod.Kind, "children down to the Pods")
+			assert.Equal(t, "ReplicaSet", pod.ParentRefs[0].Kind)
 			spec, _, _ := unstructured.NestedMap(stored.Object, "spec")
 			assert.Equal(t, map[string]any{"project": "default"}, spec, "nothing but the annotation changed")
 		})
