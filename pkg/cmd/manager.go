@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/agentsigner"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/manager"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
@@ -58,6 +59,7 @@ func newManagerCommand() *cobra.Command {
 			}
 			cfg.QPS, cfg.Burst = qps, burst
 			o.HubOnly = !deliverAddon
+			o.ArgoCDRedis.Password = os.Getenv("ARGOCD_REDIS_PASSWORD")
 			return manager.Run(c.Context(), cfg, o)
 		},
 	}
@@ -83,6 +85,10 @@ func newManagerCommand() *cobra.Command {
 	f.DurationVar(&o.PullStatusStaleAfter, "pull-status-stale-after", pullmodel.DefaultStatusStaleAfter,
 		"the age from which a pulled Application's status on the hub counts in the metric gitops_addon_pull_stale_statuses: how long since "+
 			"the work agent was last known to report it (docs/operations/metrics.md)")
+	f.StringVar(&o.ArgoCDRedis.Address, "argocd-redis-address", "", "the hub Argo CD's redis (host:port), where the pulled Applications' "+
+		"resource trees are written for its argocd-server and UI; its password is read from $ARGOCD_REDIS_PASSWORD; empty: no trees on the hub")
+	f.StringVar(&o.ArgoCDNamespace, "argocd-namespace", contract.GitOpsNamespace, "the hub Argo CD's own namespace: Applications elsewhere "+
+		"are cached as namespace_name")
 	f.BoolVar(&o.UpgradeCRDs, "upgrade-crds", true, "at start, bring the GitOpsCluster and MulticlusterApplicationSetReport CRDs to this manager's schema by "+
 		"server-side apply (never deletes or downgrades a CRD, never touches one another installer owns); false leaves them to the installer")
 	f.StringSliceVar(&o.ArgoNamespaces, "argo-namespaces", nil, "the only namespaces a GitOpsCluster may name in spec.argoServer.argoNamespace, "+

@@ -38,6 +38,7 @@ import (
 
 	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	"github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
+	"github.com/gitops-addon/gitops-addon/pkg/argocdcache"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/addon"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/agentsigner"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/agenttrust"
@@ -49,6 +50,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/hub/localcluster"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/stackstatus"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/treecache"
 )
 
 // LeaderElectionID is the Lease that elects the active manager replica.
@@ -80,6 +82,11 @@ type Options struct {
 	// PullStatusStaleAfter is the age from which a pulled Application's status on the hub
 	// counts as stale in the metrics (pullmodel.DefaultStatusStaleAfter when zero).
 	PullStatusStaleAfter time.Duration
+	// ArgoCDRedis is the hub Argo CD's redis, where the pulled Applications' resource trees
+	// are written for argocd-server (pkg/hub/treecache); an empty address: no trees.
+	ArgoCDRedis argocdcache.Options
+	// ArgoCDNamespace is the hub Argo CD's own namespace (cache names of Applications).
+	ArgoCDNamespace string
 	// UpgradeCRDs brings the hub's CRDs to this manager's schema before it starts
 	// (pkg/hub/crdupgrade): Helm never upgrades a chart's crds/.
 	UpgradeCRDs bool
@@ -92,6 +99,14 @@ type Options struct {
 	ArgoCDAgentCertificateLifetime time.Duration
 	// SkipControllerNameValidation lets tests run several managers in one process.
 	SkipControllerNameValidation bool
+}
+
+// treeWriter writes the resource trees into the hub Argo CD's redis, when one is given.
+func (o Options) treeWriter() *treecache.Writer {
+	if o.ArgoCDRedis.Address == "" {
+		return nil
+	}
+	return &treecache.Writer{Store: argocdcache.New(o.ArgoCDRedis), ArgoNamespace: o.ArgoCDNamespace}
 }
 
 // NewScheme registers every kind the hub manager reads or writes.
@@ -181,6 +196,7 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 			Hub:     hub,
 			Workers: o.PullWorkers, ApplyTimeout: o.PullApplyTimeout, StatusStaleAfter: o.PullStatusStaleAfter, HubOnly: o.HubOnly,
 			SkipNameValidation: o.SkipControllerNameValidation, CredentialNamespaces: gitopscluster.NamespaceConfigs(o.ArgoNamespaces),
+			Trees: o.treeWriter(),
 		}); err != nil {
 			return nil, fmt.Errorf("setting up the pull model: %w", err)
 		}

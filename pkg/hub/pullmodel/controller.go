@@ -21,6 +21,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/bounded"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/localcluster"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/treecache"
 )
 
 // ControllerName names the propagation controller in logs, metrics and Events.
@@ -55,6 +56,25 @@ type Reconciler struct {
 	creates ownCreates
 	// latency measures the changes in flight for the pull latency metrics (nil: none).
 	latency *latencies
+	// Trees writes the pulled Applications' resource trees where the hub's argocd-server
+	// reads them (nil: the hub's Argo CD redis was not given; no trees).
+	Trees *treecache.Writer
+}
+
+// forgetTree removes an Application's tree from the hub's Argo CD cache: gone (every key
+// of that name), or no longer pulled (only what this manager wrote). A redis that is down
+// holds up nothing: a tree left in a cache is drawn for no Application.
+func (r *Reconciler) forgetTree(ctx context.Context, app types.NamespacedName, gone bool) {
+	if r.Trees == nil {
+		return
+	}
+	forget := r.Trees.Forget
+	if gone {
+		forget = r.Trees.Deleted
+	}
+	if err := forget(ctx, app); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "the resource tree stays in the hub Argo CD's redis")
+	}
 }
 
 // Reconcile brings the ManifestWork of one hub Application, and the Application's status,
@@ -71,6 +91,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			if err := r.retireACMWorks(ctx, nil, req.NamespacedName, "", nil); err != nil {
 				return ctrl.Result{}, err
 			}
+			r.forgetTree(ctx, req.NamespacedName, true)
 			return ctrl.Result{}, r.deleteWorksExcept(ctx, works, "")
 		}
 		return ctrl.Result{}, fmt.Errorf("reading Application %s: %w", req.NamespacedName, err)
@@ -86,6 +107,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.retireACMWorks(ctx, app, req.NamespacedName, "", nil); err != nil {
 			return ctrl.Result{}, err
 		}
+		r.forgetTree(ctx, req.NamespacedName, true)
 		return ctrl.Result{}, r.finalize(ctx, app, works)
 	}
 	v, err := validate(ctx, app, r)
@@ -109,6 +131,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.retireACMWorks(ctx, app, req.NamespacedName, "", nil); err != nil {
 			return ctrl.Result{}, err
 		}
+		r.forgetTree(ctx, req.NamespacedName, false)
 		return ctrl.Result{}, r.writeHubApplication(ctx, app, v, spokeStatus{}, nil)
 	}
 	// A changed cluster annotation moves the Application: the old cluster's work goes.
@@ -141,9 +164,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// timeout is scheduled here.
 		requeue = r.ApplyTimeout
 	}
-	v.warnings = append(v.warnings, warnings...)
+	v.warnings = append(append(v.warnings, warnings...), treeProblems(r.Trees, v.cluster, spoke)...)
 	if err := r.writeHubApplication(ctx, app, v, spoke, taken(app, existing, spoke)); err != nil {
 		return ctrl.Result{}, err
+	}
+	if err := writeTree(ctx, r.Trees, req.NamespacedName, spoke); err != nil {
+		return ctrl.Result{}, fmt.Errorf("writing the resource tree of Application %s into the hub Argo CD's redis: %w", req.NamespacedName, err)
 	}
 	r.latency.statusOnHub(req.NamespacedName, existing, spoke)
 	return ctrl.Result{RequeueAfter: requeue}, nil

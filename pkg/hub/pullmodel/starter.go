@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/gitops-addon/gitops-addon/pkg/hub/localcluster"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/treecache"
 )
 
 // requiredCRDs must be established before the pull model starts.
@@ -58,6 +59,8 @@ type Options struct {
 	// credentials the pull model reads (the manager may read Secrets there only): the
 	// manager's --argo-namespaces as gitopscluster.NamespaceConfigs gives them.
 	CredentialNamespaces map[string]cache.Config
+	// Trees writes the resource trees where the hub's argocd-server reads them (nil: none).
+	Trees *treecache.Writer
 }
 
 // DefaultApplyTimeout is Options.ApplyTimeout's default: far above the seconds a work
@@ -143,7 +146,8 @@ func (s *Starter) start() error {
 		}
 		propagation := &Reconciler{Client: s.mgr.GetClient(), Cache: c, Recorder: s.mgr.GetEventRecorder(ControllerName),
 			APIReader: s.mgr.GetAPIReader(), acm: newACMWorks(s.mgr.GetAPIReader()),
-			ApplyTimeout: s.opts.applyTimeout(), HubOnly: s.opts.HubOnly, Hub: s.opts.Hub, latency: newLatencies(time.Now)}
+			ApplyTimeout: s.opts.applyTimeout(), HubOnly: s.opts.HubOnly, Hub: s.opts.Hub, latency: newLatencies(time.Now),
+			Trees: s.opts.Trees}
 		if err := propagation.SetupWithManager(s.mgr, s.opts.Workers, s.opts.SkipNameValidation); err != nil {
 			s.startErr = fmt.Errorf("setting up the pull model's propagation controller: %w", err)
 			return

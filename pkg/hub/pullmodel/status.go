@@ -54,7 +54,7 @@ func spokeStatusOf(w *workv1.ManifestWork, appNamespace, appName string) spokeSt
 		for _, v := range m.StatusFeedbacks.Values {
 			if v.Value.Type == workv1.String && v.Value.String != nil {
 				s.values[v.Name] = *v.Value.String
-				if v.Name != FeedbackResources { // bounded by its own decoder
+				if v.Name != FeedbackResources && v.Name != FeedbackTree { // bounded by their own decoders
 					s.values[v.Name] = cutFeedback(*v.Value.String)
 				}
 			}

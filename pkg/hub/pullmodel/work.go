@@ -16,6 +16,7 @@ import (
 
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/contract/appresources"
+	"github.com/gitops-addon/gitops-addon/pkg/contract/apptree"
 )
 
 // Names of the status feedback values the work agent reports for a pulled Application:
@@ -30,6 +31,8 @@ const (
 	FeedbackReconciledAt       = "reconciledAt"
 	// FeedbackResources is the spoke agent's summary of the Application's resources.
 	FeedbackResources = appresources.FeedbackName
+	// FeedbackTree is the spoke agent's resource tree of the Application (pkg/contract/apptree).
+	FeedbackTree = apptree.FeedbackName
 )
 
 // spokeConditionsReported is how many of the spoke Application's conditions
@@ -60,6 +63,7 @@ var feedbackPaths = append([]workv1.JsonPath{
 	{Name: FeedbackOperationMessage, Path: ".status.operationState.message"},
 	{Name: FeedbackReconciledAt, Path: ".status.reconciledAt"},
 	{Name: FeedbackResources, Path: appresources.FeedbackPath},
+	{Name: FeedbackTree, Path: apptree.FeedbackPath},
 }, conditionPaths()...)
 
 func conditionPaths() []workv1.JsonPath {

@@ -45,6 +45,10 @@ const FieldManager = "gitops-addon-agent"
 // read or written; it is withdrawn once one is written again.
 const ConditionNotReported = "ApplicationTreeNotReported"
 
+// ReasonTreeNotReported: a tree could not be read from Argo CD's redis or written on its
+// Application; the message names which and why.
+const ReasonTreeNotReported = "TreeNotReported"
+
 // maxCachedTree bounds what the agent inflates of one tree from the spoke's redis.
 const maxCachedTree = 64 << 20
 
@@ -173,7 +177,7 @@ func (r *Reconciler) failed(err error) {
 	if r.Report == nil {
 		return
 	}
-	r.Report.Set(metav1.Condition{Type: ConditionNotReported, Status: metav1.ConditionTrue, Reason: "TreeNotReported",
+	r.Report.Set(metav1.Condition{Type: ConditionNotReported, Status: metav1.ConditionTrue, Reason: ReasonTreeNotReported,
 		Message: err.Error() + "; the hub's Argo CD shows these Applications without their resource tree until it is reported"})
 }
 

@@ -1,0 +1,60 @@
+package pullmodel
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gitops-addon/gitops-addon/pkg/contract/apptree"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/treecache"
+)
+
+// Reasons of the warnings about an Application's resource tree.
+const (
+	// ReasonResourceTreeBounded: the tree is over apptree's bounds; the hub's Argo CD UI
+	// shows its managed resources only.
+	ReasonResourceTreeBounded = "ResourceTreeBounded"
+	// ReasonResourceTreeUnreadable: the tree could not be decoded (a newer agent's format,
+	// or out of bounds).
+	ReasonResourceTreeUnreadable = "ResourceTreeUnreadable"
+)
+
+// tree decodes the spoke agent's resource tree, if the spoke reported one.
+func (s spokeStatus) tree() (shipped apptree.Shipped, value string, ok bool, err error) {
+	value, ok = s.get(FeedbackTree)
+	if !ok || value == "" {
+		return apptree.Shipped{}, "", false, nil
+	}
+	shipped, err = apptree.Decode(value)
+	return shipped, value, err == nil, err
+}
+
+// treeProblems are the warnings about the tree the hub's Argo CD UI shows: bounded, or
+// unreadable. None where the hub does not write trees.
+func treeProblems(trees *treecache.Writer, cluster string, s spokeStatus) []problem {
+	if trees == nil {
+		return nil
+	}
+	shipped, _, ok, err := s.tree()
+	switch {
+	case err != nil:
+		return []problem{{ReasonResourceTreeUnreadable, fmt.Sprintf("the resource tree cluster %s reports cannot be read (%v): "+
+			"upgrade the hub manager to the version of the cluster's gitops-addon agent", cluster, err)}}
+	case ok && (shipped.ManagedOnly || shipped.Omitted > 0):
+		return []problem{{ReasonResourceTreeBounded, fmt.Sprintf("on cluster %s %s", cluster, shipped.Summary())}}
+	}
+	return nil
+}
+
+// writeTree puts the tree the spoke reported where the hub's argocd-server reads it.
+func writeTree(ctx context.Context, trees *treecache.Writer, app types.NamespacedName, s spokeStatus) error {
+	if trees == nil {
+		return nil
+	}
+	shipped, value, ok, _ := s.tree()
+	if !ok {
+		return nil
+	}
+	return trees.Write(ctx, app, shipped, value)
+}

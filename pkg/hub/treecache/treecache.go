@@ -1,0 +1,115 @@
+// Package treecache writes each pulled Application's resource tree, as its spoke reports it
+// (pkg/contract/apptree), where the hub's argocd-server reads an Application's tree: the
+// hub Argo CD's redis cache, in Argo CD's own key and encoding (pkg/argocdcache), with
+// Argo CD's announcement so that an open UI page redraws at once. The hub's application
+// controller skips pulled Applications, so nothing else writes these keys.
+//
+// It writes only what changed: a tree is written when its value differs from the one this
+// manager last wrote, or when redis lost it (redis restarted; argocd-server then asks for a
+// refresh, which reconciles the Application). Nothing here can change a spoke: the only
+// credential is the hub redis's password.
+package treecache
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gitops-addon/gitops-addon/pkg/argocdcache"
+	"github.com/gitops-addon/gitops-addon/pkg/contract/apptree"
+)
+
+// Store is the part of the hub Argo CD's redis the writer uses.
+type Store interface {
+	Set(ctx context.Context, key string, value []byte) error
+	Exists(ctx context.Context, key string) (bool, error)
+	Delete(ctx context.Context, keys ...string) error
+	Publish(ctx context.Context, channel string) error
+}
+
+// Writer writes trees into one hub Argo CD's cache.
+type Writer struct {
+	Store Store
+	// ArgoNamespace is the hub Argo CD's own namespace: Applications elsewhere are cached
+	// as "namespace_name" (argocdcache.InstanceName).
+	ArgoNamespace string
+
+	mu      sync.Mutex
+	written map[types.NamespacedName][sha256.Size]byte
+}
+
+// Write puts an Application's shipped tree (the feedback value) in the cache, if it changed
+// or the cache lost it.
+func (w *Writer) Write(ctx context.Context, app types.NamespacedName, shipped apptree.Shipped, value string) error {
+	key := argocdcache.TreeKey(w.instance(app))
+	sum := sha256.Sum256([]byte(value))
+	if w.last(app) == sum {
+		there, err := w.Store.Exists(ctx, key)
+		if err != nil || there {
+			return err
+		}
+	}
+	raw, err := argocdcache.Encode(shipped.Tree)
+	if err != nil {
+		return err
+	}
+	if err := w.Store.Set(ctx, key, raw); err != nil {
+		return err
+	}
+	if err := w.Store.Publish(ctx, argocdcache.TreeChannel(w.instance(app))); err != nil {
+		return err
+	}
+	w.remember(app, sum)
+	return nil
+}
+
+// Forget removes an Application's tree: the Application is gone or no longer pulled.
+func (w *Writer) Forget(ctx context.Context, app types.NamespacedName) error {
+	w.mu.Lock()
+	_, known := w.written[app]
+	delete(w.written, app)
+	w.mu.Unlock()
+	if !known {
+		// Never written by this manager (or before its restart): the hub's application
+		// controller may own it now that the Application is not pulled.
+		return nil
+	}
+	if err := w.Store.Delete(ctx, argocdcache.TreeKey(w.instance(app))); err != nil {
+		return fmt.Errorf("removing the resource tree of Application %s: %w", app, err)
+	}
+	return nil
+}
+
+// Deleted removes the tree of an Application that is gone (or going): whoever wrote it, no
+// Application owns the key any more.
+func (w *Writer) Deleted(ctx context.Context, app types.NamespacedName) error {
+	w.mu.Lock()
+	delete(w.written, app)
+	w.mu.Unlock()
+	if err := w.Store.Delete(ctx, argocdcache.TreeKey(w.instance(app))); err != nil {
+		return fmt.Errorf("removing the resource tree of Application %s: %w", app, err)
+	}
+	return nil
+}
+
+func (w *Writer) instance(app types.NamespacedName) string {
+	return argocdcache.InstanceName(app.Namespace, app.Name, w.ArgoNamespace)
+}
+
+func (w *Writer) last(app types.NamespacedName) [sha256.Size]byte {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.written[app]
+}
+
+func (w *Writer) remember(app types.NamespacedName, sum [sha256.Size]byte) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.written == nil {
+		w.written = map[types.NamespacedName][sha256.Size]byte{}
+	}
+	w.written[app] = sum
+}
