@@ -97,7 +97,7 @@ test: verify e2e-env ## Run every check and test: make verify, then unit, integr
 # (test/repo) fails when a Fuzz function is missing here.
 FUZZ_TARGETS = ./pkg/hub/addon:FuzzCustomizedVariables ./pkg/contract/appresources:FuzzDecode ./pkg/contract:FuzzSettings \
 	./pkg/hub/pullmodel:FuzzSpokeStatusOnTheHub ./pkg/hub/pullmodel:FuzzValidate ./pkg/spoke/routeapi:FuzzClassify \
-	./pkg/hub/gitopscluster:FuzzGitOpsClusterSpec
+	./pkg/hub/gitopscluster:FuzzGitOpsClusterSpec ./pkg/contract/apptree:FuzzDecodeTree
 FUZZTIME ?= 10s
 
 .PHONY: fuzz

@@ -27,6 +27,7 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/crypto/bcrypt"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -78,8 +79,8 @@ type Instance struct {
 	Redis, RepoServer, Controller, ApplicationSet *harness.Process
 	// ControllerKubeconfig is the application controller's identity.
 	ControllerKubeconfig string
-	// RedisAddress is where its redis listens.
-	RedisAddress string
+	// RedisAddress is where its redis listens, RepoServerAddress its repo-server.
+	RedisAddress, RepoServerAddress string
 }
 
 // Stop ends the instance's processes.
@@ -201,6 +202,7 @@ func StartHub(ctx context.Context, f *harness.Fleet, crdFiles []string) (*Instan
 	if i.RepoServer, repoServer, err = startRepoServer(ctx, f, c, nil, redis); err != nil {
 		return i, err
 	}
+	i.RepoServerAddress = repoServer
 	if i.Controller, err = startController(f, c, nil, c.Kubeconfig, redis, repoServer); err != nil {
 		return i, err
 	}
@@ -226,13 +228,23 @@ func ensureConfig(ctx context.Context, c client.Client) error {
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: "argocd-cm", Labels: labels}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: "argocd-rbac-cm", Labels: labels}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: "argocd-secret", Labels: labels},
-			StringData: map[string]string{"server.secretkey": "e2e-only-not-a-secret"}},
+			StringData: map[string]string{"server.secretkey": "e2e-only-not-a-secret", "admin.password": adminPasswordHash(),
+				"admin.passwordMtime": "2026-01-01T00:00:00Z"}},
 	} {
 		if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating %s/%s: %w", Namespace, obj.GetName(), err)
 		}
 	}
 	return nil
+}
+
+// adminPasswordHash is AdminPassword as argocd-secret keeps it (bcrypt).
+func adminPasswordHash() string {
+	hash, err := bcrypt.GenerateFromPassword([]byte(AdminPassword), bcrypt.MinCost)
+	if err != nil {
+		panic(err) // only for a cost out of range
+	}
+	return string(hash)
 }
 
 // ensureDefaultProject creates the AppProject "default" as argocd-server does at start

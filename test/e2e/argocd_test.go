@@ -47,6 +47,8 @@ type argoFleet struct {
 	argo   *argocd.Fleet
 	// routes serves route.openshift.io/v1 on the OpenShift-like spoke.
 	routes *fakeroute.Server
+	// server is the hub's argocd-server.
+	server *argocd.Server
 }
 
 // startArgoFleet starts the hub and the spokes, installs gitops-addon with the seed
@@ -80,7 +82,22 @@ func startArgoFleet(t *testing.T, ctx context.Context) *argoFleet {
 	require.NoError(t, <-startAgentsWhenDelivered(ctx, a.p, map[string]*harness.Spoke{vanilla: a.spokes[vanilla], openshift: a.spokes[openshift]}))
 	a.argo, err = argocd.Start(ctx, a.f, a.p.Binary, a.spokes[vanilla], a.spokes[openshift])
 	require.NoError(t, err)
+	showTreesOnTheHub(t, ctx, a)
 	return a
+}
+
+// showTreesOnTheHub points each agent at its spoke Argo CD's redis (a loopback port here,
+// its Service on a cluster; no password) and the manager at the hub's (the chart's
+// pullModel.resourceTree), and runs the hub's argocd-server, whose API the UI calls.
+func showTreesOnTheHub(t *testing.T, ctx context.Context, a *argoFleet) {
+	for _, name := range []string{vanilla, openshift} {
+		a.p.SetAgentFlags(name, map[string]string{"--argocd-redis-address": a.argo.Spokes[name].RedisAddress, "--argocd-redis-password-secret": ""})
+		require.NoError(t, a.p.RestartAgent(ctx, a.spokes[name]))
+	}
+	require.NoError(t, a.p.RestartManagerWith(ctx, map[string]string{"--argocd-redis-address": a.argo.Hub.RedisAddress}))
+	var err error
+	a.server, err = argocd.StartServer(ctx, a.f, a.argo.Hub, "")
+	require.NoError(t, err)
 }
 
 // TestArgoCD runs the seed's pull-model ApplicationSet and its failure modes with real
@@ -148,6 +165,10 @@ func TestArgoCD(t *testing.T) {
 		}
 		assert.Equal(t, []string{"ConfigMap guestbook/guestbook-ui", "Secret guestbook/guestbook-db", "Service guestbook/guestbook-ui"}, refs,
 			"ACM's statuses.resources: the ApplicationSet's resources, once")
+	})
+
+	t.Run("the hub's argocd-server draws each pulled Application's resource tree as its spoke's Argo CD keeps it", func(t *testing.T) {
+		resourceTreeScenario(t, ctx, a)
 	})
 
 	t.Run("the real GitOps operator reconciles the delivered ArgoCD CR without errors on both spokes", func(t *testing.T) {

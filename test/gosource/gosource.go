@@ -8,7 +8,9 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"reflect"
 	"strconv"
+	"strings"
 )
 
 // StringConstants are the string constants a Go file declares, by name.
@@ -39,4 +41,47 @@ func StringConstants(path string) (map[string]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// StructJSONFields are the JSON names of a struct type's fields, as its json tags give
+// them ("" for an inlined field), in declaration order.
+func StructJSONFields(path, typeName string) ([]string, error) {
+	file, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+	if err != nil {
+		return nil, fmt.Errorf("parsing %s: %w", path, err)
+	}
+	var out []string
+	found := false
+	ast.Inspect(file, func(n ast.Node) bool {
+		spec, ok := n.(*ast.TypeSpec)
+		if !ok || spec.Name.Name != typeName {
+			return true
+		}
+		st, ok := spec.Type.(*ast.StructType)
+		if !ok {
+			return false
+		}
+		found = true
+		for _, field := range st.Fields.List {
+			out = append(out, jsonName(field))
+		}
+		return false
+	})
+	if !found {
+		return nil, fmt.Errorf("%s declares no struct %s", path, typeName)
+	}
+	return out, nil
+}
+
+// jsonName is a field's name in its json tag ("" when inlined or untagged).
+func jsonName(field *ast.Field) string {
+	if field.Tag == nil {
+		return ""
+	}
+	tag, err := strconv.Unquote(field.Tag.Value)
+	if err != nil {
+		return ""
+	}
+	name, _, _ := strings.Cut(reflect.StructTag(tag).Get("json"), ",")
+	return name
 }

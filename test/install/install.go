@@ -368,3 +368,15 @@ func (p *Product) RestartAgent(ctx context.Context, spoke *harness.Spoke) error 
 	}
 	return p.StartAgent(ctx, spoke)
 }
+
+// RestartManagerWith stops the manager gracefully (it releases its lease) and starts it
+// again with extra flags, as a rollout of a changed chart value does.
+func (p *Product) RestartManagerWith(ctx context.Context, set map[string]string) error {
+	if p.Manager != nil {
+		if err := p.Manager.Stop(); err != nil {
+			return fmt.Errorf("stopping the manager: %w", err)
+		}
+		p.Manager = nil
+	}
+	return p.StartManagerWith(ctx, set)
+}
