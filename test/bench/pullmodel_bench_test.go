@@ -36,6 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/gitops-addon/gitops-addon/pkg/argocdcache"
 	"github.com/gitops-addon/gitops-addon/pkg/contract/appresources"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/manager"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
@@ -129,7 +130,8 @@ func runPullBenchmark(b *testing.B, clusters, apps int) {
 	waitCount(b, ctx, c, 0)
 
 	writes := &writeMeter{}
-	stopManager := startManager(b, ctx, env, writes)
+	redis := startRedis(b, ctx)
+	stopManager := startManager(b, ctx, env, writes, redis.address)
 	warmUp(b, ctx, c, clusterNames[0])
 
 	propagation := timeIt(func() {
@@ -142,19 +144,30 @@ func runPullBenchmark(b *testing.B, clusters, apps int) {
 	n := min(apps, 1000)
 	time.Sleep(2 * time.Second)
 	w0, b0 := writes.load()
-	latencies := feedbackRoundTrips(b, ctx, env, c, clusterNames, n, "rev-", "")
+	latencies := feedbackRoundTrips(b, ctx, env, c, clusterNames, n, "rev-")
 	time.Sleep(2 * time.Second)
 	w1, b1 := writes.load()
 	resources := guestbookSummary(b)
-	withResources := feedbackRoundTrips(b, ctx, env, c, clusterNames, n, "res-", resources)
+	withResources := feedbackRoundTrips(b, ctx, env, c, clusterNames, n, "res-", stringFeedback(pullmodel.FeedbackResources, resources))
 	time.Sleep(2 * time.Second)
 	w2, b2 := writes.load()
 	resourcesBytes := hubResourcesSize(b, ctx, c, benchApp(0, clusterNames).GetName())
+	// Then with the resource tree too (guestbook's, as the agent ships it): what it adds to the
+	// manager's API writes (nothing is expected: the tree goes to redis) and its redis writes.
+	tree := guestbookTree(b)
+	r0 := redis.writes(b)
+	withTree := feedbackRoundTrips(b, ctx, env, c, clusterNames, n, "tree-", stringFeedback(pullmodel.FeedbackResources, resources),
+		stringFeedback(pullmodel.FeedbackTree, tree))
+	time.Sleep(2 * time.Second)
+	w3, b3 := writes.load()
+	r1 := redis.writes(b)
 	time.Sleep(3 * time.Second)
 	before, _ := writes.load()
+	redisBefore := redis.writes(b)
 	time.Sleep(60 * time.Second)
 	after, _ := writes.load()
 	steadyWrites := after - before
+	steadyRedisWrites := redis.writes(b) - redisBefore
 
 	// Catch-up: the ManifestWorks are gone while the manager is down (or its kill switch
 	// on); a new manager recreates them all.
@@ -167,7 +180,7 @@ func runPullBenchmark(b *testing.B, clusters, apps int) {
 	var firstWork time.Duration
 	catchUp := timeIt(func() {
 		start := time.Now()
-		stopManager = startManager(b, ctx, env, writes)
+		stopManager = startManager(b, ctx, env, writes, redis.address)
 		waitAtLeast(b, ctx, c, 1)
 		firstWork = time.Since(start)
 		waitCount(b, ctx, c, apps+1)
@@ -203,6 +216,13 @@ func runPullBenchmark(b *testing.B, clusters, apps int) {
 	b.ReportMetric(float64(len(resources)), "summary-feedback-bytes")
 	b.ReportMetric(float64(resourcesBytes), "hub-app-resources-bytes")
 	b.ReportMetric(float64(steadyWrites), "steady-writes/60s")
+	b.ReportMetric(float64(len(tree)), "tree-feedback-bytes")
+	b.ReportMetric(float64(w3-w2)/float64(n), "feedback+tree-writes/app")
+	b.ReportMetric(float64(b3-b2)/float64(n), "feedback+tree-bytes/app")
+	b.ReportMetric(float64(r1-r0)/float64(n), "tree-redis-writes/app")
+	b.ReportMetric(float64(steadyRedisWrites), "steady-redis-writes/60s")
+	b.ReportMetric(float64(percentile(withTree, 50).Milliseconds()), "feedback+tree-p50-ms")
+	b.ReportMetric(float64(percentile(withTree, 99).Milliseconds()), "feedback+tree-p99-ms")
 	b.ReportMetric(float64(peak)/(1<<20), "peak-RSS-MiB")
 	b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-inuse-MiB")
 	own.report(b)
@@ -216,6 +236,10 @@ func runPullBenchmark(b *testing.B, clusters, apps int) {
 		"and %.0f bytes for the revision alone; p50=%v p99=%v",
 		len(resources), resourcesBytes, float64(w2-w1)/float64(n), float64(b2-b1)/float64(n), float64(w1-w0)/float64(n), float64(b1-b0)/float64(n),
 		percentile(withResources, 50), percentile(withResources, 99))
+	b.Logf("tree: a feedback change with the resource tree too (%d bytes in the ManifestWork's status) costs the manager %.2f API writes "+
+		"and %.0f bytes per Application, and %.2f redis writes (SET and PUBLISH); %d redis writes in 60 steady seconds; p50=%v p99=%v",
+		len(tree), float64(w3-w2)/float64(n), float64(b3-b2)/float64(n), float64(r1-r0)/float64(n), steadyRedisWrites,
+		percentile(withTree, 50), percentile(withTree, 99))
 }
 
 // hubResourcesSize is the size, as JSON, of what the resources add to a hub Application:
@@ -252,12 +276,13 @@ func (m *writeMeter) loadAll() (requests, writes, bytes int64) {
 
 // startManager runs a manager with the pull model, counting its write requests; the
 // returned function stops it and waits until it has.
-func startManager(b *testing.B, ctx context.Context, env *testenv.Env, writes *writeMeter) func() {
+func startManager(b *testing.B, ctx context.Context, env *testenv.Env, writes *writeMeter, redis string) func() {
 	cfg := rest.CopyConfig(env.Config)
 	cfg.QPS, cfg.Burst = managerQPS(b)
 	cfg.WrapTransport = countWrites(writes)
 	mgr, err := manager.New(cfg, manager.Options{MetricsBindAddress: "0", HealthProbeBindAddress: "0",
-		AgentImage: "quay.io/gitops-addon/gitops-addon:bench", PullModel: true, PullWorkers: pullWorkers, SkipControllerNameValidation: true})
+		AgentImage: "quay.io/gitops-addon/gitops-addon:bench", PullModel: true, PullWorkers: pullWorkers, SkipControllerNameValidation: true,
+		ArgoCDRedis: argocdcache.Options{Address: redis}, ArgoCDNamespace: argoNS})
 	require.NoError(b, err)
 	mctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -407,7 +432,7 @@ func waitCount(b *testing.B, ctx context.Context, c client.Client, n int) {
 // would), 8 in flight, and measures each until the hub Application shows it, seen
 // through a watch of Applications.
 func feedbackRoundTrips(b *testing.B, ctx context.Context, env *testenv.Env, c client.Client, clusters []string, n int,
-	revPrefix, resources string) []time.Duration {
+	revPrefix string, extra ...workv1.FeedbackValue) []time.Duration {
 	seen := &sync.Map{} // app name -> chan struct{} closed when the wanted revision shows
 	want := &sync.Map{} // app name -> revision
 	// The watch lives as long as this round: two rounds keep no two caches of every Application.
@@ -449,7 +474,7 @@ func feedbackRoundTrips(b *testing.B, ctx context.Context, env *testenv.Env, c c
 		}
 		w.Status.ResourceStatus.Manifests = []workv1.ManifestCondition{{
 			ResourceMeta:    workv1.ManifestResourceMeta{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application", Resource: "applications", Namespace: argoNS, Name: a.GetName()},
-			StatusFeedbacks: workv1.StatusFeedbackResult{Values: feedbackValues(rev, resources)},
+			StatusFeedbacks: workv1.StatusFeedbackResult{Values: feedbackValues(rev, extra...)},
 			Conditions:      []metav1.Condition{},
 		}}
 		start := time.Now()
@@ -468,16 +493,17 @@ func feedbackRoundTrips(b *testing.B, ctx context.Context, env *testenv.Env, c c
 }
 
 // feedbackValues are what the work agent reports: sync status and revision, and the
-// resource summary when there is one.
-func feedbackValues(rev, resources string) []workv1.FeedbackValue {
-	v := []workv1.FeedbackValue{
+// agent's values (the resource summary, the tree) when there are some.
+func feedbackValues(rev string, extra ...workv1.FeedbackValue) []workv1.FeedbackValue {
+	return append([]workv1.FeedbackValue{
 		{Name: pullmodel.FeedbackSync, Value: workv1.FieldValue{Type: workv1.String, String: ptr("Synced")}},
 		{Name: pullmodel.FeedbackRevision, Value: workv1.FieldValue{Type: workv1.String, String: ptr(rev)}},
-	}
-	if resources != "" {
-		v = append(v, workv1.FeedbackValue{Name: pullmodel.FeedbackResources, Value: workv1.FieldValue{Type: workv1.String, String: ptr(resources)}})
-	}
-	return v
+	}, extra...)
+}
+
+// stringFeedback is one string feedback value.
+func stringFeedback(name, value string) workv1.FeedbackValue {
+	return workv1.FeedbackValue{Name: name, Value: workv1.FieldValue{Type: workv1.String, String: ptr(value)}}
 }
 
 type handlerFuncs struct {

@@ -88,7 +88,7 @@ func measureManagerPropagation(b *testing.B, ctx context.Context, env *testenv.E
 	stopProfile := profileCPU(b, fmt.Sprintf("manager-%dx%d.pprof", len(clusters), apps))
 	m.total = timeIt(func() {
 		start := time.Now()
-		stop = startManager(b, ctx, env, meter)
+		stop = startManager(b, ctx, env, meter, "")
 		counter.waitFor(b, "the manager's first ManifestWork", func(n int) bool { return n > 0 })
 		m.firstWork = time.Since(start)
 		counter.waitFor(b, "the manager's ManifestWorks", func(n int) bool { return n == apps })

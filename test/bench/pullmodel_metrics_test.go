@@ -51,7 +51,7 @@ func measureMetricsAgreement(b *testing.B, ctx context.Context, env *testenv.Env
 	n := min(apps, 1000)
 	agent := startStandInWorkAgent(b, ctx, env, c)
 	agent.waitAllApplied(b, apps)
-	stop := startManager(b, ctx, env, meter)
+	stop := startManager(b, ctx, env, meter, "")
 	defer stop()
 	settle(b)
 	visible := watchRevisions(b, ctx, env)

@@ -27,6 +27,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
+	"github.com/gitops-addon/gitops-addon/pkg/contract/apptree"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/routeguard"
 	"github.com/gitops-addon/gitops-addon/test/argocd"
@@ -316,6 +317,16 @@ func TestArgoCD(t *testing.T) {
 		}, "the Deployment Degraded with its message, and a ResourceError, on both clusters")
 		for _, c := range report.Statuses.ClusterConditions {
 			t.Logf("report, cluster %s: %v %v", c.Cluster, reportResources(c), c.Conditions)
+		}
+		// The hub's argocd-server draws the Deployment's children (no kubelet runs its Pod
+		// here: TestRealPods draws the Pods).
+		for _, cluster := range []string{vanilla, openshift} {
+			nodes := waitHubTree(t, ctx, a, cluster, func(spoke []string) bool {
+				return slices.ContainsFunc(spoke, func(n string) bool { return strings.HasPrefix(n, "ReplicaSet guestbook/guestbook-web-") })
+			})
+			assert.True(t, slices.ContainsFunc(nodes, func(n apptree.Node) bool {
+				return n.Kind == "ReplicaSet" && len(n.ParentRefs) == 1 && n.ParentRefs[0].Kind == "Deployment"
+			}), "the ReplicaSet is drawn under its Deployment")
 		}
 
 		// Fixed in Git (scaled to zero, a new template): Healthy again, and nothing left of the failure.

@@ -2,6 +2,9 @@ package e2e
 
 import (
 	"context"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"net/url"
 	"slices"
@@ -10,45 +13,57 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitops-addon/gitops-addon/pkg/argocdcache"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/contract/apptree"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
+	"github.com/gitops-addon/gitops-addon/test/harness"
 )
 
 // resourceTreeScenario: for each spoke's guestbook, argocd-server on the hub answers the
 // UI's resource-tree call with the tree the spoke's application controller keeps in the
-// spoke's redis (node for node: managed resources and their children), through the pull
-// model's feedback alone; the hub application controller never compares it. What the
-// other calls of the Application page answer in the basic pull model is logged (the
-// table in docs/guides/pull-model.md).
+// spoke's redis, node for node, through the pull model's feedback alone; the hub
+// application controller never compares it. What the other calls of the Application page
+// answer in the basic pull model is logged (the table in docs/guides/pull-model.md).
 func resourceTreeScenario(t *testing.T, ctx context.Context, a *argoFleet) {
 	token, err := a.server.Login(ctx)
 	require.NoError(t, err)
 	for _, cluster := range []string{vanilla, openshift} {
 		name := "guestbook-" + cluster
-		spokeTree := spokeTree(t, ctx, a.argo.Spokes[cluster].RedisAddress, name)
-		want := nodeNames(spokeTree.Nodes)
-		require.Contains(t, want, "Service guestbook/guestbook-ui", "the spoke's Argo CD keeps the guestbook's tree in its redis under Argo CD's key")
-		var got []string
-		var last error
-		ok := assert.Eventually(t, func() bool {
-			var tree apptree.Tree
-			last = a.server.Get(ctx, token, "/api/v1/applications/"+name+"/resource-tree", url.Values{"appNamespace": {contract.GitOpsNamespace}}, &tree)
-			got = nodeNames(tree.Nodes)
-			return last == nil && slices.Equal(got, want)
-		}, 2*time.Minute, time.Second)
-		require.True(t, ok, "argocd-server's tree of %s: %v (last error %v); the spoke's: %v", name, got, last, want)
-		assert.True(t, slices.ContainsFunc(spokeTree.Nodes, func(n apptree.Node) bool { return !n.Managed() }),
-			"the tree has children, not only the managed resources: %v", want)
-		t.Logf("%s: argocd-server draws %d nodes: %v", name, len(got), got)
+		waitHubTree(t, ctx, a, cluster, func(spoke []string) bool { return slices.Contains(spoke, "Service guestbook/guestbook-ui") })
 		hubApp := application(contract.GitOpsNamespace, name)
 		require.NoError(t, a.f.Hub.Client.Get(ctx, client.ObjectKeyFromObject(hubApp), hubApp))
 		assert.NotContains(t, fmt.Sprint(hubApp.Object["status"]), pullmodel.ReasonResourceTreeBounded, "a small tree is shown whole")
 		logOtherCalls(t, ctx, a, token, name)
 	}
+	assertHubHoldsNoSpokeWriter(t, ctx, a)
+}
+
+// waitHubTree waits until the spoke's Argo CD keeps a tree of the cluster's guestbook that
+// satisfies want (its node names), and argocd-server on the hub draws that same tree.
+func waitHubTree(t *testing.T, ctx context.Context, a *argoFleet, cluster string, want func(spoke []string) bool) []apptree.Node {
+	name := "guestbook-" + cluster
+	token, err := a.server.Login(ctx)
+	require.NoError(t, err)
+	var spoke, hub apptree.Tree
+	var last error
+	ok := assert.Eventually(t, func() bool {
+		spoke = spokeTree(t, ctx, a.argo.Spokes[cluster].RedisAddress, name)
+		if !want(nodeNames(spoke.Nodes)) {
+			return false
+		}
+		hub = apptree.Tree{}
+		last = a.server.Get(ctx, token, "/api/v1/applications/"+name+"/resource-tree", url.Values{"appNamespace": {contract.GitOpsNamespace}}, &hub)
+		return last == nil && slices.Equal(nodeNames(hub.Nodes), nodeNames(spoke.Nodes))
+	}, 3*time.Minute, time.Second)
+	require.True(t, ok, "argocd-server's tree of %s: %v (last error %v); the spoke's: %v", name, nodeNames(hub.Nodes), last, nodeNames(spoke.Nodes))
+	t.Logf("%s: argocd-server on the hub draws the spoke's %d nodes: %v", name, len(hub.Nodes), nodeNames(hub.Nodes))
+	return hub.Nodes
 }
 
 // spokeTree is the tree the spoke's application controller keeps in its redis.
@@ -83,4 +98,59 @@ func logOtherCalls(t *testing.T, ctx context.Context, a *argoFleet, token, app s
 		err := a.server.Get(ctx, token, "/api/v1/applications/"+app+call, q, &out)
 		t.Logf("basic pull model, GET /api/v1/applications/%s%s: error %v, %d top-level fields", app, call, err, len(out))
 	}
+}
+
+// assertHubHoldsNoSpokeWriter: every Argo CD cluster Secret on the hub is an identity the
+// hub holds towards a spoke. Each spoke's own authorizer (SubjectAccessReview on its
+// apiserver) is asked whether that identity may write there: it may not. The Secrets hold
+// no credential, so the identity is the anonymous user; a token or a client certificate
+// in one would be looked up as the user it is (TokenReview, the certificate's subject).
+func assertHubHoldsNoSpokeWriter(t *testing.T, ctx context.Context, a *argoFleet) {
+	secrets := &corev1.SecretList{}
+	require.NoError(t, a.f.Hub.Client.List(ctx, secrets, client.MatchingLabels{"argocd.argoproj.io/secret-type": "cluster"}))
+	require.NotEmpty(t, secrets.Items)
+	for _, s := range secrets.Items {
+		spoke, ok := a.spokes[string(s.Data["name"])]
+		if !ok {
+			continue
+		}
+		user := clusterSecretUser(t, ctx, spoke, s)
+		for _, write := range []authorizationv1.ResourceAttributes{
+			{Verb: "create", Group: "apps", Resource: "deployments", Namespace: "guestbook"},
+			{Verb: "patch", Group: "argoproj.io", Resource: "applications", Namespace: contract.GitOpsNamespace},
+			{Verb: "delete", Resource: "secrets", Namespace: contract.GitOpsNamespace},
+			{Verb: "create", Resource: "pods", Subresource: "exec", Namespace: "guestbook"},
+		} {
+			sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+				User: user.Username, Groups: user.Groups, ResourceAttributes: &write}}
+			require.NoError(t, spoke.Client.Create(ctx, sar))
+			assert.False(t, sar.Status.Allowed, "cluster Secret %s/%s on the hub is %s on %s, who may %s %s/%s",
+				s.Namespace, s.Name, user.Username, spoke.Name, write.Verb, write.Group, write.Resource)
+		}
+		t.Logf("cluster Secret %s/%s: %s (%v) on %s, denied every write", s.Namespace, s.Name, user.Username, user.Groups, spoke.Name)
+	}
+}
+
+// clusterSecretUser is who a cluster Secret's credential is on its spoke.
+func clusterSecretUser(t *testing.T, ctx context.Context, spoke *harness.Spoke, s corev1.Secret) authenticationv1.UserInfo {
+	var config struct {
+		BearerToken     string `json:"bearerToken"`
+		TLSClientConfig struct {
+			CertData []byte `json:"certData"`
+		} `json:"tlsClientConfig"`
+	}
+	require.NoError(t, json.Unmarshal(s.Data["config"], &config))
+	switch {
+	case config.BearerToken != "":
+		review := &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: config.BearerToken}}
+		require.NoError(t, spoke.Client.Create(ctx, review))
+		return review.Status.User
+	case len(config.TLSClientConfig.CertData) > 0:
+		block, _ := pem.Decode(config.TLSClientConfig.CertData)
+		require.NotNil(t, block)
+		cert, err := x509.ParseCertificate(block.Bytes)
+		require.NoError(t, err)
+		return authenticationv1.UserInfo{Username: cert.Subject.CommonName, Groups: append(cert.Subject.Organization, "system:authenticated")}
+	}
+	return authenticationv1.UserInfo{Username: "system:anonymous", Groups: []string{"system:unauthenticated"}}
 }
