@@ -97,6 +97,11 @@ func (i *Instance) Stop() error {
 // component starts one Argo CD component of the all-in-one binary (its role chosen by
 // ARGOCD_BINARY_NAME) with its own temporary and socket directory.
 func component(f *harness.Fleet, c *harness.Cluster, role string, args []string, env ...string) (*harness.Process, error) {
+	return componentOf(filepath.Join(f.BinDir(), "argocd"), f, c, role, args, env...)
+}
+
+// componentOf is component, run from another Argo CD binary.
+func componentOf(binary string, f *harness.Fleet, c *harness.Cluster, role string, args []string, env ...string) (*harness.Process, error) {
 	dir := filepath.Join(c.Dir, "argocd", role)
 	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0o700); err != nil {
 		return nil, err
@@ -119,7 +124,7 @@ func component(f *harness.Fleet, c *harness.Cluster, role string, args []string,
 		"TMPDIR=" + filepath.Join(dir, "tmp"),
 		"HOME=" + dir,
 	}, env...)
-	return f.StartProcess(c.Name+"-"+role, append([]string{filepath.Join(f.BinDir(), "argocd")}, args...), env...)
+	return f.StartProcess(c.Name+"-"+role, append([]string{binary}, args...), env...)
 }
 
 // startRedis runs redis-server on a free loopback port, without persistence.

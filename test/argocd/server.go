@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"time"
 
 	"github.com/gitops-addon/gitops-addon/test/harness"
@@ -25,18 +26,20 @@ type Server struct {
 }
 
 // StartServer runs the hub's argocd-server beside its other components, without TLS on a
-// free loopback port, reading trees from the hub's redis as users run it; staticAssets is
-// the UI's directory (empty: the API only).
-func StartServer(ctx context.Context, f *harness.Fleet, hub *Instance, staticAssets string) (*Server, error) {
+// free loopback port, reading trees from the hub's redis as users run it. withUI is an Argo
+// CD binary whose server embeds its web UI (ours is built without it: its index.html is
+// served only from the binary); empty: ./bin's, the API only.
+func StartServer(ctx context.Context, f *harness.Fleet, hub *Instance, withUI string) (*Server, error) {
 	addr := harness.FreeAddress()
 	host, port, _ := net.SplitHostPort(addr)
 	args := []string{"--insecure", "--address", host, "--port", port, "--metrics-port", freePort(),
 		"--namespace", Namespace, "--redis", hub.RedisAddress, "--repo-server", hub.RepoServerAddress, "--repo-server-plaintext",
 		"--dex-server", "http://127.0.0.1:1", "--logformat", "text"}
-	if staticAssets != "" {
-		args = append(args, "--staticassets", staticAssets)
+	binary := filepath.Join(f.BinDir(), "argocd")
+	if withUI != "" {
+		binary = withUI
 	}
-	p, err := component(f, hub.Cluster, "argocd-server", args, "KUBECONFIG="+hub.Cluster.Kubeconfig, "ARGOCD_FAKE_IN_CLUSTER=true")
+	p, err := componentOf(binary, f, hub.Cluster, "argocd-server", args, "KUBECONFIG="+hub.Cluster.Kubeconfig, "ARGOCD_FAKE_IN_CLUSTER=true")
 	if err != nil {
 		return nil, err
 	}

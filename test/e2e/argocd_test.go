@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -97,7 +98,7 @@ func showTreesOnTheHub(t *testing.T, ctx context.Context, a *argoFleet) {
 	}
 	require.NoError(t, a.p.RestartManagerWith(ctx, map[string]string{"--argocd-redis-address": a.argo.Hub.RedisAddress}))
 	var err error
-	a.server, err = argocd.StartServer(ctx, a.f, a.argo.Hub, "")
+	a.server, err = argocd.StartServer(ctx, a.f, a.argo.Hub, os.Getenv(EnvArgoCDWithUI))
 	require.NoError(t, err)
 }
 
@@ -171,6 +172,8 @@ func TestArgoCD(t *testing.T) {
 	t.Run("the hub's argocd-server draws each pulled Application's resource tree as its spoke's Argo CD keeps it", func(t *testing.T) {
 		resourceTreeScenario(t, ctx, a)
 	})
+
+	t.Run("the hub's Argo CD UI, in a real browser, draws each pulled Application's tree", func(t *testing.T) { hubUIScenario(t, ctx, a) })
 
 	t.Run("the real GitOps operator reconciles the delivered ArgoCD CR without errors on both spokes", func(t *testing.T) {
 		for _, cluster := range []string{vanilla, openshift} {
