@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gitops-addon/gitops-addon/test/harness"
+	"github.com/gitops-addon/gitops-addon/test/install"
 )
 
 // AdminPassword is the e2e hub Argo CD's admin password (ensureConfig sets its hash).
@@ -98,3 +99,20 @@ type APIError struct {
 }
 
 func (e *APIError) Error() string { return fmt.Sprintf("%s: HTTP %d: %s", e.Path, e.Status, e.Body) }
+
+// ShowTreesOnTheHub points each spoke's gitops-addon agent at its Argo CD's redis (a
+// loopback port here, the operator's Service on a cluster; no password here) and the
+// manager at the hub's (the chart's pullModel.resourceTree), restarting them as a rollout
+// of those values would, and runs the hub's argocd-server (withUI: see StartServer).
+func (a *Fleet) ShowTreesOnTheHub(ctx context.Context, f *harness.Fleet, p *install.Product, withUI string) (*Server, error) {
+	for name, spoke := range a.Spokes {
+		p.SetAgentFlags(name, map[string]string{"--argocd-redis-address": spoke.RedisAddress, "--argocd-redis-password-secret": ""})
+		if err := p.RestartAgent(ctx, f.Spokes[name]); err != nil {
+			return nil, err
+		}
+	}
+	if err := p.RestartManagerWith(ctx, map[string]string{"--argocd-redis-address": a.Hub.RedisAddress}); err != nil {
+		return nil, err
+	}
+	return StartServer(ctx, f, a.Hub, withUI)
+}

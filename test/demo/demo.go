@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -74,9 +75,16 @@ type Demo struct {
 	// the hub.
 	AppSetCreated time.Time
 	FirstSynced   map[string]time.Duration
+	// Server is the hub's argocd-server (processes only; nil with real pods).
+	Server *argocd.Server
 
 	o Options
 }
+
+// EnvArgoCDWithUI names an Argo CD binary whose argocd-server embeds its web UI, which our
+// targets cannot build (docs/guides/pull-model.md, "The hub's Argo CD UI"); set, the
+// demo's hub argocd-server runs from it.
+const EnvArgoCDWithUI = "ARGOCD_WITH_UI_BIN"
 
 // SetUp installs gitops-addon on f as the options say, waits until every spoke has the
 // GitOps stack, and applies the seed ApplicationSet.
@@ -150,6 +158,11 @@ func (d *Demo) setUpProcesses(ctx context.Context) error {
 		return err
 	}
 	d.Repo, d.RepoURL = argo.Repo, argo.Repo.URL()
+	step("the pulled Applications' resource trees on the hub: each agent reads its Argo CD's redis, the manager writes the hub's; starting " +
+		"the hub's argocd-server")
+	if d.Server, err = argo.ShowTreesOnTheHub(ctx, f, p, os.Getenv(EnvArgoCDWithUI)); err != nil {
+		return err
+	}
 	appSet, err := argo.ApplicationSet(install.SeedYAML("applicationset.yaml"), "guestbook")
 	if err != nil {
 		return err

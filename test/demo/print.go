@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/crdinstall"
+	"github.com/gitops-addon/gitops-addon/test/argocd"
 	"github.com/gitops-addon/gitops-addon/test/harness"
 	"github.com/gitops-addon/gitops-addon/test/install"
 )
@@ -43,6 +44,15 @@ func printHowToLookAround(w io.Writer, d *Demo) {
 	}
 	fmt.Fprintf(w, "Git repository: %s\n", d.RepoURL)
 	fmt.Fprintf(w, "Logs of every process: %s\n", filepath.Join(f.WorkDir, "logs"))
+	if d.Server != nil {
+		fmt.Fprintf(w, "The hub's Argo CD: %s (login admin / %s)", d.Server.URL, argocd.AdminPassword)
+		if os.Getenv(EnvArgoCDWithUI) == "" {
+			fmt.Fprintf(w, "; its API only: this Argo CD is built without its web UI (set %s)", EnvArgoCDWithUI)
+		}
+		fmt.Fprintf(w, "\n  resource tree: curl -s -H \"Authorization: Bearer $(curl -s %s/api/v1/session -d '{\"username\":\"admin\",\"password\":\"%s\"}' "+
+			"| jq -r .token)\" %s/api/v1/applications/guestbook-vanilla/resource-tree | jq '.nodes[] | .kind + \" \" + .name'\n",
+			d.Server.URL, argocd.AdminPassword, d.Server.URL)
+	}
 	fmt.Fprintln(w, "\nLook around:")
 	fmt.Fprintf(w, "  kubectl --kubeconfig %s get gitopsclusters,applicationsets,applications -n openshift-gitops\n", hub)
 	fmt.Fprintf(w, "  kubectl --kubeconfig %s get managedclusteraddons,manifestworks -A\n", hub)

@@ -88,17 +88,11 @@ func startArgoFleet(t *testing.T, ctx context.Context) *argoFleet {
 	return a
 }
 
-// showTreesOnTheHub points each agent at its spoke Argo CD's redis (a loopback port here,
-// its Service on a cluster; no password) and the manager at the hub's (the chart's
-// pullModel.resourceTree), and runs the hub's argocd-server, whose API the UI calls.
+// showTreesOnTheHub has the pulled Applications' trees shown on the hub and runs its
+// argocd-server.
 func showTreesOnTheHub(t *testing.T, ctx context.Context, a *argoFleet) {
-	for _, name := range []string{vanilla, openshift} {
-		a.p.SetAgentFlags(name, map[string]string{"--argocd-redis-address": a.argo.Spokes[name].RedisAddress, "--argocd-redis-password-secret": ""})
-		require.NoError(t, a.p.RestartAgent(ctx, a.spokes[name]))
-	}
-	require.NoError(t, a.p.RestartManagerWith(ctx, map[string]string{"--argocd-redis-address": a.argo.Hub.RedisAddress}))
 	var err error
-	a.server, err = argocd.StartServer(ctx, a.f, a.argo.Hub, os.Getenv(EnvArgoCDWithUI))
+	a.server, err = a.argo.ShowTreesOnTheHub(ctx, a.f, a.p, os.Getenv(EnvArgoCDWithUI))
 	require.NoError(t, err)
 }
 
