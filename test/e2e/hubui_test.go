@@ -62,25 +62,46 @@ func hubUIScenario(t *testing.T, ctx context.Context, a *argoFleet) {
 		name := "guestbook-" + cluster
 		var titles []string
 		ok := assert.Eventually(t, func() bool {
-			err := chromedp.Do(tab,
-				chromedp.Navigate(a.server.URL+"/applications/"+contract.GitOpsNamespace+"/"+name+"?view=tree"),
-				chromedp.WaitVisible(chromedp.CSS(`.application-resource-tree__node-title`)),
-				chromedp.Sleep(time.Second), // the tree lays out its nodes after the first is drawn
-			)
-			if err != nil {
-				return false
-			}
-			titles, err = chromedp.Run(tab, chromedp.Evaluate[[]string](
-				`[...document.querySelectorAll('.application-resource-tree__node-title')].map(e => e.textContent.trim())`))
-			return err == nil && contains(titles, "guestbook-ui") && contains(titles, "guestbook-db")
+			titles = treeNodeTitles(tab, a.server.URL+"/applications/"+contract.GitOpsNamespace+"/"+name+"?view=tree")
+			return contains(titles, "guestbook-ui") && contains(titles, "guestbook-db")
 		}, 2*time.Minute, 5*time.Second)
+		if !ok {
+			saveScreenshot(t, tab, filepath.Join(dir, name+"-failed.png"))
+		}
 		require.True(t, ok, "the UI's page of %s draws the spoke's tree: nodes %v", name, titles)
-		png, err := chromedp.Run(tab, chromedp.FullScreenshot(90))
+		png, err := chromedp.Run(tab, chromedp.FullScreenshot(100)) // 100: PNG (below: JPEG)
 		require.NoError(t, err)
 		file := filepath.Join(dir, name+"-tree.png")
 		require.NoError(t, os.WriteFile(file, png, 0o644))
 		t.Logf("%s: the hub's Argo CD UI draws %d nodes %v; screenshot %s", name, len(titles), titles, file)
 	}
+}
+
+// treeNodeTitles opens an Application's page and reads the titles of its tree's nodes,
+// giving up on this attempt after 20 s.
+func treeNodeTitles(tab context.Context, url string) []string {
+	attempt, cancel := context.WithTimeout(tab, 20*time.Second)
+	defer cancel()
+	err := chromedp.Do(attempt,
+		chromedp.Navigate(url),
+		chromedp.WaitVisible(chromedp.CSS(`.application-resource-tree__node-title`)),
+		chromedp.Sleep(time.Second), // the tree lays out its nodes after the first is drawn
+	)
+	if err != nil {
+		return nil
+	}
+	titles, _ := chromedp.Run(attempt, chromedp.Evaluate[[]string](
+		`[...document.querySelectorAll('.application-resource-tree__node-title')].map(e => e.textContent.trim())`))
+	return titles
+}
+
+// saveScreenshot writes the page as it is, for a failure's story.
+func saveScreenshot(t *testing.T, tab context.Context, file string) {
+	png, err := chromedp.Run(tab, chromedp.FullScreenshot(100))
+	if err == nil {
+		err = os.WriteFile(file, png, 0o644)
+	}
+	t.Logf("screenshot of the failure: %s (%v)", file, err)
 }
 
 func contains(titles []string, name string) bool {
