@@ -36,7 +36,9 @@ func hubUIScenario(t *testing.T, ctx context.Context, a *argoFleet) {
 	require.NoError(t, err, "Debian's chromium is not installed (`apt-get install chromium`)")
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.DisableGPU,
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-quic", true), chromedp.WindowSize(1600, 1000),
+		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-quic", true),
+		// A small /dev/shm crashes the renderer of a page that draws a tree ("Not attached to an active page").
+		chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1600, 1000),
 		chromedp.UserDataDir(t.TempDir()))
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
 	defer cancelAlloc()
@@ -51,8 +53,14 @@ func hubUIScenario(t *testing.T, ctx context.Context, a *argoFleet) {
 		chromedp.SendKeys(chromedp.CSS(`input[name=username]`), "admin"),
 		chromedp.SendKeys(chromedp.CSS(`input[name=password]`), argocd.AdminPassword),
 		chromedp.Click(chromedp.CSS(`button[type=submit]`)),
-		chromedp.WaitVisible(chromedp.CSS(`.applications-list, .applications-tiles, .applications-list__empty-state`)),
 	), "logging in to the hub's Argo CD UI")
+	require.Eventually(t, func() bool {
+		href, err := chromedp.Run(tab, chromedp.Evaluate[string](`location.href`))
+		return err == nil && !strings.Contains(href, "/login")
+	}, time.Minute, 200*time.Millisecond, "the UI lets admin in")
+	// Each page holds server-sent event streams open, and Chromium allows six connections
+	// per host: a page is left (about:blank) or closed before the next one opens.
+	require.NoError(t, chromedp.Do(tab, chromedp.Navigate("about:blank")))
 	dir := os.Getenv("GITOPS_ADDON_SCREENSHOTS")
 	if dir == "" {
 		dir = t.TempDir()
@@ -60,16 +68,20 @@ func hubUIScenario(t *testing.T, ctx context.Context, a *argoFleet) {
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	for _, cluster := range []string{vanilla, openshift} {
 		name := "guestbook-" + cluster
+		page, closePage := chromedp.NewContext(tab) // a tab of its own; the session cookie is the browser's
+		require.NoError(t, chromedp.Do(page, chromedp.Navigate(a.server.URL+"/applications/"+contract.GitOpsNamespace+"/"+name+"?view=tree")))
 		var titles []string
+		var last error
 		ok := assert.Eventually(t, func() bool {
-			titles = treeNodeTitles(tab, a.server.URL+"/applications/"+contract.GitOpsNamespace+"/"+name+"?view=tree")
+			titles, last = treeNodeTitles(page)
 			return contains(titles, "guestbook-ui") && contains(titles, "guestbook-db")
-		}, 2*time.Minute, 5*time.Second)
+		}, 2*time.Minute, time.Second)
 		if !ok {
-			saveScreenshot(t, tab, filepath.Join(dir, name+"-failed.png"))
+			saveScreenshot(t, page, filepath.Join(dir, name+"-failed.png"))
 		}
-		require.True(t, ok, "the UI's page of %s draws the spoke's tree: nodes %v", name, titles)
-		png, err := chromedp.Run(tab, chromedp.FullScreenshot(100)) // 100: PNG (below: JPEG)
+		require.True(t, ok, "the UI's page of %s draws the spoke's tree: nodes %v (last error %v)", name, titles, last)
+		png, err := chromedp.Run(page, chromedp.CaptureScreenshot())
+		closePage()
 		require.NoError(t, err)
 		file := filepath.Join(dir, name+"-tree.png")
 		require.NoError(t, os.WriteFile(file, png, 0o644))
@@ -77,27 +89,16 @@ func hubUIScenario(t *testing.T, ctx context.Context, a *argoFleet) {
 	}
 }
 
-// treeNodeTitles opens an Application's page and reads the titles of its tree's nodes,
-// giving up on this attempt after 20 s.
-func treeNodeTitles(tab context.Context, url string) []string {
-	attempt, cancel := context.WithTimeout(tab, 20*time.Second)
-	defer cancel()
-	err := chromedp.Do(attempt,
-		chromedp.Navigate(url),
-		chromedp.WaitVisible(chromedp.CSS(`.application-resource-tree__node-title`)),
-		chromedp.Sleep(time.Second), // the tree lays out its nodes after the first is drawn
-	)
-	if err != nil {
-		return nil
-	}
-	titles, _ := chromedp.Run(attempt, chromedp.Evaluate[[]string](
+// treeNodeTitles reads the titles of the tree's nodes the page draws now (the UI draws the
+// tree as its resource-tree call and stream answer).
+func treeNodeTitles(page context.Context) ([]string, error) {
+	return chromedp.Run(page, chromedp.Evaluate[[]string](
 		`[...document.querySelectorAll('.application-resource-tree__node-title')].map(e => e.textContent.trim())`))
-	return titles
 }
 
 // saveScreenshot writes the page as it is, for a failure's story.
 func saveScreenshot(t *testing.T, tab context.Context, file string) {
-	png, err := chromedp.Run(tab, chromedp.FullScreenshot(100))
+	png, err := chromedp.Run(tab, chromedp.CaptureScreenshot())
 	if err == nil {
 		err = os.WriteFile(file, png, 0o644)
 	}
