@@ -27,7 +27,9 @@ const EnvArgoCDWithUI = "ARGOCD_WITH_UI_BIN"
 // hubUIScenario drives the real Argo CD UI in Debian's Chromium, headless: it logs in as
 // admin, opens each pulled guestbook's page and finds the tree's nodes by name, then saves
 // a screenshot under the test's output (GITOPS_ADDON_SCREENSHOTS, else the test's temporary
-// directory). It fails when the tree is empty.
+// directory). The guestbook gets a Deployment scaled to zero first, whose ReplicaSet only
+// the tree has: without the tree the UI still draws the managed resources, from
+// status.resources, so the test looks for the child. It fails when the tree is empty.
 func hubUIScenario(t *testing.T, ctx context.Context, a *argoFleet) {
 	if os.Getenv(EnvArgoCDWithUI) == "" {
 		t.Skipf("%s is not set: no Argo CD UI to drive (see its comment); the API-level proof ran", EnvArgoCDWithUI)
@@ -61,6 +63,13 @@ func hubUIScenario(t *testing.T, ctx context.Context, a *argoFleet) {
 	// Each page holds server-sent event streams open, and Chromium allows six connections
 	// per host: a page is left (about:blank) or closed before the next one opens.
 	require.NoError(t, chromedp.Do(tab, chromedp.Navigate("about:blank")))
+	web := strings.ReplaceAll(unrunnableDeployment("guestbook-web"), "replicas: 1", "replicas: 0")
+	_, err = a.argo.Repo.Commit("guestbook gets a Deployment scaled to zero", map[string]string{"guestbook/deployment.yaml": web})
+	require.NoError(t, err)
+	defer func() {
+		_, err := a.argo.Repo.Commit("guestbook without its Deployment", map[string]string{"guestbook/deployment.yaml": ""})
+		assert.NoError(t, err)
+	}()
 	dir := os.Getenv("GITOPS_ADDON_SCREENSHOTS")
 	if dir == "" {
 		dir = t.TempDir()
@@ -74,12 +83,13 @@ func hubUIScenario(t *testing.T, ctx context.Context, a *argoFleet) {
 		var last error
 		ok := assert.Eventually(t, func() bool {
 			titles, last = treeNodeTitles(page)
-			return contains(titles, "guestbook-ui") && contains(titles, "guestbook-db")
-		}, 2*time.Minute, time.Second)
+			return contains(titles, "guestbook-ui") && contains(titles, "guestbook-db") && contains(titles, "guestbook-web-")
+		}, 3*time.Minute, 2*time.Second)
 		if !ok {
 			saveScreenshot(t, page, filepath.Join(dir, name+"-failed.png"))
 		}
-		require.True(t, ok, "the UI's page of %s draws the spoke's tree: nodes %v (last error %v)", name, titles, last)
+		require.True(t, ok, "the UI's page of %s draws the spoke's tree, the Deployment's ReplicaSet (guestbook-web-...) with it: nodes %v "+
+			"(last error %v)", name, titles, last)
 		png, err := chromedp.Run(page, chromedp.CaptureScreenshot())
 		closePage()
 		require.NoError(t, err)
