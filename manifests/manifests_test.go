@@ -320,6 +320,7 @@ func TestAgentDeployment(t *testing.T) {
 		"--zap-log-level=debug",
 		"--openshift=false",
 		"--stack=full",
+		"--disable-resource-tree", // until the hub writes trees (agent.resourceTree)
 	}, container.Args)
 
 	// The whole hub kubeconfig secret is a directory: the kubeconfig references

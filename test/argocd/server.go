@@ -105,14 +105,16 @@ func (e *APIError) Error() string { return fmt.Sprintf("%s: HTTP %d: %s", e.Path
 // manager at the hub's (the chart's pullModel.resourceTree), restarting them as a rollout
 // of those values would, and runs the hub's argocd-server (withUI: see StartServer).
 func (a *Fleet) ShowTreesOnTheHub(ctx context.Context, f *harness.Fleet, p *install.Product, withUI string) (*Server, error) {
+	// The manager first: with the hub's redis it renders the agents without
+	// --disable-resource-tree, and the agents restart with their new arguments.
+	if err := p.RestartManagerWith(ctx, map[string]string{"--argocd-redis-address": a.Hub.RedisAddress}); err != nil {
+		return nil, err
+	}
 	for name, spoke := range a.Spokes {
 		p.SetAgentFlags(name, map[string]string{"--argocd-redis-address": spoke.RedisAddress, "--argocd-redis-password-secret": ""})
 		if err := p.RestartAgent(ctx, f.Spokes[name]); err != nil {
 			return nil, err
 		}
-	}
-	if err := p.RestartManagerWith(ctx, map[string]string{"--argocd-redis-address": a.Hub.RedisAddress}); err != nil {
-		return nil, err
 	}
 	return StartServer(ctx, f, a.Hub, withUI)
 }

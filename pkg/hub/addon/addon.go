@@ -52,6 +52,9 @@ type Options struct {
 	ExtraValues addonfactory.Values
 	// Warn reports what a cluster's render ignored (EventWarner); nil drops it.
 	Warn Warner
+	// ResourceTree tells the agents to report the pulled Applications' resource trees: the
+	// manager writes them for the hub's Argo CD UI (pkg/hub/treecache).
+	ResourceTree bool
 	// ArgoCDAgentSigner, when set, gives every cluster in Argo CD Agent mode a second
 	// client certificate, approved and signed by it (pkg/hub/agentsigner).
 	ArgoCDAgentSigner *agentsigner.Signer
@@ -85,6 +88,9 @@ func buildHelmAddon(o Options, chartFS embed.FS) (agent.AgentAddon, error) {
 				"global": map[string]any{"imageOverrides": map[string]any{"gitopsAddonAgent": mirrorFunc(mc, nil)(o.AgentImage)}},
 			}, nil
 		})
+	}
+	if o.ResourceTree {
+		getValues = append(getValues, staticValues(addonfactory.Values{"agent": map[string]any{"resourceTree": true}}))
 	}
 	if len(o.ExtraValues) > 0 {
 		getValues = append(getValues, staticValues(o.ExtraValues))

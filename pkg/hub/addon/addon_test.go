@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -506,6 +507,24 @@ func TestPlatformExtensionsForAnExistingInstanceAreAnOptIn(t *testing.T) {
 				}
 			}
 			assert.Equal(t, tc.subject, subject)
+		})
+	}
+}
+
+// The agents report resource trees only where the hub's manager writes them: no agent reads
+// its Argo CD's redis for nothing.
+func TestAgentsReportTreesOnlyForAHubThatShowsThem(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		trees    bool
+		disabled bool
+	}{{"the hub writes trees", true, false}, {"the hub does not", false, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			objects := render(t, Options{AgentImage: "a:1", ResourceTree: tc.trees}, vanilla(), mca("", nil, ""))
+			ag := find[*appsv1.Deployment](objects, contract.AgentDeployment)
+			require.NotNil(t, ag)
+			assert.Equal(t, tc.disabled, slices.Contains(ag.Spec.Template.Spec.Containers[0].Args, "--disable-resource-tree"))
+			assert.Contains(t, ag.Spec.Template.Spec.Containers[0].Args, "--zap-log-level=info", "the agent's other values stay (a deep merge)")
 		})
 	}
 }

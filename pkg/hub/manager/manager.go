@@ -312,6 +312,7 @@ func addAddonManager(mgr manager.Manager, cfg *rest.Config, o Options, signer *a
 	agentAddon, err := addon.New(addon.Options{
 		AgentImage:        o.AgentImage,
 		OperatorImage:     o.OperatorImage,
+		ResourceTree:      o.ArgoCDRedis.Address != "",
 		KubeClient:        clients.kube,
 		AgentHubBindings:  rbaclisters.NewRoleBindingLister(agentHubBindings.GetIndexer()),
 		ADCGetter:         utils.NewAddOnDeploymentConfigGetter(clients.addon),
