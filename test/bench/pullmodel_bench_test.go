@@ -161,6 +161,7 @@ func runPullBenchmark(b *testing.B, clusters, apps int) {
 	time.Sleep(2 * time.Second)
 	w3, b3 := writes.load()
 	r1 := redis.writes(b)
+	largeFeedback, largeCached := boundedTreeOnTheHub(b, ctx, c, redis, clusterNames)
 	time.Sleep(3 * time.Second)
 	before, _ := writes.load()
 	redisBefore := redis.writes(b)
@@ -221,6 +222,8 @@ func runPullBenchmark(b *testing.B, clusters, apps int) {
 	b.ReportMetric(float64(b3-b2)/float64(n), "feedback+tree-bytes/app")
 	b.ReportMetric(float64(r1-r0)/float64(n), "tree-redis-writes/app")
 	b.ReportMetric(float64(steadyRedisWrites), "steady-redis-writes/60s")
+	b.ReportMetric(float64(largeFeedback), "bounded-tree-feedback-bytes")
+	b.ReportMetric(float64(largeCached), "bounded-tree-cached-bytes")
 	b.ReportMetric(float64(percentile(withTree, 50).Milliseconds()), "feedback+tree-p50-ms")
 	b.ReportMetric(float64(percentile(withTree, 99).Milliseconds()), "feedback+tree-p99-ms")
 	b.ReportMetric(float64(peak)/(1<<20), "peak-RSS-MiB")
@@ -240,6 +243,8 @@ func runPullBenchmark(b *testing.B, clusters, apps int) {
 		"and %.0f bytes per Application, and %.2f redis writes (SET and PUBLISH); %d redis writes in 60 steady seconds; p50=%v p99=%v",
 		len(tree), float64(w3-w2)/float64(n), float64(b3-b2)/float64(n), float64(r1-r0)/float64(n), steadyRedisWrites,
 		percentile(withTree, 50), percentile(withTree, 99))
+	b.Logf("bounded tree: 3,000 nodes reported as its 1,000 managed resources (%d bytes of feedback, %d in the hub's redis) and "+
+		"ResourceTreeBounded on the hub Application", largeFeedback, largeCached)
 }
 
 // hubResourcesSize is the size, as JSON, of what the resources add to a hub Application:

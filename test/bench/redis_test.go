@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os/exec"
 	"strconv"
@@ -11,8 +12,15 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	workv1 "open-cluster-management.io/api/work/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gitops-addon/gitops-addon/pkg/argocdcache"
 	"github.com/gitops-addon/gitops-addon/pkg/contract/apptree"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
 )
 
 // benchRedis is a redis-server on loopback standing for the hub Argo CD's, where the
@@ -78,4 +86,60 @@ func guestbookTree(b *testing.B) string {
 	}})
 	require.NoError(b, err)
 	return value
+}
+
+// largeTree is the tree of an Application over the bound: 1,500 Deployments with a Pod
+// each, as the agent ships it (its 1,000 first managed resources).
+func largeTree(b *testing.B) (apptree.Shipped, string) {
+	var t apptree.Tree
+	for i := range 1500 {
+		d := apptree.Ref{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "big", Name: fmt.Sprintf("app-%04d", i), UID: fmt.Sprintf("d-%04d", i)}
+		t.Nodes = append(t.Nodes, apptree.Node{Ref: d, Health: &apptree.Health{Status: "Healthy"}, Images: []string{"registry.example/app:1.0"}},
+			apptree.Node{Ref: apptree.Ref{Version: "v1", Kind: "Pod", Namespace: "big", Name: fmt.Sprintf("app-%04d-pod", i)}, ParentRefs: []apptree.Ref{d}})
+	}
+	s, value, err := apptree.Bound(t)
+	require.NoError(b, err)
+	return s, value
+}
+
+// boundedTreeOnTheHub reports a tree over the bound for Application 0 and waits until the
+// hub Application warns of it (ResourceTreeBounded) and the hub's redis holds the managed
+// resources only; it returns the feedback value's size and the cached tree's.
+func boundedTreeOnTheHub(b *testing.B, ctx context.Context, c client.Client, r *benchRedis, clusters []string) (feedback, cached int) {
+	shipped, value := largeTree(b)
+	require.True(b, shipped.ManagedOnly)
+	a := benchApp(0, clusters)
+	w := &workv1.ManifestWork{}
+	require.NoError(b, c.Get(ctx, types.NamespacedName{Namespace: clusters[0], Name: pullmodel.WorkName(argoNS, a.GetName())}, w))
+	w.Status.ResourceStatus.Manifests = []workv1.ManifestCondition{{
+		ResourceMeta:    workv1.ManifestResourceMeta{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application", Resource: "applications", Namespace: argoNS, Name: a.GetName()},
+		StatusFeedbacks: workv1.StatusFeedbackResult{Values: feedbackValues("large", stringFeedback(pullmodel.FeedbackTree, value))},
+		Conditions:      []metav1.Condition{},
+	}}
+	require.NoError(b, c.Status().Update(ctx, w))
+	require.Eventually(b, func() bool {
+		app := &unstructured.Unstructured{}
+		app.SetGroupVersionKind(pullmodel.ApplicationGVK)
+		if c.Get(ctx, types.NamespacedName{Namespace: argoNS, Name: a.GetName()}, app) != nil {
+			return false
+		}
+		return strings.Contains(fmt.Sprint(app.Object["status"]), pullmodel.ReasonResourceTreeBounded)
+	}, time.Minute, 100*time.Millisecond, "the hub Application warns that its tree is bounded")
+	var raw []byte
+	require.Eventually(b, func() bool {
+		var err error
+		raw, err = r.client.Get(ctx, argocdcache.TreeKey(a.GetName())).Bytes()
+		var tree apptree.Tree
+		return err == nil && argocdcache.Decode(raw, 1<<24, &tree) == nil && len(tree.Nodes) == 1000 && allManaged(tree)
+	}, time.Minute, 100*time.Millisecond, "the hub's redis holds the 1,000 managed resources, no child")
+	return len(value), len(raw)
+}
+
+func allManaged(t apptree.Tree) bool {
+	for _, n := range t.Nodes {
+		if !n.Managed() {
+			return false
+		}
+	}
+	return true
 }

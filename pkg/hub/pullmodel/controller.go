@@ -164,11 +164,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// timeout is scheduled here.
 		requeue = r.ApplyTimeout
 	}
-	v.warnings = append(append(v.warnings, warnings...), treeProblems(r.Trees, v.cluster, spoke)...)
+	tree := spoke.tree()
+	v.warnings = append(append(v.warnings, warnings...), treeProblems(r.Trees, v.cluster, tree)...)
 	if err := r.writeHubApplication(ctx, app, v, spoke, taken(app, existing, spoke)); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := writeTree(ctx, r.Trees, req.NamespacedName, spoke); err != nil {
+	if err := writeTree(ctx, r.Trees, req.NamespacedName, tree); err != nil {
 		return ctrl.Result{}, fmt.Errorf("writing the resource tree of Application %s into the hub Argo CD's redis: %w", req.NamespacedName, err)
 	}
 	r.latency.statusOnHub(req.NamespacedName, existing, spoke)

@@ -20,23 +20,32 @@ const (
 	ReasonResourceTreeUnreadable = "ResourceTreeUnreadable"
 )
 
+// reportedTree is the spoke agent's resource tree of an Application, decoded once.
+type reportedTree struct {
+	shipped apptree.Shipped
+	value   string
+	// ok: reported and readable; err: reported and not.
+	ok  bool
+	err error
+}
+
 // tree decodes the spoke agent's resource tree, if the spoke reported one.
-func (s spokeStatus) tree() (shipped apptree.Shipped, value string, ok bool, err error) {
-	value, ok = s.get(FeedbackTree)
+func (s spokeStatus) tree() reportedTree {
+	value, ok := s.get(FeedbackTree)
 	if !ok || value == "" {
-		return apptree.Shipped{}, "", false, nil
+		return reportedTree{}
 	}
-	shipped, err = apptree.Decode(value)
-	return shipped, value, err == nil, err
+	shipped, err := apptree.Decode(value)
+	return reportedTree{shipped: shipped, value: value, ok: err == nil, err: err}
 }
 
 // treeProblems are the warnings about the tree the hub's Argo CD UI shows: bounded, or
 // unreadable. None where the hub does not write trees.
-func treeProblems(trees *treecache.Writer, cluster string, s spokeStatus) []problem {
+func treeProblems(trees *treecache.Writer, cluster string, t reportedTree) []problem {
 	if trees == nil {
 		return nil
 	}
-	shipped, _, ok, err := s.tree()
+	shipped, ok, err := t.shipped, t.ok, t.err
 	switch {
 	case err != nil:
 		return []problem{{ReasonResourceTreeUnreadable, fmt.Sprintf("the resource tree cluster %s reports cannot be read (%v): "+
@@ -48,13 +57,9 @@ func treeProblems(trees *treecache.Writer, cluster string, s spokeStatus) []prob
 }
 
 // writeTree puts the tree the spoke reported where the hub's argocd-server reads it.
-func writeTree(ctx context.Context, trees *treecache.Writer, app types.NamespacedName, s spokeStatus) error {
-	if trees == nil {
+func writeTree(ctx context.Context, trees *treecache.Writer, app types.NamespacedName, t reportedTree) error {
+	if trees == nil || !t.ok {
 		return nil
 	}
-	shipped, value, ok, _ := s.tree()
-	if !ok {
-		return nil
-	}
-	return trees.Write(ctx, app, shipped, value)
+	return trees.Write(ctx, app, t.shipped, t.value)
 }

@@ -47,7 +47,7 @@ func TestTreeProblems(t *testing.T) {
 			if tc.value != "" {
 				s.values[FeedbackTree] = tc.value
 			}
-			problems := treeProblems(tc.trees, "c1", s)
+			problems := treeProblems(tc.trees, "c1", s.tree())
 			if tc.reason == "" {
 				assert.Empty(t, problems)
 				return
