@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -301,22 +302,32 @@ func (c *lazyCache) Get(ctx context.Context, key string) ([]byte, bool, error) {
 	return v, found, nil
 }
 
-// Announcements subscribes with the current password; when redis refuses it, it reads the
-// password again and subscribes anew.
+// Announcements subscribes with the current password. Until it can (the operator has not
+// made redis or its password Secret yet, as on a spoke the agent reaches first), it tries
+// again at a growing interval; when redis refuses the password, it reads it again. The
+// reconciles report the same failure on the ManagedClusterAddOn meanwhile.
 func (c *lazyCache) Announcements(ctx context.Context, announced func(string), reconnected func()) error {
+	backoff := time.Duration(0)
 	for ctx.Err() == nil {
 		client, err := c.connect(ctx)
-		if err != nil {
-			return err
+		if err == nil {
+			if err = client.Announcements(ctx, announced, reconnected); err == nil {
+				return nil
+			}
+			c.forgetOnAuthError(err)
 		}
-		err = client.Announcements(ctx, announced, reconnected)
-		if err == nil || !argocdcache.IsAuthError(err) {
-			return err
+		backoff = min(max(2*backoff, time.Second), maxConnectBackoff)
+		ctrl.Log.WithName(ControllerName).Info("not listening to Argo CD's tree announcements yet", "retryIn", backoff, "reason", err.Error())
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff):
 		}
-		c.forgetOnAuthError(err)
 	}
 	return nil
 }
+
+// maxConnectBackoff bounds the wait between attempts to subscribe.
+const maxConnectBackoff = 30 * time.Second
 
 // SecretPassword reads redis's password from a Secret of Argo CD's namespace when the
 // agent connects (uncached: one read, by name).

@@ -158,3 +158,20 @@ func TestShardsAreMerged(t *testing.T) {
 	require.True(t, found)
 	assert.Len(t, tree.Nodes, 2)
 }
+
+// The listener keeps trying while redis's password cannot be read yet (the operator has
+// not made it): a spoke's agent starts before its Argo CD.
+func TestAnnouncementsWaitForThePassword(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	asked := 0
+	c := &lazyCache{options: argocdcache.Options{Address: "127.0.0.1:1"}, password: func(context.Context) (string, error) {
+		asked++
+		if asked == 2 {
+			cancel()
+		}
+		return "", errors.New(`secrets "openshift-gitops-redis-initial-password" not found`)
+	}}
+	require.NoError(t, c.Announcements(ctx, func(string) {}, func() {}))
+	assert.Equal(t, 2, asked, "asked again after the first failure, not given up")
+}
