@@ -61,18 +61,15 @@ type Reconciler struct {
 	Trees *treecache.Writer
 }
 
-// forgetTree removes an Application's tree from the hub's Argo CD cache: gone (every key
-// of that name), or no longer pulled (only what this manager wrote). A redis that is down
-// holds up nothing: a tree left in a cache is drawn for no Application.
-func (r *Reconciler) forgetTree(ctx context.Context, app types.NamespacedName, gone bool) {
+// forgetTree removes the tree this manager wrote for an Application that is gone or no
+// longer pulled (a manager writes every pulled Application's tree once after its start, so
+// it knows them all). A redis that is down holds up nothing: a tree left in a cache is
+// drawn for no Application.
+func (r *Reconciler) forgetTree(ctx context.Context, app types.NamespacedName) {
 	if r.Trees == nil {
 		return
 	}
-	forget := r.Trees.Forget
-	if gone {
-		forget = r.Trees.Deleted
-	}
-	if err := forget(ctx, app); err != nil {
+	if err := r.Trees.Forget(ctx, app); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "the resource tree stays in the hub Argo CD's redis")
 	}
 }
@@ -91,7 +88,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			if err := r.retireACMWorks(ctx, nil, req.NamespacedName, "", nil); err != nil {
 				return ctrl.Result{}, err
 			}
-			r.forgetTree(ctx, req.NamespacedName, true)
+			r.forgetTree(ctx, req.NamespacedName)
 			return ctrl.Result{}, r.deleteWorksExcept(ctx, works, "")
 		}
 		return ctrl.Result{}, fmt.Errorf("reading Application %s: %w", req.NamespacedName, err)
@@ -107,7 +104,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.retireACMWorks(ctx, app, req.NamespacedName, "", nil); err != nil {
 			return ctrl.Result{}, err
 		}
-		r.forgetTree(ctx, req.NamespacedName, true)
+		r.forgetTree(ctx, req.NamespacedName)
 		return ctrl.Result{}, r.finalize(ctx, app, works)
 	}
 	v, err := validate(ctx, app, r)
@@ -131,7 +128,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.retireACMWorks(ctx, app, req.NamespacedName, "", nil); err != nil {
 			return ctrl.Result{}, err
 		}
-		r.forgetTree(ctx, req.NamespacedName, false)
+		r.forgetTree(ctx, req.NamespacedName)
 		return ctrl.Result{}, r.writeHubApplication(ctx, app, v, spokeStatus{}, nil)
 	}
 	// A changed cluster annotation moves the Application: the old cluster's work goes.

@@ -57,9 +57,14 @@ func treeProblems(trees *treecache.Writer, cluster string, t reportedTree) []pro
 }
 
 // writeTree puts the tree the spoke reported where the hub's argocd-server reads it.
+// A tree no longer reported (the agent's reports turned off) or unreadable is removed: a
+// stale tree would be drawn as the current one.
 func writeTree(ctx context.Context, trees *treecache.Writer, app types.NamespacedName, t reportedTree) error {
-	if trees == nil || !t.ok {
+	switch {
+	case trees == nil:
 		return nil
+	case !t.ok:
+		return trees.Forget(ctx, app)
 	}
 	return trees.Write(ctx, app, t.shipped, t.value)
 }

@@ -73,22 +73,11 @@ func (w *Writer) Forget(ctx context.Context, app types.NamespacedName) error {
 	delete(w.written, app)
 	w.mu.Unlock()
 	if !known {
-		// Never written by this manager (or before its restart): the hub's application
-		// controller may own it now that the Application is not pulled.
+		// Not written by this manager: another writer's (the hub's application controller
+		// owns it once the Application is not pulled). After a restart the manager
+		// writes each pulled Application's tree once, so it knows its own again.
 		return nil
 	}
-	if err := w.Store.Delete(ctx, argocdcache.TreeKey(w.instance(app))); err != nil {
-		return fmt.Errorf("removing the resource tree of Application %s: %w", app, err)
-	}
-	return nil
-}
-
-// Deleted removes the tree of an Application that is gone (or going): whoever wrote it, no
-// Application owns the key any more.
-func (w *Writer) Deleted(ctx context.Context, app types.NamespacedName) error {
-	w.mu.Lock()
-	delete(w.written, app)
-	w.mu.Unlock()
 	if err := w.Store.Delete(ctx, argocdcache.TreeKey(w.instance(app))); err != nil {
 		return fmt.Errorf("removing the resource tree of Application %s: %w", app, err)
 	}

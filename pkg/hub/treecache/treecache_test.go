@@ -103,8 +103,11 @@ func TestForgetRemovesOnlyWhatItWrote(t *testing.T) {
 	require.NoError(t, w.Forget(ctx, ours))
 	assert.NotContains(t, store.keys, argocdcache.TreeKey("ours"))
 
-	require.NoError(t, w.Deleted(ctx, types.NamespacedName{Namespace: "openshift-gitops", Name: "theirs"}))
-	assert.NotContains(t, store.keys, argocdcache.TreeKey("theirs"), "an Application gone: its tree goes, whoever wrote it")
+	// A restarted manager knows nothing it wrote, until it writes each pulled tree once again.
+	restarted := &Writer{Store: store, ArgoNamespace: "openshift-gitops"}
+	require.NoError(t, restarted.Write(ctx, ours, s, v))
+	require.NoError(t, restarted.Forget(ctx, ours))
+	assert.NotContains(t, store.keys, argocdcache.TreeKey("ours"))
 }
 
 func TestWriteErrorsAreReturned(t *testing.T) {
