@@ -40,9 +40,20 @@ func trackedFiles(t *testing.T, root string) []string {
 	return strings.Split(strings.TrimRight(string(out), "\x00"), "\x00")
 }
 
+// docImages is where the docs' pictures live: a PNG there, within maxDocImage, is a page's
+// illustration (a screenshot a test took), not a build output.
+const (
+	docImages   = "docs/images/"
+	maxDocImage = 512 << 10
+)
+
+var pngMagic = []byte("\x89PNG\r\n\x1a\n")
+
 // problem says what is wrong with a tracked file, or "" when nothing is.
 func problem(path string, content []byte) string {
 	switch {
+	case strings.HasPrefix(path, docImages) && bytes.HasPrefix(content, pngMagic) && len(content) <= maxDocImage:
+		return ""
 	case len(content) > maxFileSize && !generatedLarge[path]:
 		return fmt.Sprintf("%s is %d bytes, over %d: a build output? `git rm --cached` it and ignore it in .gitignore", path, len(content), maxFileSize)
 	case isBinary(content):
@@ -87,6 +98,10 @@ func TestBuildOutputsAreRecognised(t *testing.T) {
 		{"a generated CRD past the size", "pkg/spoke/crdinstall/crds/argocds.argoproj.io.yaml", bytes.Repeat([]byte("a"), maxFileSize+1), ""},
 		{"a generated CRD that is binary", "pkg/spoke/crdinstall/crds/argocds.argoproj.io.yaml", elf, "is binary"},
 		{"source", "pkg/version/version.go", []byte("package version\n"), ""},
+		{"a docs screenshot", "docs/images/hub-ui.png", append([]byte("\x89PNG\r\n\x1a\n\x00"), bytes.Repeat([]byte("x"), 100)...), ""},
+		{"a PNG elsewhere", "test/shot.png", append([]byte("\x89PNG\r\n\x1a\n\x00"), bytes.Repeat([]byte("x"), 100)...), "is binary"},
+		{"a binary posing as a docs image", "docs/images/demo.png", elf, "is binary"},
+		{"a docs image past its size", "docs/images/huge.png", append([]byte("\x89PNG\r\n\x1a\n\x00"), bytes.Repeat([]byte("x"), maxDocImage)...), "is binary"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
