@@ -139,7 +139,7 @@ bench: ## Run the Go benchmarks (the hub's per-cluster render); the report is do
 	go test -run '^$$' -bench . -benchmem -count 1 ./pkg/...
 
 .PHONY: bench-pull
-bench-pull: test-env ## Benchmark the pull model on a real kube-apiserver (PULL_BENCH_SIZES=100x1000,1000x5000); report in docs/benchmarks.md.
+bench-pull: test-env ## Benchmark the pull model on a real kube-apiserver, with redis-server (Debian, installed when missing) for the resource trees (PULL_BENCH_SIZES=100x1000,1000x5000); report in docs/benchmarks.md.
 	hack/ensure-debian-packages.sh redis-server=redis-server
 	PULL_BENCH_SIZES=$(PULL_BENCH_SIZES) go test -run '^$$' -bench BenchmarkPullModel -benchtime 1x -timeout 60m ./test/bench/
 
