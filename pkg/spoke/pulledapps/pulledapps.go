@@ -6,6 +6,8 @@ package pulledapps
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"sync"
 	"time"
@@ -21,6 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/gitops-addon/gitops-addon/pkg/contract/apptree"
 )
 
 // applicationCRD must be established before Applications can be watched.
@@ -111,6 +115,12 @@ func Pulled(app client.Object) bool {
 	return false
 }
 
+// Digest stands for an annotation's value in the cache: equal values, equal digests.
+func Digest(value string) string {
+	sum := sha256.Sum256([]byte(value))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
 // comparisonErrorType is Argo CD's condition type on an Application whose desired or live
 // state it could not load.
 const comparisonErrorType = "ComparisonError"
@@ -118,13 +128,18 @@ const comparisonErrorType = "ComparisonError"
 // Slim keeps what the agent's controllers read: the metadata (owners, annotations) and
 // the status fields of a resource summary (pkg/contract/appresources) and a comparison
 // (reconciledAt, the ComparisonError condition). Spec, history and other conditions are
-// dropped.
+// dropped, and the resource tree annotation (up to apptree.MaxBytes) is kept as its Digest:
+// the agent only asks whether it changed.
 func Slim(obj any) (any, error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
 		return obj, nil
 	}
 	u.SetManagedFields(nil)
+	if annotations := u.GetAnnotations(); annotations[apptree.Annotation] != "" {
+		annotations[apptree.Annotation] = Digest(annotations[apptree.Annotation])
+		u.SetAnnotations(annotations)
+	}
 	status, _, _ := unstructured.NestedMap(u.Object, "status")
 	slim := map[string]any{}
 	for _, k := range []string{"resources", "summary", "resourceHealthSource", "reconciledAt"} {

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gitops-addon/gitops-addon/pkg/contract/appresources"
+	"github.com/gitops-addon/gitops-addon/pkg/contract/apptree"
 )
 
 const pulledApp = `
@@ -46,6 +47,19 @@ func TestSlimKeepsWhatTheAgentsControllersRead(t *testing.T) {
 	assert.NotContains(t, got.Object["status"], "history")
 	conditions, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
 	assert.Len(t, conditions, 1, "only the ComparisonError condition")
+}
+
+// The tree annotation (up to 48 KiB per Application) is cached as its digest: equal trees,
+// equal digests, and nothing else of it is kept.
+func TestSlimKeepsTheTreeAsItsDigest(t *testing.T) {
+	app := New()
+	app.SetAnnotations(map[string]string{apptree.Annotation: "H4sIAAAA-a-tree", "team": "blue"})
+	slim, err := Slim(app.DeepCopy())
+	require.NoError(t, err)
+	got := slim.(*unstructured.Unstructured).GetAnnotations()
+	assert.Equal(t, Digest("H4sIAAAA-a-tree"), got[apptree.Annotation])
+	assert.NotEqual(t, Digest("H4sIAAAA-another"), got[apptree.Annotation])
+	assert.Equal(t, "blue", got["team"], "other annotations as they are")
 }
 
 func TestPulled(t *testing.T) {

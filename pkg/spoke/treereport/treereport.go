@@ -119,7 +119,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if app.GetAnnotations()[apptree.Annotation] != value {
+	if !sameTree(app.GetAnnotations()[apptree.Annotation], value) {
 		if err := r.write(ctx, req.NamespacedName, value); err != nil {
 			r.failed(err)
 			return ctrl.Result{}, err
@@ -127,6 +127,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	r.succeeded()
 	return ctrl.Result{}, nil
+}
+
+// sameTree says whether the annotation the cache holds (its digest: pulledapps.Slim) is
+// this value.
+func sameTree(cached, value string) bool {
+	return cached == pulledapps.Digest(value) || cached == value
 }
 
 // read is the tree Argo CD keeps, its shards merged.

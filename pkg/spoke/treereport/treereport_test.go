@@ -74,6 +74,14 @@ func TestReconcileShipsTheTreeOnce(t *testing.T) {
 		wantErr   string
 	}{
 		{name: "a pulled Application gets the tree Argo CD keeps", cache: withTree(t, cachedTree), wantWrite: true},
+		{name: "the cache holds the tree's digest (pulledapps.Slim): a current tree is not written again", cache: withTree(t, cachedTree),
+			edit: func(u *unstructured.Unstructured) {
+				tree, _, err := (&Reconciler{Cache: withTree(t, cachedTree)}).read(context.Background(), "guestbook")
+				require.NoError(t, err)
+				_, value, err := apptree.Bound(tree)
+				require.NoError(t, err)
+				u.SetAnnotations(map[string]string{apptree.Annotation: pulledapps.Digest(value)})
+			}},
 		{name: "an Application nobody pulled is left alone", cache: withTree(t, cachedTree), edit: func(u *unstructured.Unstructured) { u.SetOwnerReferences(nil) }},
 		{name: "no tree in Argo CD's cache yet: nothing written", cache: &fakeCache{}},
 		{name: "redis unreachable: an error the agent reports", cache: &fakeCache{err: errors.New("dial tcp: connection refused")}, wantErr: "connection refused"},
