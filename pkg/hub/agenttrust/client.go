@@ -28,9 +28,10 @@ type TLSClientConfig struct {
 	CAData   []byte `json:"caData,omitempty"`
 }
 
-// ResourceProxyURL is the server of an agent cluster's Argo CD cluster Secret.
-func ResourceProxyURL(namespace, agent string) string {
-	return fmt.Sprintf("https://argocd-agent-resource-proxy.%s.svc:9090?agentName=%s", namespace, agent)
+// ResourceProxyURL is the server of an agent cluster's Argo CD cluster Secret: the
+// principal's resource proxy Service (service, port) in namespace.
+func ResourceProxyURL(namespace, service, port, agent string) string {
+	return fmt.Sprintf("https://%s.%s.svc:%s?agentName=%s", service, namespace, port, agent)
 }
 
 // ClientConfigFor returns the config JSON for agent: the one in current when its

@@ -45,6 +45,9 @@ type Request struct {
 	Namespace string
 	// PrincipalNames are the principal's DNS names and IP addresses as agents reach it.
 	PrincipalNames []string
+	// ResourceProxyService is the resource proxy's Service, when not argocd-agent's own
+	// install's (the GitOps operator's): its names join the certificate's.
+	ResourceProxyService string
 }
 
 // Certificate is what the status says of one certificate.
@@ -87,9 +90,14 @@ func (st State) CACertificatePEM() []byte {
 	return st.ca.certPEM
 }
 
-// ResourceProxyNames are the names of the principal's resource proxy Service in ns.
-func ResourceProxyNames(ns string) []string {
-	return []string{"argocd-agent-resource-proxy", "argocd-agent-resource-proxy." + ns + ".svc"}
+// ResourceProxyNames are the names of the principal's resource proxy Service in ns:
+// argocd-agent's own install's, and service's (the GitOps operator's) when given.
+func ResourceProxyNames(ns, service string) []string {
+	names := []string{"argocd-agent-resource-proxy", "argocd-agent-resource-proxy." + ns + ".svc"}
+	if service != "" && service != names[0] {
+		names = append(names, service, service+"."+ns+".svc")
+	}
+	return names
 }
 
 // Ensure makes the trust Secrets of a namespace complete and current and says where they
@@ -108,7 +116,7 @@ func (k *Keeper) Ensure(ctx context.Context, req Request) (State, error) {
 		into             *Certificate
 	}{
 		{PrincipalSecret, "argocd-agent-principal", req.PrincipalNames, &st.Principal},
-		{ResourceProxySecret, "argocd-agent-resource-proxy", ResourceProxyNames(req.Namespace), &st.ResourceProxy},
+		{ResourceProxySecret, "argocd-agent-resource-proxy", ResourceProxyNames(req.Namespace, req.ResourceProxyService), &st.ResourceProxy},
 	} {
 		pair, err := k.ensureServing(ctx, req.Namespace, s.name, s.commonName, s.names, cas, now, st.Issued)
 		if err != nil {

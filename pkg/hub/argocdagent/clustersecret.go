@@ -29,7 +29,11 @@ func ToAgentFormat(desired *corev1.Secret, cluster string, currentConfig []byte,
 	}
 	desired.Labels[LabelAgentName] = cluster
 	desired.Annotations[AnnotationSkipReconcile] = "true"
-	desired.Data["server"] = []byte(agenttrust.ResourceProxyURL(desired.Namespace, cluster))
+	proxy := t.Principal.ResourceProxy
+	if proxy.Service == "" {
+		proxy = defaultResourceProxy
+	}
+	desired.Data["server"] = []byte(agenttrust.ResourceProxyURL(desired.Namespace, proxy.Service, proxy.Port, cluster))
 	desired.Data["config"] = config
 	return nil
 }

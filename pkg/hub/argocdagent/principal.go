@@ -49,8 +49,21 @@ type Principal struct {
 	Address, Port string
 	// Service is the principal's Service in the Argo CD namespace, when there is one.
 	Service string
-	Problem string
+	// ResourceProxy is where the hub's argocd-server reaches the principal's resource proxy.
+	ResourceProxy ResourceProxy
+	Problem       string
 }
+
+// ResourceProxy is the principal's resource proxy Service, through which the hub's
+// argocd-server reads the clusters' live resources.
+type ResourceProxy struct{ Service, Port string }
+
+// defaultResourceProxy is argocd-agent's own install's Service; the GitOps operator names
+// its own "<ArgoCD>-agent-principal-resource-proxy" (found by its port's name).
+var defaultResourceProxy = ResourceProxy{Service: "argocd-agent-resource-proxy", Port: "9090"}
+
+// resourceProxyPort is the name of the resource proxy's port on the operator's Service.
+const resourceProxyPort = "resource-proxy"
 
 // Finder finds the principal of an Argo CD namespace in the manager's cache.
 type Finder struct {
@@ -68,13 +81,15 @@ func (f Finder) Find(ctx context.Context, gc *appsv1beta1.GitOpsCluster) (Princi
 	spec := gc.Spec.GitOpsAddon.ArgoCDAgent
 	ns := gc.ArgoNamespace()
 	p := Principal{Address: spec.ServerAddress, Port: cmp.Or(spec.ServerPort, "443")}
-	svc, err := f.principalService(ctx, ns)
+	services, err := f.principalServices(ctx, ns)
 	if err != nil {
 		return p, err
 	}
+	svc := principalService(services)
 	if svc != nil {
 		p.Service = svc.Name
 	}
+	p.ResourceProxy = resourceProxyOf(services)
 	if p.Address != "" {
 		return p, nil
 	}
@@ -103,20 +118,38 @@ func (f Finder) Find(ctx context.Context, gc *appsv1beta1.GitOpsCluster) (Princi
 	return p, nil
 }
 
-// principalService is the Service agents connect to: of the principal's Services (it
-// has several: metrics, health, redis proxy, resource proxy), the one named as its
-// app.kubernetes.io/name label; nil when there is none.
-func (f Finder) principalService(ctx context.Context, ns string) (*corev1.Service, error) {
+// principalServices are the principal's Services in ns (it has several: the one agents
+// connect to, metrics, health, redis proxy, resource proxy).
+func (f Finder) principalServices(ctx context.Context, ns string) ([]corev1.Service, error) {
 	services := &corev1.ServiceList{}
 	if err := f.Reader.List(ctx, services, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: PrincipalServiceSelector()}); err != nil {
 		return nil, fmt.Errorf("looking for the Argo CD Agent principal's Service in %s: %w", ns, err)
 	}
-	for i := range services.Items {
-		if s := &services.Items[i]; s.Labels[labelName] == s.Name {
-			return s, nil
+	return services.Items, nil
+}
+
+// principalService is the Service agents connect to: the one named as its
+// app.kubernetes.io/name label; nil when there is none.
+func principalService(services []corev1.Service) *corev1.Service {
+	for i := range services {
+		if s := &services[i]; s.Labels[labelName] == s.Name {
+			return s
 		}
 	}
-	return nil, nil
+	return nil
+}
+
+// resourceProxyOf is the Service with the resource proxy's port, else argocd-agent's own
+// install's name.
+func resourceProxyOf(services []corev1.Service) ResourceProxy {
+	for _, s := range services {
+		for _, port := range s.Spec.Ports {
+			if port.Name == resourceProxyPort {
+				return ResourceProxy{Service: s.Name, Port: fmt.Sprint(port.Port)}
+			}
+		}
+	}
+	return defaultResourceProxy
 }
 
 // principalRouteHost is the host of the principal's Route in ns once a router admitted

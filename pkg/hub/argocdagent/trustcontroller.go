@@ -61,10 +61,10 @@ func (r *TrustReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		// outlive a GitOpsCluster deleted and created again.
 		return ctrl.Result{}, err
 	}
-	names, service, err := r.principalNames(ctx, sharing)
+	names, service, proxy, err := r.principalNames(ctx, sharing)
 	if err == nil {
 		var st agenttrust.State
-		if st, err = r.Keeper.Ensure(ctx, agenttrust.Request{Namespace: ns, PrincipalNames: names}); err == nil {
+		if st, err = r.Keeper.Ensure(ctx, agenttrust.Request{Namespace: ns, PrincipalNames: names, ResourceProxyService: proxy}); err == nil {
 			r.announceIssued(sharing, ns, service, st.Issued)
 			return ctrl.Result{RequeueAfter: untilRenewal(st, time.Now())}, nil
 		}
@@ -78,20 +78,19 @@ func (r *TrustReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 // principalNames are the names the principal's certificate must hold for every
 // GitOpsCluster sharing it (a certificate naming only one GitOpsCluster's serverAddress
 // would be issued again for each in turn), and the principal's Service, when found.
-func (r *TrustReconciler) principalNames(ctx context.Context, sharing []*appsv1beta1.GitOpsCluster) ([]string, string, error) {
+func (r *TrustReconciler) principalNames(ctx context.Context, sharing []*appsv1beta1.GitOpsCluster) (names []string, service, proxy string, err error) {
 	finder := Finder{Reader: r.Client, Routes: r.Routes}
-	var names []string
-	var service string
 	for _, gc := range sharing {
 		p, err := finder.Find(ctx, gc)
 		if err != nil {
-			return nil, "", err
+			return nil, "", "", err
 		}
 		service = cmp.Or(service, p.Service)
+		proxy = cmp.Or(proxy, p.ResourceProxy.Service)
 		names = append(names, PrincipalNames(gc, p)...)
 	}
 	slices.Sort(names)
-	return slices.Compact(names), service, nil
+	return slices.Compact(names), service, proxy, nil
 }
 
 // announceIssued records, on each GitOpsCluster sharing the principal, an Event for each
