@@ -405,7 +405,7 @@ spec:
 		require.Eventually(t, func() bool {
 			return !exists(ctx, s.Client, &admissionregistrationv1.ValidatingAdmissionPolicy{}, routeguard.GuardName)
 		}, time.Minute, time.Second, "the agent removes its admission policy")
-		require.NoError(t, a.p.Agent(openshift).Stop())
+		require.NoError(t, a.p.StopAgent(openshift))
 
 		// The duplicate, an apiserver restart, and the application controller restarting
 		// (as its pod does on a node drain or an upgrade) and loading the API's schema.

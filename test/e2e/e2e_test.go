@@ -240,7 +240,7 @@ func TestFleet(t *testing.T) {
 			healthy, err := p.AgentHealthy(ctx, vanilla)
 			return err == nil && !healthy
 		}, 30*time.Second, 200*time.Millisecond, "the agent's /healthz fails once its mounted credential changed")
-		require.NoError(t, p.Agent(vanilla).Stop())
+		require.NoError(t, p.StopAgent(vanilla))
 		// Remove what the agent reported, so that the restarted agent must write it again.
 		mca := &addonv1beta1.ManagedClusterAddOn{}
 		require.NoError(t, f.Hub.Client.Get(ctx, client.ObjectKey{Namespace: vanilla, Name: contract.AddonName}, mca))
@@ -316,7 +316,7 @@ func TestFleet(t *testing.T) {
 		assert.True(t, exists(ctx, s.Client, &corev1.Namespace{}, contract.GitOpsNamespace), "the namespace is kept")
 		assert.False(t, exists(ctx, f.Hub.Client, &corev1.Secret{}, contract.GitOpsNamespace+"/"+gitopscluster.ClusterSecretName(vanilla)),
 			"the Argo CD registration is removed")
-		require.NoError(t, p.Agent(vanilla).Stop(), "the agent's Deployment is gone, so is its process")
+		require.NoError(t, p.StopAgent(vanilla), "the agent's Deployment is gone, so is its process")
 	})
 
 	t.Run("drift: a deleted operator Deployment is repaired by the work agent", func(t *testing.T) {

@@ -66,6 +66,10 @@ type Product struct {
 	// agentArgs are the Deployment arguments each running agent was started from; a
 	// change rolls the agent out again, as the kubelet would (followAgentDeployment).
 	agentArgs map[string][]string
+	// lifecycles serialize each spoke's agent starts, restarts and stops: the Deployment
+	// follower and a test may both act on it, and two starts at once would leave a second,
+	// untracked agent running (it removed the duplicate Routes CRD a test had just made).
+	lifecycles sync.Map // spoke name -> *sync.Mutex
 	// ctx ends with the fleet: what stands in for the kubelet runs as long.
 	ctx context.Context
 }
@@ -220,6 +224,42 @@ func (p *Product) KillManager() error {
 // Deployment's arguments, the secret copied to disk as the Deployment mounts it, and the
 // agent ServiceAccount's token for the spoke.
 func (p *Product) StartAgent(ctx context.Context, spoke *harness.Spoke) error {
+	unlock := p.lockLifecycle(spoke.Name)
+	defer unlock()
+	return p.startAgent(ctx, spoke)
+}
+
+// lockLifecycle takes a spoke's agent lifecycle lock and returns its release.
+func (p *Product) lockLifecycle(spoke string) func() {
+	m, _ := p.lifecycles.LoadOrStore(spoke, &sync.Mutex{})
+	mu := m.(*sync.Mutex)
+	mu.Lock()
+	return mu.Unlock
+}
+
+// stopAgent stops the spoke's tracked agent, if one runs; the lifecycle lock is held.
+func (p *Product) stopAgent(spoke string) error {
+	if agent := p.Agent(spoke); agent != nil && agent.Running() {
+		if err := agent.Stop(); err != nil {
+			return fmt.Errorf("stopping the agent on %s: %w", spoke, err)
+		}
+	}
+	return nil
+}
+
+// StopAgent stops a spoke's agent; it stays stopped until a test starts it again.
+func (p *Product) StopAgent(spoke string) error {
+	unlock := p.lockLifecycle(spoke)
+	defer unlock()
+	return p.stopAgent(spoke)
+}
+
+// startAgent is StartAgent with the lifecycle lock held: an agent still running is stopped
+// first, so that a spoke never has two.
+func (p *Product) startAgent(ctx context.Context, spoke *harness.Spoke) error {
+	if err := p.stopAgent(spoke.Name); err != nil {
+		return err
+	}
 	deployment, err := waitAgentDeployment(ctx, spoke.Cluster)
 	if err != nil {
 		return err
@@ -280,7 +320,12 @@ func (p *Product) followAgentDeployment(ctx context.Context, spoke *harness.Spok
 		if slices.Equal(d.Spec.Template.Spec.Containers[0].Args, started) {
 			return false, nil
 		}
-		if err := p.RestartAgent(ctx, spoke); err != nil {
+		unlock := p.lockLifecycle(spoke.Name)
+		defer unlock()
+		if p.Agent(spoke.Name) != agent || !agent.Running() {
+			return false, nil // a test stopped or restarted it meanwhile
+		}
+		if err := p.startAgent(ctx, spoke); err != nil {
 			p.Fleet.Logf("restarting the agent on %s with its Deployment's new arguments: %v", spoke.Name, err)
 		}
 		return false, nil
@@ -361,12 +406,9 @@ func replaceFlags(args []string, set map[string]string) []string {
 // RestartAgent stops a spoke's agent and starts it again with its Deployment as it is
 // now, as a rollout after a Deployment change does.
 func (p *Product) RestartAgent(ctx context.Context, spoke *harness.Spoke) error {
-	if agent := p.Agent(spoke.Name); agent != nil {
-		if err := agent.Stop(); err != nil {
-			return fmt.Errorf("stopping the agent on %s: %w", spoke.Name, err)
-		}
-	}
-	return p.StartAgent(ctx, spoke)
+	unlock := p.lockLifecycle(spoke.Name)
+	defer unlock()
+	return p.startAgent(ctx, spoke)
 }
 
 // RestartManagerWith stops the manager gracefully (it releases its lease) and starts it
