@@ -30,7 +30,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -76,8 +75,7 @@ func Controller(namespace string) pulledapps.Controller {
 		r := &Reconciler{Apps: apps, RepoServers: deployments, Client: mgr.GetClient(), Namespace: namespace}
 		return ctrl.NewControllerManagedBy(mgr).
 			Named(ControllerName).
-			WatchesRawSource(source.Kind(apps, pulledapps.New(), &handler.TypedEnqueueRequestForObject[*unstructured.Unstructured]{},
-				predicate.NewTypedPredicateFuncs(func(a *unstructured.Unstructured) bool { return pulledapps.Pulled(a) }))).
+			WatchesRawSource(pulledapps.Source(apps)).
 			WatchesRawSource(source.Kind(deployments, &appsv1.Deployment{},
 				handler.TypedEnqueueRequestsFromMapFunc(r.waitingApplications))).
 			Complete(r)
@@ -185,15 +183,7 @@ func (r *Reconciler) now() time.Time {
 // requestRefresh writes Argo CD's refresh annotation alone, by a merge patch: the admission
 // policy holds the agent to it (agent-applications-policy.yaml).
 func (r *Reconciler) requestRefresh(ctx context.Context, key types.NamespacedName) error {
-	patch := pulledapps.New()
-	patch.SetNamespace(key.Namespace)
-	patch.SetName(key.Name)
-	raw := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:"normal"}}}`, contract.AnnotationArgoCDRefresh)
-	err := r.Client.Patch(ctx, patch, client.RawPatch(types.MergePatchType, raw), client.FieldOwner(FieldManager))
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
+	if err := pulledapps.Annotate(ctx, r.Client, key, contract.AnnotationArgoCDRefresh, "normal", FieldManager); err != nil {
 		return fmt.Errorf("asking Argo CD to compare Application %s again: %w", key, err)
 	}
 	return nil

@@ -17,12 +17,16 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/gitops-addon/gitops-addon/pkg/contract/apptree"
 )
@@ -184,4 +188,23 @@ func New() *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(GVK)
 	return u
+}
+
+// Source watches the pulled Applications in the agent's Application cache, each event
+// enqueuing the Application itself: what every controller on that cache reconciles.
+func Source(apps cache.Cache) source.TypedSource[reconcile.Request] {
+	return source.Kind(apps, New(), &handler.TypedEnqueueRequestForObject[*unstructured.Unstructured]{},
+		predicate.NewTypedPredicateFuncs(func(a *unstructured.Unstructured) bool { return Pulled(a) }))
+}
+
+// Annotate sets one annotation of an Application, and nothing else, by a merge patch:
+// Argo CD owns the status and OCM's work agent the spec; neither is touched, and no
+// resourceVersion is needed. An Application gone meanwhile is no error.
+func Annotate(ctx context.Context, c client.Client, key types.NamespacedName, annotation, value, fieldManager string) error {
+	patch := New()
+	patch.SetNamespace(key.Namespace)
+	patch.SetName(key.Name)
+	raw := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, annotation, value)
+	err := c.Patch(ctx, patch, client.RawPatch(types.MergePatchType, raw), client.FieldOwner(fieldManager))
+	return client.IgnoreNotFound(err)
 }

@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -15,10 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/gitops-addon/gitops-addon/pkg/contract/appresources"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/addonstatus"
@@ -43,8 +39,7 @@ func Controller(report *addonstatus.Report) pulledapps.Controller {
 		return ctrl.NewControllerManagedBy(mgr).
 			Named(ControllerName).
 			WithOptions(controller.Options{MaxConcurrentReconciles: 2}).
-			WatchesRawSource(source.Kind(apps, pulledapps.New(), &handler.TypedEnqueueRequestForObject[*unstructured.Unstructured]{},
-				predicate.NewTypedPredicateFuncs(func(a *unstructured.Unstructured) bool { return pulledapps.Pulled(a) }))).
+			WatchesRawSource(pulledapps.Source(apps)).
 			Complete(r)
 	}
 }
@@ -85,19 +80,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, nil
 }
 
-// write sets the annotation alone, by a merge patch: Argo CD owns the status and OCM's work
-// agent the spec; neither is touched, and no resourceVersion is needed.
+// write sets the summary annotation alone (pulledapps.Annotate).
 func (r *Reconciler) write(ctx context.Context, key types.NamespacedName, value string) error {
-	patch := &unstructured.Unstructured{}
-	patch.SetGroupVersionKind(pulledapps.GVK)
-	patch.SetNamespace(key.Namespace)
-	patch.SetName(key.Name)
-	raw := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, appresources.Annotation, value)
-	err := r.Client.Patch(ctx, patch, client.RawPatch(types.MergePatchType, raw), client.FieldOwner(FieldManager))
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
+	if err := pulledapps.Annotate(ctx, r.Client, key, appresources.Annotation, value, FieldManager); err != nil {
 		return fmt.Errorf("writing the resource summary of Application %s: %w", key, err)
 	}
 	return nil

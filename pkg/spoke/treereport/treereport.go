@@ -16,7 +16,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -27,7 +26,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/gitops-addon/gitops-addon/pkg/argocdcache"
@@ -82,8 +80,7 @@ func Controller(o Options) pulledapps.Controller {
 		return ctrl.NewControllerManagedBy(mgr).
 			Named(ControllerName).
 			WithOptions(controller.Options{MaxConcurrentReconciles: 2}).
-			WatchesRawSource(source.Kind(apps, pulledapps.New(), &handler.TypedEnqueueRequestForObject[*unstructured.Unstructured]{},
-				predicate.NewTypedPredicateFuncs(func(a *unstructured.Unstructured) bool { return pulledapps.Pulled(a) }))).
+			WatchesRawSource(pulledapps.Source(apps)).
 			WatchesRawSource(source.Channel(announced, &handler.TypedEnqueueRequestForObject[*unstructured.Unstructured]{})).
 			Complete(r)
 	}
@@ -163,17 +160,9 @@ func (r *Reconciler) readShard(ctx context.Context, key string, into *apptree.Tr
 	return true, nil
 }
 
-// write sets the annotation alone, by a merge patch, as pkg/spoke/resourcesummary does.
+// write sets the tree annotation alone (pulledapps.Annotate).
 func (r *Reconciler) write(ctx context.Context, key types.NamespacedName, value string) error {
-	patch := pulledapps.New()
-	patch.SetNamespace(key.Namespace)
-	patch.SetName(key.Name)
-	raw := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, apptree.Annotation, value)
-	err := r.Client.Patch(ctx, patch, client.RawPatch(types.MergePatchType, raw), client.FieldOwner(FieldManager))
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
+	if err := pulledapps.Annotate(ctx, r.Client, key, apptree.Annotation, value, FieldManager); err != nil {
 		return fmt.Errorf("writing the resource tree of Application %s (the agent needs patch on applications.argoproj.io "+
 			"in its Argo CD namespace): %w", key, err)
 	}
