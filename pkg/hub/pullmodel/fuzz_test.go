@@ -16,7 +16,8 @@ import (
 // ManifestWork's status feedback, which whoever controls the spoke Application's status
 // or annotations writes) into the hub Application's status. No input may panic; the
 // status stays plain JSON; no value the hub writes from the spoke is longer than
-// maxFeedbackValue; and the health is the spoke's, cut to that bound.
+// maxFeedbackValue; every value marshals to YAML (kubectl get -o yaml); and the health is
+// the spoke's, made printable and cut to that bound.
 func FuzzSpokeStatusOnTheHub(f *testing.F) {
 	summary, err := appresources.Of(appresources.Resource{Kind: "Service", Name: "guestbook-ui", Status: "Synced", Health: "Healthy"}).Encode()
 	if err != nil {
@@ -25,6 +26,9 @@ func FuzzSpokeStatusOnTheHub(f *testing.F) {
 	f.Add("Healthy", "Synced", "abc123", "Succeeded", "2026-11-27T10:00:00Z", "ok", "ComparisonError", "boom", summary)
 	f.Add("Degraded", "OutOfSync", "", "Failed", "", strings.Repeat("m", 20000), "", "", `{"v":1,"total":3}`)
 	f.Add("", "", "", "Running", "not a time", "", "SyncError", "", "{")
+	// Control characters JSON carries and YAML refuses (a CI run's finding).
+	f.Add("Healthy\x7f", "\x00", "\x1b[31m", "Failed\u0090", "\xff", "\x7f", "Sync\x7fError", "\x01",
+		`{"v":1,"total":1,"kinds":{"Pod\u007f":1},"resources":[{"k":"Pod","n":"web\u007f","hm":"\u0000"}],"images":["a\u0090"]}`)
 	f.Fuzz(func(t *testing.T, health, sync, revision, phase, startedAt, opMessage, condType, condMessage, resources string) {
 		values := map[string]string{
 			FeedbackHealth: health, FeedbackSync: sync, FeedbackRevision: revision, FeedbackOperationPhase: phase,

@@ -10,6 +10,7 @@ import (
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gitops-addon/gitops-addon/pkg/bounded"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/contract/appresources"
 )
@@ -35,7 +36,46 @@ func (s spokeStatus) resources() (appresources.Summary, bool, error) {
 		return appresources.Summary{}, false, nil
 	}
 	summary, err := appresources.Decode(v)
-	return summary, err == nil, err
+	return printableSummary(summary), err == nil, err
+}
+
+// printableSummary is the summary with each text made printable (bounded.Printable): the
+// hub Application carries it, and one control character would break reading it as YAML.
+func printableSummary(s appresources.Summary) appresources.Summary {
+	if len(s.Kinds) > 0 {
+		kinds := make(map[string]int, len(s.Kinds))
+		for k, n := range s.Kinds {
+			kinds[bounded.Printable(k)] += n
+		}
+		s.Kinds = kinds
+	}
+	var resources []appresources.Resource
+	if s.Resources != nil {
+		resources = make([]appresources.Resource, len(s.Resources))
+	}
+	for i, r := range s.Resources {
+		for _, f := range []*string{&r.Group, &r.Version, &r.Kind, &r.Namespace, &r.Name, &r.Status, &r.Health,
+			&r.HealthMessage, &r.SyncResult, &r.SyncMessage} {
+			*f = bounded.Printable(*f)
+		}
+		resources[i] = r
+	}
+	s.Resources = resources
+	s.HealthSource = bounded.Printable(s.HealthSource)
+	s.Images = printableAll(s.Images)
+	s.ExternalURLs = printableAll(s.ExternalURLs)
+	return s
+}
+
+func printableAll(texts []string) []string {
+	if texts == nil {
+		return nil
+	}
+	out := make([]string, len(texts))
+	for i, t := range texts {
+		out[i] = bounded.Printable(t)
+	}
+	return out
 }
 
 // reported says whether the spoke's Argo CD has reported anything about the Application.

@@ -31,8 +31,9 @@ type spokeStatus struct {
 // its own bounds (appresources.Decode).
 const maxFeedbackValue = 4 << 10
 
-// cutFeedback is a reported value within maxFeedbackValue, cut with an ellipsis.
-func cutFeedback(v string) string { return bounded.Cut(v, maxFeedbackValue) }
+// cutFeedback is a reported value made printable (bounded.Printable) and within
+// maxFeedbackValue, cut with an ellipsis.
+func cutFeedback(v string) string { return bounded.Cut(bounded.Printable(v), maxFeedbackValue) }
 
 func (s spokeStatus) get(name string) (string, bool) {
 	v, ok := s.values[name]
