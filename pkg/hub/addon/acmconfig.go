@@ -57,6 +57,8 @@ type acmTranslation struct {
 	proxy map[string]string
 	// warnings say what of ACM's settings gitops-addon does not carry out, and the fix.
 	warnings []string
+	// err is the first of ACM's variables that cannot be carried out, named as ACM names it.
+	err error
 }
 
 // translateACMVariables reads ACM's variables among vars.
@@ -70,6 +72,10 @@ func translateACMVariables(vars []addonv1beta1.CustomizedVariable) acmTranslatio
 		value := values[v.Name]
 		switch {
 		case acmImageVariables[v.Name] != "":
+			if strings.ContainsAny(value, whiteSpace) && t.err == nil {
+				// Said here, under the name the administrator wrote, not ours.
+				t.err = fmt.Errorf("customizedVariable %s=%q must not contain white space", v.Name, value)
+			}
 			if value != "" {
 				t.ours = append(t.ours, addonv1beta1.CustomizedVariable{Name: acmImageVariables[v.Name], Value: value})
 			}

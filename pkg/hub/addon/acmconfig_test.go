@@ -1,6 +1,7 @@
 package addon
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -212,4 +213,19 @@ func TestArgoCDAgentImage(t *testing.T) {
 // whose principal is known.
 func agentModeSettings() map[string]string {
 	return contract.AddonSettings{ArgoCDAgent: &contract.ArgoCDAgentSettings{Mode: "managed", Principal: "principal.example.com:443"}}.Annotations()
+}
+
+// TestACMVariableRejectedUnderItsOwnName: a bad value in one of ACM's image variables is
+// rejected under the name the administrator wrote (ARGOCD_IMAGE), not under ours
+// (argoCDImage), which appears nowhere in their AddOnDeploymentConfig (a fuzz finding).
+func TestACMVariableRejectedUnderItsOwnName(t *testing.T) {
+	adc := acmGitOpsAddonConfig(t)
+	setVariable(adc, "ARGOCD_IMAGE", "quay.io/argoproj/argocd v3.2.11")
+	a, err := New(Options{AgentImage: "a:1", ADCGetter: fakeADCGetter{"c1/gitops-addon-config": adc},
+		Warn: func(*addonv1beta1.ManagedClusterAddOn, string) {}})
+	require.NoError(t, err)
+	_, err = a.Manifests(context.Background(), vanilla(), mca("gitops-addon-config", nil, ""))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `customizedVariable ARGOCD_IMAGE="quay.io/argoproj/argocd v3.2.11" must not contain white space`)
+	assert.NotContains(t, err.Error(), VarArgoCDImage)
 }

@@ -69,10 +69,16 @@ type knobs struct {
 // it returns the names it does not know and what of ACM's it does not carry out.
 func parseCustomizedVariables(vars []addonv1beta1.CustomizedVariable) (knobs, []string, []string, error) {
 	acm := translateACMVariables(vars)
+	if acm.err != nil {
+		return knobs{}, nil, nil, acm.err
+	}
 	k := knobs{proxy: acm.proxy}
 	unknown, err := parseOurVariables(&k, append(acm.ours, acm.others...))
 	return k, unknown, acm.warnings, err
 }
+
+// whiteSpace is what no image or name variable may contain.
+const whiteSpace = " \t\n"
 
 // parseOurVariables reads our customizedVariables into k; later ones win.
 func parseOurVariables(k *knobs, vars []addonv1beta1.CustomizedVariable) ([]string, error) {
@@ -115,7 +121,7 @@ func parseOurVariables(k *knobs, vars []addonv1beta1.CustomizedVariable) ([]stri
 			unknown = append(unknown, v.Name)
 			continue
 		}
-		if strings.ContainsAny(value, " \t\n") && v.Name != VarExtraAPIGroups {
+		if strings.ContainsAny(value, whiteSpace) && v.Name != VarExtraAPIGroups {
 			return nil, fmt.Errorf("customizedVariable %s=%q must not contain white space", v.Name, value)
 		}
 	}
