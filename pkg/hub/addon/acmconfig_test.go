@@ -229,3 +229,20 @@ func TestACMVariableRejectedUnderItsOwnName(t *testing.T) {
 	assert.Contains(t, err.Error(), `customizedVariable ARGOCD_IMAGE="quay.io/argoproj/argocd v3.2.11" must not contain white space`)
 	assert.NotContains(t, err.Error(), VarArgoCDImage)
 }
+
+// TestVariableThatIsNotText: a value that is not printable UTF-8 (a fuzz finding: "\xff"
+// became "ÿ" in the operator's image) is rejected, under the name written.
+func TestVariableThatIsNotText(t *testing.T) {
+	for _, name := range []string{"GITOPS_OPERATOR_IMAGE", VarGitOpsOperatorImage, "HTTP_PROXY", "somethingElse"} {
+		t.Run(name, func(t *testing.T) {
+			adc := acmGitOpsAddonConfig(t)
+			setVariable(adc, name, "quay.io/x/operator:\xff")
+			a, err := New(Options{AgentImage: "a:1", ADCGetter: fakeADCGetter{"c1/gitops-addon-config": adc},
+				Warn: func(*addonv1beta1.ManagedClusterAddOn, string) {}})
+			require.NoError(t, err)
+			_, err = a.Manifests(context.Background(), vanilla(), mca("gitops-addon-config", nil, ""))
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "customizedVariable "+name+`="quay.io/x/operator:\xff" is not printable text`)
+		})
+	}
+}

@@ -12,6 +12,7 @@ import (
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 
+	"github.com/gitops-addon/gitops-addon/pkg/bounded"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 )
 
@@ -68,6 +69,11 @@ type knobs struct {
 // where both say the same thing), with an error naming the bad value and what it accepts;
 // it returns the names it does not know and what of ACM's it does not carry out.
 func parseCustomizedVariables(vars []addonv1beta1.CustomizedVariable) (knobs, []string, []string, error) {
+	for _, v := range vars {
+		if bounded.Printable(v.Value) != v.Value {
+			return knobs{}, nil, nil, fmt.Errorf("customizedVariable %s=%q is not printable text (UTF-8 without control characters)", v.Name, v.Value)
+		}
+	}
 	acm := translateACMVariables(vars)
 	if acm.err != nil {
 		return knobs{}, nil, nil, acm.err
