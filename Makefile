@@ -26,6 +26,7 @@ TEST_PARALLEL  ?= 1
 # The pull model benchmark's sizes: <clusters>x<applications>, comma-separated.
 PULL_BENCH_SIZES ?= 100x1000,1000x5000
 # The fleet benchmark's sizes: numbers of managed clusters, comma-separated.
+FAULTS_BENCH_CLUSTERS ?= 1000
 FLEET_BENCH_SIZES ?= 100,1000
 
 # Tools of the verify gate, pinned (installed into ./bin with `go install tool@version`).
@@ -146,6 +147,10 @@ bench-pull: test-env ## Benchmark the pull model on a real kube-apiserver, with 
 .PHONY: bench-fleet
 bench-fleet: e2e-env build ## Benchmark the hub manager at fleet scale on a real OCM hub (FLEET_BENCH_SIZES=100,1000; FLEET_BENCH_TEMPLATE=off leaves out ACM's AddOnTemplate mechanism); report in docs/benchmarks.md.
 	FLEET_BENCH_SIZES=$(FLEET_BENCH_SIZES) go test -run '^$$' -bench BenchmarkFleet -benchtime 1x -timeout 240m ./test/bench/
+
+.PHONY: bench-faults
+bench-faults: e2e-env build ## Inject faults mid-rollout on a real OCM hub with two manager replicas (leader killed or frozen, apiserver restarted, etcd stalled; FAULTS_BENCH_CLUSTERS=1000, FAULTS_BENCH_FAULTS=a,b; FAULTS_BENCH_FENCE=off runs both replicas active); report in docs/benchmarks.md.
+	FAULTS_BENCH_CLUSTERS=$(FAULTS_BENCH_CLUSTERS) go test -run '^$$' -bench BenchmarkFaults -benchtime 1x -timeout 240m ./test/bench/
 
 .PHONY: test-env
 test-env: ## Build kube-apiserver v1.35.4 (and v1.29.6, the oldest supported) and etcd v3.6.8 from source into ./bin (cached; versions pinned above).

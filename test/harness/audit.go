@@ -14,6 +14,9 @@ type AuditEvent struct {
 	User struct {
 		Username string `json:"username"`
 	} `json:"user"`
+	// UserAgent tells apart the replicas of one ServiceAccount (the manager names its
+	// leader election identity in it).
+	UserAgent string `json:"userAgent"`
 	ObjectRef *struct {
 		Resource    string `json:"resource"`
 		Subresource string `json:"subresource"`

@@ -96,6 +96,19 @@ func (p *Process) Stop() error { return p.terminate(syscall.SIGTERM, stopGrace) 
 // and returns once the process has exited.
 func (p *Process) Kill() error { return p.terminate(syscall.SIGKILL, 0) }
 
+// Signal sends sig to the process group and returns at once: SIGSTOP freezes the process
+// (a stalled node, a long pause), SIGCONT resumes it.
+func (p *Process) Signal(sig syscall.Signal) error {
+	pid := p.Pid()
+	if pid == 0 {
+		return fmt.Errorf("%s is not running", p.Name)
+	}
+	if err := syscall.Kill(-pid, sig); err != nil {
+		return fmt.Errorf("sending %v to %s (pid %d): %w", sig, p.Name, pid, err)
+	}
+	return nil
+}
+
 // Restart stops the process (SIGTERM) and starts it again.
 func (p *Process) Restart() error {
 	if err := p.Stop(); err != nil {

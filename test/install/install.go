@@ -187,12 +187,27 @@ func (p *Product) StartManagerWith(ctx context.Context, set map[string]string) e
 	if p.Manager != nil {
 		return errors.New("the manager is already running")
 	}
-	kubeconfig, err := p.Fleet.Hub.ServiceAccountKubeconfig(ctx, Namespace, managerName)
+	proc, metrics, err := p.startManagerProcess(ctx, "hub-gitops-addon-manager", set)
 	if err != nil {
 		return err
 	}
+	p.Manager, p.ManagerMetrics = proc, metrics
+	return nil
+}
+
+// StartReplica starts one more replica of the manager, as the chart's replicas: 2 runs a
+// second pod: the same arguments and ServiceAccount, its own process named name and its
+// own metrics address (returned). The caller stops it.
+func (p *Product) StartReplica(ctx context.Context, name string, set map[string]string) (*harness.Process, string, error) {
+	return p.startManagerProcess(ctx, name, set)
+}
+
+func (p *Product) startManagerProcess(ctx context.Context, name string, set map[string]string) (*harness.Process, string, error) {
+	kubeconfig, err := p.Fleet.Hub.ServiceAccountKubeconfig(ctx, Namespace, managerName)
+	if err != nil {
+		return nil, "", err
+	}
 	metrics, probes := harness.FreeAddress(), harness.FreeAddress()
-	p.ManagerMetrics = metrics
 	args := replaceFlags(p.managerArgs, map[string]string{
 		"--metrics-bind-address":      metrics,
 		"--health-probe-bind-address": probes,
@@ -200,12 +215,11 @@ func (p *Product) StartManagerWith(ctx context.Context, set map[string]string) e
 		"--kubeconfig":                kubeconfig,
 	})
 	args = replaceFlags(args, set)
-	proc, err := p.Fleet.StartProcess("hub-gitops-addon-manager", append([]string{p.Binary}, args...), "POD_NAMESPACE="+Namespace)
+	proc, err := p.Fleet.StartProcess(name, append([]string{p.Binary}, args...), "POD_NAMESPACE="+Namespace)
 	if err != nil {
-		return fmt.Errorf("starting the manager: %w", err)
+		return nil, "", fmt.Errorf("starting the manager %s: %w", name, err)
 	}
-	p.Manager = proc
-	return nil
+	return proc, metrics, nil
 }
 
 // KillManager kills the manager with SIGKILL, as an OOM kill or a node loss does.

@@ -6,10 +6,12 @@ package workstandin
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	workv1 "open-cluster-management.io/api/work/v1"
@@ -23,9 +25,10 @@ const preDeleteWorkName = "addon-gitops-addon-pre-delete"
 // CompleteHookWorks stands in for the spokes' work agents until ctx ends: each pre-delete
 // hook ManifestWork is reported applied, with its Job complete (the well-known status
 // feedback addon-framework waits for), as a spoke whose teardown Job succeeded would.
-// It returns the clusters whose hook it completed so far.
+// It returns the clusters whose hook it completed so far. Each hook ManifestWork (by UID)
+// is completed once: a cluster's addon enabled and removed again gets its new hook done too.
 func CompleteHookWorks(ctx context.Context, c client.Client) func() []string {
-	done := map[string]bool{}
+	done := map[types.UID]bool{}
 	results := make(chan []string, 1)
 	results <- nil
 	go func() {
@@ -36,12 +39,15 @@ func CompleteHookWorks(ctx context.Context, c client.Client) func() []string {
 			}
 			for i := range works.Items {
 				w := &works.Items[i]
-				if done[w.Namespace] || reportJobsComplete(ctx, c, w) != nil {
+				if done[w.UID] || reportJobsComplete(ctx, c, w) != nil {
 					continue
 				}
-				done[w.Namespace] = true
+				done[w.UID] = true
 				clusters := <-results
-				results <- append(clusters, w.Namespace)
+				if !slices.Contains(clusters, w.Namespace) {
+					clusters = append(clusters, w.Namespace)
+				}
+				results <- clusters
 			}
 			return false, nil
 		})

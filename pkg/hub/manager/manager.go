@@ -166,14 +166,34 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 	if routes {
 		maps.Copy(byObject, argocdagent.RouteCacheByObject(gitopscluster.NamespaceConfigs(o.ArgoNamespaces)))
 	}
+	identity, err := replicaIdentity()
+	if err != nil {
+		return nil, err
+	}
+	cfg = rest.CopyConfig(cfg)
+	var lead *leader
+	if o.LeaderElection {
+		if lead, err = newLeader(cfg, o.LeaderElectionNamespace, identity); err != nil {
+			return nil, err
+		}
+		// Every client of the manager from here on (controllers, addon-framework, Events)
+		// writes only while this replica certainly leads.
+		cfg = lead.fence.Guard(cfg)
+	}
+	cfg.UserAgent = userAgent(identity)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: o.MetricsBindAddress},
-		HealthProbeBindAddress:  o.HealthProbeBindAddress,
-		PprofBindAddress:        o.PprofBindAddress,
-		LeaderElection:          o.LeaderElection,
-		LeaderElectionID:        LeaderElectionID,
-		LeaderElectionNamespace: o.LeaderElectionNamespace,
+		Scheme:                              scheme,
+		Metrics:                             metricsserver.Options{BindAddress: o.MetricsBindAddress},
+		HealthProbeBindAddress:              o.HealthProbeBindAddress,
+		PprofBindAddress:                    o.PprofBindAddress,
+		LeaderElection:                      o.LeaderElection,
+		LeaderElectionResourceLockInterface: lead.lockOrNil(),
+		// The Lease's name is the lock's; the elector also names its metrics with it
+		// (leader_election_master_status{name="gitops-addon-manager"}).
+		LeaderElectionID: LeaderElectionID,
+		LeaseDuration:    &leaseDuration,
+		RenewDeadline:    &renewDeadline,
+		RetryPeriod:      &retryPeriod,
 		// Release the lease on shutdown so that a rolling update hands over at once.
 		LeaderElectionReleaseOnCancel: true,
 		// Managed fields are never read from the cache; at 1,000 clusters they are a good
@@ -183,6 +203,9 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the controller manager: %w", err)
+	}
+	if lead != nil {
+		lead.events.recorder = mgr.GetEventRecorderFor(identity) //nolint:staticcheck // resourcelock records through the old API
 	}
 	// The hub's own cluster ID, read once: a ManagedCluster that is the hub under another
 	// name than local-cluster is known by it (its ClusterClaim id.k8s.io).

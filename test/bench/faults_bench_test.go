@@ -1,0 +1,584 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
+	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/gitopscluster"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/manager"
+	"github.com/gitops-addon/gitops-addon/test/harness"
+	"github.com/gitops-addon/gitops-addon/test/install"
+	"github.com/gitops-addon/gitops-addon/test/testenv"
+	"github.com/gitops-addon/gitops-addon/test/workstandin"
+)
+
+// BenchmarkFaults injects faults in the middle of a GitOpsCluster rollout to every cluster
+// of a fleet, on the hub `make bench-fleet` runs (test/harness: etcd, kube-apiserver with an
+// audit log, kube-controller-manager, OCM's hub controllers; ManagedClusters without
+// klusterlets), with two replicas of the manager (`./bin/gitops-addon manager`, the chart's
+// arguments, leader election) as `replicas: 2` runs them. First an undisturbed rollout (the
+// baseline), then, for each fault, the same rollout with the fault injected once half of
+// the clusters have their ManifestWorks:
+//
+//   - leader-kill: the leading replica gets SIGKILL; the other takes over;
+//   - leader-freeze: the leader gets SIGSTOP until the other has held the Lease for 10 s,
+//     then SIGCONT: it must not write as a stale leader (its writes after the resume are
+//     counted from the audit log by its User-Agent, which names its leader election
+//     identity) and must step down;
+//   - apiserver-restart: the hub's kube-apiserver is killed (SIGKILL) and started again;
+//   - etcd-stall: etcd gets SIGSTOP for 30 s, then SIGCONT.
+//
+// For each it measures, against the baseline of the same run: the time from the fault to
+// every cluster's Argo CD cluster Secret, ManagedClusterAddOn and ManifestWorks, against the
+// baseline's time from its half-way point; the manager's writes (both replicas) from the
+// audit log, over the baseline's, by verb and resource; Secrets, ManagedClusterAddOns and
+// ManifestWorks lost, duplicated or orphaned (after the GitOpsCluster's deletion), each
+// asserted 0; the replicas' peak RSS; and the manager's writes in 30 s once it settled
+// (asserted 0). A replica that exits (the stale leader steps down so) is started again,
+// as the kubelet restarts its container.
+//
+//	make bench-faults  # FAULTS_BENCH_CLUSTERS=1000 FAULTS_BENCH_FAULTS=leader-kill,leader-freeze,apiserver-restart,etcd-stall
+//
+// FAULTS_BENCH_FENCE=off runs the replicas without leader election (both active), the
+// check that the stale-writer and duplicate counts can fail.
+func BenchmarkFaults(b *testing.B) {
+	n := 1000
+	if v := os.Getenv("FAULTS_BENCH_CLUSTERS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 2 {
+			b.Fatalf("FAULTS_BENCH_CLUSTERS=%q: want a number of clusters, at least 2", v)
+		}
+	}
+	selected := faults
+	if v := os.Getenv("FAULTS_BENCH_FAULTS"); v != "" {
+		selected = nil
+		for _, name := range strings.Split(v, ",") {
+			f, ok := faultNamed(strings.TrimSpace(name))
+			if !ok {
+				b.Fatalf("FAULTS_BENCH_FAULTS: no fault %q (known: %s)", name, faultNames())
+			}
+			selected = append(selected, f)
+		}
+	}
+	b.Run(fmt.Sprintf("clusters=%d", n), func(b *testing.B) {
+		for range b.N {
+			runFaultsBenchmark(b, n, selected)
+		}
+	})
+}
+
+// fault is one fault and how to inject it; inject returns once the faulty part is back.
+type fault struct {
+	name, what string
+	inject     func(fb *faultBench) injected
+}
+
+// injected is what an injection reports: when the fault began, and for a frozen leader,
+// its identity and when it resumed.
+type injected struct {
+	at                   time.Time
+	staleIdentity        string
+	resumedAt            time.Time
+	note                 string
+	replicaExitsOnItsOwn bool
+}
+
+var faults = []fault{
+	{name: "leader-kill", what: "the leader SIGKILLed", inject: func(fb *faultBench) injected {
+		r := fb.leader()
+		at := time.Now()
+		require.NoError(fb.b, r.proc.Kill())
+		fb.waitNewLeader(r)
+		fb.start(r)
+		return injected{at: at, note: fmt.Sprintf("%s killed; the other led after %v", r.name, ms(time.Since(at)))}
+	}},
+	{name: "leader-freeze", what: "the leader SIGSTOPped past its lease, then resumed", inject: func(fb *faultBench) injected {
+		r := fb.leader()
+		identity := fb.leaseHolder()
+		at := time.Now()
+		require.NoError(fb.b, r.proc.Signal(syscall.SIGSTOP))
+		taken := fb.waitNewLeader(r)
+		time.Sleep(10 * time.Second)
+		resumed := time.Now()
+		require.NoError(fb.b, r.proc.Signal(syscall.SIGCONT))
+		return injected{at: at, staleIdentity: identity, resumedAt: resumed, replicaExitsOnItsOwn: fb.set == nil,
+			note: fmt.Sprintf("%s frozen %v; the other led after %v", r.name, ms(resumed.Sub(at)), ms(taken))}
+	}},
+	{name: "apiserver-restart", what: "the hub kube-apiserver SIGKILLed and started again", inject: func(fb *faultBench) injected {
+		at := time.Now()
+		require.NoError(fb.b, fb.f.Hub.APIServer.Kill())
+		require.NoError(fb.b, fb.f.Hub.APIServer.Start())
+		require.NoError(fb.b, fb.f.Hub.WaitReady(fb.ctx))
+		return injected{at: at, note: fmt.Sprintf("the apiserver answered again after %v", ms(time.Since(at)))}
+	}},
+	{name: "etcd-stall", what: "etcd SIGSTOPped for 30 s", inject: func(fb *faultBench) injected {
+		etcd := fb.f.Process("etcd")
+		require.NotNil(fb.b, etcd, "no etcd process")
+		at := time.Now()
+		require.NoError(fb.b, etcd.Signal(syscall.SIGSTOP))
+		time.Sleep(30 * time.Second)
+		require.NoError(fb.b, etcd.Signal(syscall.SIGCONT))
+		return injected{at: at, note: "etcd resumed after 30 s"}
+	}},
+}
+
+func faultNamed(name string) (fault, bool) {
+	for _, f := range faults {
+		if f.name == name {
+			return f, true
+		}
+	}
+	return fault{}, false
+}
+
+func faultNames() string {
+	var names []string
+	for _, f := range faults {
+		names = append(names, f.name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// replica is one manager process.
+type replica struct {
+	name    string
+	proc    *harness.Process
+	metrics string
+	starts  int
+}
+
+type faultBench struct {
+	b        *testing.B
+	ctx      context.Context
+	f        *harness.Fleet
+	p        *install.Product
+	c        client.Client
+	n        int
+	names    []string
+	poll     time.Duration
+	replicas []*replica
+	set      map[string]string
+	// worksPerCluster is the baseline's.
+	worksPerCluster int
+}
+
+// rollout is one GitOpsCluster rollout to the fleet, undisturbed or with a fault.
+type rollout struct {
+	fault     string
+	injected  injected
+	total     time.Duration // from the GitOpsCluster's creation to convergence
+	half      time.Duration // from the creation to half of the clusters with their ManifestWorks
+	recovery  time.Duration // from the fault (or the half-way point) to convergence
+	writes    []harness.AuditEvent
+	conflicts int                  // the manager's writes refused with 409 Conflict
+	stale     []harness.AuditEvent // the frozen leader's writes after its resume
+	count     objectCount
+	orphans   objectCount
+	steady    []harness.AuditEvent
+	peakRSS   int64
+	restarted []string
+}
+
+// objectCount counts what should exist against what does.
+type objectCount struct{ lost, duplicated, orphaned int }
+
+func (o objectCount) String() string {
+	return fmt.Sprintf("%d / %d / %d", o.lost, o.duplicated, o.orphaned)
+}
+
+func runFaultsBenchmark(b *testing.B, n int, selected []fault) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if missing := harness.MissingBinaries(testenv.BinDir()); len(missing) > 0 {
+		b.Fatalf("%v missing from %s: run `make e2e-env` to build them from source", missing, testenv.BinDir())
+	}
+	binary := filepath.Join(testenv.BinDir(), "gitops-addon")
+	if _, err := os.Stat(binary); err != nil {
+		b.Fatalf("%s missing: run `make build`", binary)
+	}
+	progress("faults, clusters=%d: starting the hub", n)
+	f, err := harness.Start(ctx, harness.Options{Logf: func(format string, args ...any) { progress(format, args...) }})
+	require.NoError(b, err)
+	defer func() {
+		if b.Failed() {
+			f.DumpLogs(os.Stderr, 40)
+		}
+		if err := f.Stop(); err != nil {
+			b.Errorf("stopping the fleet: %v", err)
+		}
+	}()
+	cfg := rest.CopyConfig(f.Hub.Config)
+	cfg.QPS, cfg.Burst = 1000, 2000
+	c, err := client.New(cfg, client.Options{Scheme: harness.Scheme()})
+	require.NoError(b, err)
+	p, err := install.OnHub(ctx, f, binary)
+	require.NoError(b, err)
+	require.NoError(b, client.IgnoreAlreadyExists(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: argoNS}})))
+	require.NoError(b, c.Create(ctx, &clusterv1beta2.ManagedClusterSetBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: argoNS},
+		Spec:       clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: "default"},
+	}))
+	fb := &faultBench{b: b, ctx: ctx, f: f, p: p, c: c, n: n, names: fleetNames(n), poll: pollInterval(n)}
+	if os.Getenv("FAULTS_BENCH_FENCE") == "off" {
+		fb.set = map[string]string{"--leader-elect": "false"}
+	}
+	for _, name := range []string{"hub-gitops-addon-manager-a", "hub-gitops-addon-manager-b"} {
+		r := &replica{name: name}
+		fb.replicas = append(fb.replicas, r)
+		fb.start(r)
+		if fb.set == nil && len(fb.replicas) == 1 {
+			waitLeader(b, ctx, c, fb.alive) // a is the first leader
+		}
+	}
+	workstandin.CompleteHookWorks(ctx, c)
+
+	progress("registering %d ManagedClusters", n)
+	defer keepLeasesFresh(ctx, c, fb.names)()
+	registerFleet(b, ctx, c, fb.names)
+	require.NoError(b, c.Create(ctx, fleetPlacement()))
+	converge(b, "the Placement decides every cluster", time.Now(), 10*time.Minute, fb.poll, fb.alive,
+		&target{name: "decisions", done: func() (bool, string) {
+			got := placementDecided(b, ctx, c, argoNS, placementName)
+			return got == n, fmt.Sprintf("%d decided", got)
+		}})
+
+	progress("the baseline: an undisturbed rollout")
+	baseline := fb.rollout(nil)
+	results := []rollout{baseline}
+	for _, ft := range selected {
+		progress("fault %s: %s", ft.name, ft.what)
+		results = append(results, fb.rollout(&ft))
+	}
+	fb.report(results)
+}
+
+// start starts (or starts again) a replica.
+func (fb *faultBench) start(r *replica) {
+	proc, metrics, err := fb.p.StartReplica(fb.ctx, r.name, fb.set)
+	require.NoError(fb.b, err)
+	r.proc, r.metrics = proc, metrics
+	r.starts++
+}
+
+// alive fails the benchmark when a replica exited that should run.
+func (fb *faultBench) alive() {
+	for _, r := range fb.replicas {
+		if exited, err := r.proc.Exited(); exited {
+			fb.b.Fatalf("the manager replica %s exited (%v); the end of its log:\n%s", r.name, err, r.proc.Tail(40))
+		}
+	}
+}
+
+// restartExited starts again the replicas that exited, and names them.
+func (fb *faultBench) restartExited() []string {
+	var names []string
+	for _, r := range fb.replicas {
+		if exited, _ := r.proc.Exited(); exited {
+			names = append(names, r.name)
+			fb.start(r)
+		}
+	}
+	return names
+}
+
+// leader is the replica that leads, by its own metrics (leader_election_master_status);
+// without leader election, the first.
+func (fb *faultBench) leader() *replica {
+	if fb.set != nil {
+		return fb.replicas[0]
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		for _, r := range fb.replicas {
+			if leads(r.metrics) {
+				return r
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	fb.b.Fatalf("no replica leads")
+	return nil
+}
+
+// waitNewLeader waits until a replica other than old leads, and returns how long it took.
+func (fb *faultBench) waitNewLeader(old *replica) time.Duration {
+	if fb.set != nil {
+		return 0 // every replica is active
+	}
+	start := time.Now()
+	for time.Since(start) < 2*time.Minute {
+		for _, r := range fb.replicas {
+			if r != old && leads(r.metrics) {
+				return time.Since(start)
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	fb.b.Fatalf("no other replica took over from %s within 2 minutes", old.name)
+	return 0
+}
+
+// leaseHolder is the leader election Lease's holder identity.
+func (fb *faultBench) leaseHolder() string {
+	if fb.set != nil {
+		return ""
+	}
+	lease := &coordinationv1.Lease{}
+	require.NoError(fb.b, fb.c.Get(fb.ctx, types.NamespacedName{Namespace: install.Namespace, Name: manager.LeaderElectionID}, lease))
+	require.NotNil(fb.b, lease.Spec.HolderIdentity)
+	return *lease.Spec.HolderIdentity
+}
+
+// leads reads a replica's leader_election_master_status.
+func leads(metrics string) bool {
+	resp, err := http.Get("http://" + metrics + "/metrics")
+	if err != nil {
+		return false
+	}
+	defer func() { _ = resp.Body.Close() }()
+	scanner := bufio.NewScanner(resp.Body)
+	scanner.Buffer(make([]byte, 1<<20), 1<<20)
+	for scanner.Scan() {
+		line := scanner.Text()
+		if strings.HasPrefix(line, "leader_election_master_status{") && strings.Contains(line, manager.LeaderElectionID) {
+			return strings.HasSuffix(line, " 1")
+		}
+	}
+	return false
+}
+
+// rollout creates the GitOpsCluster, injects the fault once half of the clusters have
+// their ManifestWorks, waits for every cluster's objects, counts, waits for the manager to
+// settle, measures its steady writes, deletes the GitOpsCluster and counts what is left.
+func (fb *faultBench) rollout(ft *fault) rollout {
+	b, ctx, c := fb.b, fb.ctx, fb.c
+	r := rollout{fault: "none (baseline)"}
+	gc := &appsv1beta1.GitOpsCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: gitopsClusterName, Namespace: argoNS},
+		Spec: appsv1beta1.GitOpsClusterSpec{
+			ArgoServer:   appsv1beta1.ArgoServerSpec{Cluster: "local-cluster", ArgoNamespace: argoNS},
+			PlacementRef: &appsv1beta1.PlacementReference{APIVersion: clusterv1beta1.GroupVersion.String(), Kind: "Placement", Name: placementName},
+			GitOpsAddon:  &appsv1beta1.GitOpsAddonSpec{Enabled: ptr(true)},
+		},
+	}
+	start := time.Now()
+	require.NoError(b, c.Create(ctx, gc))
+	// Half-way: half of the clusters have their ManifestWorks.
+	converge(b, "half of the clusters", start, 30*time.Minute, fb.poll, fb.alive, &target{name: "works", done: func() (bool, string) {
+		got := len(countByNamespace(b, ctx, c, workGVK, "", addonWorks()))
+		return got >= fb.n/2, fmt.Sprintf("%d clusters with ManifestWorks", got)
+	}})
+	r.half = time.Since(start)
+	from := time.Now()
+	alive := fb.alive
+	if ft != nil {
+		r.fault = ft.name
+		r.injected = ft.inject(fb)
+		from = r.injected.at
+		if r.injected.replicaExitsOnItsOwn {
+			alive = func() {} // the stale leader steps down by exiting; it is started again below
+		}
+	}
+	secrets, addons, works := fleetTargets(b, ctx, c, fb.n, fb.worksPerCluster)
+	converge(b, "the rollout", start, 30*time.Minute, fb.poll, alive, secrets, addons, works)
+	r.total = time.Since(start)
+	r.recovery = time.Since(from)
+	progress("%s: converged %v after the fault (%v in all)", r.fault, ms(r.recovery), ms(r.total))
+	if fb.worksPerCluster == 0 {
+		fb.worksPerCluster, _ = uniform(countByNamespace(b, ctx, c, workGVK, "", addonWorks()))
+	}
+	r.count = fb.countObjects()
+	if ft != nil && r.injected.replicaExitsOnItsOwn {
+		fb.waitExited(ft)
+	}
+	r.restarted = fb.restartExited()
+	waitQuiet(b, fb.f.Hub, managerUser, 30*time.Second, 15*time.Minute, fb.alive)
+	r.writes = writesBetween(b, fb.f.Hub, managerUser, start, time.Now())
+	for _, e := range r.writes {
+		if e.ResponseStatus != nil && e.ResponseStatus.Code == http.StatusConflict {
+			r.conflicts++
+		}
+	}
+	if r.injected.staleIdentity != "" {
+		for _, e := range writesBetween(b, fb.f.Hub, managerUser, r.injected.resumedAt, time.Now()) {
+			if strings.Contains(e.UserAgent, r.injected.staleIdentity) {
+				r.stale = append(r.stale, e)
+			}
+		}
+	}
+	steadyFrom := time.Now()
+	time.Sleep(30 * time.Second)
+	r.steady = writesBetween(b, fb.f.Hub, managerUser, steadyFrom, time.Now())
+	for _, rep := range fb.replicas {
+		if rss, _, err := procStats(rep.proc.Pid()); err == nil {
+			r.peakRSS = max(r.peakRSS, rss)
+		}
+	}
+
+	require.NoError(b, c.Delete(ctx, gc))
+	gone := &target{name: "GitOpsCluster", done: func() (bool, string) {
+		err := c.Get(ctx, client.ObjectKeyFromObject(gc), &appsv1beta1.GitOpsCluster{})
+		return apierrors.IsNotFound(err), fmt.Sprintf("get: %v", err)
+	}}
+	dSecrets, dAddons, dWorks := fleetTargets(b, ctx, c, 0, fb.worksPerCluster)
+	converge(b, "the deletion", time.Now(), 20*time.Minute, fb.poll, fb.alive, gone, dSecrets, dAddons, dWorks)
+	waitQuiet(b, fb.f.Hub, managerUser, 10*time.Second, 5*time.Minute, fb.alive)
+	r.orphans = fb.countLeftovers()
+	return r
+}
+
+// waitExited waits for the stale leader to step down (it exits on losing its lease).
+func (fb *faultBench) waitExited(ft *fault) {
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		for _, r := range fb.replicas {
+			if exited, _ := r.proc.Exited(); exited {
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	fb.b.Errorf("%s: the resumed leader did not step down within a minute", ft.name)
+}
+
+// countObjects counts, for every cluster of the fleet, its Argo CD cluster Secrets of the
+// GitOpsCluster (one), its ManagedClusterAddOn (one) and the addon's ManifestWorks
+// (worksPerCluster): fewer is lost, more duplicated; objects of clusters outside the
+// fleet are orphaned.
+func (fb *faultBench) countObjects() objectCount {
+	var out objectCount
+	secrets := &corev1.SecretList{}
+	require.NoError(fb.b, fb.c.List(fb.ctx, secrets, client.InNamespace(argoNS), ownerLabels()))
+	perCluster := map[string]int{}
+	for _, s := range secrets.Items {
+		perCluster[s.Labels[gitopscluster.LabelClusterName]]++
+	}
+	addons := countByNamespace(fb.b, fb.ctx, fb.c, addonGVK, contract.AddonName)
+	works := countByNamespace(fb.b, fb.ctx, fb.c, workGVK, "", addonWorks())
+	fleet := map[string]bool{}
+	for _, name := range fb.names {
+		fleet[name] = true
+		for _, got := range []struct{ have, want int }{{perCluster[name], 1}, {addons[name], 1}, {works[name], fb.worksPerCluster}} {
+			out.lost += max(0, got.want-got.have)
+			out.duplicated += max(0, got.have-got.want)
+		}
+	}
+	for _, m := range []map[string]int{perCluster, addons, works} {
+		for cluster, k := range m {
+			if !fleet[cluster] {
+				out.orphaned += k
+			}
+		}
+	}
+	return out
+}
+
+// countLeftovers counts what the deleted GitOpsCluster left behind: every Secret,
+// ManagedClusterAddOn and ManifestWork of the addon still there is orphaned.
+func (fb *faultBench) countLeftovers() objectCount {
+	secrets := total(countByNamespace(fb.b, fb.ctx, fb.c, secretGVK, "", client.InNamespace(argoNS), ownerLabels()))
+	addons := total(countByNamespace(fb.b, fb.ctx, fb.c, addonGVK, contract.AddonName))
+	works := total(countByNamespace(fb.b, fb.ctx, fb.c, workGVK, "", addonWorks()))
+	return objectCount{orphaned: secrets + addons + works}
+}
+
+// report prints the table and asserts what must hold: nothing lost, duplicated or
+// orphaned, no write by a stale leader, zero steady writes.
+func (fb *faultBench) report(results []rollout) {
+	b := fb.b
+	baseline := results[0]
+	remaining := baseline.total - baseline.half
+	base := writeCounts(baseline.writes)
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "\nfaults at %d clusters, two manager replicas (%s)\n", fb.n, fenceState())
+	fmt.Fprintln(tw, "fault\tconvergence after it (vs baseline's half-way rest)\twrites (vs baseline)\tconflicts\textra writes\tlost / duplicated / orphaned\tstale-leader writes\tsteady writes / 30 s\tpeak RSS\tnote")
+	for _, r := range results {
+		ratio := r.recovery.Seconds() / remaining.Seconds()
+		extra := extraWrites(base, writeCounts(r.writes))
+		count := objectCount{lost: r.count.lost, duplicated: r.count.duplicated, orphaned: r.count.orphaned + r.orphans.orphaned}
+		fmt.Fprintf(tw, "%s\t%v (%.2f)\t%d (%.2f)\t%d\t%s\t%s\t%d\t%d\t%d MiB\t%s\n", r.fault, ms(r.recovery), ratio, len(r.writes),
+			float64(len(r.writes))/float64(max(1, len(baseline.writes))), r.conflicts, extra, count, len(r.stale), len(r.steady), r.peakRSS>>20,
+			strings.TrimSpace(r.injected.note+" "+restartedNote(r.restarted)))
+		b.ReportMetric(r.recovery.Seconds(), r.fault+"-recovery-s")
+		if count != (objectCount{}) {
+			b.Errorf("%s: %d lost, %d duplicated, %d orphaned", r.fault, count.lost, count.duplicated, count.orphaned)
+		}
+		if len(r.stale) > 0 {
+			b.Errorf("%s: the stale leader wrote %d times after its resume: %s", r.fault, len(r.stale), strings.Join(firstWrites(r.stale, 5), "; "))
+		}
+		if len(r.steady) > 0 {
+			b.Errorf("%s: %d writes in 30 s of steady state: %s", r.fault, len(r.steady), summarizeWrites(r.steady))
+		}
+	}
+	fmt.Fprintf(tw, "baseline: %v in all, half of the clusters at %v\n", ms(baseline.total), ms(baseline.half))
+	require.NoError(b, tw.Flush())
+}
+
+func fenceState() string {
+	if os.Getenv("FAULTS_BENCH_FENCE") == "off" {
+		return "leader election OFF: both replicas active"
+	}
+	return "leader election, the write fence"
+}
+
+func restartedNote(names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	return "(started again: " + strings.Join(names, ", ") + ")"
+}
+
+// writeCounts counts writes by verb and resource.
+func writeCounts(events []harness.AuditEvent) map[string]int {
+	out := map[string]int{}
+	for _, e := range events {
+		key := e.Verb
+		if r := e.ObjectRef; r != nil {
+			key += " " + r.Resource
+			if r.Subresource != "" {
+				key += "/" + r.Subresource
+			}
+		}
+		out[key]++
+	}
+	return out
+}
+
+// extraWrites lists the kinds of write done more often than in the baseline.
+func extraWrites(base, got map[string]int) string {
+	var parts []string
+	for key, n := range got {
+		if d := n - base[key]; d > 0 {
+			parts = append(parts, fmt.Sprintf("%s +%d", key, d))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}
