@@ -376,7 +376,7 @@ func leads(metrics string) bool {
 // settle, measures its steady writes, deletes the GitOpsCluster and counts what is left.
 func (fb *faultBench) rollout(ft *fault) rollout {
 	b, ctx, c := fb.b, fb.ctx, fb.c
-	r := rollout{fault: "none (baseline)"}
+	r := rollout{fault: "baseline"}
 	gc := &appsv1beta1.GitOpsCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: gitopsClusterName, Namespace: argoNS},
 		Spec: appsv1beta1.GitOpsClusterSpec{
@@ -395,18 +395,27 @@ func (fb *faultBench) rollout(ft *fault) rollout {
 	r.half = time.Since(start)
 	from := time.Now()
 	alive := fb.alive
+	injection := make(chan injected, 1)
 	if ft != nil {
 		r.fault = ft.name
-		r.injected = ft.inject(fb)
-		from = r.injected.at
-		if r.injected.replicaExitsOnItsOwn {
-			alive = func() {} // the stale leader steps down by exiting; it is started again below
-		}
+		// The fault runs beside the wait for convergence, which may come before the faulty
+		// part is back (a frozen leader resumes after the other replica took over). A
+		// replica that exits meanwhile (killed, or a stale leader stepping down) is started
+		// again by the fault or below, and named in the report.
+		alive = func() {}
+		go func() {
+			var in injected
+			defer func() { injection <- in }() // also when the injection fails the benchmark
+			in = ft.inject(fb)
+		}()
+	} else {
+		injection <- injected{}
 	}
 	secrets, addons, works := fleetTargets(b, ctx, c, fb.n, fb.worksPerCluster)
 	converge(b, "the rollout", start, 30*time.Minute, fb.poll, alive, secrets, addons, works)
 	r.total = time.Since(start)
 	r.recovery = time.Since(from)
+	r.injected = <-injection
 	progress("%s: converged %v after the fault (%v in all)", r.fault, ms(r.recovery), ms(r.total))
 	if fb.worksPerCluster == 0 {
 		fb.worksPerCluster, _ = uniform(countByNamespace(b, ctx, c, workGVK, "", addonWorks()))
@@ -448,6 +457,8 @@ func (fb *faultBench) rollout(ft *fault) rollout {
 	converge(b, "the deletion", time.Now(), 20*time.Minute, fb.poll, fb.alive, gone, dSecrets, dAddons, dWorks)
 	waitQuiet(b, fb.f.Hub, managerUser, 10*time.Second, 5*time.Minute, fb.alive)
 	r.orphans = fb.countLeftovers()
+	progress("%s: %d writes (%d conflicts), lost / duplicated / orphaned %s, %d stale-leader writes, %d steady writes; restarted %v",
+		r.fault, len(r.writes), r.conflicts, r.lostOrDuplicated(), len(r.stale), len(r.steady), r.restarted)
 	return r
 }
 
@@ -519,12 +530,15 @@ func (fb *faultBench) report(results []rollout) {
 	for _, r := range results {
 		ratio := r.recovery.Seconds() / remaining.Seconds()
 		extra := extraWrites(base, writeCounts(r.writes))
-		count := objectCount{lost: r.count.lost, duplicated: r.count.duplicated, orphaned: r.count.orphaned + r.orphans.orphaned}
 		fmt.Fprintf(tw, "%s\t%v (%.2f)\t%d (%.2f)\t%d\t%s\t%s\t%d\t%d\t%d MiB\t%s\n", r.fault, ms(r.recovery), ratio, len(r.writes),
-			float64(len(r.writes))/float64(max(1, len(baseline.writes))), r.conflicts, extra, count, len(r.stale), len(r.steady), r.peakRSS>>20,
-			strings.TrimSpace(r.injected.note+" "+restartedNote(r.restarted)))
+			float64(len(r.writes))/float64(max(1, len(baseline.writes))), r.conflicts, extra, r.lostOrDuplicated(), len(r.stale), len(r.steady),
+			r.peakRSS>>20, strings.TrimSpace(r.injected.note+" "+restartedNote(r.restarted)))
+	}
+	fmt.Fprintf(tw, "baseline: %v in all, half of the clusters at %v\n", ms(baseline.total), ms(baseline.half))
+	require.NoError(b, tw.Flush())
+	for _, r := range results {
 		b.ReportMetric(r.recovery.Seconds(), r.fault+"-recovery-s")
-		if count != (objectCount{}) {
+		if count := r.lostOrDuplicated(); count != (objectCount{}) {
 			b.Errorf("%s: %d lost, %d duplicated, %d orphaned", r.fault, count.lost, count.duplicated, count.orphaned)
 		}
 		if len(r.stale) > 0 {
@@ -534,8 +548,12 @@ func (fb *faultBench) report(results []rollout) {
 			b.Errorf("%s: %d writes in 30 s of steady state: %s", r.fault, len(r.steady), summarizeWrites(r.steady))
 		}
 	}
-	fmt.Fprintf(tw, "baseline: %v in all, half of the clusters at %v\n", ms(baseline.total), ms(baseline.half))
-	require.NoError(b, tw.Flush())
+}
+
+// lostOrDuplicated is what the rollout lost or duplicated, and what it and the deletion
+// after it left orphaned.
+func (r rollout) lostOrDuplicated() objectCount {
+	return objectCount{lost: r.count.lost, duplicated: r.count.duplicated, orphaned: r.count.orphaned + r.orphans.orphaned}
 }
 
 func fenceState() string {
