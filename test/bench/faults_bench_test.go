@@ -18,17 +18,12 @@ import (
 	"github.com/stretchr/testify/require"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
-	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
-	"github.com/gitops-addon/gitops-addon/pkg/contract"
-	"github.com/gitops-addon/gitops-addon/pkg/hub/gitopscluster"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/manager"
 	"github.com/gitops-addon/gitops-addon/test/harness"
 	"github.com/gitops-addon/gitops-addon/test/install"
@@ -135,6 +130,20 @@ var faults = []fault{
 		require.NoError(fb.b, fb.f.Hub.WaitReady(fb.ctx))
 		return injected{at: at, note: fmt.Sprintf("the apiserver answered again after %v", ms(time.Since(at)))}
 	}},
+	{name: "apf-429", what: "API Priority and Fairness gives the manager one seat and rejects (429) beyond it, for 30 s", inject: func(fb *faultBench) injected {
+		at := time.Now()
+		lift := starveManager(fb)
+		time.Sleep(30 * time.Second)
+		lift()
+		return injected{at: at, note: "the manager's requests limited for 30 s"}
+	}},
+	{name: "flap", what: "10 % of the clusters Unknown and out of the Placement, then back", inject: func(fb *faultBench) injected {
+		at := time.Now()
+		n, restore := flapClusters(fb)
+		dropped := time.Since(at)
+		restore()
+		return injected{at: at, note: fmt.Sprintf("%d clusters out of the Placement for %v", n, ms(dropped))}
+	}},
 	{name: "etcd-stall", what: "etcd SIGSTOPped for 30 s", inject: func(fb *faultBench) injected {
 		etcd := fb.f.Process("etcd")
 		require.NotNil(fb.b, etcd, "no etcd process")
@@ -188,6 +197,7 @@ type faultBench struct {
 
 // rollout is one GitOpsCluster rollout to the fleet, undisturbed or with a fault.
 type rollout struct {
+	workload  string
 	fault     string
 	injected  injected
 	total     time.Duration // from the GitOpsCluster's creation to convergence
@@ -266,14 +276,45 @@ func runFaultsBenchmark(b *testing.B, n int, selected []fault) {
 			return got == n, fmt.Sprintf("%d decided", got)
 		}})
 
-	progress("the baseline: an undisturbed rollout")
-	baseline := fb.rollout(nil)
-	results := []rollout{baseline}
-	for _, ft := range selected {
-		progress("fault %s: %s", ft.name, ft.what)
-		results = append(results, fb.rollout(&ft))
+	fb.installArgoCDCRDs()
+	var results []rollout
+	for _, w := range fb.workloads() {
+		progress("%s: the baseline, undisturbed", w.name)
+		results = append(results, fb.run(w, nil))
+		for _, ft := range selected {
+			progress("%s: fault %s: %s", w.name, ft.name, ft.what)
+			results = append(results, fb.run(w, &ft))
+		}
 	}
 	fb.report(results)
+}
+
+// workloads are FAULTS_BENCH_WORKLOADS's (default both): "rollout", a GitOpsCluster over
+// the fleet; "pull", a burst of FAULTS_BENCH_APPS (5,000) pull Applications.
+func (fb *faultBench) workloads() []workload {
+	apps := 5000
+	if v := os.Getenv("FAULTS_BENCH_APPS"); v != "" {
+		var err error
+		if apps, err = strconv.Atoi(v); err != nil || apps < 2 {
+			fb.b.Fatalf("FAULTS_BENCH_APPS=%q: want a number of Applications, at least 2", v)
+		}
+	}
+	names := "rollout,pull"
+	if v := os.Getenv("FAULTS_BENCH_WORKLOADS"); v != "" {
+		names = v
+	}
+	var out []workload
+	for _, name := range strings.Split(names, ",") {
+		switch strings.TrimSpace(name) {
+		case "rollout":
+			out = append(out, fb.addonRollout())
+		case "pull":
+			out = append(out, fb.pullBurst(apps))
+		default:
+			fb.b.Fatalf("FAULTS_BENCH_WORKLOADS: no workload %q (rollout, pull)", name)
+		}
+	}
+	return out
 }
 
 // start starts (or starts again) a replica.
@@ -371,27 +412,15 @@ func leads(metrics string) bool {
 	return false
 }
 
-// rollout creates the GitOpsCluster, injects the fault once half of the clusters have
-// their ManifestWorks, waits for every cluster's objects, counts, waits for the manager to
-// settle, measures its steady writes, deletes the GitOpsCluster and counts what is left.
-func (fb *faultBench) rollout(ft *fault) rollout {
-	b, ctx, c := fb.b, fb.ctx, fb.c
-	r := rollout{fault: "baseline"}
-	gc := &appsv1beta1.GitOpsCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: gitopsClusterName, Namespace: argoNS},
-		Spec: appsv1beta1.GitOpsClusterSpec{
-			ArgoServer:   appsv1beta1.ArgoServerSpec{Cluster: "local-cluster", ArgoNamespace: argoNS},
-			PlacementRef: &appsv1beta1.PlacementReference{APIVersion: clusterv1beta1.GroupVersion.String(), Kind: "Placement", Name: placementName},
-			GitOpsAddon:  &appsv1beta1.GitOpsAddonSpec{Enabled: ptr(true)},
-		},
-	}
+// run runs the workload (a rollout or a burst), injects the fault once half of it is
+// done, waits for all of it, counts, waits for the manager to settle, measures its steady
+// writes, removes the workload and counts what is left.
+func (fb *faultBench) run(w workload, ft *fault) rollout {
+	b := fb.b
+	r := rollout{workload: w.name, fault: "baseline"}
 	start := time.Now()
-	require.NoError(b, c.Create(ctx, gc))
-	// Half-way: half of the clusters have their ManifestWorks.
-	converge(b, "half of the clusters", start, 30*time.Minute, fb.poll, fb.alive, &target{name: "works", done: func() (bool, string) {
-		got := len(countByNamespace(b, ctx, c, workGVK, "", addonWorks()))
-		return got >= fb.n/2, fmt.Sprintf("%d clusters with ManifestWorks", got)
-	}})
+	created := w.create()
+	converge(b, "half of "+w.name, start, 30*time.Minute, fb.poll, fb.alive, &target{name: "half", done: w.halfway})
 	r.half = time.Since(start)
 	from := time.Now()
 	alive := fb.alive
@@ -411,16 +440,13 @@ func (fb *faultBench) rollout(ft *fault) rollout {
 	} else {
 		injection <- injected{}
 	}
-	secrets, addons, works := fleetTargets(b, ctx, c, fb.n, fb.worksPerCluster)
-	converge(b, "the rollout", start, 30*time.Minute, fb.poll, alive, secrets, addons, works)
+	converge(b, w.name, start, 30*time.Minute, fb.poll, alive, w.targets()...)
 	r.total = time.Since(start)
 	r.recovery = time.Since(from)
 	r.injected = <-injection
-	progress("%s: converged %v after the fault (%v in all)", r.fault, ms(r.recovery), ms(r.total))
-	if fb.worksPerCluster == 0 {
-		fb.worksPerCluster, _ = uniform(countByNamespace(b, ctx, c, workGVK, "", addonWorks()))
-	}
-	r.count = fb.countObjects()
+	created()
+	progress("%s, %s: converged %v after the fault (%v in all)", w.name, r.fault, ms(r.recovery), ms(r.total))
+	r.count = w.count()
 	if ft != nil && r.injected.replicaExitsOnItsOwn {
 		fb.waitExited(ft)
 	}
@@ -447,18 +473,11 @@ func (fb *faultBench) rollout(ft *fault) rollout {
 			r.peakRSS = max(r.peakRSS, rss)
 		}
 	}
-
-	require.NoError(b, c.Delete(ctx, gc))
-	gone := &target{name: "GitOpsCluster", done: func() (bool, string) {
-		err := c.Get(ctx, client.ObjectKeyFromObject(gc), &appsv1beta1.GitOpsCluster{})
-		return apierrors.IsNotFound(err), fmt.Sprintf("get: %v", err)
-	}}
-	dSecrets, dAddons, dWorks := fleetTargets(b, ctx, c, 0, fb.worksPerCluster)
-	converge(b, "the deletion", time.Now(), 20*time.Minute, fb.poll, fb.alive, gone, dSecrets, dAddons, dWorks)
+	w.remove()
 	waitQuiet(b, fb.f.Hub, managerUser, 10*time.Second, 5*time.Minute, fb.alive)
-	r.orphans = fb.countLeftovers()
-	progress("%s: %d writes (%d conflicts), lost / duplicated / orphaned %s, %d stale-leader writes, %d steady writes; restarted %v",
-		r.fault, len(r.writes), r.conflicts, r.lostOrDuplicated(), len(r.stale), len(r.steady), r.restarted)
+	r.orphans = w.leftovers()
+	progress("%s, %s: %d writes (%d conflicts), lost / duplicated / orphaned %s, %d stale-leader writes, %d steady writes; restarted %v",
+		w.name, r.fault, len(r.writes), r.conflicts, r.lostOrDuplicated(), len(r.stale), len(r.steady), r.restarted)
 	return r
 }
 
@@ -476,76 +495,36 @@ func (fb *faultBench) waitExited(ft *fault) {
 	fb.b.Errorf("%s: the resumed leader did not step down within a minute", ft.name)
 }
 
-// countObjects counts, for every cluster of the fleet, its Argo CD cluster Secrets of the
-// GitOpsCluster (one), its ManagedClusterAddOn (one) and the addon's ManifestWorks
-// (worksPerCluster): fewer is lost, more duplicated; objects of clusters outside the
-// fleet are orphaned.
-func (fb *faultBench) countObjects() objectCount {
-	var out objectCount
-	secrets := &corev1.SecretList{}
-	require.NoError(fb.b, fb.c.List(fb.ctx, secrets, client.InNamespace(argoNS), ownerLabels()))
-	perCluster := map[string]int{}
-	for _, s := range secrets.Items {
-		perCluster[s.Labels[gitopscluster.LabelClusterName]]++
-	}
-	addons := countByNamespace(fb.b, fb.ctx, fb.c, addonGVK, contract.AddonName)
-	works := countByNamespace(fb.b, fb.ctx, fb.c, workGVK, "", addonWorks())
-	fleet := map[string]bool{}
-	for _, name := range fb.names {
-		fleet[name] = true
-		for _, got := range []struct{ have, want int }{{perCluster[name], 1}, {addons[name], 1}, {works[name], fb.worksPerCluster}} {
-			out.lost += max(0, got.want-got.have)
-			out.duplicated += max(0, got.have-got.want)
-		}
-	}
-	for _, m := range []map[string]int{perCluster, addons, works} {
-		for cluster, k := range m {
-			if !fleet[cluster] {
-				out.orphaned += k
-			}
-		}
-	}
-	return out
-}
-
-// countLeftovers counts what the deleted GitOpsCluster left behind: every Secret,
-// ManagedClusterAddOn and ManifestWork of the addon still there is orphaned.
-func (fb *faultBench) countLeftovers() objectCount {
-	secrets := total(countByNamespace(fb.b, fb.ctx, fb.c, secretGVK, "", client.InNamespace(argoNS), ownerLabels()))
-	addons := total(countByNamespace(fb.b, fb.ctx, fb.c, addonGVK, contract.AddonName))
-	works := total(countByNamespace(fb.b, fb.ctx, fb.c, workGVK, "", addonWorks()))
-	return objectCount{orphaned: secrets + addons + works}
-}
-
 // report prints the table and asserts what must hold: nothing lost, duplicated or
 // orphaned, no write by a stale leader, zero steady writes.
 func (fb *faultBench) report(results []rollout) {
 	b := fb.b
-	baseline := results[0]
-	remaining := baseline.total - baseline.half
-	base := writeCounts(baseline.writes)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "\nfaults at %d clusters, two manager replicas (%s)\n", fb.n, fenceState())
-	fmt.Fprintln(tw, "fault\tconvergence after it (vs baseline's half-way rest)\twrites (vs baseline)\tconflicts\textra writes\tlost / duplicated / orphaned\tstale-leader writes\tsteady writes / 30 s\tpeak RSS\tnote")
+	var baseline rollout
 	for _, r := range results {
-		ratio := r.recovery.Seconds() / remaining.Seconds()
-		extra := extraWrites(base, writeCounts(r.writes))
-		fmt.Fprintf(tw, "%s\t%v (%.2f)\t%d (%.2f)\t%d\t%s\t%s\t%d\t%d\t%d MiB\t%s\n", r.fault, ms(r.recovery), ratio, len(r.writes),
-			float64(len(r.writes))/float64(max(1, len(baseline.writes))), r.conflicts, extra, r.lostOrDuplicated(), len(r.stale), len(r.steady),
-			r.peakRSS>>20, strings.TrimSpace(r.injected.note+" "+restartedNote(r.restarted)))
+		if r.fault == "baseline" {
+			baseline = r
+			fmt.Fprintf(tw, "\n%s, two manager replicas (%s); baseline %v in all, half-way at %v\n", r.workload, fenceState(), ms(r.total), ms(r.half))
+			fmt.Fprintln(tw, "fault\tconvergence after it (vs the baseline's rest from half-way)\twrites (vs baseline)\tconflicts\textra writes"+
+				"\tlost / duplicated / orphaned\tstale-leader writes\tsteady writes / 30 s\tpeak RSS\tnote")
+		}
+		remaining := baseline.total - baseline.half
+		extra := extraWrites(writeCounts(baseline.writes), writeCounts(r.writes))
+		fmt.Fprintf(tw, "%s\t%v (%.2f)\t%d (%.2f)\t%d\t%s\t%s\t%d\t%d\t%d MiB\t%s\n", r.fault, ms(r.recovery), r.recovery.Seconds()/remaining.Seconds(),
+			len(r.writes), float64(len(r.writes))/float64(max(1, len(baseline.writes))), r.conflicts, extra, r.lostOrDuplicated(), len(r.stale),
+			len(r.steady), r.peakRSS>>20, strings.TrimSpace(r.injected.note+" "+restartedNote(r.restarted)))
 	}
-	fmt.Fprintf(tw, "baseline: %v in all, half of the clusters at %v\n", ms(baseline.total), ms(baseline.half))
 	require.NoError(b, tw.Flush())
 	for _, r := range results {
-		b.ReportMetric(r.recovery.Seconds(), r.fault+"-recovery-s")
+		what := r.workload + ", " + r.fault
 		if count := r.lostOrDuplicated(); count != (objectCount{}) {
-			b.Errorf("%s: %d lost, %d duplicated, %d orphaned", r.fault, count.lost, count.duplicated, count.orphaned)
+			b.Errorf("%s: %d lost, %d duplicated, %d orphaned", what, count.lost, count.duplicated, count.orphaned)
 		}
 		if len(r.stale) > 0 {
-			b.Errorf("%s: the stale leader wrote %d times after its resume: %s", r.fault, len(r.stale), strings.Join(firstWrites(r.stale, 5), "; "))
+			b.Errorf("%s: the stale leader wrote %d times after its resume: %s", what, len(r.stale), strings.Join(firstWrites(r.stale, 5), "; "))
 		}
 		if len(r.steady) > 0 {
-			b.Errorf("%s: %d writes in 30 s of steady state: %s", r.fault, len(r.steady), summarizeWrites(r.steady))
+			b.Errorf("%s: %d writes in 30 s of steady state: %s", what, len(r.steady), summarizeWrites(r.steady))
 		}
 	}
 }
