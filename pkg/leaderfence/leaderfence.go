@@ -17,6 +17,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -121,12 +122,19 @@ type guard struct {
 }
 
 func (g *guard) RoundTrip(req *http.Request) (*http.Response, error) {
-	if writes(req.Method) {
+	if writes(req.Method) && !review(req.URL.Path) {
 		if ok, since := g.fence.Holds(); !ok {
 			return nil, &NotLeadingError{Method: req.Method, Path: req.URL.Path, Since: since}
 		}
 	}
 	return g.next.RoundTrip(req)
+}
+
+// review says whether the request asks the apiserver a question by creating a review
+// (TokenReview, SubjectAccessReview and the like), which stores nothing: a replica that
+// does not lead may still authenticate and authorize its own callers.
+func review(path string) bool {
+	return strings.HasPrefix(path, "/apis/authentication.k8s.io/") || strings.HasPrefix(path, "/apis/authorization.k8s.io/")
 }
 
 // writes says whether a request of this method changes something on the apiserver.

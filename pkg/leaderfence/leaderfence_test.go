@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -113,6 +114,9 @@ func TestGuardRefusesWritesUnlessLeading(t *testing.T) {
 	}
 
 	require.NoError(t, read(), "a replica that does not lead reads")
+	_, err = cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{}, metav1.CreateOptions{})
+	require.NoError(t, err, "and asks the apiserver questions (reviews store nothing)")
+	served.Store(1)
 	err = write()
 	var refused *NotLeadingError
 	require.ErrorAs(t, err, &refused, "a replica that never led does not write")
