@@ -214,11 +214,13 @@ type rollout struct {
 	workload  string
 	fault     string
 	injected  injected
-	total     time.Duration // from the GitOpsCluster's creation to convergence
-	half      time.Duration // from the creation to half of the clusters with their ManifestWorks
+	total     time.Duration // from the workload's start to its end
+	half      time.Duration // from its start to half of it
 	recovery  time.Duration // from the fault (or the half-way point) to convergence
 	writes    []harness.AuditEvent
-	conflicts int                  // the manager's writes refused with 409 Conflict
+	conflicts int // the manager's writes refused with 409 Conflict
+	// rewritten counts the addon ManifestWorks present at the fault whose spec changed after.
+	rewritten int
 	stale     []harness.AuditEvent // the frozen leader's writes after its resume
 	count     objectCount
 	orphans   objectCount
@@ -436,6 +438,7 @@ func (fb *faultBench) run(w workload, ft *fault) rollout {
 	created := w.create()
 	converge(b, "half of "+w.name, start, 30*time.Minute, fb.poll, fb.alive, &target{name: "half", done: w.halfway})
 	r.half = time.Since(start)
+	before := fb.workSnapshot()
 	from := time.Now()
 	alive := fb.alive
 	injection := make(chan injected, 1)
@@ -461,6 +464,10 @@ func (fb *faultBench) run(w workload, ft *fault) rollout {
 	created()
 	progress("%s, %s: converged %v after the fault (%v in all)", w.name, r.fault, ms(r.recovery), ms(r.total))
 	r.count = w.count()
+	var first string
+	if r.rewritten, first = fb.rewritten(before); first != "" {
+		progress("%s, %s: %d ManifestWorks of the addon present at the fault had their spec written again; the first: %s", w.name, r.fault, r.rewritten, first)
+	}
 	if ft != nil && r.injected.replicaExitsOnItsOwn {
 		fb.waitExited(ft)
 	}
@@ -519,13 +526,13 @@ func (fb *faultBench) report(results []rollout) {
 		if r.fault == "baseline" {
 			baseline = r
 			fmt.Fprintf(tw, "\n%s, two manager replicas (%s); baseline %v in all, half-way at %v\n", r.workload, fenceState(), ms(r.total), ms(r.half))
-			fmt.Fprintln(tw, "fault\tconvergence after it (vs the baseline's rest from half-way)\twrites (vs baseline)\tconflicts\textra writes"+
+			fmt.Fprintln(tw, "fault\tconvergence after it (vs the baseline's rest from half-way)\twrites (vs baseline)\tconflicts\tManifestWorks re-specced\textra writes"+
 				"\tlost / duplicated / orphaned\tstale-leader writes\tsteady writes / 30 s\tpeak RSS\tnote")
 		}
 		remaining := baseline.total - baseline.half
 		extra := extraWrites(writeCounts(baseline.writes), writeCounts(r.writes))
-		fmt.Fprintf(tw, "%s\t%v (%.2f)\t%d (%.2f)\t%d\t%s\t%s\t%d\t%d\t%d MiB\t%s\n", r.fault, ms(r.recovery), r.recovery.Seconds()/remaining.Seconds(),
-			len(r.writes), float64(len(r.writes))/float64(max(1, len(baseline.writes))), r.conflicts, extra, r.lostOrDuplicated(), len(r.stale),
+		fmt.Fprintf(tw, "%s\t%v (%.2f)\t%d (%.2f)\t%d\t%d\t%s\t%s\t%d\t%d\t%d MiB\t%s\n", r.fault, ms(r.recovery), r.recovery.Seconds()/remaining.Seconds(),
+			len(r.writes), float64(len(r.writes))/float64(max(1, len(baseline.writes))), r.conflicts, r.rewritten, extra, r.lostOrDuplicated(), len(r.stale),
 			len(r.steady), r.peakRSS>>20, strings.TrimSpace(r.injected.note+" "+restartedNote(r.restarted)))
 	}
 	require.NoError(b, tw.Flush())

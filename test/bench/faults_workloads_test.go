@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
+	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
@@ -339,4 +340,47 @@ func setClusterOnce(fb *faultBench, name string, available metav1.ConditionStatu
 		delete(mc.Labels, fleetLabel)
 	}
 	return fb.c.Patch(fb.ctx, mc, patch)
+}
+
+// workSnapshot is the addon's ManifestWorks as they are, by namespace and name.
+func (fb *faultBench) workSnapshot() map[types.NamespacedName]workv1.ManifestWork {
+	list := &workv1.ManifestWorkList{}
+	require.NoError(fb.b, fb.c.List(fb.ctx, list, addonWorks()))
+	out := make(map[types.NamespacedName]workv1.ManifestWork, len(list.Items))
+	for _, w := range list.Items {
+		out[types.NamespacedName{Namespace: w.Namespace, Name: w.Name}] = w
+	}
+	return out
+}
+
+// rewritten counts the ManifestWorks of before whose spec changed since (their generation),
+// and describes the first change: what a new leader wrote again.
+func (fb *faultBench) rewritten(before map[types.NamespacedName]workv1.ManifestWork) (int, string) {
+	n, first := 0, ""
+	for key, now := range fb.workSnapshot() {
+		was, ok := before[key]
+		if !ok || was.Generation == now.Generation {
+			continue
+		}
+		n++
+		if first != "" {
+			continue
+		}
+		first = fmt.Sprintf("%s generation %d to %d", key, was.Generation, now.Generation)
+		for i := range min(len(was.Spec.Workload.Manifests), len(now.Spec.Workload.Manifests)) {
+			a, b := string(was.Spec.Workload.Manifests[i].Raw), string(now.Spec.Workload.Manifests[i].Raw)
+			if a != b {
+				first += fmt.Sprintf("; manifest %d was %s, is %s", i, clip(a), clip(b))
+				break
+			}
+		}
+	}
+	return n, first
+}
+
+func clip(s string) string {
+	if len(s) > 600 {
+		return s[:600] + "..."
+	}
+	return s
 }
