@@ -219,6 +219,7 @@ type rollout struct {
 	recovery  time.Duration // from the fault (or the half-way point) to convergence
 	writes    []harness.AuditEvent
 	conflicts int // the manager's writes refused with 409 Conflict
+	throttled int // and with 429 Too Many Requests (API Priority and Fairness)
 	// rewritten counts the addon ManifestWorks present at the fault whose spec changed after.
 	rewritten int
 	stale     []harness.AuditEvent // the frozen leader's writes after its resume
@@ -475,8 +476,12 @@ func (fb *faultBench) run(w workload, ft *fault) rollout {
 	waitQuiet(b, fb.f.Hub, managerUser, 30*time.Second, 15*time.Minute, fb.alive)
 	r.writes = writesBetween(b, fb.f.Hub, managerUser, start, time.Now())
 	for _, e := range r.writes {
-		if e.ResponseStatus != nil && e.ResponseStatus.Code == http.StatusConflict {
+		switch {
+		case e.ResponseStatus == nil:
+		case e.ResponseStatus.Code == http.StatusConflict:
 			r.conflicts++
+		case e.ResponseStatus.Code == http.StatusTooManyRequests:
+			r.throttled++
 		}
 	}
 	if r.injected.staleIdentity != "" {
@@ -497,8 +502,8 @@ func (fb *faultBench) run(w workload, ft *fault) rollout {
 	w.remove()
 	waitQuiet(b, fb.f.Hub, managerUser, 10*time.Second, 5*time.Minute, fb.alive)
 	r.orphans = w.leftovers()
-	progress("%s, %s: %d writes (%d conflicts), lost / duplicated / orphaned %s, %d stale-leader writes, %d steady writes; restarted %v",
-		w.name, r.fault, len(r.writes), r.conflicts, r.lostOrDuplicated(), len(r.stale), len(r.steady), r.restarted)
+	progress("%s, %s: %d writes (%d conflicts, %d throttled), lost / duplicated / orphaned %s, %d stale-leader writes, %d steady writes; restarted %v",
+		w.name, r.fault, len(r.writes), r.conflicts, r.throttled, r.lostOrDuplicated(), len(r.stale), len(r.steady), r.restarted)
 	return r
 }
 
@@ -526,13 +531,13 @@ func (fb *faultBench) report(results []rollout) {
 		if r.fault == "baseline" {
 			baseline = r
 			fmt.Fprintf(tw, "\n%s, two manager replicas (%s); baseline %v in all, half-way at %v\n", r.workload, fenceState(), ms(r.total), ms(r.half))
-			fmt.Fprintln(tw, "fault\tconvergence after it (vs the baseline's rest from half-way)\twrites (vs baseline)\tconflicts\tManifestWorks re-specced\textra writes"+
+			fmt.Fprintln(tw, "fault\tconvergence after it (vs the baseline's rest from half-way)\twrites (vs baseline)\t409 / 429\tManifestWorks re-specced\textra writes"+
 				"\tlost / duplicated / orphaned\tstale-leader writes\tsteady writes / 30 s\tpeak RSS\tnote")
 		}
 		remaining := baseline.total - baseline.half
 		extra := extraWrites(writeCounts(baseline.writes), writeCounts(r.writes))
-		fmt.Fprintf(tw, "%s\t%v (%.2f)\t%d (%.2f)\t%d\t%d\t%s\t%s\t%d\t%d\t%d MiB\t%s\n", r.fault, ms(r.recovery), r.recovery.Seconds()/remaining.Seconds(),
-			len(r.writes), float64(len(r.writes))/float64(max(1, len(baseline.writes))), r.conflicts, r.rewritten, extra, r.lostOrDuplicated(), len(r.stale),
+		fmt.Fprintf(tw, "%s\t%v (%.2f)\t%d (%.2f)\t%d / %d\t%d\t%s\t%s\t%d\t%d\t%d MiB\t%s\n", r.fault, ms(r.recovery), r.recovery.Seconds()/remaining.Seconds(),
+			len(r.writes), float64(len(r.writes))/float64(max(1, len(baseline.writes))), r.conflicts, r.throttled, r.rewritten, extra, r.lostOrDuplicated(), len(r.stale),
 			len(r.steady), r.peakRSS>>20, strings.TrimSpace(r.injected.note+" "+restartedNote(r.restarted)))
 	}
 	require.NoError(b, tw.Flush())
