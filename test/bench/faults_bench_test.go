@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,17 +16,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
-	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitops-addon/gitops-addon/pkg/hub/manager"
 	"github.com/gitops-addon/gitops-addon/test/harness"
 	"github.com/gitops-addon/gitops-addon/test/install"
-	"github.com/gitops-addon/gitops-addon/test/testenv"
 	"github.com/gitops-addon/gitops-addon/test/workstandin"
 )
 
@@ -240,35 +234,7 @@ func (o objectCount) String() string {
 func runFaultsBenchmark(b *testing.B, n int, selected []fault) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if missing := harness.MissingBinaries(testenv.BinDir()); len(missing) > 0 {
-		b.Fatalf("%v missing from %s: run `make e2e-env` to build them from source", missing, testenv.BinDir())
-	}
-	binary := filepath.Join(testenv.BinDir(), "gitops-addon")
-	if _, err := os.Stat(binary); err != nil {
-		b.Fatalf("%s missing: run `make build`", binary)
-	}
-	progress("faults, clusters=%d: starting the hub", n)
-	f, err := harness.Start(ctx, harness.Options{Logf: func(format string, args ...any) { progress(format, args...) }})
-	require.NoError(b, err)
-	defer func() {
-		if b.Failed() {
-			f.DumpLogs(os.Stderr, 40)
-		}
-		if err := f.Stop(); err != nil {
-			b.Errorf("stopping the fleet: %v", err)
-		}
-	}()
-	cfg := rest.CopyConfig(f.Hub.Config)
-	cfg.QPS, cfg.Burst = 1000, 2000
-	c, err := client.New(cfg, client.Options{Scheme: harness.Scheme()})
-	require.NoError(b, err)
-	p, err := install.OnHub(ctx, f, binary)
-	require.NoError(b, err)
-	require.NoError(b, client.IgnoreAlreadyExists(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: argoNS}})))
-	require.NoError(b, c.Create(ctx, &clusterv1beta2.ManagedClusterSetBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: argoNS},
-		Spec:       clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: "default"},
-	}))
+	f, c, p := startBenchHub(b, ctx, fmt.Sprintf("faults, clusters=%d", n))
 	fb := &faultBench{b: b, ctx: ctx, f: f, p: p, c: c, n: n, names: fleetNames(n), poll: pollInterval(n)}
 	if os.Getenv("FAULTS_BENCH_FENCE") == "off" {
 		fb.set = map[string]string{"--leader-elect": "false"}

@@ -21,11 +21,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	addonv1alpha1 "open-cluster-management.io/api/addon/v1alpha1"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
-	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -33,9 +31,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/manager"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/ownership"
-	"github.com/gitops-addon/gitops-addon/test/harness"
 	"github.com/gitops-addon/gitops-addon/test/install"
-	"github.com/gitops-addon/gitops-addon/test/testenv"
 	"github.com/gitops-addon/gitops-addon/test/workstandin"
 )
 
@@ -142,38 +138,8 @@ func addonWorks() client.MatchingLabels {
 func runFleetBenchmark(b *testing.B, n int) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if missing := harness.MissingBinaries(testenv.BinDir()); len(missing) > 0 {
-		b.Fatalf("%v missing from %s: run `make e2e-env` to build them from source", missing, testenv.BinDir())
-	}
-	binary := filepath.Join(testenv.BinDir(), "gitops-addon")
-	if _, err := os.Stat(binary); err != nil {
-		b.Fatalf("%s missing: run `make build`", binary)
-	}
-
-	progress("clusters=%d: starting the hub", n)
-	f, err := harness.Start(ctx, harness.Options{Logf: func(format string, args ...any) { progress(format, args...) }})
-	require.NoError(b, err)
-	defer func() {
-		if b.Failed() {
-			f.DumpLogs(os.Stderr, 40)
-		}
-		if err := f.Stop(); err != nil {
-			b.Errorf("stopping the fleet: %v", err)
-		}
-	}()
-	cfg := rest.CopyConfig(f.Hub.Config)
-	cfg.QPS, cfg.Burst = 1000, 2000
-	c, err := client.New(cfg, client.Options{Scheme: harness.Scheme()})
-	require.NoError(b, err)
-
-	progress("installing the manager chart and starting the manager")
-	p, err := install.OnHub(ctx, f, binary)
-	require.NoError(b, err)
-	require.NoError(b, client.IgnoreAlreadyExists(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: argoNS}})))
-	require.NoError(b, c.Create(ctx, &clusterv1beta2.ManagedClusterSetBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: argoNS},
-		Spec:       clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: "default"},
-	}))
+	f, c, p := startBenchHub(b, ctx, fmt.Sprintf("clusters=%d", n))
+	progress("starting the manager")
 	profiler := newManagerProfiler(b)
 	require.NoError(b, p.StartManagerWith(ctx, profiler.flags()))
 	alive := func() {

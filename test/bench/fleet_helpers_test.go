@@ -24,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
@@ -31,6 +32,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitops-addon/gitops-addon/test/harness"
+	"github.com/gitops-addon/gitops-addon/test/install"
+	"github.com/gitops-addon/gitops-addon/test/testenv"
 )
 
 // The fleet benchmark's clusters are ManagedClusters without klusterlets: the benchmark
@@ -345,17 +348,7 @@ func summarizeWrites(events []harness.AuditEvent) string {
 	if len(events) == 0 {
 		return "none"
 	}
-	counts := map[string]int{}
-	for _, e := range events {
-		key := e.Verb
-		if r := e.ObjectRef; r != nil {
-			key += " " + r.Resource
-			if r.Subresource != "" {
-				key += "/" + r.Subresource
-			}
-		}
-		counts[key]++
-	}
+	counts := writeCounts(events)
 	keys := make([]string, 0, len(counts))
 	for k := range counts {
 		keys = append(keys, k)
@@ -568,4 +561,42 @@ func (p *managerProfiler) cpu(ctx context.Context, phase string) (wait func()) {
 		p.fetch(ctx, phase, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", p.address, p.seconds), filepath.Join(p.dir, phase+".pprof"))
 	}()
 	return func() { <-done }
+}
+
+// startBenchHub starts the hub the fleet benchmarks run on (test/harness: etcd,
+// kube-apiserver with an audit log, kube-controller-manager, OCM's hub controllers), installs
+// the manager chart (no manager runs yet) and binds the Argo CD namespace to the default
+// cluster set. The hub stops when the benchmark ends, its logs dumped if it failed.
+func startBenchHub(b *testing.B, ctx context.Context, what string) (*harness.Fleet, client.Client, *install.Product) {
+	if missing := harness.MissingBinaries(testenv.BinDir()); len(missing) > 0 {
+		b.Fatalf("%v missing from %s: run `make e2e-env` to build them from source", missing, testenv.BinDir())
+	}
+	binary := filepath.Join(testenv.BinDir(), "gitops-addon")
+	if _, err := os.Stat(binary); err != nil {
+		b.Fatalf("%s missing: run `make build`", binary)
+	}
+	progress("%s: starting the hub", what)
+	f, err := harness.Start(ctx, harness.Options{Logf: func(format string, args ...any) { progress(format, args...) }})
+	require.NoError(b, err)
+	b.Cleanup(func() {
+		if b.Failed() {
+			f.DumpLogs(os.Stderr, 40)
+		}
+		if err := f.Stop(); err != nil {
+			b.Errorf("stopping the fleet: %v", err)
+		}
+	})
+	cfg := rest.CopyConfig(f.Hub.Config)
+	cfg.QPS, cfg.Burst = 1000, 2000
+	c, err := client.New(cfg, client.Options{Scheme: harness.Scheme()})
+	require.NoError(b, err)
+	progress("installing the manager chart")
+	p, err := install.OnHub(ctx, f, binary)
+	require.NoError(b, err)
+	require.NoError(b, client.IgnoreAlreadyExists(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: argoNS}})))
+	require.NoError(b, c.Create(ctx, &clusterv1beta2.ManagedClusterSetBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: argoNS},
+		Spec:       clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: "default"},
+	}))
+	return f, c, p
 }
