@@ -261,7 +261,11 @@ func (fb *faultBench) installArgoCDCRDs() {
 		"spec": map[string]any{"sourceRepos": []any{"*"}, "destinations": []any{map[string]any{"server": "*", "namespace": "*"}},
 			"clusterResourceWhitelist": []any{map[string]any{"group": "*", "kind": "*"}}},
 	}}
-	require.NoError(fb.b, client.IgnoreAlreadyExists(fb.c.Create(fb.ctx, project)))
+	// Retried: the CRD may not be established yet, and the client's mapper learns it late.
+	converge(fb.b, "the default AppProject", time.Now(), 2*time.Minute, 250*time.Millisecond, fb.alive, &target{name: "AppProject", done: func() (bool, string) {
+		err := client.IgnoreAlreadyExists(fb.c.Create(fb.ctx, project.DeepCopy()))
+		return err == nil, fmt.Sprintf("%v", err)
+	}})
 }
 
 // starveManager is API Priority and Fairness set so that the manager's requests (all but
