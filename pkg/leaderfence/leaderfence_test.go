@@ -29,7 +29,7 @@ type fakeLock struct {
 
 func (l *fakeLock) Create(context.Context, resourcelock.LeaderElectionRecord) error { return l.fail }
 func (l *fakeLock) Update(context.Context, resourcelock.LeaderElectionRecord) error { return l.fail }
-func (l *fakeLock) Identity() string                                              { return me }
+func (l *fakeLock) Identity() string                                                { return me }
 
 // clock is a settable clock.
 type clock struct{ t time.Time }
