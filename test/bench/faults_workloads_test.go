@@ -281,7 +281,9 @@ func starveManager(fb *faultBench) func() {
 	objects := []client.Object{
 		&flowcontrolv1.PriorityLevelConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "bench-faults-starved"},
 			Spec: flowcontrolv1.PriorityLevelConfigurationSpec{Type: flowcontrolv1.PriorityLevelEnablementLimited,
+				// No borrowing: unset, a level borrows the idle seats of the others.
 				Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{NominalConcurrencyShares: ptr(int32(1)), LendablePercent: ptr(int32(0)),
+					BorrowingLimitPercent: ptr(int32(0)),
 					LimitResponse: flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeReject}}}},
 		// The leader election keeps its own level: starving it would be another fault.
 		&flowcontrolv1.FlowSchema{ObjectMeta: metav1.ObjectMeta{Name: "bench-faults-manager-leases"},
