@@ -284,7 +284,7 @@ func starveManager(fb *faultBench) func() {
 				// No borrowing: unset, a level borrows the idle seats of the others.
 				Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{NominalConcurrencyShares: ptr(int32(1)), LendablePercent: ptr(int32(0)),
 					BorrowingLimitPercent: ptr(int32(0)),
-					LimitResponse: flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeReject}}}},
+					LimitResponse:         flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeReject}}}},
 		// The leader election keeps its own level: starving it would be another fault.
 		&flowcontrolv1.FlowSchema{ObjectMeta: metav1.ObjectMeta{Name: "bench-faults-manager-leases"},
 			Spec: flowcontrolv1.FlowSchemaSpec{PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: "leader-election"},
