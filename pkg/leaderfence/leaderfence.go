@@ -43,9 +43,6 @@ func New(identity string, validFor time.Duration) *Fence {
 	return &Fence{identity: identity, validFor: validFor, now: time.Now}
 }
 
-// Identity is the replica's Lease holder identity.
-func (f *Fence) Identity() string { return f.identity }
-
 // Lock wraps the elector's Lease lock: each successful acquisition or renewal by this
 // replica extends the fence, a release closes it.
 func (f *Fence) Lock(l resourcelock.Interface) resourcelock.Interface {

@@ -39,8 +39,9 @@ func (s spokeStatus) resources() (appresources.Summary, bool, error) {
 	return printableSummary(summary), err == nil, err
 }
 
-// printableSummary is the summary with each text made printable (bounded.Printable): the
-// hub Application carries it, and one control character would break reading it as YAML.
+// printableSummary is a freshly decoded summary (its texts changed in place) with each
+// text made printable (bounded.Printable): the hub Application carries it, and one control
+// character would break reading it as YAML.
 func printableSummary(s appresources.Summary) appresources.Summary {
 	if len(s.Kinds) > 0 {
 		kinds := make(map[string]int, len(s.Kinds))
@@ -49,33 +50,20 @@ func printableSummary(s appresources.Summary) appresources.Summary {
 		}
 		s.Kinds = kinds
 	}
-	var resources []appresources.Resource
-	if s.Resources != nil {
-		resources = make([]appresources.Resource, len(s.Resources))
-	}
-	for i, r := range s.Resources {
+	for i := range s.Resources {
+		r := &s.Resources[i]
 		for _, f := range []*string{&r.Group, &r.Version, &r.Kind, &r.Namespace, &r.Name, &r.Status, &r.Health,
 			&r.HealthMessage, &r.SyncResult, &r.SyncMessage} {
 			*f = bounded.Printable(*f)
 		}
-		resources[i] = r
 	}
-	s.Resources = resources
 	s.HealthSource = bounded.Printable(s.HealthSource)
-	s.Images = printableAll(s.Images)
-	s.ExternalURLs = printableAll(s.ExternalURLs)
+	for _, texts := range [][]string{s.Images, s.ExternalURLs} {
+		for i, t := range texts {
+			texts[i] = bounded.Printable(t)
+		}
+	}
 	return s
-}
-
-func printableAll(texts []string) []string {
-	if texts == nil {
-		return nil
-	}
-	out := make([]string, len(texts))
-	for i, t := range texts {
-		out[i] = bounded.Printable(t)
-	}
-	return out
 }
 
 // reported says whether the spoke's Argo CD has reported anything about the Application.
