@@ -100,10 +100,9 @@ type fault struct {
 	inject     func(fb *faultBench) injected
 }
 
-// injected is what an injection reports: when the fault began, and for a frozen leader,
-// its identity and when it resumed.
+// injected is what an injection reports: for a frozen leader, its identity and when it
+// resumed; and what happened, in a few words.
 type injected struct {
-	at                   time.Time
 	staleIdentity        string
 	resumedAt            time.Time
 	note                 string
@@ -117,7 +116,7 @@ var faults = []fault{
 		require.NoError(fb.b, r.proc.Kill())
 		fb.waitNewLeader(r)
 		fb.start(r)
-		return injected{at: at, note: fmt.Sprintf("%s killed; the other led after %v", r.name, ms(time.Since(at)))}
+		return injected{note: fmt.Sprintf("%s killed; the other led after %v", r.name, ms(time.Since(at)))}
 	}},
 	{name: "leader-freeze", what: "the leader SIGSTOPped past its lease, then resumed", inject: func(fb *faultBench) injected {
 		r := fb.leader()
@@ -128,7 +127,7 @@ var faults = []fault{
 		time.Sleep(10 * time.Second)
 		resumed := time.Now()
 		require.NoError(fb.b, r.proc.Signal(syscall.SIGCONT))
-		return injected{at: at, staleIdentity: identity, resumedAt: resumed, replicaExitsOnItsOwn: fb.set == nil,
+		return injected{staleIdentity: identity, resumedAt: resumed, replicaExitsOnItsOwn: !fb.bothActive,
 			note: fmt.Sprintf("%s frozen %v; the other led after %v", r.name, ms(resumed.Sub(at)), ms(taken))}
 	}},
 	{name: "apiserver-restart", what: "the hub kube-apiserver SIGKILLed and started again", inject: func(fb *faultBench) injected {
@@ -136,30 +135,28 @@ var faults = []fault{
 		require.NoError(fb.b, fb.f.Hub.APIServer.Kill())
 		require.NoError(fb.b, fb.f.Hub.APIServer.Start())
 		require.NoError(fb.b, fb.f.Hub.WaitReady(fb.ctx))
-		return injected{at: at, note: fmt.Sprintf("the apiserver answered again after %v", ms(time.Since(at)))}
+		return injected{note: fmt.Sprintf("the apiserver answered again after %v", ms(time.Since(at)))}
 	}},
 	{name: "apf-429", what: "API Priority and Fairness gives the manager one seat and rejects (429) beyond it, for 30 s", inject: func(fb *faultBench) injected {
-		at := time.Now()
 		lift := starveManager(fb)
 		time.Sleep(30 * time.Second)
 		lift()
-		return injected{at: at, note: "the manager's requests limited for 30 s"}
+		return injected{note: "the manager's requests limited for 30 s"}
 	}},
 	{name: "flap", what: "10 % of the clusters Unknown and out of the Placement, then back", inject: func(fb *faultBench) injected {
 		at := time.Now()
 		n, restore := flapClusters(fb)
 		dropped := time.Since(at)
 		restore()
-		return injected{at: at, note: fmt.Sprintf("%d clusters out of the Placement for %v", n, ms(dropped))}
+		return injected{note: fmt.Sprintf("%d clusters out of the Placement for %v", n, ms(dropped))}
 	}},
 	{name: "etcd-stall", what: "etcd SIGSTOPped for 30 s", inject: func(fb *faultBench) injected {
 		etcd := fb.f.Process("etcd")
 		require.NotNil(fb.b, etcd, "no etcd process")
-		at := time.Now()
 		require.NoError(fb.b, etcd.Signal(syscall.SIGSTOP))
 		time.Sleep(30 * time.Second)
 		require.NoError(fb.b, etcd.Signal(syscall.SIGCONT))
-		return injected{at: at, note: "etcd resumed after 30 s"}
+		return injected{note: "etcd resumed after 30 s"}
 	}},
 }
 
@@ -185,7 +182,6 @@ type replica struct {
 	name    string
 	proc    *harness.Process
 	metrics string
-	starts  int
 }
 
 type faultBench struct {
@@ -198,7 +194,8 @@ type faultBench struct {
 	names    []string
 	poll     time.Duration
 	replicas []*replica
-	set      map[string]string
+	// bothActive runs the replicas without leader election (FAULTS_BENCH_FENCE=off).
+	bothActive bool
 	// worksPerCluster is the baseline's.
 	worksPerCluster int
 }
@@ -236,14 +233,12 @@ func runFaultsBenchmark(b *testing.B, n int, selected []fault) {
 	defer cancel()
 	f, c, p := startBenchHub(b, ctx, fmt.Sprintf("faults, clusters=%d", n))
 	fb := &faultBench{b: b, ctx: ctx, f: f, p: p, c: c, n: n, names: fleetNames(n), poll: pollInterval(n)}
-	if os.Getenv("FAULTS_BENCH_FENCE") == "off" {
-		fb.set = map[string]string{"--leader-elect": "false"}
-	}
+	fb.bothActive = os.Getenv("FAULTS_BENCH_FENCE") == "off"
 	for _, name := range []string{"hub-gitops-addon-manager-a", "hub-gitops-addon-manager-b"} {
 		r := &replica{name: name}
 		fb.replicas = append(fb.replicas, r)
 		fb.start(r)
-		if fb.set == nil && len(fb.replicas) == 1 {
+		if !fb.bothActive && len(fb.replicas) == 1 {
 			waitLeader(b, ctx, c, fb.alive) // a is the first leader
 		}
 	}
@@ -302,10 +297,13 @@ func (fb *faultBench) workloads() []workload {
 
 // start starts (or starts again) a replica.
 func (fb *faultBench) start(r *replica) {
-	proc, metrics, err := fb.p.StartReplica(fb.ctx, r.name, fb.set)
+	var flags map[string]string
+	if fb.bothActive {
+		flags = map[string]string{"--leader-elect": "false"}
+	}
+	proc, metrics, err := fb.p.StartReplica(fb.ctx, r.name, flags)
 	require.NoError(fb.b, err)
 	r.proc, r.metrics = proc, metrics
-	r.starts++
 }
 
 // alive fails the benchmark when a replica exited that should run.
@@ -332,7 +330,7 @@ func (fb *faultBench) restartExited() []string {
 // leader is the replica that leads, by its own metrics (leader_election_master_status);
 // without leader election, the first.
 func (fb *faultBench) leader() *replica {
-	if fb.set != nil {
+	if fb.bothActive {
 		return fb.replicas[0]
 	}
 	deadline := time.Now().Add(2 * time.Minute)
@@ -350,7 +348,7 @@ func (fb *faultBench) leader() *replica {
 
 // waitNewLeader waits until a replica other than old leads, and returns how long it took.
 func (fb *faultBench) waitNewLeader(old *replica) time.Duration {
-	if fb.set != nil {
+	if fb.bothActive {
 		return 0 // every replica is active
 	}
 	start := time.Now()
@@ -368,7 +366,7 @@ func (fb *faultBench) waitNewLeader(old *replica) time.Duration {
 
 // leaseHolder is the leader election Lease's holder identity.
 func (fb *faultBench) leaseHolder() string {
-	if fb.set != nil {
+	if fb.bothActive {
 		return ""
 	}
 	lease := &coordinationv1.Lease{}
@@ -496,7 +494,7 @@ func (fb *faultBench) report(results []rollout) {
 	for _, r := range results {
 		if r.fault == "baseline" {
 			baseline = r
-			fmt.Fprintf(tw, "\n%s, two manager replicas (%s); baseline %v in all, half-way at %v\n", r.workload, fenceState(), ms(r.total), ms(r.half))
+			fmt.Fprintf(tw, "\n%s, two manager replicas (%s); baseline %v in all, half-way at %v\n", r.workload, fb.fenceState(), ms(r.total), ms(r.half))
 			fmt.Fprintln(tw, "fault\tconvergence after it (vs the baseline's rest from half-way)\twrites (vs baseline)\t409 / 429\tManifestWorks re-specced\textra writes"+
 				"\tlost / duplicated / orphaned\tstale-leader writes\tsteady writes / 30 s\tpeak RSS\tnote")
 		}
@@ -527,8 +525,8 @@ func (r rollout) lostOrDuplicated() objectCount {
 	return objectCount{lost: r.count.lost, duplicated: r.count.duplicated, orphaned: r.count.orphaned + r.orphans.orphaned}
 }
 
-func fenceState() string {
-	if os.Getenv("FAULTS_BENCH_FENCE") == "off" {
+func (fb *faultBench) fenceState() string {
+	if fb.bothActive {
 		return "leader election OFF: both replicas active"
 	}
 	return "leader election, the write fence"

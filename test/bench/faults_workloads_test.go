@@ -2,8 +2,6 @@ package bench
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,20 +10,16 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/util/retry"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
-	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/gitopscluster"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
@@ -51,20 +45,10 @@ type workload struct {
 // ManifestWorks.
 func (fb *faultBench) addonRollout() workload {
 	b, ctx, c := fb.b, fb.ctx, fb.c
-	gc := func() *appsv1beta1.GitOpsCluster {
-		return &appsv1beta1.GitOpsCluster{
-			ObjectMeta: metav1.ObjectMeta{Name: gitopsClusterName, Namespace: argoNS},
-			Spec: appsv1beta1.GitOpsClusterSpec{
-				ArgoServer:   appsv1beta1.ArgoServerSpec{Cluster: "local-cluster", ArgoNamespace: argoNS},
-				PlacementRef: &appsv1beta1.PlacementReference{APIVersion: clusterv1beta1.GroupVersion.String(), Kind: "Placement", Name: placementName},
-				GitOpsAddon:  &appsv1beta1.GitOpsAddonSpec{Enabled: ptr(true)},
-			},
-		}
-	}
 	return workload{
 		name: fmt.Sprintf("GitOpsCluster rollout to %d clusters", fb.n),
 		create: func() func() {
-			require.NoError(b, c.Create(ctx, gc()))
+			require.NoError(b, c.Create(ctx, fleetGitOpsCluster()))
 			return func() {}
 		},
 		halfway: func() (bool, string) {
@@ -82,11 +66,9 @@ func (fb *faultBench) addonRollout() workload {
 			return fb.countAddonObjects()
 		},
 		remove: func() {
-			require.NoError(b, c.Delete(ctx, gc()))
-			gone := &target{name: "GitOpsCluster", done: func() (bool, string) {
-				err := c.Get(ctx, client.ObjectKeyFromObject(gc()), &appsv1beta1.GitOpsCluster{})
-				return apierrors.IsNotFound(err), fmt.Sprintf("get: %v", err)
-			}}
+			gc := fleetGitOpsCluster()
+			require.NoError(b, c.Delete(ctx, gc))
+			gone := goneTarget(ctx, c, gc)
 			secrets, addons, works := fleetTargets(b, ctx, c, 0, fb.worksPerCluster)
 			converge(b, "the deletion", time.Now(), 20*time.Minute, fb.poll, fb.alive, gone, secrets, addons, works)
 		},
@@ -145,18 +127,7 @@ func (fb *faultBench) pullBurst(apps int) workload {
 	// pullWorks lists the pull ManifestWorks' metadata: where each is, and the hub
 	// Application it carries (its annotation).
 	pullWorks := func() []metav1.PartialObjectMetadata {
-		list := &metav1.PartialObjectMetadataList{}
-		list.SetGroupVersionKind(workGVK)
-		var out []metav1.PartialObjectMetadata
-		opts := []client.ListOption{client.MatchingLabels{pullmodel.LabelPullWork: "true"}, client.Limit(pageSize)}
-		for {
-			require.NoError(b, c.List(ctx, list, opts...))
-			out = append(out, list.Items...)
-			if list.Continue == "" {
-				return out
-			}
-			opts = []client.ListOption{client.MatchingLabels{pullmodel.LabelPullWork: "true"}, client.Limit(pageSize), client.Continue(list.Continue)}
-		}
+		return listMetadata(b, ctx, c, workGVK, client.MatchingLabels{pullmodel.LabelPullWork: "true"})
 	}
 	return workload{
 		name: fmt.Sprintf("pull burst of %d Applications over %d clusters", apps, fb.n),
@@ -232,22 +203,8 @@ func createRetrying(fb *faultBench, obj client.Object) error {
 // installArgoCDCRDs gives the hub Argo CD's Application and AppProject CRDs (the pull model
 // starts once they exist) and the default AppProject the bench Applications name.
 func (fb *faultBench) installArgoCDCRDs() {
-	for _, path := range testenv.ArgoCDCRDPaths(fb.b) {
-		files, err := filepath.Glob(filepath.Join(path, "*.yaml"))
-		require.NoError(fb.b, err)
-		if len(files) == 0 {
-			files = []string{path}
-		}
-		for _, file := range files {
-			raw, err := os.ReadFile(file)
-			require.NoError(fb.b, err)
-			crd := &apiextensionsv1.CustomResourceDefinition{}
-			require.NoError(fb.b, utilyaml.Unmarshal(raw, crd))
-			if crd.Kind != "CustomResourceDefinition" {
-				continue
-			}
-			require.NoError(fb.b, client.IgnoreAlreadyExists(fb.c.Create(fb.ctx, crd)))
-		}
+	for _, crd := range testenv.ArgoCDCRDs(fb.b) {
+		require.NoError(fb.b, client.IgnoreAlreadyExists(fb.c.Create(fb.ctx, crd)))
 	}
 	converge(fb.b, "Argo CD's CRDs", time.Now(), 2*time.Minute, 250*time.Millisecond, fb.alive, &target{name: "Application CRD", done: func() (bool, string) {
 		list := &metav1.PartialObjectMetadataList{}

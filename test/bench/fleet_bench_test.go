@@ -171,14 +171,7 @@ func runFleetBenchmark(b *testing.B, n int) {
 	// Propagation.
 	_, cpuBefore, err := procStats(p.Manager.Pid())
 	require.NoError(b, err)
-	gc := &appsv1beta1.GitOpsCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: gitopsClusterName, Namespace: argoNS},
-		Spec: appsv1beta1.GitOpsClusterSpec{
-			ArgoServer:   appsv1beta1.ArgoServerSpec{Cluster: "local-cluster", ArgoNamespace: argoNS},
-			PlacementRef: &appsv1beta1.PlacementReference{APIVersion: clusterv1beta1.GroupVersion.String(), Kind: "Placement", Name: placementName},
-			GitOpsAddon:  &appsv1beta1.GitOpsAddonSpec{Enabled: ptr(true)},
-		},
-	}
+	gc := fleetGitOpsCluster()
 	progress("creating the GitOpsCluster")
 	useBefore := sampleHubUse(b, f)
 	propStart := time.Now()
@@ -267,10 +260,7 @@ func runFleetBenchmark(b *testing.B, n int) {
 		progress("deleting the GitOpsCluster")
 		delStart := time.Now()
 		require.NoError(b, c.Delete(ctx, gc))
-		gone := &target{name: "GitOpsCluster", done: func() (bool, string) {
-			err := c.Get(ctx, client.ObjectKeyFromObject(gc), &appsv1beta1.GitOpsCluster{})
-			return apierrors.IsNotFound(err), fmt.Sprintf("get: %v", err)
-		}}
+		gone := goneTarget(ctx, c, gc)
 		dSecrets, dAddons, dWorks := fleetTargets(b, ctx, c, 0, worksPerCluster)
 		deletion := converge(b, "the deletion", delStart, 20*time.Minute, poll, alive, gone, dSecrets, dAddons, dWorks)
 		delWrites := writesBetween(b, f.Hub, managerUser, delStart, time.Now())
@@ -405,6 +395,27 @@ func waitLeader(b *testing.B, ctx context.Context, c client.Client, alive func()
 		}
 		return lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != "", "no holder"
 	}})
+}
+
+// fleetGitOpsCluster is the benchmarks' GitOpsCluster: the addon over fleetPlacement's
+// clusters.
+func fleetGitOpsCluster() *appsv1beta1.GitOpsCluster {
+	return &appsv1beta1.GitOpsCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: gitopsClusterName, Namespace: argoNS},
+		Spec: appsv1beta1.GitOpsClusterSpec{
+			ArgoServer:   appsv1beta1.ArgoServerSpec{Cluster: "local-cluster", ArgoNamespace: argoNS},
+			PlacementRef: &appsv1beta1.PlacementReference{APIVersion: clusterv1beta1.GroupVersion.String(), Kind: "Placement", Name: placementName},
+			GitOpsAddon:  &appsv1beta1.GitOpsAddonSpec{Enabled: ptr(true)},
+		},
+	}
+}
+
+// goneTarget holds once the GitOpsCluster is gone (its finalizer done).
+func goneTarget(ctx context.Context, c client.Client, gc *appsv1beta1.GitOpsCluster) *target {
+	return &target{name: "GitOpsCluster", done: func() (bool, string) {
+		err := c.Get(ctx, client.ObjectKeyFromObject(gc), &appsv1beta1.GitOpsCluster{})
+		return apierrors.IsNotFound(err), fmt.Sprintf("get: %v", err)
+	}}
 }
 
 // fleetPlacement selects every bench cluster of the default set; no tolerations, and

@@ -262,17 +262,25 @@ func placementDecided(b *testing.B, ctx context.Context, c client.Client, namesp
 // page at a time; name, when set, counts only objects of that name.
 func countByNamespace(b *testing.B, ctx context.Context, c client.Client, gvk schema.GroupVersionKind, name string, opts ...client.ListOption) map[string]int {
 	out := map[string]int{}
+	for _, item := range listMetadata(b, ctx, c, gvk, opts...) {
+		if name == "" || item.Name == name {
+			out[item.Namespace]++
+		}
+	}
+	return out
+}
+
+// listMetadata lists the metadata of every object of a kind (gvk names its List), a page
+// at a time.
+func listMetadata(b *testing.B, ctx context.Context, c client.Client, gvk schema.GroupVersionKind, opts ...client.ListOption) []metav1.PartialObjectMetadata {
+	var out []metav1.PartialObjectMetadata
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(gvk)
 	opts = append(opts[:len(opts):len(opts)], client.Limit(pageSize))
 	base := len(opts)
 	for {
 		require.NoError(b, c.List(ctx, list, opts...))
-		for _, item := range list.Items {
-			if name == "" || item.Name == name {
-				out[item.Namespace]++
-			}
-		}
+		out = append(out, list.Items...)
 		if list.Continue == "" {
 			return out
 		}

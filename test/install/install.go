@@ -187,7 +187,7 @@ func (p *Product) StartManagerWith(ctx context.Context, set map[string]string) e
 	if p.Manager != nil {
 		return errors.New("the manager is already running")
 	}
-	proc, metrics, err := p.startManagerProcess(ctx, "hub-gitops-addon-manager", set)
+	proc, metrics, err := p.StartReplica(ctx, "hub-gitops-addon-manager", set)
 	if err != nil {
 		return err
 	}
@@ -195,14 +195,11 @@ func (p *Product) StartManagerWith(ctx context.Context, set map[string]string) e
 	return nil
 }
 
-// StartReplica starts one more replica of the manager, as the chart's replicas: 2 runs a
-// second pod: the same arguments and ServiceAccount, its own process named name and its
-// own metrics address (returned). The caller stops it.
+// StartReplica starts a replica of the manager, as the chart's replicas run pods: the
+// Deployment's arguments (set replaces or adds flags), the chart's ServiceAccount, its own
+// process named name and its own metrics address (returned). StartManagerWith tracks the
+// one it starts as Manager; the caller stops any other.
 func (p *Product) StartReplica(ctx context.Context, name string, set map[string]string) (*harness.Process, string, error) {
-	return p.startManagerProcess(ctx, name, set)
-}
-
-func (p *Product) startManagerProcess(ctx context.Context, name string, set map[string]string) (*harness.Process, string, error) {
 	kubeconfig, err := p.Fleet.Hub.ServiceAccountKubeconfig(ctx, Namespace, managerName)
 	if err != nil {
 		return nil, "", err
