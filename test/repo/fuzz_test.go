@@ -20,8 +20,8 @@ var (
 )
 
 // TestFuzzTargetsAreListed: every Fuzz function of the module is in the Makefile's
-// FUZZ_TARGETS, so `make test` runs it (a fuzz target nothing runs finds nothing), and
-// every listed one exists.
+// FUZZ_TARGETS with a number of executions, so `make test` runs it (a fuzz target nothing
+// runs finds nothing), and every listed one exists.
 func TestFuzzTargetsAreListed(t *testing.T) {
 	root := testenv.RepoRoot()
 	var found []string
@@ -39,7 +39,13 @@ func TestFuzzTargetsAreListed(t *testing.T) {
 	require.NoError(t, err)
 	m := fuzzTargets.FindStringSubmatch(string(makefile))
 	require.NotNil(t, m, "FUZZ_TARGETS in the Makefile")
-	listed := strings.Fields(strings.ReplaceAll(m[1], "\\\n", " "))
+	var listed []string
+	for _, target := range strings.Fields(strings.ReplaceAll(m[1], "\\\n", " ")) {
+		parts := strings.Split(target, ":") // package:Function:executions
+		require.Len(t, parts, 3, "%s: a fuzz target is package:Function:executions", target)
+		assert.Regexp(t, `^[1-9][0-9]*$`, parts[2], "%s: the executions `make test` runs it for", target)
+		listed = append(listed, parts[0]+":"+parts[1])
+	}
 	sort.Strings(found)
 	sort.Strings(listed)
 	assert.Equal(t, found, listed, "the Makefile's FUZZ_TARGETS and the module's Fuzz functions")
