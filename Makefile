@@ -152,7 +152,7 @@ bench-fleet: e2e-env build ## Benchmark the hub manager at fleet scale on a real
 	FLEET_BENCH_SIZES=$(FLEET_BENCH_SIZES) go test -run '^$$' -bench BenchmarkFleet -benchtime 1x -timeout 240m ./test/bench/
 
 .PHONY: bench-faults
-bench-faults: e2e-env build ## Inject faults half-way through a GitOpsCluster rollout and a pull burst on a real OCM hub with two manager replicas (leader killed or frozen, apiserver killed, APF 429s, clusters flapping, etcd stalled; FAULTS_BENCH_CLUSTERS=1000, FAULTS_BENCH_APPS=5000, FAULTS_BENCH_WORKLOADS, FAULTS_BENCH_FAULTS; FAULTS_BENCH_FENCE=off runs both replicas active); report in docs/benchmarks.md.
+bench-faults: e2e-env build ## Inject faults half-way through a GitOpsCluster rollout and a pull burst on a real OCM hub with two manager replicas (leader killed or frozen, apiserver killed, APF 429s, clusters flapping, a feedback storm, etcd stalled; FAULTS_BENCH_CLUSTERS=1000, FAULTS_BENCH_APPS=5000, FAULTS_BENCH_WORKLOADS, FAULTS_BENCH_FAULTS; FAULTS_BENCH_FENCE=off runs both replicas active); report in docs/benchmarks.md.
 	FAULTS_BENCH_CLUSTERS=$(FAULTS_BENCH_CLUSTERS) go test -run '^$$' -bench BenchmarkFaults -benchtime 1x -timeout 240m ./test/bench/
 
 .PHONY: test-env

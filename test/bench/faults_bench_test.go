@@ -49,6 +49,11 @@ import (
 //   - apf-429: API Priority and Fairness gives the manager one seat and rejects the rest
 //     (429) for 30 s (its leader election keeps its own level);
 //   - flap: every tenth cluster turns Unknown and leaves the Placement, then comes back;
+//   - feedback-storm: every work agent reports on every ManifestWork there is, 32 at a
+//     time, while the workload goes on (the addon's works applied; the pull works a new
+//     revision): converged also means every report shows on the hub (StackApplied, the
+//     Application's revision), and the writes ratio leaves out the one status write per
+//     cluster or Application the reports call for;
 //   - etcd-stall: etcd gets SIGSTOP for 30 s, then SIGCONT.
 //
 // For each it measures, against the same workload's baseline in the same run: the time
@@ -107,6 +112,8 @@ type injected struct {
 	resumedAt            time.Time
 	note                 string
 	replicaExitsOnItsOwn bool
+	// storm is what a feedback storm reported, when it was one.
+	storm *storm
 }
 
 var faults = []fault{
@@ -149,6 +156,11 @@ var faults = []fault{
 		dropped := time.Since(at)
 		restore()
 		return injected{note: fmt.Sprintf("%d clusters out of the Placement for %v", n, ms(dropped))}
+	}},
+	{name: "feedback-storm", what: "every work agent reports on every ManifestWork at once, 32 at a time, while the workload goes on", inject: func(fb *faultBench) injected {
+		at := time.Now()
+		st := fb.current.report()
+		return injected{storm: &st, note: fmt.Sprintf("%d ManifestWorks reported on in %v", st.reports, ms(time.Since(at)))}
 	}},
 	{name: "etcd-stall", what: "etcd SIGSTOPped for 30 s", inject: func(fb *faultBench) injected {
 		etcd := fb.f.Process("etcd")
@@ -198,6 +210,8 @@ type faultBench struct {
 	bothActive bool
 	// worksPerCluster is the baseline's.
 	worksPerCluster int
+	// current is the workload running.
+	current workload
 }
 
 // rollout is one GitOpsCluster rollout to the fleet, undisturbed or with a fault.
@@ -399,6 +413,7 @@ func leads(metrics string) bool {
 func (fb *faultBench) run(w workload, ft *fault) rollout {
 	b := fb.b
 	r := rollout{workload: w.name, fault: "baseline"}
+	fb.current = w
 	start := time.Now()
 	created := w.create()
 	converge(b, "half of "+w.name, start, 30*time.Minute, fb.poll, fb.alive, &target{name: "half", done: w.halfway})
@@ -426,6 +441,12 @@ func (fb *faultBench) run(w workload, ft *fault) rollout {
 	r.total = time.Since(start)
 	r.recovery = time.Since(from)
 	r.injected = <-injection
+	if st := r.injected.storm; st != nil {
+		// After a feedback storm, converged is also: every report shows on the hub.
+		converge(b, "the feedback storm's reports on the hub", start, 30*time.Minute, fb.poll, fb.alive, st.shown)
+		r.total = time.Since(start)
+		r.recovery = time.Since(from)
+	}
 	created()
 	progress("%s, %s: converged %v after the fault (%v in all)", w.name, r.fault, ms(r.recovery), ms(r.total))
 	r.count = w.count()
@@ -500,8 +521,15 @@ func (fb *faultBench) report(results []rollout) {
 		}
 		remaining := baseline.total - baseline.half
 		extra := extraWrites(writeCounts(baseline.writes), writeCounts(r.writes))
+		// A feedback storm's reports call for one status write each on the hub: the ratio
+		// is of the writes beyond those.
+		compared := len(r.writes)
+		if st := r.injected.storm; st != nil {
+			compared -= st.expectedWrites
+			r.injected.note += fmt.Sprintf("; the ratio leaves out the %d status writes they call for", st.expectedWrites)
+		}
 		fmt.Fprintf(tw, "%s\t%v (%.2f)\t%d (%.2f)\t%d / %d\t%d\t%s\t%s\t%d\t%d\t%d MiB\t%s\n", r.fault, ms(r.recovery), r.recovery.Seconds()/remaining.Seconds(),
-			len(r.writes), float64(len(r.writes))/float64(max(1, len(baseline.writes))), r.conflicts, r.throttled, r.rewritten, extra, r.lostOrDuplicated(), len(r.stale),
+			len(r.writes), float64(compared)/float64(max(1, len(baseline.writes))), r.conflicts, r.throttled, r.rewritten, extra, r.lostOrDuplicated(), len(r.stale),
 			len(r.steady), r.peakRSS>>20, strings.TrimSpace(r.injected.note+" "+restartedNote(r.restarted)))
 	}
 	require.NoError(b, tw.Flush())

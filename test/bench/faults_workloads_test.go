@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
+	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,7 +30,8 @@ import (
 
 // workload is what the manager does while a fault hits: started by create (whose returned
 // function waits for the client side of it to finish), half done, done (targets), counted,
-// removed, and what its removal left.
+// removed, and what its removal left; report is every work agent reporting on its
+// ManifestWorks at once (the feedback storm).
 type workload struct {
 	name      string
 	create    func() (wait func())
@@ -38,6 +40,30 @@ type workload struct {
 	count     func() objectCount
 	remove    func()
 	leftovers func() objectCount
+	report    func() storm
+}
+
+// storm is what a feedback storm reported: how many ManifestWorks, the hub writes those
+// reports call for (one status write per ManagedClusterAddOn or Application reported on),
+// and the target that holds once the hub shows every report.
+type storm struct {
+	reports, expectedWrites int
+	shown                   *target
+}
+
+// stormWriters is how many work agents report at the same moment.
+const stormWriters = 32
+
+// reportWork writes a ManifestWork's status as the work agent would, retried on conflict.
+func reportWork(fb *faultBench, namespace, name string, set func(*workv1.ManifestWork)) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		w := &workv1.ManifestWork{}
+		if err := fb.c.Get(fb.ctx, types.NamespacedName{Namespace: namespace, Name: name}, w); err != nil {
+			return err
+		}
+		set(w)
+		return fb.c.Status().Update(fb.ctx, w)
+	})
 }
 
 // addonRollout is a GitOpsCluster with the addon enabled over every cluster of the fleet:
@@ -72,6 +98,27 @@ func (fb *faultBench) addonRollout() workload {
 			secrets, addons, works := fleetTargets(b, ctx, c, 0, fb.worksPerCluster)
 			converge(b, "the deletion", time.Now(), 20*time.Minute, fb.poll, fb.alive, gone, secrets, addons, works)
 		},
+		report: func() storm {
+			// Every work agent reports every addon ManifestWork applied: the hub writes
+			// StackApplied=True once on each reported cluster's ManagedClusterAddOn.
+			works := listMetadata(b, ctx, c, workGVK, addonWorks())
+			clusters := map[string]bool{}
+			for _, w := range works {
+				clusters[w.Namespace] = true
+			}
+			parallel(len(works), stormWriters, func(i int) error {
+				return reportWork(fb, works[i].Namespace, works[i].Name, func(w *workv1.ManifestWork) {
+					for _, t := range []string{workv1.WorkApplied, workv1.WorkAvailable} {
+						meta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{Type: t, Status: metav1.ConditionTrue,
+							Reason: "AppliedManifestWorkComplete", Message: "reported by the feedback storm", ObservedGeneration: w.Generation})
+					}
+				})
+			})
+			return storm{reports: len(works), expectedWrites: len(clusters), shown: &target{name: "StackApplied on the reported clusters", done: func() (bool, string) {
+				got := fb.stackApplied()
+				return got >= len(clusters), fmt.Sprintf("%d of %d", got, len(clusters))
+			}}}
+		},
 		leftovers: func() objectCount {
 			secrets := total(countByNamespace(b, ctx, c, secretGVK, "", client.InNamespace(argoNS), ownerLabels()))
 			addons := total(countByNamespace(b, ctx, c, addonGVK, contract.AddonName))
@@ -79,6 +126,19 @@ func (fb *faultBench) addonRollout() workload {
 			return objectCount{orphaned: secrets + addons + works}
 		},
 	}
+}
+
+// stackApplied counts the ManagedClusterAddOns of the addon whose StackApplied is True.
+func (fb *faultBench) stackApplied() int {
+	addons := &addonv1beta1.ManagedClusterAddOnList{}
+	require.NoError(fb.b, fb.c.List(fb.ctx, addons))
+	n := 0
+	for _, a := range addons.Items {
+		if a.Name == contract.AddonName && meta.IsStatusConditionTrue(a.Status.Conditions, contract.ConditionStackApplied) {
+			n++
+		}
+	}
+	return n
 }
 
 // countAddonObjects counts, for every cluster of the fleet, its Argo CD cluster Secrets of
@@ -181,7 +241,44 @@ func (fb *faultBench) pullBurst(apps int) workload {
 			}})
 		},
 		leftovers: func() objectCount { return objectCount{orphaned: len(pullWorks())} },
+		report: func() storm {
+			// Every work agent reports a new revision for every Application it carries,
+			// while the burst goes on: the hub writes each Application's status once.
+			works := pullWorks()
+			parallel(len(works), stormWriters, func(i int) error {
+				app := works[i].Annotations[pullmodel.AnnotationHubAppName]
+				return reportWork(fb, works[i].Namespace, works[i].Name, func(w *workv1.ManifestWork) {
+					w.Status.ResourceStatus.Manifests = []workv1.ManifestCondition{{
+						ResourceMeta: workv1.ManifestResourceMeta{Group: pullmodel.ApplicationGVK.Group, Version: pullmodel.ApplicationGVK.Version,
+							Kind: pullmodel.ApplicationGVK.Kind, Resource: "applications", Namespace: argoNS, Name: app},
+						StatusFeedbacks: workv1.StatusFeedbackResult{Values: feedbackValues(stormRevision)},
+						Conditions:      []metav1.Condition{},
+					}}
+				})
+			})
+			return storm{reports: len(works), expectedWrites: len(works), shown: &target{name: "the reported revision on the hub Applications", done: func() (bool, string) {
+				got := fb.applicationsAt(stormRevision)
+				return got >= len(works), fmt.Sprintf("%d of %d", got, len(works))
+			}}}
+		},
 	}
+}
+
+// stormRevision is the revision every work agent reports in the feedback storm.
+const stormRevision = "storm"
+
+// applicationsAt counts the hub Applications whose status shows the revision.
+func (fb *faultBench) applicationsAt(revision string) int {
+	apps := &unstructured.UnstructuredList{}
+	apps.SetGroupVersionKind(pullmodel.ApplicationGVK.GroupVersion().WithKind("ApplicationList"))
+	require.NoError(fb.b, fb.c.List(fb.ctx, apps, client.InNamespace(argoNS)))
+	n := 0
+	for _, a := range apps.Items {
+		if got, _, _ := unstructured.NestedString(a.Object, "status", "sync", "revision"); got == revision {
+			n++
+		}
+	}
+	return n
 }
 
 // createRetrying creates obj, again and again while the apiserver is away or refuses
