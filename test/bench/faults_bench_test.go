@@ -52,8 +52,8 @@ import (
 //   - feedback-storm: every work agent reports on every ManifestWork there is, 32 at a
 //     time, while the workload goes on (the addon's works applied; the pull works a new
 //     revision): converged also means every report shows on the hub (StackApplied, the
-//     Application's revision), and the writes ratio leaves out the one status write per
-//     cluster or Application the reports call for;
+//     Application's revision), and the writes ratio leaves out the status writes the
+//     reports call for (two per ManagedClusterAddOn, one per Application);
 //   - etcd-stall: etcd gets SIGSTOP for 30 s, then SIGCONT.
 //
 // For each it measures, against the same workload's baseline in the same run: the time

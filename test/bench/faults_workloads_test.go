@@ -44,7 +44,8 @@ type workload struct {
 }
 
 // storm is what a feedback storm reported: how many ManifestWorks, the hub writes those
-// reports call for (one status write per ManagedClusterAddOn or Application reported on),
+// reports call for (two status writes per ManagedClusterAddOn, addon-framework's and the
+// manager's; one per Application),
 // and the target that holds once the hub shows every report.
 type storm struct {
 	reports, expectedWrites int
@@ -99,8 +100,9 @@ func (fb *faultBench) addonRollout() workload {
 			converge(b, "the deletion", time.Now(), 20*time.Minute, fb.poll, fb.alive, gone, secrets, addons, works)
 		},
 		report: func() storm {
-			// Every work agent reports every addon ManifestWork applied: the hub writes
-			// StackApplied=True once on each reported cluster's ManagedClusterAddOn.
+			// Every work agent reports every addon ManifestWork applied: on each reported
+			// cluster's ManagedClusterAddOn, addon-framework writes ManifestApplied=True and
+			// the manager StackApplied=True, one status write each.
 			works := listMetadata(b, ctx, c, workGVK, addonWorks())
 			clusters := map[string]bool{}
 			for _, w := range works {
@@ -114,7 +116,7 @@ func (fb *faultBench) addonRollout() workload {
 					}
 				})
 			})
-			return storm{reports: len(works), expectedWrites: len(clusters), shown: &target{name: "StackApplied on the reported clusters", done: func() (bool, string) {
+			return storm{reports: len(works), expectedWrites: 2 * len(clusters), shown: &target{name: "StackApplied on the reported clusters", done: func() (bool, string) {
 				got := fb.stackApplied()
 				return got >= len(clusters), fmt.Sprintf("%d of %d", got, len(clusters))
 			}}}
@@ -243,15 +245,18 @@ func (fb *faultBench) pullBurst(apps int) workload {
 		leftovers: func() objectCount { return objectCount{orphaned: len(pullWorks())} },
 		report: func() storm {
 			// Every work agent reports a new revision for every Application it carries,
+			// with its health and resources as the gitops-addon agent summarises them,
 			// while the burst goes on: the hub writes each Application's status once.
 			works := pullWorks()
+			feedback := feedbackValues(stormRevision, stringFeedback(pullmodel.FeedbackHealth, "Healthy"),
+				stringFeedback(pullmodel.FeedbackResources, guestbookSummary(b)))
 			parallel(len(works), stormWriters, func(i int) error {
 				app := works[i].Annotations[pullmodel.AnnotationHubAppName]
 				return reportWork(fb, works[i].Namespace, works[i].Name, func(w *workv1.ManifestWork) {
 					w.Status.ResourceStatus.Manifests = []workv1.ManifestCondition{{
 						ResourceMeta: workv1.ManifestResourceMeta{Group: pullmodel.ApplicationGVK.Group, Version: pullmodel.ApplicationGVK.Version,
 							Kind: pullmodel.ApplicationGVK.Kind, Resource: "applications", Namespace: argoNS, Name: app},
-						StatusFeedbacks: workv1.StatusFeedbackResult{Values: feedbackValues(stormRevision)},
+						StatusFeedbacks: workv1.StatusFeedbackResult{Values: feedback},
 						Conditions:      []metav1.Condition{},
 					}}
 				})
