@@ -43,10 +43,10 @@ type workload struct {
 	report    func() storm
 }
 
-// storm is what a feedback storm reported: how many ManifestWorks, the hub writes those
+// storm is what a feedback storm reported: how many ManifestWorks; the hub writes those
 // reports call for (two status writes per ManagedClusterAddOn, addon-framework's and the
-// manager's; one per Application),
-// and the target that holds once the hub shows every report.
+// manager's; one per Application); and the target that holds once the hub shows every
+// report.
 type storm struct {
 	reports, expectedWrites int
 	shown                   *target
