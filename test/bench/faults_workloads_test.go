@@ -334,7 +334,11 @@ func (fb *faultBench) installArgoCDCRDs() {
 
 // starveManager is API Priority and Fairness set so that the manager's requests (all but
 // its leader election's) get one seat and are rejected (429) beyond it; the returned
-// function removes it.
+// function removes it. A level's seats are the server's (600 by default) times its share
+// of all levels' nominal shares, rounded up: among the built-in levels' 245 shares one
+// share is 3 seats, which a rollout's manager rarely fills (no 429 at 1,000 clusters).
+// A ballast level holding nearly every share, lending them all to the other levels,
+// brings the manager's level to 1 seat.
 func starveManager(fb *faultBench) func() {
 	subject := flowcontrolv1.Subject{Kind: flowcontrolv1.SubjectKindServiceAccount,
 		ServiceAccount: &flowcontrolv1.ServiceAccountSubject{Namespace: install.Namespace, Name: "gitops-addon-manager"}}
@@ -343,6 +347,10 @@ func starveManager(fb *faultBench) func() {
 	leases := flowcontrolv1.ResourcePolicyRule{Verbs: []string{"*"}, APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"},
 		Namespaces: []string{"*"}}
 	objects := []client.Object{
+		&flowcontrolv1.PriorityLevelConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "bench-faults-ballast"},
+			Spec: flowcontrolv1.PriorityLevelConfigurationSpec{Type: flowcontrolv1.PriorityLevelEnablementLimited,
+				Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{NominalConcurrencyShares: ptr(int32(100000)), LendablePercent: ptr(int32(100)),
+					LimitResponse: flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeReject}}}},
 		&flowcontrolv1.PriorityLevelConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "bench-faults-starved"},
 			Spec: flowcontrolv1.PriorityLevelConfigurationSpec{Type: flowcontrolv1.PriorityLevelEnablementLimited,
 				// No borrowing: unset, a level borrows the idle seats of the others.
