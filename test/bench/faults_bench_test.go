@@ -521,8 +521,8 @@ func (fb *faultBench) report(results []rollout) {
 		}
 		remaining := baseline.total - baseline.half
 		extra := extraWrites(writeCounts(baseline.writes), writeCounts(r.writes))
-		// A feedback storm's reports call for one status write each on the hub: the ratio
-		// is of the writes beyond those.
+		// A feedback storm's reports call for status writes on the hub (storm.expectedWrites):
+		// the ratio is of the writes beyond those.
 		compared := len(r.writes)
 		if st := r.injected.storm; st != nil {
 			compared -= st.expectedWrites

@@ -26,6 +26,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
 	"github.com/gitops-addon/gitops-addon/test/install"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
+	"github.com/gitops-addon/gitops-addon/test/workstandin"
 )
 
 // workload is what the manager does while a fault hits: started by create (whose returned
@@ -109,12 +110,7 @@ func (fb *faultBench) addonRollout() workload {
 				clusters[w.Namespace] = true
 			}
 			parallel(len(works), stormWriters, func(i int) error {
-				return reportWork(fb, works[i].Namespace, works[i].Name, func(w *workv1.ManifestWork) {
-					for _, t := range []string{workv1.WorkApplied, workv1.WorkAvailable} {
-						meta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{Type: t, Status: metav1.ConditionTrue,
-							Reason: "AppliedManifestWorkComplete", Message: "reported by the feedback storm", ObservedGeneration: w.Generation})
-					}
-				})
+				return reportWork(fb, works[i].Namespace, works[i].Name, workstandin.MarkApplied)
 			})
 			return storm{reports: len(works), expectedWrites: 2 * len(clusters), shown: &target{name: "StackApplied on the reported clusters", done: func() (bool, string) {
 				got := fb.stackApplied()
@@ -258,12 +254,7 @@ func (fb *faultBench) pullBurst(apps int) workload {
 			parallel(len(works), stormWriters, func(i int) error {
 				app := works[i].Annotations[pullmodel.AnnotationHubAppName]
 				return reportWork(fb, works[i].Namespace, works[i].Name, func(w *workv1.ManifestWork) {
-					w.Status.ResourceStatus.Manifests = []workv1.ManifestCondition{{
-						ResourceMeta: workv1.ManifestResourceMeta{Group: pullmodel.ApplicationGVK.Group, Version: pullmodel.ApplicationGVK.Version,
-							Kind: pullmodel.ApplicationGVK.Kind, Resource: "applications", Namespace: argoNS, Name: app},
-						StatusFeedbacks: workv1.StatusFeedbackResult{Values: feedback},
-						Conditions:      []metav1.Condition{},
-					}}
+					w.Status.ResourceStatus.Manifests = applicationReport(app, feedback)
 				})
 			})
 			return storm{reports: len(works), expectedWrites: len(works), shown: &target{name: "the reported revision on the hub Applications", done: func() (bool, string) {

@@ -477,11 +477,7 @@ func feedbackRoundTrips(b *testing.B, ctx context.Context, env *testenv.Env, c c
 		if err := c.Get(ctx, types.NamespacedName{Namespace: clusters[i%len(clusters)], Name: pullmodel.WorkName(argoNS, a.GetName())}, w); err != nil {
 			return err
 		}
-		w.Status.ResourceStatus.Manifests = []workv1.ManifestCondition{{
-			ResourceMeta:    workv1.ManifestResourceMeta{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application", Resource: "applications", Namespace: argoNS, Name: a.GetName()},
-			StatusFeedbacks: workv1.StatusFeedbackResult{Values: feedbackValues(rev, extra...)},
-			Conditions:      []metav1.Condition{},
-		}}
+		w.Status.ResourceStatus.Manifests = applicationReport(a.GetName(), feedbackValues(rev, extra...))
 		start := time.Now()
 		if err := c.Status().Update(ctx, w); err != nil {
 			return err
@@ -495,6 +491,17 @@ func feedbackRoundTrips(b *testing.B, ctx context.Context, env *testenv.Env, c c
 		return nil
 	})
 	return latencies
+}
+
+// applicationReport is the work agent's report on a pull ManifestWork: the status
+// feedback of the Application it carries (argoNS/app).
+func applicationReport(app string, values []workv1.FeedbackValue) []workv1.ManifestCondition {
+	return []workv1.ManifestCondition{{
+		ResourceMeta: workv1.ManifestResourceMeta{Group: pullmodel.ApplicationGVK.Group, Version: pullmodel.ApplicationGVK.Version,
+			Kind: pullmodel.ApplicationGVK.Kind, Resource: "applications", Namespace: argoNS, Name: app},
+		StatusFeedbacks: workv1.StatusFeedbackResult{Values: values},
+		Conditions:      []metav1.Condition{},
+	}}
 }
 
 // feedbackValues are what the work agent reports: sync status and revision, and the

@@ -59,12 +59,18 @@ func CompleteHookWorks(ctx context.Context, c client.Client) func() []string {
 	}
 }
 
-func reportJobsComplete(ctx context.Context, c client.Client, w *workv1.ManifestWork) error {
-	now := metav1.Now()
+// MarkApplied sets a ManifestWork's Applied and Available conditions True for its
+// generation, as the work agent reports a work it applied.
+func MarkApplied(w *workv1.ManifestWork) {
 	for _, t := range []string{workv1.WorkApplied, workv1.WorkAvailable} {
 		meta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: "ByTest",
-			ObservedGeneration: w.Generation, LastTransitionTime: now})
+			ObservedGeneration: w.Generation, LastTransitionTime: metav1.Now()})
 	}
+}
+
+func reportJobsComplete(ctx context.Context, c client.Client, w *workv1.ManifestWork) error {
+	now := metav1.Now()
+	MarkApplied(w)
 	w.Status.ResourceStatus.Manifests = nil
 	for i, cfg := range w.Spec.ManifestConfigs {
 		id := cfg.ResourceIdentifier
