@@ -246,3 +246,23 @@ func TestVariableThatIsNotText(t *testing.T) {
 		})
 	}
 }
+
+// A name given twice (which the apiserver's list-map validation refuses) is rejected,
+// named, rather than resolved by order: found by FuzzCustomizedVariables with "0" then "".
+func TestVariableSetTwice(t *testing.T) {
+	for _, name := range []string{"GITOPS_OPERATOR_IMAGE", VarGitOpsOperatorImage, "somethingElse"} {
+		t.Run(name, func(t *testing.T) {
+			adc := acmGitOpsAddonConfig(t)
+			adc.Spec.CustomizedVariables = append(adc.Spec.CustomizedVariables,
+				addonv1beta1.CustomizedVariable{Name: name, Value: "quay.io/x/operator:1"},
+				addonv1beta1.CustomizedVariable{Name: name, Value: ""})
+			a, err := New(Options{AgentImage: "a:1", ADCGetter: fakeADCGetter{"c1/gitops-addon-config": adc},
+				Warn: func(*addonv1beta1.ManagedClusterAddOn, string) {}})
+			require.NoError(t, err)
+			_, err = a.Manifests(context.Background(), vanilla(), mca("gitops-addon-config", nil, ""))
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "AddOnDeploymentConfig c1/gitops-addon-config")
+			assert.Contains(t, err.Error(), "customizedVariable "+name+" is set more than once")
+		})
+	}
+}

@@ -51,8 +51,8 @@ func FuzzCustomizedVariables(f *testing.F) {
 			}
 			return
 		}
-		// The operator image the render decided (ACM's when set, ours over it, the later
-		// over the earlier) reaches the container unchanged.
+		// The operator image the render decided (ACM's when set, ours over it; a name given
+		// twice was rejected above) reaches the container unchanged.
 		want, ours, oursSet := "", "", false
 		for _, v := range vars {
 			switch value := strings.TrimSpace(v.Value); v.Name {

@@ -69,7 +69,14 @@ type knobs struct {
 // where both say the same thing), with an error naming the bad value and what it accepts;
 // it returns the names it does not know and what of ACM's it does not carry out.
 func parseCustomizedVariables(vars []addonv1beta1.CustomizedVariable) (knobs, []string, []string, error) {
+	seen := make(map[string]bool, len(vars))
 	for _, v := range vars {
+		// The API declares the list a map keyed by name, so the apiserver refuses a name
+		// given twice; a client that bypassed it gets no silent "last one wins".
+		if seen[v.Name] {
+			return knobs{}, nil, nil, fmt.Errorf("customizedVariable %s is set more than once; keep one", v.Name)
+		}
+		seen[v.Name] = true
 		if bounded.Printable(v.Value) != v.Value {
 			return knobs{}, nil, nil, fmt.Errorf("customizedVariable %s=%q is not printable text (UTF-8 without control characters)", v.Name, v.Value)
 		}
