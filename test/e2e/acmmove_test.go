@@ -108,11 +108,8 @@ func TestMovingFromACM(t *testing.T) {
 			}
 			return true
 		}, 2*time.Minute, time.Second, "one Secret per cluster, ACM's, now gitops-addon's: %v", clusterSecretsByCluster(ctx, t, hub))
-		// Held for a while: nothing adds a second one later.
-		time.Sleep(5 * time.Second)
-		for _, cluster := range clusters {
-			assert.Len(t, clusterSecretsByCluster(ctx, t, hub)[cluster], 1, "cluster Secrets of %s", cluster)
-		}
+		// That nothing adds a second one later is checked once the manager has done the
+		// later steps of the move below (a positive control, not a pause).
 	})
 
 	t.Run("one ManifestWork per Application: ACM's retired without touching the spoke", func(t *testing.T) {
@@ -160,9 +157,16 @@ func TestMovingFromACM(t *testing.T) {
 		}
 	})
 
+	t.Run("still one cluster Secret per cluster after the manager's later steps of the move", func(t *testing.T) {
+		for _, cluster := range clusters {
+			assert.Len(t, clusterSecretsByCluster(ctx, t, hub)[cluster], 1, "cluster Secrets of %s", cluster)
+		}
+	})
+
 	t.Run("the spoke Applications stayed: never gone, never recreated, Synced/Healthy throughout", func(t *testing.T) {
-		// A last look after everything above settled, then the record of the whole move.
-		time.Sleep(5 * time.Second)
+		// A last look once each spoke's Argo CD has compared its Application again after
+		// everything above settled, then the record of the whole move.
+		waitSpokeAppsReconciled(t, ctx, a, acmMovedAppSet, clusters)
 		assert.Empty(t, watch.stop(), "what the spokes showed during the move")
 	})
 
@@ -233,7 +237,7 @@ func movingBackToACM(t *testing.T, ctx context.Context, a *argoFleet, clusters [
 		}, 2*time.Minute, time.Second, "ACM's ManifestWork of %s applied", name)
 		assert.Equal(t, []string{acmWork.Name}, worksOf(ctx, t, hub, cluster, name), "one ManifestWork for %s: ACM's", name)
 	}
-	time.Sleep(10 * time.Second) // Argo CD reconciles what ACM's ManifestWork applied
+	waitSpokeAppsReconciled(t, ctx, a, back, clusters) // Argo CD compares what ACM's ManifestWork applied
 	assert.Empty(t, watch.stop(), "what the spokes showed while the hub moved back to ACM")
 }
 
@@ -368,6 +372,28 @@ func worksOf(ctx context.Context, t *testing.T, hub client.Client, cluster, app 
 // recreated (another UID) or not Synced/Healthy.
 type spokeWatch struct {
 	stop func() []string
+}
+
+// waitSpokeAppsReconciled waits until each cluster's Argo CD has reconciled the
+// ApplicationSet's Application on it after now (its status.reconciledAt, written on every
+// comparison, every --app-resync seconds at most): what the spoke would show of a change
+// made before, it shows by then.
+func waitSpokeAppsReconciled(t *testing.T, ctx context.Context, a *argoFleet, appSet string, clusters []string) {
+	t.Helper()
+	// reconciledAt has a resolution of a second: the next whole second is surely after now.
+	after := time.Now().Truncate(time.Second).Add(time.Second)
+	for _, cluster := range clusters {
+		app := application(contract.GitOpsNamespace, appSet+"-"+cluster)
+		var last string
+		require.Eventually(t, func() bool {
+			if a.spokes[cluster].Client.Get(ctx, client.ObjectKeyFromObject(app), app) != nil {
+				return false
+			}
+			last, _, _ = unstructured.NestedString(app.Object, "status", "reconciledAt")
+			at, err := time.Parse(time.RFC3339, last)
+			return err == nil && !at.Before(after)
+		}, 2*time.Minute, time.Second, "%s on %s reconciled by its Argo CD after %s (last at %s)", app.GetName(), cluster, after.Format(time.RFC3339), last)
+	}
 }
 
 func watchSpokeApplications(ctx context.Context, a *argoFleet, appSet string, uids map[string]types.UID) spokeWatch {

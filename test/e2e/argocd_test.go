@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	workv1 "open-cluster-management.io/api/work/v1"
@@ -639,21 +640,19 @@ func waitAppSays(t *testing.T, ctx context.Context, c *harness.Cluster, name, te
 func waitApp(t *testing.T, ctx context.Context, c *harness.Cluster, namespace, name string, timeout time.Duration,
 	cond func(*unstructured.Unstructured) bool, want string, args ...any) string {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	last := "not found"
+	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
 		app := application(namespace, name)
-		last := "not found"
-		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(app), app); err == nil {
-			last = appSummary(app)
-			if cond(app) {
-				return last
-			}
+		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(app), app); err != nil {
+			return false, nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Application %s on %s after %v: %s; it says: %s", name, c.Name, timeout, fmt.Sprintf(want, args...), last)
-		}
-		time.Sleep(time.Second)
+		last = appSummary(app)
+		return cond(app), nil
+	})
+	if err != nil {
+		t.Fatalf("Application %s on %s after %v: %s; it says: %s", name, c.Name, timeout, fmt.Sprintf(want, args...), last)
 	}
+	return last
 }
 
 // hubResources are an Application's status.resources as "Kind namespace/name sync [health]", sorted.

@@ -24,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
@@ -187,9 +188,9 @@ func TestFleet(t *testing.T) {
 	})
 
 	t.Run("the manager makes no API writes while nothing changes, also while reconciles are triggered", func(t *testing.T) {
-		window := 30 * time.Second
 		since := time.Now()
 		for i := 0; i < 6; i++ {
+			before := scrapeReconciles(t, ctx, p, gitopscluster.ControllerName)
 			// Wake the GitOpsCluster (an annotation) and flip OCM's addon-health label on a
 			// ManagedCluster, as OCM does when an addon's health changes.
 			gc := &appsv1beta1.GitOpsCluster{}
@@ -200,11 +201,14 @@ func TestFleet(t *testing.T) {
 			require.NoError(t, f.Hub.Client.Get(ctx, client.ObjectKey{Name: vanilla}, mc))
 			metav1.SetMetaDataLabel(&mc.ObjectMeta, "feature.open-cluster-management.io/addon-other", []string{"available", "unhealthy"}[i%2])
 			require.NoError(t, f.Hub.Client.Update(ctx, mc))
-			time.Sleep(window / 6)
+			// The positive control: the manager did reconcile after the touches (whatever it
+			// wrote then, the audit log below holds: its writes are logged as they are served).
+			require.Eventually(t, func() bool { return scrapeReconciles(t, ctx, p, gitopscluster.ControllerName) > before },
+				time.Minute, 100*time.Millisecond, "the manager reconciles the touched GitOpsCluster")
 		}
 		writes, err := f.Hub.Writes(managerUser(), since)
 		require.NoError(t, err)
-		assert.Empty(t, writes, "writes by the manager in a %v steady state", window)
+		assert.Empty(t, writes, "writes by the manager in a steady state, over six reconciles of a touched GitOpsCluster")
 		all, err := f.Hub.Writes(managerUser(), time.Time{})
 		require.NoError(t, err)
 		assert.NotEmpty(t, all, "the audit log does record the manager's writes")
@@ -361,7 +365,10 @@ func TestFleet(t *testing.T) {
 		// The pull-model ManifestWorks go, orphaning: each spoke keeps its Applications.
 		require.Eventually(t, func() bool { return len(pullWorks(ctx, t, hub)) == 0 }, 2*time.Minute, time.Second,
 			"the pull-model ManifestWorks removed (orphaning): %v", pullWorks(ctx, t, hub))
-		time.Sleep(3 * time.Second) // what a work agent would still do after, it has done by now
+		// What each spoke's work agent does about a ManifestWork gone from the hub, it has
+		// done once it has removed the work's AppliedManifestWork.
+		require.Eventually(t, func() bool { return len(appliedPullWorks(ctx, t, spokes, pullWorksBefore)) == 0 }, 2*time.Minute, time.Second,
+			"the spokes' work agents let go of the pull-model ManifestWorks: %v", appliedPullWorks(ctx, t, spokes, pullWorksBefore))
 		for name, s := range spokes {
 			assert.Equal(t, spokeAppsBefore[name], applicationUIDs(ctx, t, s.Client), "spoke %s: its Applications kept, same UIDs", name)
 		}
@@ -391,15 +398,11 @@ func TestFleet(t *testing.T) {
 		}
 		require.NoError(t, hub.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: contract.GitOpsNamespace}}))
 		var stuck []string
-		deadline := time.Now().Add(60 * time.Second)
-		for {
+		_ = wait.PollUntilContextTimeout(ctx, time.Second, 60*time.Second, true, func(context.Context) (bool, error) {
 			stuck = append(terminating(ctx, t, "hub", hub), terminating(ctx, t, openshift, spoke)...)
 			stuck = append(stuck, terminating(ctx, t, vanilla, spokes[vanilla].Client)...)
-			if len(stuck) == 0 || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(time.Second)
-		}
+			return len(stuck) == 0, nil
+		})
 		assert.Empty(t, stuck, "still Terminating 60 s after the GitOpsClusters and the %s namespace were deleted", contract.GitOpsNamespace)
 		// The spoke's stack is still there once OCM has removed the ManifestWork (orphaned,
 		// not garbage-collected with it).
@@ -685,6 +688,22 @@ func applicationUIDs(ctx context.Context, t *testing.T, c client.Client) []strin
 		out = append(out, app.GetNamespace()+"/"+app.GetName()+"/"+string(app.GetUID()))
 	}
 	return out
+}
+
+// appliedPullWorks names the spokes' AppliedManifestWorks of the given hub ManifestWorks
+// (cluster/name).
+func appliedPullWorks(ctx context.Context, t *testing.T, spokes map[string]*harness.Spoke, works []string) []string {
+	var names []string
+	for cluster, s := range spokes {
+		applied := &workv1.AppliedManifestWorkList{}
+		require.NoError(t, s.Client.List(ctx, applied))
+		for _, a := range applied.Items {
+			if slices.Contains(works, cluster+"/"+a.Spec.ManifestWorkName) {
+				names = append(names, cluster+"/"+a.Name)
+			}
+		}
+	}
+	return names
 }
 
 // pullWorks names the pull model's ManifestWorks on the hub.

@@ -68,34 +68,19 @@ func pullModelRoundTrip(t *testing.T, ctx context.Context, hub *harness.Cluster,
 		assert.NotContains(t, spokeApp.GetAnnotations(), pullmodel.AnnotationSkipReconcile, "the spoke's Argo CD must reconcile it")
 
 		// What the spoke's Argo CD writes, reported back by the work agent (Watch feedback).
-		// The spoke agent writes its resource summary annotation meanwhile: retried on conflict.
-		require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			if err := spokes[cluster].Client.Get(ctx, client.ObjectKeyFromObject(spokeApp), spokeApp); err != nil {
-				return err
-			}
-			if err := unstructured.SetNestedMap(spokeApp.Object, map[string]any{
-				"health": map[string]any{"status": "Healthy"},
-				"sync":   map[string]any{"status": "Synced", "revision": "0123abcd"},
-			}, "status"); err != nil {
-				return err
-			}
-			return spokes[cluster].Client.Update(ctx, spokeApp)
-		}))
+		setSpokeStatus(t, ctx, spokes[cluster], "guestbook-"+cluster, "0123abcd")
 	}
-
-	for _, cluster := range []string{vanilla, openshift} {
-		hubApp := application(contract.GitOpsNamespace, "guestbook-"+cluster)
-		require.Eventually(t, func() bool {
-			if hub.Client.Get(ctx, client.ObjectKeyFromObject(hubApp), hubApp) != nil {
-				return false
-			}
-			h, _, _ := unstructured.NestedString(hubApp.Object, "status", "health", "status")
-			r, _, _ := unstructured.NestedString(hubApp.Object, "status", "sync", "revision")
-			return h == "Healthy" && r == "0123abcd"
-		}, 2*time.Minute, 500*time.Millisecond, "the hub Application of %s shows the spoke's status", cluster)
-	}
+	waitHubRevision(t, ctx, hub, "0123abcd")
 	waitScrapeCount(t, ctx, p, hubmetrics.PullPropagation, propagated+2)
 	waitScrapeCount(t, ctx, p, hubmetrics.PullStatusReturn, returned+2)
+	// Positive control for "once": a second status from each spoke, after the same apply,
+	// makes the whole round trip to the hub and counts in neither histogram.
+	for _, cluster := range []string{vanilla, openshift} {
+		setSpokeStatus(t, ctx, spokes[cluster], "guestbook-"+cluster, "4567cdef")
+	}
+	waitHubRevision(t, ctx, hub, "4567cdef")
+	assert.Equal(t, propagated+2, scrapeCount(t, ctx, p, hubmetrics.PullPropagation), "%s counts each Application once", hubmetrics.PullPropagation)
+	assert.Equal(t, returned+2, scrapeCount(t, ctx, p, hubmetrics.PullStatusReturn), "%s counts each applied change once", hubmetrics.PullStatusReturn)
 
 	report := &v1alpha1.MulticlusterApplicationSetReport{}
 	require.Eventually(t, func() bool {
@@ -167,9 +152,13 @@ spec:
 	require.Eventually(t, func() bool {
 		return apierrors.IsNotFound(spoke.Client.Get(ctx, client.ObjectKey{Namespace: contract.GitOpsNamespace, Name: names[0]}, application("", "")))
 	}, time.Minute, 500*time.Millisecond, "the first Application leaves the spoke")
-	time.Sleep(2 * time.Second)
-	require.NoError(t, spoke.Client.Get(ctx, client.ObjectKeyFromObject(project), spokeProject),
-		"the AppProject stays while another Application uses it")
+	// The work agent has let go of the first ManifestWork's hold on the project (its owner
+	// reference is gone), and the project stays, held by the second.
+	require.Eventually(t, func() bool {
+		return spoke.Client.Get(ctx, client.ObjectKeyFromObject(project), spokeProject) == nil &&
+			len(spokeProject.GetOwnerReferences()) == 1
+	}, time.Minute, 500*time.Millisecond, "the AppProject stays while another Application uses it, owned by its ManifestWork only: %v",
+		spokeProject.GetOwnerReferences())
 
 	require.NoError(t, hub.Client.Delete(ctx, application(contract.GitOpsNamespace, names[1])))
 	require.Eventually(t, func() bool {
@@ -217,8 +206,8 @@ func scrapeCount(t *testing.T, ctx context.Context, p *install.Product, histogra
 	return n
 }
 
-// waitScrapeCount waits until a histogram's count is want, lets the manager settle, and
-// checks that it did not count more.
+// waitScrapeCount waits until a histogram's count is want (what it counts after is
+// checked against a positive control by the caller).
 func waitScrapeCount(t *testing.T, ctx context.Context, p *install.Product, histogram string, want int) {
 	t.Helper()
 	var got int
@@ -227,28 +216,87 @@ func waitScrapeCount(t *testing.T, ctx context.Context, p *install.Product, hist
 		got = n
 		return err == nil && n >= want
 	}, time.Minute, 500*time.Millisecond, "%s counts %d (last scrape: %d)", histogram, want, got)
-	time.Sleep(3 * time.Second)
-	assert.Equal(t, want, scrapeCount(t, ctx, p, histogram), "%s counts each Application once", histogram)
+}
+
+// setSpokeStatus writes, as the spoke's Argo CD would, a Synced/Healthy status at revision
+// on a spoke Application (the spoke agent writes its resource summary annotation
+// meanwhile: retried on conflict).
+func setSpokeStatus(t *testing.T, ctx context.Context, spoke *harness.Spoke, name, revision string) {
+	t.Helper()
+	spokeApp := application(contract.GitOpsNamespace, name)
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := spoke.Client.Get(ctx, client.ObjectKeyFromObject(spokeApp), spokeApp); err != nil {
+			return err
+		}
+		if err := unstructured.SetNestedMap(spokeApp.Object, map[string]any{
+			"health": map[string]any{"status": "Healthy"},
+			"sync":   map[string]any{"status": "Synced", "revision": revision},
+		}, "status"); err != nil {
+			return err
+		}
+		return spoke.Client.Update(ctx, spokeApp)
+	}))
+}
+
+// waitHubRevision waits until each spoke's guestbook Application on the hub shows the
+// spoke's status at revision.
+func waitHubRevision(t *testing.T, ctx context.Context, hub *harness.Cluster, revision string) {
+	t.Helper()
+	for _, cluster := range []string{vanilla, openshift} {
+		hubApp := application(contract.GitOpsNamespace, "guestbook-"+cluster)
+		require.Eventually(t, func() bool {
+			if hub.Client.Get(ctx, client.ObjectKeyFromObject(hubApp), hubApp) != nil {
+				return false
+			}
+			h, _, _ := unstructured.NestedString(hubApp.Object, "status", "health", "status")
+			r, _, _ := unstructured.NestedString(hubApp.Object, "status", "sync", "revision")
+			return h == "Healthy" && r == revision
+		}, 2*time.Minute, 500*time.Millisecond, "the hub Application of %s shows the spoke's status at %s", cluster, revision)
+	}
+}
+
+// scrapeReconciles is controller-runtime's count of a controller's reconciles, whatever
+// their result, on the manager's metrics endpoint.
+func scrapeReconciles(t *testing.T, ctx context.Context, p *install.Product, controller string) int {
+	t.Helper()
+	body, err := scrapeMetrics(ctx, p.ManagerMetrics)
+	require.NoError(t, err)
+	total := 0
+	for _, line := range strings.Split(body, "\n") {
+		if !strings.HasPrefix(line, "controller_runtime_reconcile_total{") || !strings.Contains(line, `controller="`+controller+`"`) {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(line[strings.LastIndex(line, " ")+1:]))
+		require.NoError(t, err, "a reconcile count: %s", line)
+		total += n
+	}
+	return total
 }
 
 func scrapeCountOnce(ctx context.Context, addr, histogram string) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	body, err := scrapeMetrics(ctx, addr)
 	if err != nil {
 		return 0, err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, fmt.Errorf("scraping the manager's metrics: %w", err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(body), "\n") {
+	for _, line := range strings.Split(body, "\n") {
 		if v, ok := strings.CutPrefix(line, histogram+"_count "); ok {
 			return strconv.Atoi(strings.TrimSpace(v))
 		}
 	}
 	return 0, fmt.Errorf("the manager's metrics have no %s_count", histogram)
+}
+
+// scrapeMetrics reads the manager's metrics endpoint, as Prometheus scrapes it.
+func scrapeMetrics(ctx context.Context, addr string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("scraping the manager's metrics: %w", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	return string(body), err
 }

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -156,10 +157,12 @@ spec:
 	history.waitFor(t, appFirst, "Progressing", time.Minute)
 	mark("step 1 synced and Degraded, Progressing in the ApplicationSet")
 
-	// Held: for two of the spoke's resync periods (15 s each) and more, step 2's cluster
-	// is not synced, and the ApplicationSet keeps it Waiting.
+	// Held: while the spoke's Argo CD compares step 2's Application twice more (its
+	// reconciledAt moves on twice: the positive control, every 15 s resync), step 2's
+	// cluster is not synced, and the ApplicationSet keeps it Waiting; checked every second.
 	held := time.Now()
-	for time.Since(held) < 40*time.Second {
+	reconciles := map[string]bool{}
+	require.NoError(t, wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		spokeApp := application(contract.GitOpsNamespace, appSecond)
 		require.NoError(t, secondSpoke.Client.Get(ctx, client.ObjectKeyFromObject(spokeApp), spokeApp))
 		op, started, _ := unstructured.NestedMap(spokeApp.Object, "status", "operationState")
@@ -169,8 +172,11 @@ spec:
 		s, _, _ := unstructured.NestedString(spokeApp.Object, "status", "sync", "status")
 		require.Equal(t, "OutOfSync", s, "step 2's Application on %s", second)
 		require.Equal(t, "Waiting", history.latest(appSecond).Status, "step 2 in the ApplicationSet's status")
-		time.Sleep(time.Second)
-	}
+		if at, _, _ := unstructured.NestedString(spokeApp.Object, "status", "reconciledAt"); at > held.UTC().Format(time.RFC3339) {
+			reconciles[at] = true
+		}
+		return len(reconciles) >= 2, nil
+	}), "step 2's Application on %s reconciled twice by its Argo CD while held", second)
 	t.Logf("step 1 broken: step 2 held for %v; ApplicationSet status: %s", time.Since(held).Round(time.Second), history.summary())
 
 	// Fixed in Git: the Deployment goes. The rollout starts again from step 1.

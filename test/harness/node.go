@@ -420,6 +420,8 @@ func killCgroup(name string) error {
 		for _, pid := range pids {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
+		// Not a wait on a condition: a killed process leaves its cgroup when the kernel has
+		// reaped it, and a process forked meanwhile needs its own SIGKILL; so kill, look again.
 		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -2,7 +2,6 @@ package integration
 
 import (
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -16,6 +15,7 @@ import (
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/gitopscluster"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/localcluster"
 )
 
@@ -76,12 +76,15 @@ spec:
 			h.waitAddon(cluster)
 		}
 		h.waitCondition(ns, "all-clusters", appsv1beta1.ConditionClustersRegistered, metav1.ConditionTrue, appsv1beta1.ReasonRegistered)
-		// Whatever was decided has been written by now; and stays so a moment later.
-		for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(poll) {
-			for cluster := range hubs {
-				err := h.c.Get(h.ctx, types.NamespacedName{Namespace: cluster, Name: contract.AddonName}, &addonv1beta1.ManagedClusterAddOn{})
-				require.True(t, apierrors.IsNotFound(err), "no ManagedClusterAddOn on %s: %v", cluster, err)
-			}
+		// Whatever was decided has been written by now; and stays so after one more pass
+		// (the positive control: the GitOpsCluster woken, and reconciled again).
+		gc := h.gitOpsCluster(ns, "all-clusters")
+		waitReconcileAfter(t, gitopscluster.ControllerName, func() {
+			h.touch(gc, func() { metav1.SetMetaDataAnnotation(&gc.ObjectMeta, "example.com/touched", "1") })
+		})
+		for cluster := range hubs {
+			err := h.c.Get(h.ctx, types.NamespacedName{Namespace: cluster, Name: contract.AddonName}, &addonv1beta1.ManagedClusterAddOn{})
+			require.True(t, apierrors.IsNotFound(err), "no ManagedClusterAddOn on %s: %v", cluster, err)
 		}
 	})
 

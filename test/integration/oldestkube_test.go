@@ -188,15 +188,13 @@ func runAgent(t *testing.T, ctx context.Context, env *testenv.Env, cluster strin
 func (h *hub) waitAgentCondition(cluster, condType string, status metav1.ConditionStatus) metav1.Condition {
 	h.t.Helper()
 	var last *metav1.Condition
-	for deadline := time.Now().Add(2 * timeout); time.Now().Before(deadline); time.Sleep(poll) {
+	require.Eventually(h.t, func() bool {
 		mca := &addonv1beta1.ManagedClusterAddOn{}
 		if h.c.Get(h.ctx, types.NamespacedName{Namespace: cluster, Name: contract.AddonName}, mca) != nil {
-			continue
+			return false
 		}
-		if last = meta.FindStatusCondition(mca.Status.Conditions, condType); last != nil && last.Status == status {
-			return *last
-		}
-	}
-	h.t.Fatalf("agent condition %s of %s never became %s; last: %+v", condType, cluster, status, last)
-	return metav1.Condition{}
+		last = meta.FindStatusCondition(mca.Status.Conditions, condType)
+		return last != nil && last.Status == status
+	}, 2*timeout, poll, "agent condition %s of %s to become %s; last: %+v", condType, cluster, status, last)
+	return *last
 }

@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	workv1 "open-cluster-management.io/api/work/v1"
@@ -307,21 +308,17 @@ func TestUninstallOfAHubOnlyInstallationLeavesACMsAddonAlone(t *testing.T) {
 	// The cluster's work agent, applying each ManifestWork's spec as it changes.
 	agentCtx, stopAgent := context.WithCancel(ctx)
 	defer stopAgent()
-	go func() {
-		for agentCtx.Err() == nil {
-			w := &workv1.ManifestWork{}
-			if c.Get(agentCtx, client.ObjectKeyFromObject(ours), w) != nil {
-				time.Sleep(100 * time.Millisecond)
-				continue
-			}
-			if applied := meta.FindStatusCondition(w.Status.Conditions, workv1.WorkApplied); applied == nil || applied.ObservedGeneration < w.Generation {
-				meta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{Type: workv1.WorkApplied, Status: metav1.ConditionTrue,
-					Reason: "AppliedManifestWorkComplete", ObservedGeneration: w.Generation})
-				_ = c.Status().Update(agentCtx, w)
-			}
-			time.Sleep(100 * time.Millisecond)
+	go wait.UntilWithContext(agentCtx, func(ctx context.Context) {
+		w := &workv1.ManifestWork{}
+		if c.Get(ctx, client.ObjectKeyFromObject(ours), w) != nil {
+			return
 		}
-	}()
+		if applied := meta.FindStatusCondition(w.Status.Conditions, workv1.WorkApplied); applied == nil || applied.ObservedGeneration < w.Generation {
+			meta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{Type: workv1.WorkApplied, Status: metav1.ConditionTrue,
+				Reason: "AppliedManifestWorkComplete", ObservedGeneration: w.Generation})
+			_ = c.Status().Update(ctx, w)
+		}
+	}, 100*time.Millisecond)
 
 	var out bytes.Buffer
 	asHook := hookClient(t, ctx, env)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,21 +24,30 @@ func clusterNames(n int) []string {
 func TestForEachCluster(t *testing.T) {
 	t.Run("results in the clusters' order, concurrently but bounded", func(t *testing.T) {
 		var inFlight, peak atomic.Int32
+		// Each write holds until clusterWriters are under way at once (then none holds):
+		// a fan-out that ran fewer at a time would leave them holding, and fail below.
+		full, fullOnce := make(chan struct{}), sync.Once{}
 		clusters := clusterNames(100)
 		results, err := forEachCluster(context.Background(), clusters, func(_ context.Context, cluster string) (string, error) {
 			now := inFlight.Add(1)
 			defer inFlight.Add(-1)
 			for old := peak.Load(); now > old && !peak.CompareAndSwap(old, now); old = peak.Load() {
 			}
-			time.Sleep(2 * time.Millisecond)
+			if now == clusterWriters {
+				fullOnce.Do(func() { close(full) })
+			}
+			select {
+			case <-full:
+			case <-time.After(10 * time.Second): // not a pause: the bound on a fan-out that never fills
+				fullOnce.Do(func() { close(full) })
+			}
 			return "done " + cluster, nil
 		})
 		require.NoError(t, err)
 		for i, cluster := range clusters {
 			assert.Equal(t, "done "+cluster, results[i])
 		}
-		assert.Greater(t, peak.Load(), int32(1), "clusters are written concurrently")
-		assert.LessOrEqual(t, peak.Load(), int32(clusterWriters), "never more than clusterWriters at once")
+		assert.Equal(t, int32(clusterWriters), peak.Load(), "clusterWriters clusters are written at once, never more")
 	})
 	t.Run("the first error is returned and cancels the clusters not started", func(t *testing.T) {
 		var started atomic.Int32

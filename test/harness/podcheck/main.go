@@ -77,6 +77,8 @@ func get(c *http.Client, url, token string) error {
 			err = fmt.Errorf("GET %s: %s: %s", url, resp.Status, body)
 		}
 		last = err
+		// A retry inside the pod (which has no client to watch with): the Service's
+		// endpoints and the server behind them come up on their own time.
 		time.Sleep(time.Second)
 	}
 	return last
