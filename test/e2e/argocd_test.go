@@ -102,6 +102,11 @@ func showTreesOnTheHub(t *testing.T, ctx context.Context, a *argoFleet) {
 // acm-placement ConfigMap, gitops-addon carries them to the spokes, each spoke's Argo CD
 // (made by the real GitOps operator from the delivered ArgoCD CR) syncs them with the
 // argocd-platform-extensions allowlist, and their status comes back to the hub.
+//
+// The fleet and its Argo CDs are started once and shared. Each subtest sets up what it
+// needs (those that read the seed's guestbook first wait for it with seedSynced), so any
+// one runs alone: go test ./test/e2e -run 'TestArgoCD/<its name>'. The exception is the
+// last, "vanilla leaves", a scenario whose steps run in order.
 func TestArgoCD(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -109,6 +114,15 @@ func TestArgoCD(t *testing.T) {
 
 	appSet := seedApplicationSet(t, a.argo, "guestbook")
 	require.NoError(t, a.f.Hub.Client.Create(ctx, appSet))
+	// seedSynced waits until the seed's guestbook Applications are Synced/Healthy on both
+	// spokes and on the hub: at once, after the first subtest.
+	seedSynced := func(t *testing.T) {
+		t.Helper()
+		for _, cluster := range []string{vanilla, openshift} {
+			waitAppStatus(t, ctx, a.spokes[cluster].Cluster, "guestbook-"+cluster, "Synced", "Healthy", 5*time.Minute)
+			waitAppStatus(t, ctx, a.f.Hub, "guestbook-"+cluster, "Synced", "Healthy", 2*time.Minute)
+		}
+	}
 
 	t.Run("the seed ApplicationSet syncs on both spokes and the hub shows Synced/Healthy", func(t *testing.T) {
 		for _, cluster := range []string{vanilla, openshift} {
@@ -135,6 +149,7 @@ func TestArgoCD(t *testing.T) {
 	})
 
 	t.Run("each spoke's resources with their health reach the report and the hub Application, without OCM Search", func(t *testing.T) {
+		seedSynced(t)
 		for _, cluster := range []string{vanilla, openshift} {
 			waitApp(t, ctx, a.f.Hub, contract.GitOpsNamespace, "guestbook-"+cluster, 2*time.Minute, func(app *unstructured.Unstructured) bool {
 				return slices.Equal(hubResources(app), []string{"ConfigMap guestbook/guestbook-ui Synced", "Secret guestbook/guestbook-db Synced",
@@ -165,10 +180,14 @@ func TestArgoCD(t *testing.T) {
 	})
 
 	t.Run("the hub's argocd-server draws each pulled Application's resource tree as its spoke's Argo CD keeps it", func(t *testing.T) {
+		seedSynced(t)
 		resourceTreeScenario(t, ctx, a)
 	})
 
-	t.Run("the hub's Argo CD UI, in a real browser, draws each pulled Application's tree", func(t *testing.T) { hubUIScenario(t, ctx, a) })
+	t.Run("the hub's Argo CD UI, in a real browser, draws each pulled Application's tree", func(t *testing.T) {
+		seedSynced(t)
+		hubUIScenario(t, ctx, a)
+	})
 
 	t.Run("the real GitOps operator reconciles the delivered ArgoCD CR without errors on both spokes", func(t *testing.T) {
 		for _, cluster := range []string{vanilla, openshift} {
@@ -191,6 +210,7 @@ func TestArgoCD(t *testing.T) {
 	})
 
 	t.Run("drift: an edit on the spoke is reverted by the spoke's Argo CD, and the hub does not fight", func(t *testing.T) {
+		seedSynced(t)
 		spoke := a.spokes[vanilla].Client
 		// Start from a steady hub: the GitOpsCluster's own status settles as the addons
 		// become Available, which has nothing to do with the drift.
@@ -202,11 +222,12 @@ func TestArgoCD(t *testing.T) {
 		since := time.Now()
 		cm := &corev1.ConfigMap{}
 		require.NoError(t, spoke.Get(ctx, client.ObjectKey{Namespace: "guestbook", Name: "guestbook-ui"}, cm))
+		inGit := cm.Data["color"]
 		cm.Data["color"] = "red"
 		require.NoError(t, spoke.Update(ctx, cm))
 		require.Eventually(t, func() bool {
-			return spoke.Get(ctx, client.ObjectKeyFromObject(cm), cm) == nil && cm.Data["color"] == "blue"
-		}, 2*time.Minute, time.Second, "self-heal restores the ConfigMap")
+			return spoke.Get(ctx, client.ObjectKeyFromObject(cm), cm) == nil && cm.Data["color"] == inGit
+		}, 2*time.Minute, time.Second, "self-heal restores the ConfigMap's %q", inGit)
 		t.Logf("reverted %v after the edit", time.Since(since).Round(time.Second))
 		waitAppStatus(t, ctx, a.f.Hub, "guestbook-"+vanilla, "Synced", "Healthy", time.Minute)
 		writes, err := a.f.Hub.Writes(managerUser(), since)
@@ -222,6 +243,7 @@ func TestArgoCD(t *testing.T) {
 	})
 
 	t.Run("a new Git commit: its revision reaches the hub Application", func(t *testing.T) {
+		seedSynced(t)
 		files := map[string]string{"guestbook/configmap.yaml": strings.ReplaceAll(argocd.Apps["guestbook/configmap.yaml"], "color: blue", "color: green")}
 		sha, err := a.argo.Repo.Commit("guestbook turns green", files)
 		require.NoError(t, err)
@@ -281,6 +303,7 @@ func TestArgoCD(t *testing.T) {
 	})
 
 	t.Run("a broken resource: the Deployment that cannot run is Degraded with its message in the report and on the hub; fixed, cleared", func(t *testing.T) {
+		seedSynced(t)
 		// No kubelet runs the pods: kube-controller-manager marks the rollout past its
 		// deadline, and Argo CD calls the Deployment Degraded, as it would an image that
 		// cannot be pulled.
@@ -393,6 +416,7 @@ spec:
 	t.Run("RollingSync across clusters: step 2 syncs only once step 1 is Healthy through the pull model's status path", func(t *testing.T) { rollingSyncScenario(t, ctx, a) })
 
 	t.Run("Routes trap, for real: a duplicate Routes CRD breaks the spoke's Argo CD until the agent removes it", func(t *testing.T) {
+		seedSynced(t)
 		s := a.spokes[openshift]
 		// The guard off: no admission policy (through the AddOnDeploymentConfig, rolled out
 		// to the agent), then no agent.
@@ -494,45 +518,54 @@ spec:
 
 	t.Run("repository credentials follow the Application", func(t *testing.T) { repositoryCredentialsScenario(t, ctx, a) })
 
-	// Last: it takes the GitOps stack off vanilla.
-	t.Run("Argo CD Agent mode: OCM issues argocd-agent's certificate, the real operator renders argocd-agent with it, a renewal reaches it", func(t *testing.T) {
-		argoCDAgentMode(t, ctx, a)
+	// Last, since it takes the GitOps stack off vanilla: a scenario in two steps, in order.
+	t.Run("vanilla leaves", func(t *testing.T) {
+		seedSynced(t)
+		t.Run("step 1, Argo CD Agent mode: OCM issues argocd-agent's certificate, the real operator renders argocd-agent with it, a renewal reaches it", func(t *testing.T) {
+			argoCDAgentMode(t, ctx, a)
+		})
+		t.Run("step 2, operator-backed teardown: a cluster leaving the gitops addon finishes, keeping CRDs and Applications", func(t *testing.T) {
+			operatorBackedTeardown(t, ctx, a)
+		})
 	})
+}
 
-	t.Run("operator-backed teardown: a cluster leaving the gitops addon finishes, keeping CRDs and Applications", func(t *testing.T) {
-		// The cluster leaves the Placement that both the GitOpsCluster and the seed
-		// ApplicationSet use: the addon must outlive the seed Application, whose resources
-		// finalizer only the spoke's Argo CD can honour.
-		s := a.spokes[vanilla]
-		seedApp := "guestbook-" + vanilla
-		require.True(t, exists(ctx, s.Client, &corev1.ConfigMap{}, "guestbook/guestbook-ui"), "the seed Application deployed its ConfigMap")
-		local := guestbookApplication(contract.GitOpsNamespace, "made-on-the-spoke")
-		require.NoError(t, s.Client.Create(ctx, local))
-		require.NoError(t, install.SelectCluster(ctx, a.f.Hub, vanilla, false))
-		var stuck []string
-		held := false
-		gone := assert.Eventually(t, func() bool {
-			held = held || addonsConditionReason(ctx, a.f.Hub, "gitops-managed") == appsv1beta1.ReasonWaitingForApplications
-			works := &workv1.ManifestWorkList{}
-			if a.f.Hub.Client.List(ctx, works, client.InNamespace(vanilla)) != nil {
-				return false
-			}
-			stuck = append(terminating(ctx, t, vanilla, s.Client), terminating(ctx, t, "hub", a.f.Hub.Client)...)
-			return len(works.Items) == 0 && len(stuck) == 0 &&
-				!exists(ctx, a.f.Hub.Client, &addonv1beta1.ManagedClusterAddOn{}, vanilla+"/"+contract.AddonName) &&
-				!exists(ctx, a.f.Hub.Client, application("", ""), contract.GitOpsNamespace+"/"+seedApp) &&
-				!exists(ctx, s.Client, argoCD(), contract.GitOpsNamespace+"/"+contract.ArgoCDName)
-		}, 4*time.Minute, time.Second, "the ManagedClusterAddOn, every ManifestWork, the seed Application and the ArgoCD CR are gone, nothing Terminating")
-		require.True(t, gone, "still Terminating: %v", stuck)
-		assert.True(t, held, "the GitOpsCluster held the addon's removal for the departing seed Application (AddOnsReady reason %s)", appsv1beta1.ReasonWaitingForApplications)
-		assert.False(t, exists(ctx, s.Client, application("", ""), contract.GitOpsNamespace+"/"+seedApp), "the seed Application left the spoke")
-		assert.False(t, exists(ctx, s.Client, &corev1.ConfigMap{}, "guestbook/guestbook-ui"), "the spoke's Argo CD pruned it before it went")
-		assert.False(t, exists(ctx, s.Client, &appsv1.Deployment{}, contract.GitOpsNamespace+"/"+contract.OperatorDeployment), "the operator is gone")
-		for _, crd := range append(argoCRDs, contract.RoutesCRDName) {
-			assert.True(t, exists(ctx, s.Client, &apiextensionsv1.CustomResourceDefinition{}, crd), "CRD %s is kept", crd)
+// operatorBackedTeardown: vanilla leaves the Placement of the seed GitOpsCluster and
+// ApplicationSet; its addon goes once the seed Application, pruned by the spoke's Argo
+// CD, has, and nothing is left Terminating; the CRDs and the spoke's own Application stay.
+func operatorBackedTeardown(t *testing.T, ctx context.Context, a *argoFleet) {
+	// The cluster leaves the Placement that both the GitOpsCluster and the seed
+	// ApplicationSet use: the addon must outlive the seed Application, whose resources
+	// finalizer only the spoke's Argo CD can honour.
+	s := a.spokes[vanilla]
+	seedApp := "guestbook-" + vanilla
+	require.True(t, exists(ctx, s.Client, &corev1.ConfigMap{}, "guestbook/guestbook-ui"), "the seed Application deployed its ConfigMap")
+	local := guestbookApplication(contract.GitOpsNamespace, "made-on-the-spoke")
+	require.NoError(t, s.Client.Create(ctx, local))
+	require.NoError(t, install.SelectCluster(ctx, a.f.Hub, vanilla, false))
+	var stuck []string
+	held := false
+	gone := assert.Eventually(t, func() bool {
+		held = held || addonsConditionReason(ctx, a.f.Hub, "gitops-managed") == appsv1beta1.ReasonWaitingForApplications
+		works := &workv1.ManifestWorkList{}
+		if a.f.Hub.Client.List(ctx, works, client.InNamespace(vanilla)) != nil {
+			return false
 		}
-		assert.True(t, exists(ctx, s.Client, local, contract.GitOpsNamespace+"/made-on-the-spoke"), "the spoke's own Application is kept")
-	})
+		stuck = append(terminating(ctx, t, vanilla, s.Client), terminating(ctx, t, "hub", a.f.Hub.Client)...)
+		return len(works.Items) == 0 && len(stuck) == 0 &&
+			!exists(ctx, a.f.Hub.Client, &addonv1beta1.ManagedClusterAddOn{}, vanilla+"/"+contract.AddonName) &&
+			!exists(ctx, a.f.Hub.Client, application("", ""), contract.GitOpsNamespace+"/"+seedApp) &&
+			!exists(ctx, s.Client, argoCD(), contract.GitOpsNamespace+"/"+contract.ArgoCDName)
+	}, 4*time.Minute, time.Second, "the ManagedClusterAddOn, every ManifestWork, the seed Application and the ArgoCD CR are gone, nothing Terminating")
+	require.True(t, gone, "still Terminating: %v", stuck)
+	assert.True(t, held, "the GitOpsCluster held the addon's removal for the departing seed Application (AddOnsReady reason %s)", appsv1beta1.ReasonWaitingForApplications)
+	assert.False(t, exists(ctx, s.Client, application("", ""), contract.GitOpsNamespace+"/"+seedApp), "the seed Application left the spoke")
+	assert.False(t, exists(ctx, s.Client, &corev1.ConfigMap{}, "guestbook/guestbook-ui"), "the spoke's Argo CD pruned it before it went")
+	assert.False(t, exists(ctx, s.Client, &appsv1.Deployment{}, contract.GitOpsNamespace+"/"+contract.OperatorDeployment), "the operator is gone")
+	for _, crd := range append(argoCRDs, contract.RoutesCRDName) {
+		assert.True(t, exists(ctx, s.Client, &apiextensionsv1.CustomResourceDefinition{}, crd), "CRD %s is kept", crd)
+	}
+	assert.True(t, exists(ctx, s.Client, local, contract.GitOpsNamespace+"/made-on-the-spoke"), "the spoke's own Application is kept")
 }
 
 // addonsConditionReason is the reason of a seed GitOpsCluster's AddOnsReady condition.
