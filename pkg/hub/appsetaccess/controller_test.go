@@ -14,15 +14,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -31,24 +27,21 @@ import (
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/ownership"
+	"github.com/gitops-addon/gitops-addon/test/fixtures"
 )
 
 func gitOpsCluster(namespace, name, argoNamespace string) *appsv1beta1.GitOpsCluster {
-	return &appsv1beta1.GitOpsCluster{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, UID: types.UID("uid-" + namespace + "-" + name)},
-		Spec:       appsv1beta1.GitOpsClusterSpec{ArgoServer: appsv1beta1.ArgoServerSpec{ArgoNamespace: argoNamespace}},
-	}
+	return fixtures.GitOpsCluster(namespace, name, fixtures.ArgoNamespace(argoNamespace),
+		fixtures.GitOpsClusterMeta(fixtures.UID("uid-"+namespace+"-"+name)))
 }
 
 func adopting(gc *appsv1beta1.GitOpsCluster) *appsv1beta1.GitOpsCluster {
-	gc.Annotations = map[string]string{appsv1beta1.AnnotationAdopt: "true"}
+	fixtures.Annotations(map[string]string{appsv1beta1.AnnotationAdopt: "true"})(gc)
 	return gc
 }
 
 func deleting(gc *appsv1beta1.GitOpsCluster) *appsv1beta1.GitOpsCluster {
-	gc.Finalizers = []string{"gitops-addon.open-cluster-management.io/cleanup"}
-	now := metav1.Now()
-	gc.DeletionTimestamp = &now
+	fixtures.Deleting(appsv1beta1.Finalizer)(gc)
 	return gc
 }
 
@@ -99,10 +92,7 @@ type fixture struct {
 
 func newFixture(t *testing.T, argoNamespaces []string, objs ...client.Object) *fixture {
 	t.Helper()
-	s := runtime.NewScheme()
-	require.NoError(t, clientgoscheme.AddToScheme(s))
-	require.NoError(t, appsv1beta1.AddToScheme(s))
-	apiserver := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).
+	apiserver := fixtures.FakeHub(t, objs...).
 		WithIndex(&appsv1beta1.GitOpsCluster{}, indexArgoNamespace, argoNamespaceOf).Build()
 	var mu sync.Mutex
 	writes := new([]string)

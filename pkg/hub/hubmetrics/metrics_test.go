@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -22,6 +21,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
+	"github.com/gitops-addon/gitops-addon/test/fixtures"
 )
 
 // TestLatencyBucketsResolveQuantilesWithin20Percent: from tens of milliseconds to
@@ -233,10 +233,6 @@ func failingReader(t *testing.T) client.Reader {
 	}).Build()
 }
 
-func fakeBuilder(t *testing.T) *fake.ClientBuilder {
-	s := runtime.NewScheme()
-	require.NoError(t, addonv1beta1.Install(s))
-	return fake.NewClientBuilder().WithScheme(s)
-}
+func fakeBuilder(t *testing.T) *fake.ClientBuilder { return fixtures.FakeHub(t) }
 
 func ptr[T any](v T) *T { return &v }

@@ -8,22 +8,21 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/gitops-addon/gitops-addon/test/fixtures"
 )
 
 // TestWithdrawnConditionsLeaveTheAddon: a condition of a feature that is off now is
 // removed from the ManagedClusterAddOn, others are kept, and setting it again brings it back.
 func TestWithdrawnConditionsLeaveTheAddon(t *testing.T) {
-	scheme := runtimeScheme(t)
 	addon := &addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: "a"}}
 	addon.Status.Conditions = []metav1.Condition{
 		{Type: "Stale", Status: metav1.ConditionTrue, Reason: "R", LastTransitionTime: metav1.Now()},
 		{Type: "Available", Status: metav1.ConditionTrue, Reason: "R", LastTransitionTime: metav1.Now()},
 	}
-	hub := fake.NewClientBuilder().WithScheme(scheme).WithObjects(addon).WithStatusSubresource(addon).Build()
+	hub := fixtures.FakeHub(t, addon).Build()
 	report := NewReport()
 	p := &Publisher{Hub: hub, ClusterName: "c1", AddonName: "a", Report: report}
 	conditions := func() []metav1.Condition {
@@ -44,10 +43,4 @@ func TestWithdrawnConditionsLeaveTheAddon(t *testing.T) {
 	c := meta.FindStatusCondition(conditions(), "Stale")
 	require.NotNil(t, c, "set again after being withdrawn")
 	assert.Equal(t, "Back", c.Reason)
-}
-
-func runtimeScheme(t *testing.T) *runtime.Scheme {
-	s := runtime.NewScheme()
-	require.NoError(t, addonv1beta1.Install(s))
-	return s
 }

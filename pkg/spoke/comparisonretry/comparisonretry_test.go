@@ -11,17 +11,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/pulledapps"
+	"github.com/gitops-addon/gitops-addon/test/fixtures"
 )
 
 // unreachable is the ComparisonError Argo CD 3.2's application controller wrote in `make
@@ -83,10 +81,8 @@ type fixture struct {
 
 func newFixture(t *testing.T, objs ...client.Object) *fixture {
 	t.Helper()
-	scheme := runtime.NewScheme()
-	require.NoError(t, clientgoscheme.AddToScheme(scheme))
 	f := &fixture{now: time.Date(2026, 11, 27, 19, 13, 0, 0, time.UTC)}
-	f.c = fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
+	f.c = fixtures.FakeSpoke(t, objs...).
 		WithInterceptorFuncs(interceptor.Funcs{Patch: func(ctx context.Context, c client.WithWatch, o client.Object, p client.Patch, opts ...client.PatchOption) error {
 			f.writes++
 			return c.Patch(ctx, o, p, opts...)

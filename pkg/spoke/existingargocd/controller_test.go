@@ -5,15 +5,13 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
+	"github.com/gitops-addon/gitops-addon/test/fixtures"
 )
 
 func argoCDsCRD(established bool) *apiextensionsv1.CustomResourceDefinition {
@@ -30,8 +28,6 @@ func argoCDsCRD(established bool) *apiextensionsv1.CustomResourceDefinition {
 // creates next is never recorded as ours (then the pre-delete hook leaves it, seen in a
 // CI run on a bare spoke).
 func TestAKindDefinedButNotServedIsLookedAtAgain(t *testing.T) {
-	scheme := runtime.NewScheme()
-	require.NoError(t, apiextensionsv1.AddToScheme(scheme))
 	allWatched := map[schema.GroupVersionKind]bool{contract.ArgoCDGVK: true, subscriptionGVK: true, csvGVK: true}
 	tests := []struct {
 		name     string
@@ -48,7 +44,7 @@ func TestAKindDefinedButNotServedIsLookedAtAgain(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := &Detector{CRDs: fake.NewClientBuilder().WithScheme(scheme).WithObjects(tt.crds...).Build(), watching: tt.watching}
+			d := &Detector{CRDs: fixtures.FakeSpoke(t, tt.crds...).Build(), watching: tt.watching}
 			assert.Equal(t, tt.want, d.definedButNotServed(context.Background()))
 		})
 	}

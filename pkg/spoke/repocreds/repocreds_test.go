@@ -9,14 +9,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/addonstatus"
+	"github.com/gitops-addon/gitops-addon/test/fixtures"
 )
 
 const ns = "openshift-gitops"
@@ -33,9 +32,7 @@ func staged(name, target, version, password string) *corev1.Secret {
 
 func fixture(t *testing.T, objs ...client.Object) (*Reconciler, client.Client, *events.FakeRecorder) {
 	t.Helper()
-	scheme := runtime.NewScheme()
-	require.NoError(t, corev1.AddToScheme(scheme))
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
+	c := fixtures.FakeSpoke(t, objs...).Build()
 	rec := events.NewFakeRecorder(10)
 	return &Reconciler{Client: c, Cache: c, APIReader: c, Recorder: rec, Options: Options{Namespace: ns, Report: addonstatus.NewReport()}}, c, rec
 }

@@ -7,17 +7,16 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gitops-addon/gitops-addon/pkg/contract/appresources"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/addonstatus"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/pulledapps"
+	"github.com/gitops-addon/gitops-addon/test/fixtures"
 )
 
 const pulledApp = `
@@ -61,7 +60,7 @@ func TestReconcileWritesTheSummaryOnce(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			app := application(t, pulledApp, tt.edit)
 			writes := 0
-			c := fake.NewClientBuilder().WithScheme(runtime.NewScheme()).WithObjects(app).
+			c := fixtures.FakeSpoke(t, app).
 				WithInterceptorFuncs(interceptor.Funcs{Patch: func(ctx context.Context, c client.WithWatch, o client.Object, p client.Patch, opts ...client.PatchOption) error {
 					writes++
 					return c.Patch(ctx, o, p, opts...)

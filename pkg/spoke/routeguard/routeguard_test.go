@@ -10,28 +10,18 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/addonstatus"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/routeapi"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/routeapi/routeapitest"
+	"github.com/gitops-addon/gitops-addon/test/fixtures"
 )
-
-func testScheme(t *testing.T) *runtime.Scheme {
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, apiregistrationv1.AddToScheme} {
-		require.NoError(t, add(s))
-	}
-	return s
-}
 
 func newGuard(t *testing.T, c client.Client, disabled bool) (*Guard, *events.FakeRecorder) {
 	rec := events.NewFakeRecorder(10)
@@ -89,7 +79,7 @@ func TestReconcile(t *testing.T) {
 			if tc.existingGuard {
 				objs = append(objs, desiredPolicy(), desiredBinding())
 			}
-			c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...).Build()
+			c := fixtures.FakeSpoke(t, objs...).Build()
 			g, rec := newGuard(t, c, tc.disabled)
 			_, err := g.Reconcile(context.Background(), singleton)
 			require.NoError(t, err)
@@ -118,7 +108,7 @@ func TestReconcileFailsClosed(t *testing.T) {
 	for _, failing := range []string{"APIServiceList", "CustomResourceDefinitionList"} {
 		t.Run(failing, func(t *testing.T) {
 			var deletes int
-			c := fake.NewClientBuilder().WithScheme(testScheme(t)).
+			c := fixtures.FakeSpoke(t).
 				WithObjects(objects([]apiregistrationv1.APIService{routeapitest.NativeAPIService()}, []apiextensionsv1.CustomResourceDefinition{routeapitest.RoutesCRD()})...).
 				WithInterceptorFuncs(interceptor.Funcs{
 					List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
@@ -150,7 +140,7 @@ func TestReconcileFailsClosed(t *testing.T) {
 // is repaired.
 func TestEnsureGuardWritesOnlyOnChange(t *testing.T) {
 	var writes int
-	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithInterceptorFuncs(interceptor.Funcs{
+	c := fixtures.FakeSpoke(t).WithInterceptorFuncs(interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			writes++
 			return c.Create(ctx, obj, opts...)
