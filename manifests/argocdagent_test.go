@@ -11,15 +11,15 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
-	"github.com/gitops-addon/gitops-addon/pkg/hub/agentsigner"
-	"github.com/gitops-addon/gitops-addon/pkg/spoke/agentcert"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/argocdagent/signer"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/argocdagent"
 	"github.com/gitops-addon/gitops-addon/test/agentchart"
 	"github.com/gitops-addon/gitops-addon/test/pki"
 )
 
 // argoCDAgentCertificateSecret is where OCM's registration agent keeps argocd-agent's
 // client certificate; the chart's default must be exactly that name.
-var argoCDAgentCertificateSecret = agentcert.SourceSecretName(contract.AddonName, agentsigner.SignerName)
+var argoCDAgentCertificateSecret = argocdagent.SourceSecretName(contract.AddonName, signer.SignerName)
 
 // testCACertificate is a CA certificate (PEM), as the hub propagates it.
 var testCACertificate = func() string {
@@ -55,7 +55,7 @@ func TestArgoCDAgentModeRendersTheAgentAndItsCertificateHandling(t *testing.T) {
 			require.True(t, found)
 			assert.Equal(t, true, agent["enabled"])
 			assert.Equal(t, map[string]any{"principalServerAddress": "principal.example.com", "principalServerPort": "8443", "mode": "autonomous"}, agent["client"])
-			assert.Equal(t, map[string]any{"secretName": agentcert.ClientTLSSecret, "rootCASecretName": "argocd-agent-ca"}, agent["tls"])
+			assert.Equal(t, map[string]any{"secretName": argocdagent.ClientTLSSecret, "rootCASecretName": "argocd-agent-ca"}, agent["tls"])
 			server, _, _ := unstructured.NestedMap(argocd.Object, "spec", "server")
 			assert.Equal(t, map[string]any{"enabled": false, "route": map[string]any{"enabled": false}}, server, "no argocd-server on an agent cluster")
 
@@ -67,7 +67,7 @@ func TestArgoCDAgentModeRendersTheAgentAndItsCertificateHandling(t *testing.T) {
 			source := ruleOf(t, agentchart.MustFind(t, objects, "Role", agentchart.InstallNamespace, "gitops-addon:agent:argocd-agent-certificate"), "secrets")
 			assert.Equal(t, []string{argoCDAgentCertificateSecret}, source.ResourceNames)
 			deployments := ruleOf(t, agentchart.MustFind(t, objects, "Role", contract.GitOpsNamespace, "gitops-addon:agent:argocd-agent-certificate"), "deployments")
-			assert.Equal(t, []string{agentcert.AgentDeployment(contract.ArgoCDName)}, deployments.ResourceNames, "the Deployment the operator renders for argocd-agent")
+			assert.Equal(t, []string{argocdagent.Deployment(contract.ArgoCDName)}, deployments.ResourceNames, "the Deployment the operator renders for argocd-agent")
 		}},
 		{name: "managed, without the CA (propagateHubCA: false)", values: map[string]any{"argoCDAgent": map[string]any{"mode": "managed"}}, check: func(t *testing.T, objects []*unstructured.Unstructured) {
 			argocd := agentchart.MustFind(t, objects, "ArgoCD", contract.GitOpsNamespace, contract.ArgoCDName)

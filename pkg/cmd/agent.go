@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/agent"
-	"github.com/gitops-addon/gitops-addon/pkg/spoke/agenthealth"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/argocdagent"
 )
 
 func newAgentCommand() *cobra.Command {
@@ -46,7 +46,7 @@ func newAgentCommand() *cobra.Command {
 	f.StringVar(&o.ArgoCDAgentHealthURL, "argocd-agent-health-url", "",
 		"Argo CD Agent mode: argocd-agent's health endpoint, asked for whether it is connected to the principal (default: the GitOps operator's "+
 			"<argocd>-agent-agent-healthz Service)")
-	f.DurationVar(&o.ArgoCDAgentHealthInterval, "argocd-agent-health-interval", agenthealth.DefaultInterval,
+	f.DurationVar(&o.ArgoCDAgentHealthInterval, "argocd-agent-health-interval", argocdagent.DefaultHealthInterval,
 		"Argo CD Agent mode: how often argocd-agent's health endpoint is asked; the hub is written only when the answer changes")
 	f.StringVar(&o.ArgoCDRedisAddress, "argocd-redis-address", "",
 		"Argo CD's redis on this cluster, where the agent reads the resource trees of the Applications the hub pulled here (default: the "+

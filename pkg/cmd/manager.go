@@ -11,7 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
-	"github.com/gitops-addon/gitops-addon/pkg/hub/agentsigner"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/argocdagent/signer"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/manager"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
 	"github.com/gitops-addon/gitops-addon/pkg/version"
@@ -94,7 +94,7 @@ func newManagerCommand() *cobra.Command {
 	f.StringSliceVar(&o.ArgoNamespaces, "argo-namespaces", nil, "the only namespaces a GitOpsCluster may name in spec.argoServer.argoNamespace, "+
 		"comma-separated: the manager reads and writes Secrets and ConfigMaps there only (the chart's argoNamespaces grant exactly these); empty allows any "+
 		"namespace, which needs Secrets and ConfigMaps granted cluster-wide")
-	f.DurationVar(&o.ArgoCDAgentCertificateLifetime, "argocd-agent-certificate-lifetime", agentsigner.DefaultLifetime, "how long the Argo CD Agent client "+
+	f.DurationVar(&o.ArgoCDAgentCertificateLifetime, "argocd-agent-certificate-lifetime", signer.DefaultLifetime, "how long the Argo CD Agent client "+
 		"certificates the manager signs are valid; OCM's registration agent renews them before they expire")
 	// Kept so that existing command lines and charts still start the manager: addon-framework's
 	// public API runs its controllers with one worker each.

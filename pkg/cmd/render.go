@@ -59,6 +59,6 @@ func newRenderPrincipalCommand() *cobra.Command {
 	f := c.Flags()
 	f.StringVar(&o.Namespace, "namespace", "openshift-gitops", "the GitOpsCluster's argoServer.argoNamespace (where the hub's Argo CD and the certificates are)")
 	f.StringVar(&o.Name, "name", "openshift-gitops", "the name of the hub's ArgoCD CR")
-	f.StringSliceVar(&o.Clusters, "clusters", nil, "the agent-mode clusters, whose namespaces the principal serves in managed mode")
+	f.StringSliceVar(&o.Clusters, "clusters", nil, "the Argo CD Agent mode clusters, whose namespaces the principal serves in managed mode")
 	return c
 }

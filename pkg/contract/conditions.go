@@ -20,10 +20,10 @@ const (
 	// served on the spoke, who provides them, and which one failed and why.
 	ConditionArgoCDCRDsInstalled = "ArgoCDCRDsInstalled"
 	// ConditionArgoCDAgentCertificate: in Argo CD Agent mode, whether argocd-agent has the
-	// client certificate OCM issued (pkg/spoke/agentcert), and until when.
+	// client certificate OCM issued (pkg/spoke/argocdagent), and until when.
 	ConditionArgoCDAgentCertificate = "ArgoCDAgentCertificate"
 	// ConditionArgoCDAgentConnected: in Argo CD Agent mode, whether argocd-agent says it
-	// is connected to the hub's principal (pkg/spoke/agenthealth).
+	// is connected to the hub's principal (pkg/spoke/argocdagent).
 	ConditionArgoCDAgentConnected = "ArgoCDAgentConnected"
 )
 

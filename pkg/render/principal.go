@@ -9,8 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gitops-addon/gitops-addon/pkg/hub/agentsigner"
-	"github.com/gitops-addon/gitops-addon/pkg/hub/agenttrust"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/argocdagent/pki"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/argocdagent/signer"
 )
 
 // PrincipalOptions are the hub Argo CD instance a principal is set up in.
@@ -18,16 +18,16 @@ type PrincipalOptions struct {
 	// Namespace is the GitOpsCluster's argoServer.argoNamespace, where gitops-addon keeps
 	// the principal's certificates; Name is the ArgoCD CR there.
 	Namespace, Name string
-	// Clusters are the agents' names (the managed clusters in agent mode): in managed mode
-	// the principal serves each agent the Applications of the hub namespace of its name,
-	// which on an OCM hub is the cluster's own namespace.
+	// Clusters are the argocd-agents' names (the managed clusters in Argo CD Agent mode):
+	// in managed mode the principal serves each argocd-agent the Applications of the hub
+	// namespace of its name, which on an OCM hub is the cluster's own namespace.
 	Clusters []string
 }
 
 // Principal prints the ArgoCD CR settings the hub's Argo CD needs to run the principal
-// with the trust gitops-addon keeps: the auth pattern that reads the agent name from the
-// client certificates OCM issues, the Secrets gitops-addon writes, and the namespaces of
-// the agents. It is meant to be merged into the user's own ArgoCD CR (kubectl apply
+// with the trust gitops-addon keeps: the auth pattern that reads the argocd-agent's name
+// from the client certificates OCM issues, the Secrets gitops-addon writes, and the
+// namespaces of the argocd-agents. It is meant to be merged into the user's own ArgoCD CR (kubectl apply
 // --server-side, or by hand): gitops-addon never writes the hub's Argo CD itself.
 func Principal(w io.Writer, o PrincipalOptions) error {
 	if o.Namespace == "" || o.Name == "" {
@@ -46,12 +46,12 @@ func Principal(w io.Writer, o PrincipalOptions) error {
 	}
 	principal := map[string]any{
 		"enabled": true,
-		"auth":    agentsigner.PrincipalAuth,
-		"tls":     map[string]any{"secretName": agenttrust.PrincipalSecret, "rootCASecretName": agenttrust.CASecret},
+		"auth":    signer.PrincipalAuth,
+		"tls":     map[string]any{"secretName": pki.PrincipalSecret, "rootCASecretName": pki.CASecret},
 		"resourceProxy": map[string]any{
-			"secretName": agenttrust.ResourceProxySecret, "caSecretName": agenttrust.CASecret,
+			"secretName": pki.ResourceProxySecret, "caSecretName": pki.CASecret,
 		},
-		"jwt": map[string]any{"secretName": agenttrust.JWTSecret},
+		"jwt": map[string]any{"secretName": pki.JWTSecret},
 	}
 	if len(allowed) > 0 {
 		principal["namespace"] = map[string]any{"allowedNamespaces": allowed}
@@ -67,10 +67,10 @@ func Principal(w io.Writer, o PrincipalOptions) error {
 	}
 	header := fmt.Sprintf("# The principal's settings for ArgoCD %s/%s, to merge into it (kubectl apply --server-side --field-manager=argocd-principal -f -).\n"+
 		"# Secrets %s, %s, %s and %s are kept by gitops-addon in %s.\n",
-		o.Namespace, o.Name, agenttrust.CASecret, agenttrust.PrincipalSecret, agenttrust.ResourceProxySecret, agenttrust.JWTSecret, o.Namespace)
+		o.Namespace, o.Name, pki.CASecret, pki.PrincipalSecret, pki.ResourceProxySecret, pki.JWTSecret, o.Namespace)
 	if len(allowed) == 0 {
-		header += "# No --clusters given: add the agents' names (their cluster namespaces) to spec.argoCDAgent.principal.namespace.allowedNamespaces for managed " +
-			"mode.\n"
+		header += "# No --clusters given: add the argocd-agents' names (their cluster namespaces) to " +
+			"spec.argoCDAgent.principal.namespace.allowedNamespaces for managed mode.\n"
 	}
 	_, err = fmt.Fprint(w, header+string(out))
 	return err

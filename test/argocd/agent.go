@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
-	"github.com/gitops-addon/gitops-addon/pkg/hub/agentsigner"
-	"github.com/gitops-addon/gitops-addon/pkg/spoke/agentcert"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/argocdagent/signer"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/argocdagent"
 	"github.com/gitops-addon/gitops-addon/test/harness"
 )
 
@@ -63,7 +63,7 @@ func StartPrincipal(ctx context.Context, f *harness.Fleet, o PrincipalOptions) (
 		"--kubeconfig", f.Hub.Kubeconfig, "--namespace", Namespace,
 		"--listen-host", host, "--listen-port", port,
 		"--allowed-namespaces", strings.Join(o.Agents, ","),
-		"--auth", agentsigner.PrincipalAuth,
+		"--auth", signer.PrincipalAuth,
 		"--redis-server-address", o.Redis, "--disable-redis-proxy",
 		"--enable-resource-proxy=false",
 		"--metrics-port", FreeAgentPort(), "--healthz-port", FreeAgentPort(),
@@ -81,7 +81,7 @@ func StartPrincipal(ctx context.Context, f *harness.Fleet, o PrincipalOptions) (
 // pointed at the spoke Argo CD's and health on healthPort (loopback is how it is asked).
 func StartArgoCDAgent(ctx context.Context, f *harness.Fleet, s *harness.Spoke, binary, redis, healthPort string) (*harness.Process, error) {
 	d := &appsv1.Deployment{}
-	name := agentcert.AgentDeployment(contract.ArgoCDName)
+	name := argocdagent.Deployment(contract.ArgoCDName)
 	if err := waitGet(ctx, s.Client, client.ObjectKey{Namespace: Namespace, Name: name}, d, 5*time.Minute); err != nil {
 		return nil, fmt.Errorf("waiting for the operator to render argocd-agent on %s: %w", s.Name, err)
 	}

@@ -23,10 +23,9 @@ import (
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/addon"
-	"github.com/gitops-addon/gitops-addon/pkg/hub/agentsigner"
-	"github.com/gitops-addon/gitops-addon/pkg/hub/agenttrust"
-	"github.com/gitops-addon/gitops-addon/pkg/spoke/agentcert"
-	"github.com/gitops-addon/gitops-addon/pkg/spoke/agenthealth"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/argocdagent/pki"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/argocdagent/signer"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/argocdagent"
 	"github.com/gitops-addon/gitops-addon/test/argocd"
 	"github.com/gitops-addon/gitops-addon/test/harness"
 	"github.com/gitops-addon/gitops-addon/test/install"
@@ -101,7 +100,7 @@ func argoCDAgentMode(t *testing.T, ctx context.Context, a *argoFleet) {
 			assert.Eventually(t, func() bool {
 				return !exists(ctx, a.f.Hub.Client, &addonv1beta1.ManagedClusterAddOn{}, s.spoke.Name+"/"+contract.AddonName)
 			}, 3*time.Minute, time.Second, "%s leaves the gitops addon again", s.spoke.Name)
-			assert.False(t, exists(ctx, s.spoke.Client, &corev1.Secret{}, contract.GitOpsNamespace+"/"+agentcert.ClientTLSSecret),
+			assert.False(t, exists(ctx, s.spoke.Client, &corev1.Secret{}, contract.GitOpsNamespace+"/"+argocdagent.ClientTLSSecret),
 				"the teardown hook removed the argocd-agent-client-tls gitops-addon kept on %s", s.spoke.Name)
 			stop = append(stop, a.p.Agent(s.spoke.Name))
 		}
@@ -129,14 +128,14 @@ func argoCDAgentMode(t *testing.T, ctx context.Context, a *argoFleet) {
 		issued := waitArgoCDAgentCertificate(t, ctx, s.spoke, nil)
 		t.Logf("%s (%s): certificate issued, handed over and argocd-agent rendered %v after the GitOpsCluster was applied",
 			s.spoke.Name, s.mode, time.Since(start).Round(time.Second))
-		assert.Equal(t, s.spoke.Name, issued.Subject.CommonName, "the agent's name, as the principal's auth %s reads it", agentsigner.PrincipalAuth)
-		require.NoError(t, a.f.Hub.Client.Get(ctx, client.ObjectKey{Namespace: contract.GitOpsNamespace, Name: agenttrust.CASecret}, hubCA))
+		assert.Equal(t, s.spoke.Name, issued.Subject.CommonName, "the agent's name, as the principal's auth %s reads it", signer.PrincipalAuth)
+		require.NoError(t, a.f.Hub.Client.Get(ctx, client.ObjectKey{Namespace: contract.GitOpsNamespace, Name: pki.CASecret}, hubCA))
 		roots := x509.NewCertPool()
 		require.True(t, roots.AppendCertsFromPEM(hubCA.Data[corev1.TLSCertKey]))
 		_, err := issued.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
 		require.NoError(t, err, "signed by the hub's argocd-agent-ca")
 		spokeCA := &corev1.Secret{}
-		require.NoError(t, s.spoke.Client.Get(ctx, client.ObjectKey{Namespace: contract.GitOpsNamespace, Name: agenttrust.CASecret}, spokeCA))
+		require.NoError(t, s.spoke.Client.Get(ctx, client.ObjectKey{Namespace: contract.GitOpsNamespace, Name: pki.CASecret}, spokeCA))
 		assert.Equal(t, map[string][]byte{"ca.crt": hubCA.Data[corev1.TLSCertKey]}, spokeCA.Data, "the CA's certificate, never its key")
 
 		env := argoCDAgentEnv(t, ctx, s.spoke)
@@ -144,8 +143,8 @@ func argoCDAgentMode(t *testing.T, ctx context.Context, a *argoFleet) {
 		assert.Equal(t, host, env["ARGOCD_AGENT_REMOTE_SERVER"])
 		assert.Equal(t, port, env["ARGOCD_AGENT_REMOTE_PORT"])
 		assert.Equal(t, s.mode, env["ARGOCD_AGENT_MODE"], "%s runs argocd-agent in its own mode", s.spoke.Name)
-		assert.Equal(t, agentcert.ClientTLSSecret, env["ARGOCD_AGENT_TLS_SECRET_NAME"])
-		assert.Equal(t, agenttrust.CASecret, env["ARGOCD_AGENT_TLS_ROOT_CA_SECRET_NAME"])
+		assert.Equal(t, argocdagent.ClientTLSSecret, env["ARGOCD_AGENT_TLS_SECRET_NAME"])
+		assert.Equal(t, pki.CASecret, env["ARGOCD_AGENT_TLS_ROOT_CA_SECRET_NAME"])
 		assert.False(t, exists(ctx, s.spoke.Client, &appsv1.Deployment{}, contract.GitOpsNamespace+"/"+contract.ArgoCDName+"-server"),
 			"%s runs no argocd-server: the hub's Argo CD is where its Applications are seen", s.spoke.Name)
 	}
@@ -155,10 +154,10 @@ func argoCDAgentMode(t *testing.T, ctx context.Context, a *argoFleet) {
 	issued := waitArgoCDAgentCertificate(t, ctx, s, nil)
 	before := argoCDAgentStartedWith(ctx, s)
 	renewedAt := time.Now()
-	source := agentcert.SourceSecretName(contract.AddonName, agentsigner.SignerName)
+	source := argocdagent.SourceSecretName(contract.AddonName, signer.SignerName)
 	require.NoError(t, s.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: addon.DefaultInstallNamespace, Name: source}}))
 	require.Eventually(t, func() bool {
-		renewed := secretCertificate(ctx, s, client.ObjectKey{Namespace: contract.GitOpsNamespace, Name: agentcert.ClientTLSSecret})
+		renewed := secretCertificate(ctx, s, client.ObjectKey{Namespace: contract.GitOpsNamespace, Name: argocdagent.ClientTLSSecret})
 		return renewed != nil && renewed.SerialNumber.Cmp(issued.SerialNumber) != 0 && argoCDAgentStartedWith(ctx, s) != before
 	}, 3*time.Minute, 500*time.Millisecond, "the renewed certificate reaches argocd-agent-client-tls and argocd-agent restarts onto it")
 	t.Logf("renewal reached argocd-agent in %v", time.Since(renewedAt).Round(100*time.Millisecond))
@@ -168,7 +167,7 @@ func argoCDAgentMode(t *testing.T, ctx context.Context, a *argoFleet) {
 			return c.Status == metav1.ConditionTrue && strings.Contains(c.Message, "runs with it")
 		}, "the agent reports the certificate in place")
 		waitAddonCondition(t, ctx, a.f.Hub, s.spoke.Name, contract.ConditionArgoCDAgentConnected, func(c metav1.Condition) bool {
-			return c.Status == metav1.ConditionFalse && c.Reason == agenthealth.ReasonUnreachable
+			return c.Status == metav1.ConditionFalse && c.Reason == argocdagent.ReasonUnreachable
 		}, "no argocd-agent answers yet: the agent says so")
 	}
 	waitAgentFleetSays(t, ctx, a, appsv1beta1.ReasonArgoCDAgentsNotConnected, "Argo CD Agent client certificate in place on 2 of 2",
@@ -199,7 +198,7 @@ func argoCDAgentInterop(t *testing.T, ctx context.Context, a *argoFleet, bin, pr
 		agent, err := argocd.StartArgoCDAgent(ctx, a.f, s.spoke, bin, instance.RedisAddress, s.health)
 		require.NoError(t, err)
 		argocd.StopWithWorkload(ctx, s.spoke.Cluster, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{
-			Namespace: contract.GitOpsNamespace, Name: agentcert.AgentDeployment(contract.ArgoCDName)}}, agent)
+			Namespace: contract.GitOpsNamespace, Name: argocdagent.Deployment(contract.ArgoCDName)}}, agent)
 		started = append(started, agent)
 	}
 	for _, s := range spokes {
@@ -250,8 +249,8 @@ func agentApplication(namespace, name, repo, destination string) *unstructured.U
 // (other than not, when given) and argocd-agent's Deployment records it, and returns it.
 func waitArgoCDAgentCertificate(t *testing.T, ctx context.Context, s *harness.Spoke, not *x509.Certificate) *x509.Certificate {
 	t.Helper()
-	source := client.ObjectKey{Namespace: addon.DefaultInstallNamespace, Name: agentcert.SourceSecretName(contract.AddonName, agentsigner.SignerName)}
-	clientTLS := client.ObjectKey{Namespace: contract.GitOpsNamespace, Name: agentcert.ClientTLSSecret}
+	source := client.ObjectKey{Namespace: addon.DefaultInstallNamespace, Name: argocdagent.SourceSecretName(contract.AddonName, signer.SignerName)}
+	clientTLS := client.ObjectKey{Namespace: contract.GitOpsNamespace, Name: argocdagent.ClientTLSSecret}
 	var issued *x509.Certificate
 	require.Eventually(t, func() bool {
 		issued = secretCertificate(ctx, s, clientTLS)
@@ -280,16 +279,16 @@ func secretCertificate(ctx context.Context, s *harness.Spoke, key client.ObjectK
 // argoCDAgentStartedWith is the certificate fingerprint on argocd-agent's pod template.
 func argoCDAgentStartedWith(ctx context.Context, s *harness.Spoke) string {
 	d := &appsv1.Deployment{}
-	if s.Client.Get(ctx, client.ObjectKey{Namespace: contract.GitOpsNamespace, Name: agentcert.AgentDeployment(contract.ArgoCDName)}, d) != nil {
+	if s.Client.Get(ctx, client.ObjectKey{Namespace: contract.GitOpsNamespace, Name: argocdagent.Deployment(contract.ArgoCDName)}, d) != nil {
 		return ""
 	}
-	return d.Spec.Template.Annotations[agentcert.AnnotationCertificate]
+	return d.Spec.Template.Annotations[argocdagent.AnnotationCertificate]
 }
 
 // argoCDAgentEnv is the environment the operator rendered for argocd-agent.
 func argoCDAgentEnv(t *testing.T, ctx context.Context, s *harness.Spoke) map[string]string {
 	d := &appsv1.Deployment{}
-	require.NoError(t, s.Client.Get(ctx, client.ObjectKey{Namespace: contract.GitOpsNamespace, Name: agentcert.AgentDeployment(contract.ArgoCDName)}, d))
+	require.NoError(t, s.Client.Get(ctx, client.ObjectKey{Namespace: contract.GitOpsNamespace, Name: argocdagent.Deployment(contract.ArgoCDName)}, d))
 	env := map[string]string{}
 	for _, e := range d.Spec.Template.Spec.Containers[0].Env {
 		env[e.Name] = e.Value

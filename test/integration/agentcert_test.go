@@ -23,10 +23,10 @@ import (
 
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/addon"
-	"github.com/gitops-addon/gitops-addon/pkg/hub/agentsigner"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/argocdagent/signer"
 	"github.com/gitops-addon/gitops-addon/pkg/render"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/addonstatus"
-	"github.com/gitops-addon/gitops-addon/pkg/spoke/agentcert"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/argocdagent"
 	"github.com/gitops-addon/gitops-addon/test/pki"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
 )
@@ -76,14 +76,14 @@ func clientCertificate(t *testing.T, commonName string) (certPEM, keyPEM []byte)
 	t.Helper()
 	ca, err := pki.NewCA("argocd-agent-ca")
 	require.NoError(t, err)
-	pair, err := ca.Client(commonName, agentsigner.Group)
+	pair, err := ca.Client(commonName, signer.Group)
 	require.NoError(t, err)
 	return pair.CertPEM, pair.KeyPEM
 }
 
-// agentCertificateController is the agentcert controller's name in controller-runtime's
-// metrics (pkg/spoke/agentcert).
-const agentCertificateController = "argocd-agent-certificate"
+// argoCDAgentCertificateController is the argocd-agent certificate controller's name in
+// controller-runtime's metrics (pkg/spoke/argocdagent).
+const argoCDAgentCertificateController = "argocd-agent-certificate"
 
 // TestArgoCDAgentCertificateReachesArgoCDAgent: on a real apiserver, with only the RBAC
 // the hub ships, the spoke agent copies the certificate OCM keeps into
@@ -102,13 +102,13 @@ func TestArgoCDAgentCertificateReachesArgoCDAgent(t *testing.T) {
 	instance.SetName(contract.ArgoCDName)
 	instance.SetFinalizers([]string{"argoproj.io/finalizer"})
 	require.NoError(t, env.Client.Create(ctx, instance))
-	sourceName := agentcert.SourceSecretName(contract.AddonName, agentsigner.SignerName)
-	deploymentName := agentcert.AgentDeployment(contract.ArgoCDName)
-	o := agentcert.Options{SourceNamespace: addon.DefaultInstallNamespace, SourceSecret: sourceName,
-		ArgoNamespace: contract.GitOpsNamespace, AgentDeployment: deploymentName, ArgoCD: contract.ArgoCDName, Report: addonstatus.NewReport()}
+	sourceName := argocdagent.SourceSecretName(contract.AddonName, signer.SignerName)
+	deploymentName := argocdagent.Deployment(contract.ArgoCDName)
+	o := argocdagent.CertificateOptions{SourceNamespace: addon.DefaultInstallNamespace, SourceSecret: sourceName,
+		ArgoNamespace: contract.GitOpsNamespace, Deployment: deploymentName, ArgoCD: contract.ArgoCDName, Report: addonstatus.NewReport()}
 
 	mgr := newSpokeManager(t, asAgent(env.Config), o.CacheByObject())
-	require.NoError(t, (&agentcert.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Options: o}).SetupWithManager(mgr))
+	require.NoError(t, (&argocdagent.CertificateReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), CertificateOptions: o}).SetupWithManager(mgr))
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(runCtx) }()
@@ -119,14 +119,14 @@ func TestArgoCDAgentCertificateReachesArgoCDAgent(t *testing.T) {
 		var c metav1.Condition
 		require.Eventually(t, func() bool {
 			var ok bool
-			c, ok = o.Report.Condition(agentcert.ConditionCertificate)
+			c, ok = o.Report.Condition(argocdagent.ConditionCertificate)
 			return ok && c.Reason == reason
 		}, 30*time.Second, 100*time.Millisecond, "condition %s", reason)
 		return c
 	}
 	clientTLS := func() *corev1.Secret {
 		s := &corev1.Secret{}
-		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: contract.GitOpsNamespace, Name: agentcert.ClientTLSSecret}, s); err != nil {
+		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: contract.GitOpsNamespace, Name: argocdagent.ClientTLSSecret}, s); err != nil {
 			return nil
 		}
 		return s
@@ -146,7 +146,7 @@ func TestArgoCDAgentCertificateReachesArgoCDAgent(t *testing.T) {
 	// the checks that nothing was written.
 	wake := func(t *testing.T) {
 		t.Helper()
-		waitReconcileAfter(t, agentCertificateController, func() {
+		waitReconcileAfter(t, argoCDAgentCertificateController, func() {
 			source := &corev1.Secret{}
 			require.NoError(t, env.Client.Get(ctx, types.NamespacedName{Namespace: addon.DefaultInstallNamespace, Name: sourceName}, source))
 			metav1.SetMetaDataAnnotation(&source.ObjectMeta, "test.example.com/wake", time.Now().String())
@@ -156,11 +156,11 @@ func TestArgoCDAgentCertificateReachesArgoCDAgent(t *testing.T) {
 	restartedWith := func() string {
 		d := &appsv1.Deployment{}
 		require.NoError(t, env.Client.Get(ctx, types.NamespacedName{Namespace: contract.GitOpsNamespace, Name: deploymentName}, d))
-		return d.Spec.Template.Annotations[agentcert.AnnotationCertificate]
+		return d.Spec.Template.Annotations[argocdagent.AnnotationCertificate]
 	}
 
 	t.Run("before OCM issued the certificate, the condition says what it waits for", func(t *testing.T) {
-		c := condition(t, agentcert.ReasonWaitingForOCM)
+		c := condition(t, argocdagent.ReasonWaitingForOCM)
 		assert.Contains(t, c.Message, sourceName)
 	})
 
@@ -170,7 +170,7 @@ func TestArgoCDAgentCertificateReachesArgoCDAgent(t *testing.T) {
 			ObjectMeta: metav1.ObjectMeta{Namespace: addon.DefaultInstallNamespace, Name: sourceName},
 			Type:       corev1.SecretTypeTLS, Data: map[string][]byte{corev1.TLSCertKey: first, corev1.TLSPrivateKeyKey: firstKey},
 		}))
-		c := condition(t, agentcert.ReasonInPlace)
+		c := condition(t, argocdagent.ReasonInPlace)
 		assert.Contains(t, c.Message, "Certificate for spoke1")
 		assert.Contains(t, c.Message, "is not deployed yet")
 		s := clientTLS()
@@ -203,8 +203,8 @@ func TestArgoCDAgentCertificateReachesArgoCDAgent(t *testing.T) {
 			return s != nil && bytes.Equal(s.Data[corev1.TLSCertKey], renewed) && restartedWith() != before
 		}, 30*time.Second, 100*time.Millisecond, "argocd-agent-client-tls renewed and argocd-agent restarted")
 		require.Eventually(t, func() bool {
-			c, _ := o.Report.Condition(agentcert.ConditionCertificate)
-			return c.Reason == agentcert.ReasonInPlace && strings.Contains(c.Message, "runs with it")
+			c, _ := o.Report.Condition(argocdagent.ConditionCertificate)
+			return c.Reason == argocdagent.ReasonInPlace && strings.Contains(c.Message, "runs with it")
 		}, 30*time.Second, 100*time.Millisecond, "the report says argocd-agent runs with the renewed certificate")
 	})
 
@@ -223,7 +223,7 @@ func TestArgoCDAgentCertificateReachesArgoCDAgent(t *testing.T) {
 		theirs.Data = map[string][]byte{corev1.TLSCertKey: first, corev1.TLSPrivateKeyKey: firstKey}
 		require.NoError(t, env.Client.Update(ctx, theirs))
 		renew(t) // wakes the controller
-		c := condition(t, agentcert.ReasonFailed)
+		c := condition(t, argocdagent.ReasonFailed)
 		assert.Contains(t, c.Message, "was not created by gitops-addon")
 		assert.Equal(t, first, clientTLS().Data[corev1.TLSCertKey], "theirs is kept")
 	})
@@ -234,7 +234,7 @@ func TestArgoCDAgentCertificateReachesArgoCDAgent(t *testing.T) {
 		// the controller would otherwise keep naming; ours is removed the same way).
 		require.NoError(t, env.Client.Delete(ctx, clientTLS()))
 		renew(t) // wakes the controller
-		c := condition(t, agentcert.ReasonNoInstance)
+		c := condition(t, argocdagent.ReasonNoInstance)
 		assert.Contains(t, c.Message, "being deleted")
 		wake(t)
 		assert.Nil(t, clientTLS(), "not written again while the instance goes")
@@ -253,7 +253,7 @@ func TestOutOfArgoCDAgentModeTheClientCertificateGoes(t *testing.T) {
 	certPEM, keyPEM := clientCertificate(t, "spoke1")
 	clientTLS := func(labels map[string]string) *corev1.Secret {
 		return &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: contract.GitOpsNamespace, Name: agentcert.ClientTLSSecret, Labels: labels},
+			ObjectMeta: metav1.ObjectMeta{Namespace: contract.GitOpsNamespace, Name: argocdagent.ClientTLSSecret, Labels: labels},
 			Type:       corev1.SecretTypeTLS, Data: map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM},
 		}
 	}
@@ -263,7 +263,7 @@ func TestOutOfArgoCDAgentModeTheClientCertificateGoes(t *testing.T) {
 		report.Set(metav1.Condition{Type: contract.ConditionArgoCDAgentConnected, Status: metav1.ConditionTrue, Reason: "Connected"})
 		runCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		r := &agentcert.Retirement{Client: agentClient, ArgoNamespace: contract.GitOpsNamespace, Report: report, RetryInterval: 100 * time.Millisecond}
+		r := &argocdagent.Retirement{Client: agentClient, ArgoNamespace: contract.GitOpsNamespace, Report: report, RetryInterval: 100 * time.Millisecond}
 		require.NoError(t, r.Start(runCtx))
 		require.NoError(t, runCtx.Err(), "it finished (a failure retries until the agent stops)")
 		return report
@@ -276,7 +276,7 @@ func TestOutOfArgoCDAgentModeTheClientCertificateGoes(t *testing.T) {
 		assert.True(t, apierrors.IsNotFound(err), "argocd-agent-client-tls deleted, got %v", err)
 		_, reported := report.Condition(contract.ConditionArgoCDAgentConnected)
 		assert.False(t, reported)
-		assert.ElementsMatch(t, agentcert.AgentModeConditions, report.Withdrawn())
+		assert.ElementsMatch(t, argocdagent.Conditions, report.Withdrawn())
 	})
 
 	t.Run("a Secret of that name someone else wrote stays", func(t *testing.T) {
@@ -289,8 +289,8 @@ func TestOutOfArgoCDAgentModeTheClientCertificateGoes(t *testing.T) {
 	// credentials); the admission policy holds it to its own and this one.
 	t.Run("the agent may delete only that Secret", func(t *testing.T) {
 		ok, why := testenv.Allowed(t, ctx, env.Client, agentUser, []string{"system:serviceaccounts"}, testenv.Access{
-			Resource: authorizationv1.ResourceAttributes{Verb: "delete", Resource: "secrets", Namespace: contract.GitOpsNamespace, Name: agentcert.ClientTLSSecret}})
-		assert.True(t, ok, "delete Secret %s: %s", agentcert.ClientTLSSecret, why)
+			Resource: authorizationv1.ResourceAttributes{Verb: "delete", Resource: "secrets", Namespace: contract.GitOpsNamespace, Name: argocdagent.ClientTLSSecret}})
+		assert.True(t, ok, "delete Secret %s: %s", argocdagent.ClientTLSSecret, why)
 		waitAgentSecretsPolicy(t, ctx, env.Client, agentClient)
 		for _, name := range []string{"argocd-secret", "argocd-agent-ca"} {
 			secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: contract.GitOpsNamespace, Name: name}}

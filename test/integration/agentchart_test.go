@@ -25,8 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
-	"github.com/gitops-addon/gitops-addon/pkg/hub/agentsigner"
-	"github.com/gitops-addon/gitops-addon/pkg/spoke/agentcert"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/argocdagent/signer"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/argocdagent"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/crdinstall"
 	"github.com/gitops-addon/gitops-addon/test/agentchart"
 	"github.com/gitops-addon/gitops-addon/test/pki"
@@ -169,7 +169,7 @@ func TestRenderedManifestsOnARealAPIServer(t *testing.T) {
 			{"agent updates its lease", agent, authorizationv1.ResourceAttributes{Namespace: agentchart.InstallNamespace, Group: "coordination.k8s.io", Resource: "leases", Verb: "update"}, "", true},
 			{"agent has no leases elsewhere", agent, authorizationv1.ResourceAttributes{Namespace: "default", Group: "coordination.k8s.io", Resource: "leases", Verb: "update"}, "", false},
 			{"agent cannot read secrets", agent, authorizationv1.ResourceAttributes{Namespace: agentchart.InstallNamespace, Resource: "secrets", Verb: "get"}, "", false},
-			{"agent (agent mode) reads the certificate OCM keeps for argocd-agent", agent, authorizationv1.ResourceAttributes{Namespace: agentchart.InstallNamespace, Resource: "secrets", Verb: "watch", Name: agentcert.SourceSecretName(contract.AddonName, agentsigner.SignerName)}, "", true},
+			{"agent (agent mode) reads the certificate OCM keeps for argocd-agent", agent, authorizationv1.ResourceAttributes{Namespace: agentchart.InstallNamespace, Resource: "secrets", Verb: "watch", Name: argocdagent.SourceSecretName(contract.AddonName, signer.SignerName)}, "", true},
 			{"agent (agent mode) cannot read its own hub credential", agent, authorizationv1.ResourceAttributes{Namespace: agentchart.InstallNamespace, Resource: "secrets", Verb: "get", Name: contract.HubKubeconfigSecret}, "", false},
 			{"agent (agent mode) keeps argocd-agent-client-tls", agent, authorizationv1.ResourceAttributes{Namespace: contract.GitOpsNamespace, Resource: "secrets", Verb: "update", Name: "argocd-agent-client-tls"}, "", true},
 			// Repository credentials (pkg/spoke/repocreds): RBAC cannot narrow Secrets by

@@ -43,8 +43,8 @@ import (
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
-	"github.com/gitops-addon/gitops-addon/pkg/hub/agentsigner"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/appsetaccess"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/argocdagent/signer"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/gitopscluster"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/manager"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/ownership"
@@ -1191,7 +1191,7 @@ func TestHubArgoCDAgentClientCertificates(t *testing.T) {
 				return false
 			}
 			return slices.ContainsFunc(mca.Status.Registrations, func(r addonv1beta1.RegistrationConfig) bool {
-				return r.CustomSigner != nil && r.CustomSigner.SignerName == agentsigner.SignerName && r.CustomSigner.Subject.User == "agent-1"
+				return r.CustomSigner != nil && r.CustomSigner.SignerName == signer.SignerName && r.CustomSigner.Subject.User == "agent-1"
 			})
 		}, timeout, poll, "the ManagedClusterAddOn registers the Argo CD Agent certificate")
 
@@ -1209,7 +1209,7 @@ func TestHubArgoCDAgentClientCertificates(t *testing.T) {
 			require.NoError(t, err)
 			// With the DNS name OCM's registration agent puts in every addon request.
 			der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
-				Subject:  pkix.Name{CommonName: commonName, Organization: []string{agentsigner.Group}},
+				Subject:  pkix.Name{CommonName: commonName, Organization: []string{signer.Group}},
 				DNSNames: []string{contract.AddonName + ".addon.open-cluster-management.io"},
 			}, key)
 			require.NoError(t, err)
@@ -1218,7 +1218,7 @@ func TestHubArgoCDAgentClientCertificates(t *testing.T) {
 					clusterv1.ClusterNameLabelKey: "agent-1", addonv1beta1.AddonLabelKey: contract.AddonName,
 				}},
 				Spec: certificatesv1.CertificateSigningRequestSpec{
-					SignerName: agentsigner.SignerName,
+					SignerName: signer.SignerName,
 					Request:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
 					Usages:     []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageKeyEncipherment, certificatesv1.UsageClientAuth},
 				},
@@ -1249,8 +1249,8 @@ func TestHubArgoCDAgentClientCertificates(t *testing.T) {
 		roots.AddCert(parseCert(t, caSecret))
 		_, err = cert.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
 		require.NoError(t, err, "the chain verifies against argocd-agent-ca")
-		assert.Equal(t, "agent-1", cert.Subject.CommonName, "the principal's auth pattern %s reads the agent name from it", agentsigner.PrincipalAuth)
-		assert.WithinDuration(t, time.Now().Add(agentsigner.DefaultLifetime), cert.NotAfter, time.Minute, "short-lived; OCM renews it")
+		assert.Equal(t, "agent-1", cert.Subject.CommonName, "the principal's auth pattern %s reads the agent name from it", signer.PrincipalAuth)
+		assert.WithinDuration(t, time.Now().Add(signer.DefaultLifetime), cert.NotAfter, time.Minute, "short-lived; OCM renews it")
 
 		// The positive control: the refused requests were created, and so queued, before the
 		// good one, which the manager has approved and signed above; it left them alone.

@@ -23,7 +23,7 @@ import (
 
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/addon"
-	"github.com/gitops-addon/gitops-addon/pkg/hub/agentsigner"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/argocdagent/signer"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
 )
 
@@ -72,7 +72,7 @@ func TestHubRBACIsLeastPrivilege(t *testing.T) {
 		{"manager writes GitOpsCluster status", sub(res("openshift-gitops", "apps.open-cluster-management.io", "gitopsclusters", "update", ""), "status"), true},
 		{"manager grants the agent its hub Role", res(cluster, "rbac.authorization.k8s.io", "roles", "create", ""), true},
 		{"manager approves agent client certificates", res("", "certificates.k8s.io", "signers", "approve", "kubernetes.io/kube-apiserver-client"), true},
-		{"manager signs Argo CD Agent client certificates", res("", "certificates.k8s.io", "signers", "sign", agentsigner.SignerName), true},
+		{"manager signs Argo CD Agent client certificates", res("", "certificates.k8s.io", "signers", "sign", signer.SignerName), true},
 		{"manager upgrades its own CRD", res("", "apiextensions.k8s.io", "customresourcedefinitions", "patch", "gitopsclusters.apps.open-cluster-management.io"), true},
 		{"manager reads the hub's cluster ID (kube-system's UID)", res("", "", "namespaces", "get", "kube-system"), true},
 		// The manager: must not.

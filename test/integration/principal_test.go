@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gitops-addon/gitops-addon/pkg/hub/agentsigner"
-	"github.com/gitops-addon/gitops-addon/pkg/hub/agenttrust"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/argocdagent/pki"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/argocdagent/signer"
 	"github.com/gitops-addon/gitops-addon/pkg/render"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
 )
@@ -40,9 +40,9 @@ func TestRenderPrincipalIsAValidArgoCD(t *testing.T) {
 	want, _, _ := unstructured.NestedMap(printed.Object, "spec", "argoCDAgent", "principal")
 	got, _, _ := unstructured.NestedMap(stored.Object, "spec", "argoCDAgent", "principal")
 	assert.Equal(t, want, got, "stored as printed: nothing pruned")
-	assert.Equal(t, agentsigner.PrincipalAuth, got["auth"], "reads the agent name from the CN our signer issues")
+	assert.Equal(t, signer.PrincipalAuth, got["auth"], "reads the agent name from the CN our signer issues")
 	tls, _, _ := unstructured.NestedStringMap(got, "tls")
-	assert.Equal(t, map[string]string{"secretName": agenttrust.PrincipalSecret, "rootCASecretName": agenttrust.CASecret}, tls)
+	assert.Equal(t, map[string]string{"secretName": pki.PrincipalSecret, "rootCASecretName": pki.CASecret}, tls)
 	namespaces, _, _ := unstructured.NestedStringSlice(got, "namespace", "allowedNamespaces")
 	assert.Equal(t, []string{"spoke-a", "spoke-b"}, namespaces, "the agents' cluster namespaces")
 }

@@ -26,7 +26,7 @@ import (
 
 	"github.com/gitops-addon/gitops-addon/manifests"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
-	"github.com/gitops-addon/gitops-addon/pkg/hub/agentsigner"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/argocdagent/signer"
 )
 
 // DefaultInstallNamespace is where the spoke agent runs unless an AddOnDeploymentConfig
@@ -56,8 +56,8 @@ type Options struct {
 	// manager writes them for the hub's Argo CD UI (pkg/hub/treecache).
 	ResourceTree bool
 	// ArgoCDAgentSigner, when set, gives every cluster in Argo CD Agent mode a second
-	// client certificate, approved and signed by it (pkg/hub/agentsigner).
-	ArgoCDAgentSigner *agentsigner.Signer
+	// client certificate, approved and signed by it (pkg/hub/argocdagent/signer).
+	ArgoCDAgentSigner *signer.Signer
 }
 
 // New builds the gitops-addon agent addon.
@@ -161,17 +161,18 @@ func flavourChanged(old, updated *clusterv1.ManagedCluster) bool {
 
 // registration gives the agent a hub client certificate with a constant agent name, signed
 // by the kube-apiserver-client signer after addon-framework's standard CSR checks, and
-// binds AgentHubClusterRole to its subject in the cluster namespace; with a signer,
-// clusters in Argo CD Agent mode get their agent's client certificate too.
-func registration(kubeClient kubernetes.Interface, bindings rbaclisters.RoleBindingLister, signer *agentsigner.Signer) *agent.RegistrationOption {
+// binds AgentHubClusterRole to its subject in the cluster namespace; with
+// argoCDAgentSigner, clusters in Argo CD Agent mode get their argocd-agent's client
+// certificate too.
+func registration(kubeClient kubernetes.Interface, bindings rbaclisters.RoleBindingLister, argoCDAgentSigner *signer.Signer) *agent.RegistrationOption {
 	option := &agent.RegistrationOption{
 		Configurations:  agent.KubeClientSignerConfigurations(contract.AddonName, contract.AgentName),
 		CSRApproveCheck: utils.DefaultCSRApprover(contract.AgentName),
 	}
-	if signer != nil {
-		option.Configurations = agentsigner.Configurations(option.Configurations)
-		option.CSRApproveCheck = agentsigner.Approve(option.CSRApproveCheck)
-		option.CSRSign = signer.Sign
+	if argoCDAgentSigner != nil {
+		option.Configurations = signer.Configurations(option.Configurations)
+		option.CSRApproveCheck = signer.Approve(option.CSRApproveCheck)
+		option.CSRSign = argoCDAgentSigner.Sign
 	}
 	option.PermissionConfig = agentHubAccess{kube: kubeClient, bindings: bindings, configurations: option.Configurations}.grant
 	return option

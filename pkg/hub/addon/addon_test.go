@@ -25,6 +25,7 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
+	"github.com/gitops-addon/gitops-addon/test/fixtures"
 )
 
 // fakeADCGetter serves AddOnDeploymentConfigs from memory.
@@ -37,20 +38,15 @@ func (f fakeADCGetter) Get(_ context.Context, namespace, name string) (*addonv1b
 	return nil, fmt.Errorf("addondeploymentconfig %s/%s not found", namespace, name)
 }
 
-func cluster(name string, claims map[string]string, labels map[string]string) *clusterv1.ManagedCluster {
-	mc := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
-	for k, v := range claims {
-		mc.Status.ClusterClaims = append(mc.Status.ClusterClaims, clusterv1.ManagedClusterClaim{Name: k, Value: v})
-	}
-	return mc
-}
-
 var (
-	vanilla   = func() *clusterv1.ManagedCluster { return cluster("c1", map[string]string{claimProduct: "EKS"}, nil) }
-	openshift = func() *clusterv1.ManagedCluster {
-		return cluster("c1", map[string]string{claimProduct: "OpenShift", claimOpenShiftVer: "4.20.1"}, map[string]string{labelVendor: "OpenShift"})
+	vanilla = func() *clusterv1.ManagedCluster {
+		return fixtures.ManagedCluster("c1", map[string]string{claimProduct: "EKS"})
 	}
-	unknown = func() *clusterv1.ManagedCluster { return cluster("c1", nil, nil) }
+	openshift = func() *clusterv1.ManagedCluster {
+		return fixtures.ManagedCluster("c1", map[string]string{claimProduct: "OpenShift", claimOpenShiftVer: "4.20.1"},
+			fixtures.Labels(map[string]string{labelVendor: "OpenShift"}))
+	}
+	unknown = func() *clusterv1.ManagedCluster { return fixtures.ManagedCluster("c1", nil) }
 )
 
 // mca is a ManagedClusterAddOn, optionally bound to an AddOnDeploymentConfig and

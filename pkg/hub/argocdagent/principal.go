@@ -1,7 +1,10 @@
-// Package argocdagent is the hub side of Argo CD Agent mode: where the clusters' agents
-// reach the principal, the trust the principal and the agents share (one controller per
-// Argo CD namespace keeps it), what a GitOpsCluster reports of it, and the Argo CD cluster
-// Secrets in the agent's format.
+// Package argocdagent is the hub side of Argo CD Agent mode (argocd-agent, its principal
+// on the hub): where the clusters' argocd-agents reach the principal (serverAddress,
+// Route, LoadBalancer), the trust the principal and the argocd-agents share (the Keeper
+// of the trust Secrets, and the one controller per Argo CD namespace that keeps them),
+// what a GitOpsCluster reads and reports of it (Trust), and the Argo CD cluster Secrets in
+// argocd-agent's format. Its subpackages are the PKI as pure functions (pki) and the
+// signer of the argocd-agents' client certificates through OCM's registration (signer).
 package argocdagent
 
 import (
@@ -22,7 +25,7 @@ import (
 
 // The GitOps operator's labels on the principal's Services (argocd-operator
 // controllers/argocdagent: part-of argocd-agent, component principal, name
-// "<ArgoCD>-agent-principal" on the one agents connect to).
+// "<ArgoCD>-agent-principal" on the one argocd-agents connect to).
 const (
 	labelPartOf    = "app.kubernetes.io/part-of"
 	labelComponent = "app.kubernetes.io/component"
@@ -42,10 +45,10 @@ func RouteCacheByObject(namespaces map[string]cache.Config) map[client.Object]ca
 	return map[client.Object]cache.ByObject{&routev1.Route{}: {Label: PrincipalServiceSelector(), Namespaces: namespaces}}
 }
 
-// Principal is where the clusters' agents reach the principal, and the names its
+// Principal is where the clusters' argocd-agents reach the principal, and the names its
 // certificate must hold.
 type Principal struct {
-	// Address and Port agents connect to; Address empty when unknown (Problem says why).
+	// Address and Port argocd-agents connect to; Address empty when unknown (Problem says why).
 	Address, Port string
 	// Service is the principal's Service in the Argo CD namespace, when there is one.
 	Service string
@@ -74,7 +77,7 @@ type Finder struct {
 	Routes bool
 }
 
-// findPrincipal decides where agents connect: spec.gitopsAddon.argoCDAgent.serverAddress
+// Find decides where argocd-agents connect: spec.gitopsAddon.argoCDAgent.serverAddress
 // when set, else the host of the principal's admitted Route (on a hub that serves
 // Routes), else the LoadBalancer of the principal's Service in argoNamespace.
 func (f Finder) Find(ctx context.Context, gc *appsv1beta1.GitOpsCluster) (Principal, error) {
@@ -101,12 +104,12 @@ func (f Finder) Find(ctx context.Context, gc *appsv1beta1.GitOpsCluster) (Princi
 	switch {
 	case svc == nil:
 		p.Problem = fmt.Sprintf("No Argo CD Agent principal runs in %s (no Service labelled %s=argocd-agent, %s=principal) and "+
-			"spec.gitopsAddon.argoCDAgent.serverAddress is empty, so the clusters' agents have nowhere to connect. "+
+			"spec.gitopsAddon.argoCDAgent.serverAddress is empty, so the clusters' argocd-agents have nowhere to connect. "+
 			"Fix: enable the principal in the hub's ArgoCD CR (`gitops-addon render principal --namespace %s` prints the settings), "+
 			"and set serverAddress or give its Service type LoadBalancer.", ns, labelPartOf, labelComponent, ns)
 	case svc.Spec.Type != corev1.ServiceTypeLoadBalancer || len(svc.Status.LoadBalancer.Ingress) == 0:
 		p.Problem = fmt.Sprintf("The principal's Service %s/%s is of type %s with no load balancer address, and "+
-			"spec.gitopsAddon.argoCDAgent.serverAddress is empty, so the clusters' agents cannot reach it. "+
+			"spec.gitopsAddon.argoCDAgent.serverAddress is empty, so the clusters' argocd-agents cannot reach it. "+
 			"Fix: set serverAddress (and serverPort) to the address the clusters reach the principal at (an Ingress, a gateway), "+
 			"set spec.argoCDAgent.principal.server.service.type: LoadBalancer in the hub's ArgoCD CR, "+
 			"or, on OpenShift, enable its Route (spec.argoCDAgent.principal.server.route.enabled), which is discovered once admitted.", ns, svc.Name, svc.Spec.Type)
@@ -118,7 +121,7 @@ func (f Finder) Find(ctx context.Context, gc *appsv1beta1.GitOpsCluster) (Princi
 	return p, nil
 }
 
-// principalServices are the principal's Services in ns (it has several: the one agents
+// principalServices are the principal's Services in ns (it has several: the one argocd-agents
 // connect to, metrics, health, redis proxy, resource proxy).
 func (f Finder) principalServices(ctx context.Context, ns string) ([]corev1.Service, error) {
 	services := &corev1.ServiceList{}
@@ -128,7 +131,7 @@ func (f Finder) principalServices(ctx context.Context, ns string) ([]corev1.Serv
 	return services.Items, nil
 }
 
-// principalService is the Service agents connect to: the one named as its
+// principalService is the Service argocd-agents connect to: the one named as its
 // app.kubernetes.io/name label; nil when there is none.
 func principalService(services []corev1.Service) *corev1.Service {
 	for i := range services {
@@ -153,7 +156,7 @@ func resourceProxyOf(services []corev1.Service) ResourceProxy {
 }
 
 // principalRouteHost is the host of the principal's Route in ns once a router admitted
-// it ("" when there is none, or the hub serves no Routes); agents reach it on 443, the
+// it ("" when there is none, or the hub serves no Routes); argocd-agents reach it on 443, the
 // Route passing TLS through to the principal.
 func (f Finder) principalRouteHost(ctx context.Context, ns string) (string, error) {
 	if !f.Routes {
@@ -187,6 +190,20 @@ func servicePort(svc *corev1.Service) string {
 	return strconv.Itoa(int(svc.Spec.Ports[0].Port))
 }
 
+// certificateNames are the names the principal's certificate holds for one GitOpsCluster
+// whose Argo CD namespace is ns: the principal's Service there (the operator's, when
+// found) and the address argocd-agents reach it at.
+func (p Principal) certificateNames(ns string) []string {
+	names := []string{"argocd-agent-principal", "argocd-agent-principal." + ns + ".svc"}
+	if p.Service != "" && p.Service != names[0] {
+		names = append(names, p.Service, p.Service+"."+ns+".svc")
+	}
+	if p.Address != "" {
+		names = append(names, p.Address)
+	}
+	return names
+}
+
 // HostPort is "address:port" (IPv6 in brackets), "" when the address is unknown.
 func (p Principal) HostPort() string {
 	if p.Address == "" {
@@ -195,9 +212,9 @@ func (p Principal) HostPort() string {
 	return net.JoinHostPort(p.Address, p.Port)
 }
 
-// Sharing are the agent-mode GitOpsClusters of an Argo CD namespace, which one principal
+// Sharing are the Argo CD Agent mode GitOpsClusters of an Argo CD namespace, which one principal
 // serves; read-only, straight from the cache (not copied). Those being deleted are left
-// out: their clusters' agents are going.
+// out: their clusters' argocd-agents are going.
 func Sharing(ctx context.Context, reader client.Reader, argoNamespace string) ([]*appsv1beta1.GitOpsCluster, error) {
 	list := &appsv1beta1.GitOpsClusterList{}
 	if err := reader.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {

@@ -2,8 +2,6 @@ package argocdagent
 
 import (
 	"context"
-	"crypto/x509"
-	"encoding/pem"
 	"testing"
 	"time"
 
@@ -11,14 +9,13 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitops-addon/gitops-addon/pkg/hub/agenttrust"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/argocdagent/pki"
 )
 
 // operatorPrincipalServices are the GitOps operator's Services of a principal (argocd-operator
-// controllers/argocdagent/service.go): the one agents connect to, and the resource proxy's.
+// controllers/argocdagent/service.go): the one argocd-agents connect to, and the resource proxy's.
 func operatorPrincipalServices(ns string) []*corev1.Service {
 	labels := map[string]string{labelPartOf: "argocd-agent", labelComponent: "principal", labelName: "openshift-gitops-agent-principal"}
 	return []*corev1.Service{
@@ -46,7 +43,7 @@ func TestResourceProxyIsTheServiceThatRuns(t *testing.T) {
 			wantNames: []string{"argocd-agent-resource-proxy", "argocd-agent-resource-proxy.agent-argocd.svc"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			gc := agentGitOpsCluster("team", "gc", "agent-argocd", "principal.example.com")
+			gc := argoCDAgentGitOpsCluster("team", "gc", "agent-argocd", "principal.example.com")
 			objs := []client.Object{gc}
 			if tc.operator {
 				for _, s := range operatorPrincipalServices("agent-argocd") {
@@ -56,19 +53,13 @@ func TestResourceProxyIsTheServiceThatRuns(t *testing.T) {
 			r, c, _ := newTrustReconciler(t, &writes{}, objs...)
 			_, err := keep(t, r, "agent-argocd")
 			require.NoError(t, err)
-			proxyCert := &corev1.Secret{}
-			require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "agent-argocd", Name: agenttrust.ResourceProxySecret}, proxyCert))
-			block, _ := pem.Decode(proxyCert.Data[corev1.TLSCertKey])
-			require.NotNil(t, block)
-			cert, err := x509.ParseCertificate(block.Bytes)
-			require.NoError(t, err)
-			assert.ElementsMatch(t, tc.wantNames, cert.DNSNames)
+			assert.ElementsMatch(t, tc.wantNames, certOf(t, c, "agent-argocd", pki.ResourceProxySecret).DNSNames)
 
 			trust, err := TrustReader{Finder: Finder{Reader: c}, Keeper: r.Keeper}.Read(context.Background(), gc)
 			require.NoError(t, err)
 			secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "agent-argocd", Labels: map[string]string{}, Annotations: map[string]string{}},
 				Data: map[string][]byte{}}
-			require.NoError(t, ToAgentFormat(secret, "c1", nil, trust, time.Now()))
+			require.NoError(t, FormatClusterSecret(secret, "c1", nil, trust, time.Now()))
 			assert.Equal(t, tc.wantURL, string(secret.Data["server"]))
 		})
 	}

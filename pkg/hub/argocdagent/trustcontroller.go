@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
-	"github.com/gitops-addon/gitops-addon/pkg/hub/agenttrust"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/argocdagent/pki"
 )
 
 // TrustControllerName names the trust controller in logs, metrics and events.
@@ -31,7 +31,7 @@ const TrustControllerName = "argocdagent-trust"
 const ReasonTrustFailed = "ArgoCDAgentTrustFailed"
 
 // TrustReconciler keeps the Argo CD Agent trust of every Argo CD namespace that has
-// GitOpsClusters in agent mode: the principal's CA, serving certificates and JWT key. It
+// GitOpsClusters in Argo CD Agent mode: the principal's CA, serving certificates and JWT key. It
 // reconciles a namespace, not a GitOpsCluster, so that one writer issues them for the
 // names every GitOpsCluster sharing the principal needs; the GitOpsClusters only read them
 // (TrustReader).
@@ -39,7 +39,7 @@ type TrustReconciler struct {
 	// Client reads GitOpsClusters and the principal's Services and Routes from the cache.
 	Client client.Client
 	// Keeper issues and renews the trust Secrets.
-	Keeper *agenttrust.Keeper
+	Keeper *Keeper
 	// Routes: the hub serves route.openshift.io/v1 (the principal's Route is discovered).
 	Routes bool
 	// Recorder emits Events on the GitOpsClusters of the namespace.
@@ -57,16 +57,16 @@ func (r *TrustReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	}
 	sharing, err := Sharing(ctx, r.Client, ns)
 	if err != nil || len(sharing) == 0 {
-		// Without agent-mode GitOpsClusters the Secrets stay: the CA the agents trust must
+		// Without Argo CD Agent mode GitOpsClusters the Secrets stay: the CA the argocd-agents trust must
 		// outlive a GitOpsCluster deleted and created again.
 		return ctrl.Result{}, err
 	}
 	names, service, proxy, err := r.principalNames(ctx, sharing)
 	if err == nil {
-		var st agenttrust.State
-		if st, err = r.Keeper.Ensure(ctx, agenttrust.Request{Namespace: ns, PrincipalNames: names, ResourceProxyService: proxy}); err == nil {
-			r.announceIssued(sharing, ns, service, st.Issued)
-			return ctrl.Result{RequeueAfter: untilRenewal(st, time.Now())}, nil
+		var t Trust
+		if t, err = r.Keeper.Ensure(ctx, Request{Namespace: ns, PrincipalNames: names, ResourceProxyService: proxy}); err == nil {
+			r.announceIssued(sharing, ns, service, t.Issued)
+			return ctrl.Result{RequeueAfter: t.untilDue(time.Now())}, nil
 		}
 	}
 	for _, gc := range sharing {
@@ -87,7 +87,7 @@ func (r *TrustReconciler) principalNames(ctx context.Context, sharing []*appsv1b
 		}
 		service = cmp.Or(service, p.Service)
 		proxy = cmp.Or(proxy, p.ResourceProxy.Service)
-		names = append(names, PrincipalNames(gc, p)...)
+		names = append(names, p.certificateNames(gc.ArgoNamespace())...)
 	}
 	slices.Sort(names)
 	return slices.Compact(names), service, proxy, nil
@@ -103,7 +103,7 @@ func (r *TrustReconciler) announceIssued(sharing []*appsv1beta1.GitOpsCluster, n
 	sort.Strings(names)
 	for _, name := range names {
 		why := issued[name]
-		if why != "missing" && name != agenttrust.JWTSecret {
+		if why != "missing" && name != pki.JWTSecret {
 			// argocd-agent's principal reads its certificates only when it starts.
 			why += "; restart the principal to use it (kubectl -n " + ns + " rollout restart deployment " +
 				cmp.Or(service, "<the principal's Deployment>") + ")"
@@ -120,25 +120,8 @@ func (r *TrustReconciler) event(gc *appsv1beta1.GitOpsCluster, eventType, reason
 	}
 }
 
-// untilRenewal is how long until the next certificate is due, for the requeue.
-func untilRenewal(st agenttrust.State, now time.Time) time.Duration {
-	if st.RenewAt.IsZero() {
-		return 0
-	}
-	return max(st.RenewAt.Sub(now), time.Minute)
-}
-
-// UntilRenewal is how long until the next trust certificate of t is due: when its
-// GitOpsCluster looks again at its clusters' client certificates; 0 outside agent mode.
-func (t Trust) UntilRenewal(now time.Time) time.Duration {
-	if !t.Enabled {
-		return 0
-	}
-	return untilRenewal(t.State, now)
-}
-
 // SetupWithManager registers the controller: a namespace is reconciled when a GitOpsCluster
-// in agent mode points at it (or stops pointing at it), when the principal's Service or
+// in Argo CD Agent mode points at it (or stops pointing at it), when the principal's Service or
 // Route there changes (its address is in the certificate), and when one of its trust
 // Secrets changes or goes (issued again at once).
 func (r *TrustReconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -154,7 +137,7 @@ func (r *TrustReconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // argoNamespacesOf maps a GitOpsCluster event to its Argo CD namespace, and on an update to
-// the one it had before too (agent mode or argoNamespace changed: the names there change).
+// the one it had before too (Argo CD Agent mode or argoNamespace changed: the names there change).
 func argoNamespacesOf() handler.EventHandler {
 	add := func(q workqueue.TypedRateLimitingInterface[reconcile.Request], obj client.Object) {
 		if gc, ok := obj.(*appsv1beta1.GitOpsCluster); ok && gc.ArgoCDAgentEnabled() {
@@ -184,7 +167,7 @@ func namespaceOf(_ context.Context, obj client.Object) []reconcile.Request {
 
 // IsTrustSecret tells the trust Secrets of a namespace by name.
 func IsTrustSecret(name string) bool {
-	return slices.Contains([]string{agenttrust.CASecret, agenttrust.PrincipalSecret, agenttrust.ResourceProxySecret, agenttrust.JWTSecret}, name)
+	return slices.Contains([]string{pki.CASecret, pki.PrincipalSecret, pki.ResourceProxySecret, pki.JWTSecret}, name)
 }
 
 func trustSecretNamespace(ctx context.Context, obj client.Object) []reconcile.Request {

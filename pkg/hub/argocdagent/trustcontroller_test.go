@@ -2,8 +2,6 @@ package argocdagent
 
 import (
 	"context"
-	"crypto/x509"
-	"encoding/pem"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -24,10 +22,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
-	"github.com/gitops-addon/gitops-addon/pkg/hub/agenttrust"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/argocdagent/pki"
 )
 
-func agentGitOpsCluster(namespace, name, argoNamespace, serverAddress string) *appsv1beta1.GitOpsCluster {
+func argoCDAgentGitOpsCluster(namespace, name, argoNamespace, serverAddress string) *appsv1beta1.GitOpsCluster {
 	return &appsv1beta1.GitOpsCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Generation: 1},
 		Spec: appsv1beta1.GitOpsClusterSpec{
@@ -57,7 +55,7 @@ func newTrustReconciler(t *testing.T, w *writes, objs ...client.Object) (*TrustR
 		},
 	}).Build()
 	recorder := events.NewFakeRecorder(50)
-	return &TrustReconciler{Client: c, Keeper: &agenttrust.Keeper{Client: c, APIReader: c}, Recorder: recorder}, c, recorder
+	return &TrustReconciler{Client: c, Keeper: &Keeper{Client: c, APIReader: c}, Recorder: recorder}, c, recorder
 }
 
 func keep(t *testing.T, r *TrustReconciler, ns string) (ctrl.Result, error) {
@@ -65,33 +63,22 @@ func keep(t *testing.T, r *TrustReconciler, ns string) (ctrl.Result, error) {
 	return r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Name: ns}})
 }
 
-func principalCertificate(t *testing.T, c client.Client, ns string) *x509.Certificate {
-	t.Helper()
-	s := &corev1.Secret{}
-	require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: agenttrust.PrincipalSecret}, s))
-	block, _ := pem.Decode(s.Data[corev1.TLSCertKey])
-	require.NotNil(t, block)
-	cert, err := x509.ParseCertificate(block.Bytes)
-	require.NoError(t, err)
-	return cert
-}
-
 // TestOneTrustPerNamespaceForEveryGitOpsClusterSharingIt: the GitOpsClusters of two
 // namespaces sharing one Argo CD namespace get one principal certificate naming every
 // serverAddress, issued in one pass, with an Event on each; a second pass writes nothing.
 func TestOneTrustPerNamespaceForEveryGitOpsClusterSharingIt(t *testing.T) {
 	w := &writes{}
-	a := agentGitOpsCluster("team-a", "fleet", "argocd", "principal.example.com")
-	b := agentGitOpsCluster("team-b", "fleet", "argocd", "agents.example.com")
+	a := argoCDAgentGitOpsCluster("team-a", "fleet", "argocd", "principal.example.com")
+	b := argoCDAgentGitOpsCluster("team-b", "fleet", "argocd", "agents.example.com")
 	r, c, recorder := newTrustReconciler(t, w, a, b)
 
 	result, err := keep(t, r, "argocd")
 	require.NoError(t, err)
 	assert.Positive(t, result.RequeueAfter, "woken again when a certificate is due")
-	for _, name := range []string{agenttrust.CASecret, agenttrust.PrincipalSecret, agenttrust.ResourceProxySecret, agenttrust.JWTSecret} {
+	for _, name := range []string{pki.CASecret, pki.PrincipalSecret, pki.ResourceProxySecret, pki.JWTSecret} {
 		require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "argocd", Name: name}, &corev1.Secret{}), name)
 	}
-	assert.Subset(t, principalCertificate(t, c, "argocd").DNSNames, []string{"principal.example.com", "agents.example.com", "argocd-agent-principal.argocd.svc"})
+	assert.Subset(t, certOf(t, c, "argocd", pki.PrincipalSecret).DNSNames, []string{"principal.example.com", "agents.example.com", "argocd-agent-principal.argocd.svc"})
 	assert.Len(t, recorder.Events, 8, "an Event per Secret issued on each of the two GitOpsClusters")
 
 	before := w.n
@@ -100,21 +87,21 @@ func TestOneTrustPerNamespaceForEveryGitOpsClusterSharingIt(t *testing.T) {
 	assert.Equal(t, before, w.n, "a steady state writes nothing")
 }
 
-// TestTrustLeavesOtherNamespacesAlone: no agent-mode GitOpsCluster (or one not in agent
-// mode, or being deleted) points at the namespace, or it is outside the manager's
+// TestTrustLeavesOtherNamespacesAlone: no Argo CD Agent mode GitOpsCluster (or one not in
+// that mode, or being deleted) points at the namespace, or it is outside the manager's
 // namespaces: nothing is written there.
 func TestTrustLeavesOtherNamespacesAlone(t *testing.T) {
-	off := agentGitOpsCluster("team-a", "off", "argocd", "p.example.com")
+	off := argoCDAgentGitOpsCluster("team-a", "off", "argocd", "p.example.com")
 	off.Spec.GitOpsAddon.ArgoCDAgent.Enabled = ptr.To(false)
-	deleting := agentGitOpsCluster("team-a", "deleting", "argocd", "p.example.com")
+	deleting := argoCDAgentGitOpsCluster("team-a", "deleting", "argocd", "p.example.com")
 	deleting.DeletionTimestamp, deleting.Finalizers = ptr.To(metav1.Now()), []string{"test"}
-	elsewhere := agentGitOpsCluster("team-a", "elsewhere", "not-allowed", "p.example.com")
+	elsewhere := argoCDAgentGitOpsCluster("team-a", "elsewhere", "not-allowed", "p.example.com")
 	for name, tc := range map[string]struct {
 		objs []client.Object
 		ns   string
 	}{
 		"no GitOpsCluster":             {ns: "argocd"},
-		"not in agent mode":            {objs: []client.Object{off}, ns: "argocd"},
+		"not in Argo CD Agent mode":    {objs: []client.Object{off}, ns: "argocd"},
 		"being deleted":                {objs: []client.Object{deleting}, ns: "argocd"},
 		"outside the manager's grants": {objs: []client.Object{elsewhere}, ns: "not-allowed"},
 	} {
@@ -134,9 +121,9 @@ func TestTrustLeavesOtherNamespacesAlone(t *testing.T) {
 // fails (retried with backoff).
 func TestTrustFailureIsAWarningOnEachGitOpsCluster(t *testing.T) {
 	w := &writes{}
-	foreign := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "argocd", Name: agenttrust.PrincipalSecret}}
-	a := agentGitOpsCluster("team-a", "fleet", "argocd", "principal.example.com")
-	b := agentGitOpsCluster("team-b", "fleet", "argocd", "principal.example.com")
+	foreign := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "argocd", Name: pki.PrincipalSecret}}
+	a := argoCDAgentGitOpsCluster("team-a", "fleet", "argocd", "principal.example.com")
+	b := argoCDAgentGitOpsCluster("team-b", "fleet", "argocd", "principal.example.com")
 	r, c, recorder := newTrustReconciler(t, w, a, b, foreign)
 
 	_, err := keep(t, r, "argocd")
@@ -155,11 +142,11 @@ func TestTrustFailureIsAWarningOnEachGitOpsCluster(t *testing.T) {
 }
 
 // TestTrustFollowsTheGitOpsClusters: a namespace is reconciled when a GitOpsCluster in
-// agent mode points at it, and on a spec change at the one it pointed at before too;
+// Argo CD Agent mode points at it, and on a spec change at the one it pointed at before too;
 // status writes wake nothing; the trust Secrets and the principal's objects map to their
 // namespace.
 func TestTrustFollowsTheGitOpsClusters(t *testing.T) {
-	before := agentGitOpsCluster("team-a", "fleet", "old", "p.example.com")
+	before := argoCDAgentGitOpsCluster("team-a", "fleet", "old", "p.example.com")
 	after := before.DeepCopy()
 	after.Spec.ArgoServer.ArgoNamespace, after.Generation = "new", 2
 	statusOnly := before.DeepCopy()
@@ -189,7 +176,7 @@ func TestTrustFollowsTheGitOpsClusters(t *testing.T) {
 		handler.Update(ctx, event.UpdateEvent{ObjectOld: before, ObjectNew: statusOnly}, q)
 	}))
 
-	trustSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "argocd", Name: agenttrust.CASecret}}
+	trustSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "argocd", Name: pki.CASecret}}
 	assert.Equal(t, []reconcile.Request{{NamespacedName: types.NamespacedName{Name: "argocd"}}}, trustSecretNamespace(ctx, trustSecret))
 	assert.Empty(t, trustSecretNamespace(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "argocd", Name: "c1-cluster-secret"}}))
 }

@@ -152,7 +152,7 @@ func updateAddon(current, desired client.Object) bool {
 // reconcileAddons ensures a gitops-addon ManagedClusterAddOn on every decided cluster when
 // the addon is enabled, and removes the ones this GitOpsCluster created that are no longer
 // wanted. ManagedClusterAddOns created by users or other GitOpsClusters are never touched.
-func (r *Reconciler) reconcileAddons(ctx context.Context, gc *appsv1beta1.GitOpsCluster, clusters []string, agent argocdagent.Trust) (addonResult, error) {
+func (r *Reconciler) reconcileAddons(ctx context.Context, gc *appsv1beta1.GitOpsCluster, clusters []string, trust argocdagent.Trust) (addonResult, error) {
 	res := addonResult{enabled: gc.AddonEnabled()}
 	if r.HubOnly {
 		res.hubOnly = true
@@ -170,7 +170,7 @@ func (r *Reconciler) reconcileAddons(ctx context.Context, gc *appsv1beta1.GitOps
 			return res, err
 		}
 		states, err := forEachCluster(ctx, clusters, func(ctx context.Context, cluster string) (addonState, error) {
-			return r.ensureAddon(ctx, gc, cluster, agent, cma)
+			return r.ensureAddon(ctx, gc, cluster, trust, cma)
 		})
 		if err != nil {
 			return res, err
@@ -288,7 +288,7 @@ func (r *Reconciler) ensureAddon(
 	ctx context.Context,
 	gc *appsv1beta1.GitOpsCluster,
 	cluster string,
-	agent argocdagent.Trust,
+	trust argocdagent.Trust,
 	cma *metav1.OwnerReference,
 ) (addonState, error) {
 	mc, err := r.managedCluster(ctx, cluster)
@@ -297,7 +297,7 @@ func (r *Reconciler) ensureAddon(
 	}
 	mode, modeProblem := agentModeOf(gc, mc)
 	choice, choiceProblem := existingArgoCDChoiceOf(gc, mc)
-	settings := addonSettings(gc, mode, agent)
+	settings := addonSettings(gc, mode, trust)
 	settings.ExistingArgoCD = choice.setting()
 	current := &addonv1beta1.ManagedClusterAddOn{}
 	outcome, err := r.owned().Ensure(ctx, gc, desiredAddon(gc, cluster, settings, cma), current, updateAddon)

@@ -16,11 +16,11 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/hub/argocdagent"
 )
 
-// readAgentTrust reads, in agent mode, the trust of gc's Argo CD namespace (kept by
-// argocdagent's trust controller) and where its agents reach the principal. A pending
+// readArgoCDAgentTrust reads, in Argo CD Agent mode, the trust of gc's Argo CD namespace
+// (kept by argocdagent's trust controller) and where its argocd-agents reach the principal. A pending
 // trust (its CA not issued yet) stops the reconcile before anything is signed; the trust
 // Secrets' watch wakes it once they are there.
-func (r *Reconciler) readAgentTrust(ctx context.Context, gc *appsv1beta1.GitOpsCluster) (argocdagent.Trust, *stepFailure, error) {
+func (r *Reconciler) readArgoCDAgentTrust(ctx context.Context, gc *appsv1beta1.GitOpsCluster) (argocdagent.Trust, *stepFailure, error) {
 	reader := argocdagent.TrustReader{Finder: argocdagent.Finder{Reader: r.Client, Routes: r.Routes}, Keeper: r.Trust}
 	trust, err := reader.Read(ctx, gc)
 	if err != nil {
@@ -32,9 +32,9 @@ func (r *Reconciler) readAgentTrust(ctx context.Context, gc *appsv1beta1.GitOpsC
 	return trust, nil, nil
 }
 
-// toAgentFormat turns a cluster Secret into Argo CD Agent's format, keeping the client
-// certificate of the Secret as it stands until it is due.
-func (r *Reconciler) toAgentFormat(ctx context.Context, desired *corev1.Secret, cluster string, trust argocdagent.Trust) error {
+// toArgoCDAgentFormat turns a cluster Secret into Argo CD Agent's format, keeping the
+// client certificate of the Secret as it stands until it is due.
+func (r *Reconciler) toArgoCDAgentFormat(ctx context.Context, desired *corev1.Secret, cluster string, trust argocdagent.Trust) error {
 	current := &corev1.Secret{}
 	var currentConfig []byte
 	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(desired), current); err == nil {
@@ -42,7 +42,7 @@ func (r *Reconciler) toAgentFormat(ctx context.Context, desired *corev1.Secret, 
 	} else if !apierrors.IsNotFound(err) {
 		return fmt.Errorf("reading Secret %s: %w", client.ObjectKeyFromObject(desired), err)
 	}
-	if err := argocdagent.ToAgentFormat(desired, cluster, currentConfig, trust, time.Now()); err != nil {
+	if err := argocdagent.FormatClusterSecret(desired, cluster, currentConfig, trust, time.Now()); err != nil {
 		return err
 	}
 	desired.Annotations[AnnotationWrittenLabels] = writtenLabels(desired.Labels)
@@ -50,7 +50,7 @@ func (r *Reconciler) toAgentFormat(ctx context.Context, desired *corev1.Secret, 
 }
 
 // addonSettings are what a cluster's ManagedClusterAddOn carries for the addon's
-// rendering: the GitOpsCluster's images and, in agent mode, the mode, the principal's
+// rendering: the GitOpsCluster's images and, in Argo CD Agent mode, the mode, the principal's
 // address and the CA to trust it by (unless propagation is off).
 func addonSettings(gc *appsv1beta1.GitOpsCluster, mode string, trust argocdagent.Trust) contract.AddonSettings {
 	settings := contract.AddonSettings{Images: imageSettings(gc)}
@@ -58,7 +58,7 @@ func addonSettings(gc *appsv1beta1.GitOpsCluster, mode string, trust argocdagent
 		return settings
 	}
 	settings.ArgoCDAgent = &contract.ArgoCDAgentSettings{Mode: mode, Principal: trust.Principal.HostPort()}
-	if ca := trust.State.CACertificatePEM(); len(ca) > 0 && propagatesHubCA(gc) {
+	if ca := trust.CACertificatePEM(); len(ca) > 0 && propagatesHubCA(gc) {
 		settings.ArgoCDAgent.PrincipalCA = string(ca)
 	}
 	return settings
@@ -74,13 +74,13 @@ func propagatesHubCA(gc *appsv1beta1.GitOpsCluster) bool {
 	return p == nil || *p
 }
 
-// forPrincipalService wakes the agent-mode GitOpsClusters of the namespace of the
+// forPrincipalService wakes the Argo CD Agent mode GitOpsClusters of the namespace of the
 // principal's Service or Route.
 func (r *Reconciler) forPrincipalService(ctx context.Context, obj client.Object) []reconcile.Request {
 	return r.sharingPrincipal(ctx, obj.GetNamespace())
 }
 
-// sharingPrincipal are the requests of the agent-mode GitOpsClusters of an Argo CD namespace.
+// sharingPrincipal are the requests of the Argo CD Agent mode GitOpsClusters of an Argo CD namespace.
 func (r *Reconciler) sharingPrincipal(ctx context.Context, argoNamespace string) []reconcile.Request {
 	sharing, err := argocdagent.Sharing(ctx, r.Client, argoNamespace)
 	if err != nil {
@@ -94,7 +94,7 @@ func (r *Reconciler) sharingPrincipal(ctx context.Context, argoNamespace string)
 }
 
 // forSecret maps a Secret to the GitOpsCluster that created it, and a trust Secret of an
-// Argo CD namespace to the GitOpsClusters in agent mode there, which sign with its CA.
+// Argo CD namespace to the GitOpsClusters in Argo CD Agent mode there, which sign with its CA.
 func (r *Reconciler) forSecret(ctx context.Context, obj client.Object) []reconcile.Request {
 	if argocdagent.IsTrustSecret(obj.GetName()) {
 		return r.sharingPrincipal(ctx, obj.GetNamespace())

@@ -34,7 +34,7 @@ import (
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/bounded"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
-	"github.com/gitops-addon/gitops-addon/pkg/hub/agenttrust"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/argocdagent"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/localcluster"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/ownership"
 )
@@ -60,8 +60,8 @@ type Reconciler struct {
 	// ApplicationSetAccess reports the problems of the shared ApplicationSet objects each
 	// GitOpsCluster needs, and wakes those whose problems change; nil reports none.
 	ApplicationSetAccess ApplicationSetAccess
-	// Trust keeps the Argo CD Agent certificates of GitOpsClusters in agent mode; nil: off.
-	Trust *agenttrust.Keeper
+	// Trust keeps the Argo CD Agent certificates of GitOpsClusters in Argo CD Agent mode; nil: off.
+	Trust *argocdagent.Keeper
 	// ArgoNamespaces are the only argoNamespaces the manager may work in (its Secrets and
 	// ConfigMaps are granted and cached there only); empty allows any.
 	ArgoNamespaces []string
@@ -115,7 +115,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err // retried with backoff; the status and an Event say why
 	}
-	return ctrl.Result{RequeueAfter: earliest(obs.addons.recheckAfter, obs.agent.UntilRenewal(time.Now()))}, nil
+	return ctrl.Result{RequeueAfter: earliest(obs.addons.recheckAfter, obs.trust.UntilRenewal(time.Now()))}, nil
 }
 
 // refuseArgoNamespace refuses an argoNamespace outside the manager's: its Secrets and
@@ -171,8 +171,8 @@ func (r *Reconciler) observe(ctx context.Context, gc *appsv1beta1.GitOpsCluster)
 	}
 	if refusal := r.refuseArgoNamespace(gc); refusal != nil {
 		// Agent mode's trust is the first step in the argoNamespace.
-		obs.agent.Enabled = gc.ArgoCDAgentEnabled()
-		if obs.agent.Enabled {
+		obs.trust.Enabled = gc.ArgoCDAgentEnabled()
+		if obs.trust.Enabled {
 			refusal.condition = appsv1beta1.ConditionArgoCDAgentTrust
 		}
 		obs.failed = refusal
@@ -184,7 +184,7 @@ func (r *Reconciler) observe(ctx context.Context, gc *appsv1beta1.GitOpsCluster)
 		return obs, err
 	}
 	// Agent mode's cluster Secrets carry client certificates signed by its CA: trust first.
-	if obs.agent, obs.failed, err = r.readAgentTrust(ctx, gc); obs.failed != nil {
+	if obs.trust, obs.failed, err = r.readArgoCDAgentTrust(ctx, gc); obs.failed != nil {
 		return obs, err
 	}
 	// The ManagedClusterAddOns before the cluster Secrets: each addon starts the longest
@@ -192,8 +192,8 @@ func (r *Reconciler) observe(ctx context.Context, gc *appsv1beta1.GitOpsCluster)
 	// then the ManifestWork), a Secret is done once written. A failure of either is
 	// reported; registration's first, as before. The hub itself gets no addon.
 	var addonErr error
-	obs.addons, addonErr = r.reconcileAddons(ctx, gc, obs.hubs.targets(obs.placement.clusters), obs.agent)
-	if obs.registration, err = r.registerClusters(ctx, gc, obs.placement.clusters, obs.hubs, obs.agent); err != nil {
+	obs.addons, addonErr = r.reconcileAddons(ctx, gc, obs.hubs.targets(obs.placement.clusters), obs.trust)
+	if obs.registration, err = r.registerClusters(ctx, gc, obs.placement.clusters, obs.hubs, obs.trust); err != nil {
 		obs.failed = &stepFailure{condition: appsv1beta1.ConditionClustersRegistered, err: err}
 		return obs, err
 	}

@@ -32,8 +32,8 @@ import (
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
-	"github.com/gitops-addon/gitops-addon/pkg/hub/agenttrust"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/argocdagent"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/argocdagent/pki"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/ownership"
 )
 
@@ -407,7 +407,7 @@ func TestAgentModeAnnotationsCarryThePrincipalAndItsCA(t *testing.T) {
 			gc.Annotations = tt.annotations
 			gc.Spec.GitOpsAddon.ArgoCDAgent = &tt.agent
 			r, c := newReconciler(t, append(placementObjects("p", "c1"), gc)...)
-			r.Trust = &agenttrust.Keeper{Client: c, APIReader: c}
+			r.Trust = &argocdagent.Keeper{Client: c, APIReader: c}
 			reconcileOnce(t, r, gc)
 
 			mca := &addonv1beta1.ManagedClusterAddOn{}
@@ -423,7 +423,7 @@ func TestAgentModeAnnotationsCarryThePrincipalAndItsCA(t *testing.T) {
 				return
 			}
 			caSecret := &corev1.Secret{}
-			require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "gitops", Name: agenttrust.CASecret}, caSecret))
+			require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "gitops", Name: pki.CASecret}, caSecret))
 			assert.Equal(t, string(caSecret.Data[corev1.TLSCertKey]), ca, "the CA's certificate")
 			assert.NotContains(t, ca, "PRIVATE KEY", "never its key")
 		})
@@ -490,7 +490,7 @@ func TestPrincipalAddressIsSetOrDiscovered(t *testing.T) {
 				objs = append(objs, tt.route)
 			}
 			r, c := newReconciler(t, objs...)
-			r.Trust = &agenttrust.Keeper{Client: c, APIReader: c}
+			r.Trust = &argocdagent.Keeper{Client: c, APIReader: c}
 			r.Routes = true
 			got := reconcileOnce(t, r, gc)
 			trust := meta.FindStatusCondition(got.Status.Conditions, appsv1beta1.ConditionArgoCDAgentTrust)
@@ -507,7 +507,7 @@ func TestPrincipalAddressIsSetOrDiscovered(t *testing.T) {
 				return
 			}
 			secret := &corev1.Secret{}
-			require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "gitops", Name: agenttrust.PrincipalSecret}, secret))
+			require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "gitops", Name: pki.PrincipalSecret}, secret))
 			block, _ := pem.Decode(secret.Data[corev1.TLSCertKey])
 			require.NotNil(t, block)
 			cert, err := x509.ParseCertificate(block.Bytes)
@@ -556,7 +556,7 @@ func TestAgentCertificatesAndConnectionsAreCountedPerCluster(t *testing.T) {
 			gc := gitOpsCluster("gc", "p", true)
 			gc.Spec.GitOpsAddon.ArgoCDAgent = &appsv1beta1.ArgoCDAgentSpec{Enabled: ptr.To(true), ServerAddress: "principal.example.com"}
 			r, c := newReconciler(t, append(placementObjects("p", "c1", "c2"), gc)...)
-			r.Trust = &agenttrust.Keeper{Client: c, APIReader: c}
+			r.Trust = &argocdagent.Keeper{Client: c, APIReader: c}
 			reconcileOnce(t, r, gc)
 			for cluster, report := range map[string]agentReport{"c1": tt.c1, "c2": tt.c2} {
 				mca := &addonv1beta1.ManagedClusterAddOn{}
@@ -594,10 +594,10 @@ func TestGitOpsClustersSharingAPrincipalDoNotReissueItsCertificateInTurn(t *test
 	b.Spec.GitOpsAddon.ArgoCDAgent = &appsv1beta1.ArgoCDAgentSpec{Enabled: ptr.To(true), ServerAddress: "10.0.0.9"}
 	objs := append(placementObjects("pa", "c1"), placementObjects("pb", "c2")...)
 	r, c := newReconciler(t, append(objs, a, b)...)
-	r.Trust = &agenttrust.Keeper{Client: c, APIReader: c}
+	r.Trust = &argocdagent.Keeper{Client: c, APIReader: c}
 	principalTLS := func() *corev1.Secret {
 		s := &corev1.Secret{}
-		require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "gitops", Name: agenttrust.PrincipalSecret}, s))
+		require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "gitops", Name: pki.PrincipalSecret}, s))
 		return s
 	}
 	reconcileOnce(t, r, a)
@@ -634,7 +634,7 @@ func TestAgentModeWaitsForTheTrustItDoesNotIssue(t *testing.T) {
 	gc := gitOpsCluster("gc", "p", true)
 	gc.Spec.GitOpsAddon.ArgoCDAgent = &appsv1beta1.ArgoCDAgentSpec{Enabled: ptr.To(true), ServerAddress: "principal.example.com"}
 	r, c := newReconciler(t, append(placementObjects("p", "c1"), gc)...)
-	r.Trust = &agenttrust.Keeper{Client: c, APIReader: c}
+	r.Trust = &argocdagent.Keeper{Client: c, APIReader: c}
 	recorder := events.NewFakeRecorder(20)
 	r.Recorder = recorder
 

@@ -21,7 +21,7 @@ import (
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
-	"github.com/gitops-addon/gitops-addon/pkg/hub/agenttrust"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/argocdagent"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/localcluster"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/ownership"
 )
@@ -282,7 +282,7 @@ func TestExistingArgoCDIsCountedFromTheAddons(t *testing.T) {
 			}
 			r, c, _ := hubReconciler(t, append(placementObjects("p", clusters...), gc)...)
 			if tt.agentMode {
-				r.Trust = &agenttrust.Keeper{Client: c, APIReader: c}
+				r.Trust = &argocdagent.Keeper{Client: c, APIReader: c}
 			}
 			got := reconcileOnce(t, r, gc)
 			markAddonAvailable(t, c, "c1", found)

@@ -24,7 +24,7 @@ import (
 // wrote for clusters no longer decided, and reports what is wrong with the ApplicationSet
 // placement ConfigMap and RBAC it needs (which pkg/hub/appsetaccess writes).
 func (r *Reconciler) registerClusters(
-	ctx context.Context, gc *appsv1beta1.GitOpsCluster, clusters []string, hubs hubClusters, agent argocdagent.Trust,
+	ctx context.Context, gc *appsv1beta1.GitOpsCluster, clusters []string, hubs hubClusters, trust argocdagent.Trust,
 ) (registrationResult, error) {
 	var res registrationResult
 	plan, err := r.planClusterSecrets(ctx, gc, clusters, hubs)
@@ -38,7 +38,7 @@ func (r *Reconciler) registerClusters(
 		if holder, held := plan.inCluster[cluster]; held {
 			return secretState{inClusterBy: holder}, nil
 		}
-		state, err := r.ensureClusterSecret(ctx, gc, cluster, plan.name(cluster), hubs[cluster].IsHub(), agent)
+		state, err := r.ensureClusterSecret(ctx, gc, cluster, plan.name(cluster), hubs[cluster].IsHub(), trust)
 		if err == nil && state.problem == "" && state.name != (types.NamespacedName{}) {
 			err = r.removeDuplicates(ctx, gc, state.name.Name, plan.doubled[cluster], plan.duplicates[cluster])
 		}
@@ -94,7 +94,7 @@ type secretState struct {
 // for the hub itself (hub), the in-cluster destination's, never in Argo CD Agent's
 // format: the hub's own Argo CD syncs its Applications, no argocd-agent.
 func (r *Reconciler) ensureClusterSecret(
-	ctx context.Context, gc *appsv1beta1.GitOpsCluster, cluster, name string, hub bool, agent argocdagent.Trust,
+	ctx context.Context, gc *appsv1beta1.GitOpsCluster, cluster, name string, hub bool, trust argocdagent.Trust,
 ) (secretState, error) {
 	mc := &clusterv1.ManagedCluster{}
 	if err := r.Client.Get(ctx, types.NamespacedName{Name: cluster}, mc); err != nil {
@@ -108,8 +108,8 @@ func (r *Reconciler) ensureClusterSecret(
 	switch {
 	case hub:
 		asInClusterDestination(desired)
-	case agent.Enabled && r.Trust != nil:
-		if err := r.toAgentFormat(ctx, desired, cluster, agent); err != nil {
+	case trust.Enabled && r.Trust != nil:
+		if err := r.toArgoCDAgentFormat(ctx, desired, cluster, trust); err != nil {
 			return secretState{}, err
 		}
 	}
@@ -139,8 +139,8 @@ func updateSecret(current, desired client.Object) bool {
 	}
 	maps.Copy(labels, want.Labels)
 	changed := !maps.Equal(labels, cur.Labels) || !equality.Semantic.DeepEqual(cur.Data, want.Data)
-	if _, agent := want.Annotations[argocdagent.AnnotationSkipReconcile]; !agent && wasAgentFormat(cur) {
-		// Agent mode turned off: the hub's Argo CD reconciles the cluster's Applications again.
+	if _, skipped := want.Annotations[argocdagent.AnnotationSkipReconcile]; !skipped && wasArgoCDAgentFormat(cur) {
+		// Argo CD Agent mode turned off: the hub's Argo CD reconciles the cluster's Applications again.
 		if _, has := cur.Annotations[argocdagent.AnnotationSkipReconcile]; has {
 			delete(cur.Annotations, argocdagent.AnnotationSkipReconcile)
 			changed = true
@@ -150,9 +150,9 @@ func updateSecret(current, desired client.Object) bool {
 	return addAnnotations(cur, want.Annotations) || changed
 }
 
-// wasAgentFormat tells whether gitops-addon wrote a cluster Secret in Argo CD Agent's
-// format (it wrote the agent-name label).
-func wasAgentFormat(s *corev1.Secret) bool {
+// wasArgoCDAgentFormat tells whether gitops-addon wrote a cluster Secret in Argo CD
+// Agent's format (it wrote argocd-agent's agent-name label).
+func wasArgoCDAgentFormat(s *corev1.Secret) bool {
 	return slices.Contains(strings.Split(s.Annotations[AnnotationWrittenLabels], ","), argocdagent.LabelAgentName)
 }
 

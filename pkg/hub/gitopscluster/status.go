@@ -79,7 +79,7 @@ type observation struct {
 	registration registrationResult
 	addons       addonResult
 	unsupported  []string
-	agent        argocdagent.Trust
+	trust        argocdagent.Trust
 	// failed is the step that could not be done, if one could not; the steps after it
 	// were not attempted.
 	failed *stepFailure
@@ -188,7 +188,7 @@ func computeStatus(gc *appsv1beta1.GitOpsCluster, obs observation, now metav1.Ti
 		addonsCondition(obs),
 		existingArgoCDCondition(obs),
 	}
-	if obs.agent.Enabled {
+	if obs.trust.Enabled {
 		conds = append(conds, agentCondition(obs))
 	} else {
 		meta.RemoveStatusCondition(&st.Conditions, appsv1beta1.ConditionArgoCDAgentTrust)
@@ -312,11 +312,11 @@ func addonsCondition(obs observation) metav1.Condition {
 }
 
 func agentCondition(obs observation) metav1.Condition {
-	if !obs.placement.resolved || obs.agent.State.CA.Secret == "" {
+	if !obs.placement.resolved || obs.trust.CA.Secret == "" {
 		return metav1.Condition{Type: appsv1beta1.ConditionArgoCDAgentTrust, Status: metav1.ConditionUnknown, Reason: appsv1beta1.ReasonPlacementUnresolved,
 			Message: "Not evaluated yet: the Placement must resolve first."}
 	}
-	return obs.agent.Condition()
+	return obs.trust.Condition()
 }
 
 func readyCondition(conds []metav1.Condition) metav1.Condition {

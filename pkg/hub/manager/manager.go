@@ -40,10 +40,9 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/argocdcache"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/addon"
-	"github.com/gitops-addon/gitops-addon/pkg/hub/agentsigner"
-	"github.com/gitops-addon/gitops-addon/pkg/hub/agenttrust"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/appsetaccess"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/argocdagent"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/argocdagent/signer"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/crdupgrade"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/gitopscluster"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/hubmetrics"
@@ -95,7 +94,7 @@ type Options struct {
 	// Roles grant them there). Empty means any namespace (and a ClusterRole for both kinds).
 	ArgoNamespaces []string
 	// ArgoCDAgentCertificateLifetime is how long the Argo CD Agent client certificates it
-	// signs are valid (OCM renews them before); 0 means agentsigner.DefaultLifetime.
+	// signs are valid (OCM renews them before); 0 means signer.DefaultLifetime.
 	ArgoCDAgentCertificateLifetime time.Duration
 	// SkipControllerNameValidation lets tests run several managers in one process.
 	SkipControllerNameValidation bool
@@ -224,7 +223,7 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 			return nil, fmt.Errorf("setting up the pull model: %w", err)
 		}
 	}
-	trust := &agenttrust.Keeper{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
+	trust := &argocdagent.Keeper{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
 	// The shared ApplicationSet objects are written whether or not this installation
 	// delivers the addon (HubOnly): the hub's ApplicationSets need them either way.
 	access := &appsetaccess.Reconciler{
@@ -263,8 +262,8 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 		ctrl.Log.WithName("manager").Info("hub-only: the addon is not delivered by this installation (--deliver-addon=false); no ManagedClusterAddOn is " +
 			"created, changed or removed")
 	} else {
-		signer := &agentsigner.Signer{Reader: mgr.GetClient(), CAs: trust, Lifetime: o.ArgoCDAgentCertificateLifetime}
-		if err := addAddonManager(mgr, cfg, o, signer); err != nil {
+		argoCDAgentSigner := &signer.Signer{Reader: mgr.GetClient(), CAs: trust, Lifetime: o.ArgoCDAgentCertificateLifetime}
+		if err := addAddonManager(mgr, cfg, o, argoCDAgentSigner); err != nil {
 			return nil, err
 		}
 		if err := stackstatus.SetupWithManager(mgr, cfg); err != nil {
@@ -323,7 +322,7 @@ func departuresOrNil(d *pullmodel.Departures) gitopscluster.Departures {
 
 // addAddonManager registers addon-framework's addon manager as a runnable that starts
 // only on the elected leader: two replicas must never both write ManifestWorks.
-func addAddonManager(mgr manager.Manager, cfg *rest.Config, o Options, signer *agentsigner.Signer) error {
+func addAddonManager(mgr manager.Manager, cfg *rest.Config, o Options, argoCDAgentSigner *signer.Signer) error {
 	clients, err := newAddonClients(cfg)
 	if err != nil {
 		return fmt.Errorf("creating the addon manager's clients: %w", err)
@@ -340,7 +339,7 @@ func addAddonManager(mgr manager.Manager, cfg *rest.Config, o Options, signer *a
 		AgentHubBindings:  rbaclisters.NewRoleBindingLister(agentHubBindings.GetIndexer()),
 		ADCGetter:         utils.NewAddOnDeploymentConfigGetter(clients.addon),
 		Warn:              addon.EventWarner(mgr.GetEventRecorder("gitops-addon-manager")),
-		ArgoCDAgentSigner: signer,
+		ArgoCDAgentSigner: argoCDAgentSigner,
 	})
 	if err != nil {
 		return err

@@ -27,8 +27,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/argocdcache"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/addonstatus"
-	"github.com/gitops-addon/gitops-addon/pkg/spoke/agentcert"
-	"github.com/gitops-addon/gitops-addon/pkg/spoke/agenthealth"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/argocdagent"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/comparisonretry"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/crdinstall"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/existingargocd"
@@ -63,12 +62,12 @@ type Options struct {
 	Stack string
 	// ArgoCDAgentCertificateSecret, set in Argo CD Agent mode, is the Secret of the
 	// agent's namespace in which OCM keeps argocd-agent's client certificate; the agent
-	// hands it to argocd-agent (pkg/spoke/agentcert). Empty: not in agent mode.
+	// hands it to argocd-agent (pkg/spoke/argocdagent). Empty: not in Argo CD Agent mode.
 	ArgoCDAgentCertificateSecret string
-	// ArgoCDAgentHealthURL is argocd-agent's health endpoint, asked in agent mode for
+	// ArgoCDAgentHealthURL is argocd-agent's health endpoint, asked in Argo CD Agent mode for
 	// whether it is connected to the principal; empty: the operator's healthz Service.
 	ArgoCDAgentHealthURL string
-	// ArgoCDAgentHealthInterval is how often it is asked; zero: agenthealth.DefaultInterval.
+	// ArgoCDAgentHealthInterval is how often it is asked; zero: argocdagent.DefaultHealthInterval.
 	ArgoCDAgentHealthInterval time.Duration
 
 	// ArgoCDRedisAddress is Argo CD's redis, where the resource trees are read (pkg/spoke/treereport);
@@ -208,21 +207,22 @@ func RepositoryCredentials(s Setup) error {
 
 // ArgoCDAgentCertificate hands argocd-agent the client certificate OCM keeps for it and
 // restarts it on every renewal. Outside Argo CD Agent mode it removes what it kept there
-// when the cluster was in agent mode (agentcert.Retirement).
+// when the cluster was in Argo CD Agent mode (argocdagent.Retirement).
 func ArgoCDAgentCertificate(s Setup) error {
 	if s.Options.Stack != StackFull {
 		return nil // no ArgoCD of ours, and no certificate of ours to keep or retire
 	}
-	o, on := s.Options.agentCertificate(s.Report)
+	o, on := s.Options.argoCDAgentCertificate(s.Report)
 	if !on {
 		// Uncached: the Secret is read once, by name, which is all the RBAC allows.
 		direct, err := client.New(s.SpokeConfig, client.Options{Scheme: s.Manager.GetScheme()})
 		if err != nil {
 			return fmt.Errorf("creating the spoke client: %w", err)
 		}
-		return s.Manager.Add(&agentcert.Retirement{Client: direct, ArgoNamespace: o.ArgoNamespace, Report: s.Report})
+		return s.Manager.Add(&argocdagent.Retirement{Client: direct, ArgoNamespace: o.ArgoNamespace, Report: s.Report})
 	}
-	if err := (&agentcert.Reconciler{Client: s.Manager.GetClient(), APIReader: s.Manager.GetAPIReader(), Options: o}).SetupWithManager(s.Manager); err != nil {
+	certificates := &argocdagent.CertificateReconciler{Client: s.Manager.GetClient(), APIReader: s.Manager.GetAPIReader(), CertificateOptions: o}
+	if err := certificates.SetupWithManager(s.Manager); err != nil {
 		return fmt.Errorf("setting up the Argo CD Agent certificate controller: %w", err)
 	}
 	return nil
@@ -231,22 +231,22 @@ func ArgoCDAgentCertificate(s Setup) error {
 // ArgoCDAgentHealth reports, in Argo CD Agent mode, whether argocd-agent is connected to
 // the principal.
 func ArgoCDAgentHealth(s Setup) error {
-	if _, on := s.Options.agentCertificate(nil); !on || s.Options.Stack != StackFull {
+	if _, on := s.Options.argoCDAgentCertificate(nil); !on || s.Options.Stack != StackFull {
 		return nil
 	}
 	url := s.Options.ArgoCDAgentHealthURL
 	if url == "" {
-		url = agenthealth.HealthURL(contract.ArgoCDName, contract.GitOpsNamespace)
+		url = argocdagent.HealthURL(contract.ArgoCDName, contract.GitOpsNamespace)
 	}
-	return s.Manager.Add(&agenthealth.Prober{URL: url, Interval: s.Options.ArgoCDAgentHealthInterval, Report: s.Report})
+	return s.Manager.Add(&argocdagent.Prober{URL: url, Interval: s.Options.ArgoCDAgentHealthInterval, Report: s.Report})
 }
 
-// agentCertificate is the configuration of the Argo CD Agent certificate controller, and
-// whether it runs.
-func (o Options) agentCertificate(report *addonstatus.Report) (agentcert.Options, bool) {
-	return agentcert.Options{
+// argoCDAgentCertificate is the configuration of the Argo CD Agent certificate controller,
+// and whether it runs.
+func (o Options) argoCDAgentCertificate(report *addonstatus.Report) (argocdagent.CertificateOptions, bool) {
+	return argocdagent.CertificateOptions{
 		SourceNamespace: o.AddonNamespace, SourceSecret: o.ArgoCDAgentCertificateSecret,
-		ArgoNamespace: contract.GitOpsNamespace, AgentDeployment: agentcert.AgentDeployment(contract.ArgoCDName),
+		ArgoNamespace: contract.GitOpsNamespace, Deployment: argocdagent.Deployment(contract.ArgoCDName),
 		ArgoCD: contract.ArgoCDName, Report: report,
 	}, o.ArgoCDAgentCertificateSecret != ""
 }
@@ -338,7 +338,7 @@ func newManager(spokeCfg *rest.Config, o Options) (manager.Manager, error) {
 // the objects its RBAC names.
 func cacheByObject(o Options) map[client.Object]cache.ByObject {
 	byObject := routeguard.CacheByObject()
-	if certs, on := o.agentCertificate(nil); on && o.Stack == StackFull {
+	if certs, on := o.argoCDAgentCertificate(nil); on && o.Stack == StackFull {
 		maps.Copy(byObject, certs.CacheByObject())
 	}
 	return byObject

@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
-	"github.com/gitops-addon/gitops-addon/pkg/spoke/agentcert"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/argocdagent"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/existingargocd"
 )
 
@@ -64,12 +64,12 @@ func Run(ctx context.Context, c client.WithWatch, o Options) error {
 	if err != nil || foreign {
 		return err // beside an instance someone else created, nothing there is ours
 	}
-	removed, err := agentcert.RemoveClientTLS(ctx, c, o.Namespace)
+	removed, err := argocdagent.RemoveClientTLS(ctx, c, o.Namespace)
 	if err != nil {
 		return err
 	}
 	if removed {
-		o.Logf("deleted Secret %s/%s, argocd-agent's client certificate gitops-addon kept", o.Namespace, agentcert.ClientTLSSecret)
+		o.Logf("deleted Secret %s/%s, argocd-agent's client certificate gitops-addon kept", o.Namespace, argocdagent.ClientTLSSecret)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package agenttrust
+package argocdagent
 
 import (
 	"context"
@@ -10,20 +10,22 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gitops-addon/gitops-addon/pkg/hub/argocdagent/pki"
 )
 
 // TestReadSaysWhatEnsureKeptAndWritesNothing: before Ensure every trust Secret is missing
-// and nothing can be signed; after it, Read's State is Ensure's (certificates, expiry,
+// and nothing can be signed; after it, Read's Trust is Ensure's (certificates, expiry,
 // renewal, the CA to sign with), and reading never writes.
 func TestReadSaysWhatEnsureKeptAndWritesNothing(t *testing.T) {
-	ctx := context.Background()
 	now := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
+	ctx := context.Background()
 	k, c := newKeeper(t, &now)
 
-	st, missing, err := k.Read(ctx, ns)
+	st, err := k.Read(ctx, ns)
 	require.NoError(t, err)
-	assert.Equal(t, []string{CASecret, PrincipalSecret, ResourceProxySecret, JWTSecret}, missing)
-	_, _, err = st.ClientConfigFor("c1", nil, now)
+	assert.Equal(t, []string{pki.CASecret, pki.PrincipalSecret, pki.ResourceProxySecret, pki.JWTSecret}, st.Missing)
+	_, _, err = clientConfigFor(st, "c1", nil, now)
 	require.Error(t, err, "nothing to sign with before the CA is issued")
 	secrets := &corev1.SecretList{}
 	require.NoError(t, c.List(ctx, secrets))
@@ -31,15 +33,15 @@ func TestReadSaysWhatEnsureKeptAndWritesNothing(t *testing.T) {
 
 	kept, err := k.Ensure(ctx, Request{Namespace: ns, PrincipalNames: []string{"principal.example.com", "10.0.0.9"}})
 	require.NoError(t, err)
-	st, missing, err = k.Read(ctx, ns)
+	st, err = k.Read(ctx, ns)
 	require.NoError(t, err)
-	assert.Empty(t, missing)
+	assert.Empty(t, st.Missing)
 	assert.Equal(t, kept.CA, st.CA)
-	assert.Equal(t, kept.Principal, st.Principal)
-	assert.Equal(t, kept.ResourceProxy, st.ResourceProxy)
+	assert.Equal(t, kept.PrincipalCertificate, st.PrincipalCertificate)
+	assert.Equal(t, kept.ResourceProxyCertificate, st.ResourceProxyCertificate)
 	assert.Equal(t, kept.RenewAt, st.RenewAt)
 	assert.Equal(t, kept.CACertificatePEM(), st.CACertificatePEM())
-	_, _, err = st.ClientConfigFor("c1", nil, now)
+	_, _, err = clientConfigFor(st, "c1", nil, now)
 	require.NoError(t, err, "the CA read signs")
 }
 
@@ -49,24 +51,24 @@ func TestReadSaysWhatEnsureKeptAndWritesNothing(t *testing.T) {
 func TestReadNamesAnUnusableTrustSecret(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
-	foreign := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: PrincipalSecret}}
+	foreign := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: pki.PrincipalSecret}}
 	k, _ := newKeeper(t, &now, foreign)
-	_, _, err := k.Read(ctx, ns)
+	_, err := k.Read(ctx, ns)
 	require.ErrorContains(t, err, "was not created by gitops-addon; it is left unchanged: delete it")
 
-	keyless := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: CASecret}, Data: map[string][]byte{corev1.TLSCertKey: []byte("x")}}
+	keyless := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: pki.CASecret}, Data: map[string][]byte{corev1.TLSCertKey: []byte("x")}}
 	k, _ = newKeeper(t, &now, keyless)
-	_, _, err = k.Read(ctx, ns)
+	_, err = k.Read(ctx, ns)
 	require.ErrorContains(t, err, "fix it or delete it to let gitops-addon issue a CA")
 
 	k, c := newKeeper(t, &now)
 	_, err = k.Ensure(ctx, Request{Namespace: ns, PrincipalNames: []string{"p.example.com"}})
 	require.NoError(t, err)
 	broken := &corev1.Secret{}
-	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: ResourceProxySecret}, broken))
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: pki.ResourceProxySecret}, broken))
 	broken.Data[corev1.TLSCertKey] = []byte("not a certificate")
 	require.NoError(t, c.Update(ctx, broken))
-	_, missing, err := k.Read(ctx, ns)
+	st, err := k.Read(ctx, ns)
 	require.NoError(t, err)
-	assert.Equal(t, []string{ResourceProxySecret}, missing)
+	assert.Equal(t, []string{pki.ResourceProxySecret}, st.Missing)
 }

@@ -1,9 +1,11 @@
-// Package agenttrust keeps the hub side of Argo CD Agent's mTLS trust in an Argo CD
-// namespace: the CA (argocd-agent-ca, issued when missing, a user's used as is), the
-// principal's and the resource proxy's serving certificates, and the JWT signing key.
-// Certificates are issued once and issued again only when their names change or after
-// 80 % of their lifetime, never on every reconcile.
-package agenttrust
+// Package pki is Argo CD Agent's public key infrastructure as pure functions, with no
+// Kubernetes client: the names of the Secrets argocd-agent's principal reads it from and
+// the CA Secret's content (the CA set and its staged rotation, as a data map), the key
+// pairs gitops-addon issues (the CA, the principal's and the resource proxy's serving
+// certificates, the hub's client certificates, the JWT signing key), the argocd-agents'
+// certificate requests signed, and when each certificate is due: issued once, issued
+// again only when its names change or after 80 % of its lifetime.
+package pki
 
 import (
 	"crypto"
@@ -22,19 +24,68 @@ import (
 	"time"
 )
 
+// Lifetimes of what gitops-addon issues. The CA outlives every certificate it signs many
+// times over: replacing it means every argocd-agent must trust a new one.
+const (
+	CALifetime      = 10 * 365 * 24 * time.Hour
+	ServingLifetime = 365 * 24 * time.Hour
+)
+
 // renewAt is the share of a certificate's lifetime after which it is issued again.
 const renewAt = 0.8
 
-// keyPair is a certificate with its private key.
-type keyPair struct {
+// Names of the Secrets in the Argo CD namespace, as argocd-agent's principal reads them.
+const (
+	CASecret            = "argocd-agent-ca"                 //nolint:gosec // G101: a Secret's name, not a credential
+	PrincipalSecret     = "argocd-agent-principal-tls"      //nolint:gosec // G101: a Secret's name, not a credential
+	ResourceProxySecret = "argocd-agent-resource-proxy-tls" //nolint:gosec // G101: a Secret's name, not a credential
+	JWTSecret           = "argocd-agent-jwt"                //nolint:gosec // G101: a Secret's name, not a credential
+	// JWTKey is the key of the JWT signing key in JWTSecret.
+	JWTKey = "jwt.key"
+)
+
+// The keys of a kubernetes.io/tls Secret's data (corev1.TLSCertKey, corev1.TLSPrivateKeyKey).
+const (
+	certKey = "tls.crt"
+	keyKey  = "tls.key"
+)
+
+// Pair is a certificate with its private key.
+type Pair struct {
 	cert *x509.Certificate
 	key  crypto.Signer
 	// certPEM and keyPEM are what the Secret holds.
 	certPEM, keyPEM []byte
 }
 
+// Certificate is the pair's certificate.
+func (p *Pair) Certificate() *x509.Certificate { return p.cert }
+
+// CertPEM is the certificate as a kubernetes.io/tls Secret holds it (tls.crt).
+func (p *Pair) CertPEM() []byte { return p.certPEM }
+
+// KeyPEM is the private key as a kubernetes.io/tls Secret holds it (tls.key); nil for a
+// pair read without its key.
+func (p *Pair) KeyPEM() []byte { return p.keyPEM }
+
+// CanSign tells whether the pair is a CA with its key.
+func (p *Pair) CanSign() bool { return p.key != nil && p.cert.IsCA }
+
+// RenewAt is when the certificate reaches 80 % of its lifetime and is issued again.
+func (p *Pair) RenewAt() time.Time { return renewalTime(p.cert) }
+
+// Names are the certificate's DNS names and IP addresses, sorted, IP addresses in their
+// canonical form.
+func (p *Pair) Names() []string {
+	names := slices.Clone(p.cert.DNSNames)
+	for _, ip := range p.cert.IPAddresses {
+		names = append(names, ip.String())
+	}
+	return normalizedNames(names)
+}
+
 // newCA makes a self-signed CA valid for lifetime from now.
-func newCA(commonName string, now time.Time, lifetime time.Duration) (*keyPair, error) {
+func newCA(commonName string, now time.Time, lifetime time.Duration) (*Pair, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("generating the CA key: %w", err)
@@ -52,7 +103,7 @@ func newCA(commonName string, now time.Time, lifetime time.Duration) (*keyPair, 
 
 // newServing makes a serving certificate for names (DNS names or IP addresses), signed
 // by ca, valid for lifetime from now.
-func newServing(ca *keyPair, commonName string, names []string, now time.Time, lifetime time.Duration) (*keyPair, error) {
+func newServing(ca *Pair, commonName string, names []string, now time.Time, lifetime time.Duration) (*Pair, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("generating the key of %s: %w", commonName, err)
@@ -74,6 +125,21 @@ func newServing(ca *keyPair, commonName string, names []string, now time.Time, l
 	return sign(template, key, ca)
 }
 
+// newClient makes a client certificate for commonName signed by ca.
+func newClient(ca *Pair, commonName string, now time.Time, lifetime time.Duration) (*Pair, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("generating the key of %s: %w", commonName, err)
+	}
+	return sign(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: commonName},
+		NotBefore:   now.Add(-time.Minute),
+		NotAfter:    now.Add(lifetime),
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}, key, ca)
+}
+
 // randReader is the entropy of every key, serial and signature.
 var randReader = rand.Reader
 
@@ -87,7 +153,7 @@ func serialNumber() (*big.Int, error) {
 }
 
 // sign signs template with ca (self-signed when ca is nil) and encodes the pair.
-func sign(template *x509.Certificate, key crypto.Signer, ca *keyPair) (*keyPair, error) {
+func sign(template *x509.Certificate, key crypto.Signer, ca *Pair) (*Pair, error) {
 	serial, err := serialNumber()
 	if err != nil {
 		return nil, err
@@ -109,16 +175,16 @@ func sign(template *x509.Certificate, key crypto.Signer, ca *keyPair) (*keyPair,
 	if err != nil {
 		return nil, fmt.Errorf("encoding the key of %s: %w", template.Subject.CommonName, err)
 	}
-	return &keyPair{
+	return &Pair{
 		cert: cert, key: key,
 		certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
 		keyPEM:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}),
 	}, nil
 }
 
-// parsePair reads a certificate and its key from PEM; the key is optional (nil when
+// ParsePair reads a certificate and its key from PEM; the key is optional (nil when
 // keyPEM is empty).
-func parsePair(certPEM, keyPEM []byte) (*keyPair, error) {
+func ParsePair(certPEM, keyPEM []byte) (*Pair, error) {
 	block, _ := pem.Decode(certPEM)
 	if block == nil || block.Type != "CERTIFICATE" {
 		return nil, errors.New("tls.crt holds no PEM certificate")
@@ -127,7 +193,7 @@ func parsePair(certPEM, keyPEM []byte) (*keyPair, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parsing tls.crt: %w", err)
 	}
-	pair := &keyPair{cert: cert, certPEM: certPEM, keyPEM: keyPEM}
+	pair := &Pair{cert: cert, certPEM: certPEM, keyPEM: keyPEM}
 	if len(keyPEM) == 0 {
 		return pair, nil
 	}
@@ -163,21 +229,34 @@ func parseKey(keyPEM []byte) (crypto.Signer, error) {
 	return signer, nil
 }
 
-// needsRenewal says why a serving certificate must be issued again: not signed by a CA
+// IssueServing makes a serving certificate for names (DNS names or IP addresses), signed
+// by the signing CA, valid for ServingLifetime from now.
+func (s *CASet) IssueServing(commonName string, names []string, now time.Time) (*Pair, error) {
+	return newServing(s.signer, commonName, names, now, ServingLifetime)
+}
+
+// IssueClient makes a client certificate for commonName, signed by the signing CA, valid
+// for ServingLifetime from now.
+func (s *CASet) IssueClient(commonName string, now time.Time) (*Pair, error) {
+	return newClient(s.signer, commonName, now, ServingLifetime)
+}
+
+// ClientCurrent tells whether a client certificate is still good: for commonName, signed
+// by the signing CA, before renewAt of its lifetime.
+func (s *CASet) ClientCurrent(pair *Pair, commonName string, now time.Time) bool {
+	return pair.cert.Subject.CommonName == commonName && pair.cert.CheckSignatureFrom(s.signer.cert) == nil && now.Before(renewalTime(pair.cert))
+}
+
+// NeedsRenewal says why a serving certificate must be issued again: not signed by a CA
 // of the bundle that outlives it, other names, or past renewAt of its lifetime; "" when
 // it is fine.
-func needsRenewal(pair *keyPair, cas *caSet, names []string, now time.Time) string {
-	if !cas.trusts(pair.cert) {
+func (s *CASet) NeedsRenewal(pair *Pair, names []string, now time.Time) string {
+	if !s.trusts(pair.cert) {
 		return "not signed by a CA of argocd-agent-ca that outlives it"
 	}
-	var have []string
-	have = append(have, pair.cert.DNSNames...)
-	for _, ip := range pair.cert.IPAddresses {
-		have = append(have, ip.String())
-	}
 	want := normalizedNames(names)
-	if !slices.Equal(normalizedNames(have), want) {
-		return fmt.Sprintf("its names %v are not %v", normalizedNames(have), want)
+	if have := pair.Names(); !slices.Equal(have, want) {
+		return fmt.Sprintf("its names %v are not %v", have, want)
 	}
 	if now.After(renewalTime(pair.cert)) {
 		return fmt.Sprintf("it is past %.0f%% of its lifetime (expires %s)", renewAt*100, pair.cert.NotAfter.UTC().Format(time.RFC3339))
@@ -203,8 +282,8 @@ func normalizedNames(names []string) []string {
 	return slices.Compact(out)
 }
 
-// newJWTKey is the RSA key the principal signs its agents' session tokens with.
-func newJWTKey() ([]byte, error) {
+// NewJWTKey is the RSA key the principal signs its argocd-agents' session tokens with.
+func NewJWTKey() ([]byte, error) {
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		return nil, fmt.Errorf("generating the JWT signing key: %w", err)

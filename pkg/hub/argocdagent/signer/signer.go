@@ -1,11 +1,11 @@
-// Package agentsigner issues each spoke's Argo CD Agent client certificate through OCM's
-// addon registration, so that no one hands certificates around: for every cluster in
-// agent mode the addon registers a second client certificate with a signer of ours; the
+// Package signer issues each spoke's argocd-agent client certificate through OCM's addon
+// registration, so that no one hands certificates around: for every cluster in Argo CD
+// Agent mode the addon registers a second client certificate with a signer of ours; the
 // klusterlet's registration agent sends the certificate request to the hub, the manager
 // approves it after checking who asks and for which identity, signs it with the
 // argocd-agent-ca of the cluster's GitOpsCluster, and the registration agent renews it
 // before it expires.
-package agentsigner
+package signer
 
 import (
 	"context"
@@ -27,20 +27,20 @@ import (
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
-	"github.com/gitops-addon/gitops-addon/pkg/hub/agenttrust"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/argocdagent/pki"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/ownership"
 )
 
 const (
 	// SignerName is the signer of Argo CD Agent client certificates.
 	SignerName = "gitops-addon.open-cluster-management.io/argocd-agent"
-	// Group is the organization of every agent certificate.
+	// Group is the organization of every argocd-agent certificate.
 	Group = "gitops-addon:argocd-agents"
-	// DefaultLifetime is how long an agent certificate is valid; OCM's registration
-	// agent renews it before then.
+	// DefaultLifetime is how long an argocd-agent certificate is valid; OCM's
+	// registration agent renews it before then.
 	DefaultLifetime = 24 * time.Hour
-	// PrincipalAuth is the principal's mTLS authentication setting that reads the agent
-	// name out of these certificates: their common name is the cluster's name.
+	// PrincipalAuth is the principal's mTLS authentication setting that reads the
+	// argocd-agent's name out of these certificates: their common name is the cluster's name.
 	PrincipalAuth = "mtls:CN=([^,]+)"
 )
 
@@ -58,26 +58,27 @@ type Signer struct {
 	Now func() time.Time
 }
 
-// agentMode is the cluster's Argo CD Agent mode as its GitOpsCluster wrote it on the
-// ManagedClusterAddOn; "" when agent mode is off.
-func agentMode(addon *addonv1beta1.ManagedClusterAddOn) string {
-	if agent := contract.SettingsOf(addon.Annotations).ArgoCDAgent; agent != nil {
-		return agent.Mode
+// argoCDAgentMode is the cluster's Argo CD Agent mode as its GitOpsCluster wrote it on
+// the ManagedClusterAddOn; "" when Argo CD Agent mode is off.
+func argoCDAgentMode(addon *addonv1beta1.ManagedClusterAddOn) string {
+	if settings := contract.SettingsOf(addon.Annotations).ArgoCDAgent; settings != nil {
+		return settings.Mode
 	}
 	return ""
 }
 
-// registration is the client certificate an agent-mode cluster's Argo CD Agent gets.
+// registration is the client certificate the argocd-agent of a cluster in Argo CD Agent
+// mode gets.
 func registration(cluster string) *agent.CustomSignerRegistration {
 	return &agent.CustomSignerRegistration{SignerName: SignerName, User: cluster, Groups: []string{Group}}
 }
 
-// Configurations adds the Argo CD Agent certificate to the base registrations of a
-// cluster in agent mode.
+// Configurations adds the argocd-agent certificate to the base registrations of a
+// cluster in Argo CD Agent mode.
 func Configurations(base agent.RegistrationConfigurationsFunc) agent.RegistrationConfigurationsFunc {
 	return func(ctx context.Context, cluster *clusterv1.ManagedCluster, addon *addonv1beta1.ManagedClusterAddOn) ([]agent.RegistrationConfig, error) {
 		configs, err := base(ctx, cluster, addon)
-		if err != nil || agentMode(addon) == "" {
+		if err != nil || argoCDAgentMode(addon) == "" {
 			return configs, err
 		}
 		return append(configs, registration(cluster.Name)), nil
@@ -101,10 +102,10 @@ func Approve(base agent.CSRApproveFunc) agent.CSRApproveFunc {
 }
 
 // check tells why a request of our signer must not be approved: the cluster is not in
-// agent mode, the request does not come from that cluster's registration agent, or it
+// Argo CD Agent mode, the request does not come from that cluster's registration agent, or it
 // asks for another identity than the cluster's. It returns the parsed request.
 func check(cluster string, addon *addonv1beta1.ManagedClusterAddOn, csr *certificatesv1.CertificateSigningRequest) (*x509.CertificateRequest, error) {
-	if agentMode(addon) == "" {
+	if argoCDAgentMode(addon) == "" {
 		return nil, errors.New("the cluster is not in Argo CD Agent mode")
 	}
 	// A klusterlet authenticates as system:open-cluster-management:<cluster>:<agent id>;
@@ -117,7 +118,7 @@ func check(cluster string, addon *addonv1beta1.ManagedClusterAddOn, csr *certifi
 		return nil, err
 	}
 	if req.Subject.CommonName != cluster {
-		return nil, fmt.Errorf("asks for common name %q: an agent's certificate names its own cluster, %s", req.Subject.CommonName, cluster)
+		return nil, fmt.Errorf("asks for common name %q: an argocd-agent's certificate names its own cluster, %s", req.Subject.CommonName, cluster)
 	}
 	if !slices.Equal(req.Subject.Organization, []string{Group}) {
 		return nil, fmt.Errorf("asks for organizations %v, not [%s]", req.Subject.Organization, Group)
@@ -178,7 +179,7 @@ func (s *Signer) Sign(
 		return nil, err
 	}
 	if ca == nil {
-		return nil, fmt.Errorf("signing %s for cluster %s: Secret %s/%s does not exist yet", csr.Name, cluster.Name, namespace, agenttrust.CASecret)
+		return nil, fmt.Errorf("signing %s for cluster %s: Secret %s/%s does not exist yet", csr.Name, cluster.Name, namespace, pki.CASecret)
 	}
 	now := time.Now
 	if s.Now != nil {
@@ -188,11 +189,28 @@ func (s *Signer) Sign(
 	if lifetime <= 0 {
 		lifetime = DefaultLifetime
 	}
-	return agenttrust.SignClientRequest(ca, req, now(), lifetime)
+	return signClientRequest(ca, req, now(), lifetime)
+}
+
+// signClientRequest signs req with the CA of caSecret, which must hold a CA and its key
+// that has not expired.
+func signClientRequest(caSecret *corev1.Secret, req *x509.CertificateRequest, now time.Time, lifetime time.Duration) ([]byte, error) {
+	ca, err := pki.ParsePair(caSecret.Data[corev1.TLSCertKey], caSecret.Data[corev1.TLSPrivateKeyKey])
+	if err != nil {
+		return nil, fmt.Errorf("secret %s/%s: %w", caSecret.Namespace, caSecret.Name, err)
+	}
+	if !ca.CanSign() {
+		return nil, fmt.Errorf("secret %s/%s must hold a CA certificate and its key (tls.crt, tls.key) to sign argocd-agent certificates",
+			caSecret.Namespace, caSecret.Name)
+	}
+	if !now.Before(ca.Certificate().NotAfter) {
+		return nil, fmt.Errorf("the CA of Secret %s/%s expired on %s", caSecret.Namespace, caSecret.Name, ca.Certificate().NotAfter.Format(time.RFC3339))
+	}
+	return pki.SignClientRequest(ca, req, now, lifetime)
 }
 
 // caNamespace is the Argo CD namespace of the GitOpsCluster that created the cluster's
-// ManagedClusterAddOn, which must be in agent mode: the spec decides which CA signs, never
+// ManagedClusterAddOn, which must be in Argo CD Agent mode: the spec decides which CA signs, never
 // an annotation alone.
 func (s *Signer) caNamespace(ctx context.Context, addon *addonv1beta1.ManagedClusterAddOn) (string, error) {
 	owner, ok := ownership.KeyOf(addon)

@@ -1,4 +1,4 @@
-package agentsigner
+package signer
 
 import (
 	"context"
@@ -64,7 +64,8 @@ func validRequest() certificateRequest {
 	}
 }
 
-func addonInAgentMode(mode string) *addonv1beta1.ManagedClusterAddOn {
+// addonInMode is the ManagedClusterAddOn of cluster c1 with the Argo CD Agent mode mode ("" for none).
+func addonInMode(mode string) *addonv1beta1.ManagedClusterAddOn {
 	a := &addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: contract.AddonName,
 		Labels: map[string]string{
 			contract.LabelManagedBy: contract.ManagedByValue, ownership.LabelNamespace: "team-a", ownership.LabelName: "fleet",
@@ -90,7 +91,7 @@ func TestApproveChecksWhoAsksAndForWhat(t *testing.T) {
 	}{
 		{name: "the cluster's registration agent asks for the cluster's identity", request: validRequest, mode: "managed", want: true},
 		{name: "autonomous mode", request: validRequest, mode: "autonomous", want: true},
-		{name: "the cluster is not in agent mode", request: validRequest, mode: "", want: false},
+		{name: "the cluster is not in Argo CD Agent mode", request: validRequest, mode: "", want: false},
 		{name: "another cluster's identity", mode: "managed", request: func() certificateRequest {
 			r := validRequest()
 			r.subject.CommonName = "c2"
@@ -134,34 +135,34 @@ func TestApproveChecksWhoAsksAndForWhat(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, approve(context.Background(), cluster, addonInAgentMode(tt.mode), tt.request().csr(t)))
+			assert.Equal(t, tt.want, approve(context.Background(), cluster, addonInMode(tt.mode), tt.request().csr(t)))
 		})
 	}
 	t.Run("other signers go to the base approver", func(t *testing.T) {
 		csr := validRequest().csr(t)
 		csr.Spec.SignerName = certificatesv1.KubeAPIServerClientSignerName
-		assert.True(t, approve(context.Background(), cluster, addonInAgentMode(""), csr))
+		assert.True(t, approve(context.Background(), cluster, addonInMode(""), csr))
 		assert.True(t, baseCalled)
 	})
 }
 
-func TestConfigurationsAddTheAgentCertificateInAgentModeOnly(t *testing.T) {
+func TestConfigurationsAddTheArgoCDAgentCertificateInArgoCDAgentModeOnly(t *testing.T) {
 	cluster := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "c1"}}
 	configs := Configurations(agent.KubeClientSignerConfigurations(contract.AddonName, contract.AgentName))
-	off, err := configs(context.Background(), cluster, addonInAgentMode(""))
+	off, err := configs(context.Background(), cluster, addonInMode(""))
 	require.NoError(t, err)
 	assert.Len(t, off, 1, "the hub client certificate only")
-	on, err := configs(context.Background(), cluster, addonInAgentMode("managed"))
+	on, err := configs(context.Background(), cluster, addonInMode("managed"))
 	require.NoError(t, err)
 	require.Len(t, on, 2)
 	api := on[1].RegistrationAPI()
 	require.NotNil(t, api.CustomSigner)
 	assert.Equal(t, SignerName, api.CustomSigner.SignerName)
-	assert.Equal(t, "c1", api.CustomSigner.Subject.User, "the principal's auth pattern %s reads the agent name from the CN", PrincipalAuth)
+	assert.Equal(t, "c1", api.CustomSigner.Subject.User, "the principal's auth pattern %s reads the argocd-agent's name from the CN", PrincipalAuth)
 	assert.Equal(t, []string{Group}, api.CustomSigner.Subject.Groups)
 }
 
-// testCA is a CA Secret as agenttrust writes it, valid for lifetime.
+// testCA is a CA Secret as the trust keeper writes it, valid for lifetime.
 func testCA(t *testing.T, namespace string, lifetime time.Duration) (*corev1.Secret, *x509.Certificate) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -195,12 +196,12 @@ func (c caReader) ReadCA(_ context.Context, namespace string) (*corev1.Secret, e
 func TestSignIssuesAShortLivedClientCertificateFromTheGitOpsClustersCA(t *testing.T) {
 	scheme := runtime.NewScheme()
 	require.NoError(t, appsv1beta1.AddToScheme(scheme))
-	gitOpsCluster := func(agentMode bool) *appsv1beta1.GitOpsCluster {
+	gitOpsCluster := func(argoCDAgentMode bool) *appsv1beta1.GitOpsCluster {
 		return &appsv1beta1.GitOpsCluster{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "fleet"},
 			Spec: appsv1beta1.GitOpsClusterSpec{
 				ArgoServer:  appsv1beta1.ArgoServerSpec{ArgoNamespace: "team-a-argocd"},
-				GitOpsAddon: &appsv1beta1.GitOpsAddonSpec{ArgoCDAgent: &appsv1beta1.ArgoCDAgentSpec{Enabled: ptr.To(agentMode)}},
+				GitOpsAddon: &appsv1beta1.GitOpsAddonSpec{ArgoCDAgent: &appsv1beta1.ArgoCDAgentSpec{Enabled: ptr.To(argoCDAgentMode)}},
 			},
 		}
 	}
@@ -212,7 +213,7 @@ func TestSignIssuesAShortLivedClientCertificateFromTheGitOpsClustersCA(t *testin
 
 	t.Run("signed by the CA of the cluster's GitOpsCluster, for the cluster, for client auth, for the lifetime", func(t *testing.T) {
 		s := &Signer{Reader: fake.NewClientBuilder().WithScheme(scheme).WithObjects(gitOpsCluster(true)).Build(), CAs: cas, Now: func() time.Time { return now }}
-		certPEM, err := s.Sign(context.Background(), cluster, addonInAgentMode("managed"), validRequest().csr(t))
+		certPEM, err := s.Sign(context.Background(), cluster, addonInMode("managed"), validRequest().csr(t))
 		require.NoError(t, err)
 		block, _ := pem.Decode(certPEM)
 		require.NotNil(t, block)
@@ -229,7 +230,7 @@ func TestSignIssuesAShortLivedClientCertificateFromTheGitOpsClustersCA(t *testin
 	t.Run("never valid past the CA", func(t *testing.T) {
 		shortCA, shortCACert := testCA(t, "team-a-argocd", 2*time.Hour)
 		s := &Signer{Reader: fake.NewClientBuilder().WithScheme(scheme).WithObjects(gitOpsCluster(true)).Build(), CAs: caReader{"team-a-argocd": shortCA}}
-		certPEM, err := s.Sign(context.Background(), cluster, addonInAgentMode("managed"), validRequest().csr(t))
+		certPEM, err := s.Sign(context.Background(), cluster, addonInMode("managed"), validRequest().csr(t))
 		require.NoError(t, err)
 		block, _ := pem.Decode(certPEM)
 		cert, err := x509.ParseCertificate(block.Bytes)
@@ -243,12 +244,12 @@ func TestSignIssuesAShortLivedClientCertificateFromTheGitOpsClustersCA(t *testin
 		csr     func() *certificatesv1.CertificateSigningRequest
 		want    string
 	}{
-		{name: "the GitOpsCluster is not in agent mode, whatever the annotation says", objects: []client.Object{gitOpsCluster(false)},
-			addon: addonInAgentMode("managed"), csr: func() *certificatesv1.CertificateSigningRequest { return validRequest().csr(t) }, want: "not in Argo CD Agent mode"},
+		{name: "the GitOpsCluster is not in Argo CD Agent mode, whatever the annotation says", objects: []client.Object{gitOpsCluster(false)},
+			addon: addonInMode("managed"), csr: func() *certificatesv1.CertificateSigningRequest { return validRequest().csr(t) }, want: "not in Argo CD Agent mode"},
 		{name: "an addon no GitOpsCluster created", objects: []client.Object{gitOpsCluster(true)},
-			addon: func() *addonv1beta1.ManagedClusterAddOn { a := addonInAgentMode("managed"); a.Labels = nil; return a }(),
+			addon: func() *addonv1beta1.ManagedClusterAddOn { a := addonInMode("managed"); a.Labels = nil; return a }(),
 			csr:   func() *certificatesv1.CertificateSigningRequest { return validRequest().csr(t) }, want: "not created by a GitOpsCluster"},
-		{name: "approved by someone else for another identity", objects: []client.Object{gitOpsCluster(true)}, addon: addonInAgentMode("managed"),
+		{name: "approved by someone else for another identity", objects: []client.Object{gitOpsCluster(true)}, addon: addonInMode("managed"),
 			csr: func() *certificatesv1.CertificateSigningRequest {
 				r := validRequest()
 				r.subject.CommonName = "c2"

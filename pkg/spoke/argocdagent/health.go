@@ -1,11 +1,4 @@
-// Package agenthealth reports, on the spoke agent's ManagedClusterAddOn, whether the
-// Argo CD Agent (argocd-agent) on the cluster is connected to the hub's principal.
-//
-// argocd-agent keeps no Kubernetes object that says so: its only signal is its health
-// endpoint, which answers 200 while it is connected to the principal and 503 while it is
-// not. So this is a probe, like the kubelet's: one request per interval, and a write to the
-// hub only when the answer changes (the Report publishes changes only).
-package agenthealth
+package argocdagent
 
 import (
 	"context"
@@ -29,8 +22,8 @@ const (
 	ReasonUnreachable  = "HealthEndpointUnreachable"
 )
 
-// DefaultInterval is how often argocd-agent is asked.
-const DefaultInterval = 30 * time.Second
+// DefaultHealthInterval is how often argocd-agent's health endpoint is asked.
+const DefaultHealthInterval = 30 * time.Second
 
 // HealthURL is the health endpoint of the argocd-agent the GitOps operator deploys for
 // the ArgoCD CR argoCD in namespace: its "<name>-agent-agent-healthz" Service, port 8002.
@@ -38,8 +31,8 @@ func HealthURL(argoCD, namespace string) string {
 	return fmt.Sprintf("http://%s-agent-agent-healthz.%s.svc:8002/healthz", argoCD, namespace)
 }
 
-// Prober asks argocd-agent's health endpoint every Interval and sets the condition on
-// Report.
+// Prober asks argocd-agent's health endpoint every Interval and sets
+// contract.ConditionArgoCDAgentConnected on Report.
 type Prober struct {
 	// URL is argocd-agent's /healthz.
 	URL      string
@@ -123,5 +116,5 @@ func (p *Prober) interval() time.Duration {
 	if p.Interval > 0 {
 		return p.Interval
 	}
-	return DefaultInterval
+	return DefaultHealthInterval
 }

@@ -1,4 +1,4 @@
-package agenttrust
+package pki
 
 import (
 	"crypto"
@@ -6,8 +6,6 @@ import (
 	"encoding/pem"
 	"fmt"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
 )
 
 // caCommonName names the CA gitops-addon issues.
@@ -22,39 +20,53 @@ const NextCAKey = "next-ca.key"
 // restart onto the bundle (it does on each daily client certificate renewal).
 const CAHandover = 30 * 24 * time.Hour
 
+// CASet is the CAs of an Argo CD namespace, as its CA Secret holds them.
+//
 // CA rotation, in stages so that no party meets a certificate from a CA it does not trust
 // yet. tls.crt holds the signing CA first, then the others; tls.key is the signing CA's.
 //  1. Past renewAt of the signing CA's lifetime a new CA joins the bundle, its key kept in
-//     NextCAKey: the principal (after its restart, which the Event asks for) and the agents
-//     (the same bundle is their ca.crt) trust it; nothing is signed by it yet.
+//     NextCAKey: the principal (after its restart, which the Event asks for) and the
+//     argocd-agents (the same bundle is their ca.crt) trust it; nothing is signed by it yet.
 //  2. CAHandover later it becomes the signing CA; the previous one stays in the bundle until
-//     it expires, so the certificates it signed (OCM renews the agents' within a day; the
-//     principal's is issued again when due, a year at most) keep verifying.
+//     it expires, so the certificates it signed (OCM renews the argocd-agents' within a day;
+//     the principal's is issued again when due, a year at most) keep verifying.
 //  3. Once expired, the previous CA leaves the bundle.
-type caSet struct {
-	signer *keyPair
+//
+// A user's CA Secret has no next CA and is never rotated (Advance is not called on it).
+type CASet struct {
+	signer *Pair
 	// next joined the bundle and signs from next.cert.NotBefore + CAHandover on; nil when none.
-	next *keyPair
+	next *Pair
 	// previous are older CAs, trusted until they expire.
 	previous []*x509.Certificate
 }
 
-// loadCASet reads a CA Secret gitops-addon wrote (or a user's, which has no next CA).
-func loadCASet(secret *corev1.Secret) (*caSet, error) {
-	signer, err := parsePair(secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey])
+// NewCASet is a new CA alone, valid for CALifetime from now.
+func NewCASet(now time.Time) (*CASet, error) {
+	ca, err := newCA(caCommonName, now, CALifetime)
 	if err != nil {
 		return nil, err
 	}
-	set := &caSet{signer: signer}
+	return &CASet{signer: ca}, nil
+}
+
+// LoadCASet reads the data of a CA Secret gitops-addon wrote (or a user's, which has no
+// next CA).
+func LoadCASet(data map[string][]byte) (*CASet, error) {
+	signer, err := ParsePair(data[certKey], data[keyKey])
+	if err != nil {
+		return nil, err
+	}
+	set := &CASet{signer: signer}
 	var nextKey crypto.Signer
-	if keyPEM := secret.Data[NextCAKey]; len(keyPEM) > 0 {
+	if keyPEM := data[NextCAKey]; len(keyPEM) > 0 {
 		if nextKey, err = parseKey(keyPEM); err != nil {
 			return nil, fmt.Errorf("%s: %w", NextCAKey, err)
 		}
 	}
 	for _, cert := range signer.bundled() {
 		if nextKey != nil && set.next == nil && sameKey(cert, nextKey) {
-			set.next = &keyPair{cert: cert, key: nextKey, keyPEM: secret.Data[NextCAKey], certPEM: encodeCert(cert)}
+			set.next = &Pair{cert: cert, key: nextKey, keyPEM: data[NextCAKey], certPEM: encodeCert(cert)}
 			continue
 		}
 		set.previous = append(set.previous, cert)
@@ -63,8 +75,8 @@ func loadCASet(secret *corev1.Secret) (*caSet, error) {
 	return set, nil
 }
 
-// advance moves the rotation on at now and says why something changed ("" when nothing did).
-func (s *caSet) advance(now time.Time) (string, error) {
+// Advance moves the rotation on at now and says why something changed ("" when nothing did).
+func (s *CASet) Advance(now time.Time) (string, error) {
 	var why string
 	var promoted *x509.Certificate
 	switch {
@@ -100,8 +112,12 @@ func (s *caSet) advance(now time.Time) (string, error) {
 	return why, nil
 }
 
-// bundle is tls.crt: the signing CA, the next one, the previous ones.
-func (s *caSet) bundle() []byte {
+// Bundle is tls.crt, the CAs every party trusts: the signing CA, the next one, the
+// previous ones (certificates only, never a key).
+func (s *CASet) Bundle() []byte { return s.signer.certPEM }
+
+// bundle encodes tls.crt: the signing CA, the next one, the previous ones.
+func (s *CASet) bundle() []byte {
 	out := encodeCert(s.signer.cert)
 	if s.next != nil {
 		out = append(out, encodeCert(s.next.cert)...)
@@ -112,17 +128,41 @@ func (s *caSet) bundle() []byte {
 	return out
 }
 
-// data is the CA Secret's content.
-func (s *caSet) data() map[string][]byte {
-	d := map[string][]byte{corev1.TLSCertKey: s.bundle(), corev1.TLSPrivateKeyKey: s.signer.keyPEM}
+// Data is the CA Secret's content.
+func (s *CASet) Data() map[string][]byte {
+	d := map[string][]byte{certKey: s.bundle(), keyKey: s.signer.keyPEM}
 	if s.next != nil {
 		d[NextCAKey] = s.next.keyPEM
 	}
 	return d
 }
 
+// CanSign tells whether the signing CA is a CA with its key.
+func (s *CASet) CanSign() bool { return s.signer.CanSign() }
+
+// NotAfter is when the signing CA expires.
+func (s *CASet) NotAfter() time.Time { return s.signer.cert.NotAfter }
+
+// PreviousNotAfter is when the CA before the last rotation, still trusted beside the
+// signing one, expires; zero when there is none.
+func (s *CASet) PreviousNotAfter() time.Time {
+	if len(s.previous) == 0 {
+		return time.Time{}
+	}
+	return s.previous[0].NotAfter
+}
+
+// NextSignsFrom is when the CA that joined the bundle starts signing; zero when no CA
+// waits.
+func (s *CASet) NextSignsFrom() time.Time {
+	if s.next == nil {
+		return time.Time{}
+	}
+	return handover(s.next)
+}
+
 // trusts tells whether cert was signed by a CA of the bundle that outlives it.
-func (s *caSet) trusts(cert *x509.Certificate) bool {
+func (s *CASet) trusts(cert *x509.Certificate) bool {
 	for _, ca := range s.cas() {
 		if cert.CheckSignatureFrom(ca) == nil && !ca.NotAfter.Before(cert.NotAfter) {
 			return true
@@ -131,7 +171,7 @@ func (s *caSet) trusts(cert *x509.Certificate) bool {
 	return false
 }
 
-func (s *caSet) cas() []*x509.Certificate {
+func (s *CASet) cas() []*x509.Certificate {
 	out := []*x509.Certificate{s.signer.cert}
 	if s.next != nil {
 		out = append(out, s.next.cert)
@@ -139,8 +179,8 @@ func (s *caSet) cas() []*x509.Certificate {
 	return append(out, s.previous...)
 }
 
-// dueAt is when the rotation next moves on.
-func (s *caSet) dueAt() time.Time {
+// DueAt is when the rotation next moves on.
+func (s *CASet) DueAt() time.Time {
 	at := caDue(s.signer)
 	if s.next != nil {
 		at = handover(s.next)
@@ -152,13 +192,13 @@ func (s *caSet) dueAt() time.Time {
 }
 
 // caDue is when a CA is replaced.
-func caDue(ca *keyPair) time.Time { return renewalTime(ca.cert) }
+func caDue(ca *Pair) time.Time { return renewalTime(ca.cert) }
 
 // handover is when the next CA starts signing.
-func handover(next *keyPair) time.Time { return next.cert.NotBefore.Add(CAHandover) }
+func handover(next *Pair) time.Time { return next.cert.NotBefore.Add(CAHandover) }
 
 // bundled are the certificates after the first in tls.crt.
-func (p *keyPair) bundled() []*x509.Certificate {
+func (p *Pair) bundled() []*x509.Certificate {
 	var out []*x509.Certificate
 	rest := p.certPEM
 	for first := true; ; first = false {

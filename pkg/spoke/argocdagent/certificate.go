@@ -1,10 +1,21 @@
-// Package agentcert hands the Argo CD Agent its client certificate on a spoke. OCM's
-// registration agent keeps the certificate the hub signed (and renews it) in a Secret of
-// the addon's namespace; argocd-agent reads its own Secret, argocd-agent-client-tls in the
-// Argo CD namespace, once, when it starts. So the agent copies the certificate there on
-// every issue and renewal, and restarts argocd-agent (a rollout of its Deployment, through
-// a pod template annotation) so that it presents the new one: nobody has to.
-package agentcert
+// Package argocdagent is the spoke side of Argo CD Agent mode: what the agent does for
+// argocd-agent, the Argo CD Agent on its cluster.
+//
+// It hands argocd-agent its client certificate. OCM's registration agent keeps the
+// certificate the hub signed (and renews it) in a Secret of the addon's namespace;
+// argocd-agent reads its own Secret, argocd-agent-client-tls in the Argo CD namespace,
+// once, when it starts. So the agent copies the certificate there on every issue and
+// renewal, and restarts argocd-agent (a rollout of its Deployment, through a pod template
+// annotation) so that it presents the new one: nobody has to (CertificateReconciler).
+//
+// It reports whether argocd-agent is connected to the hub's principal. argocd-agent keeps
+// no Kubernetes object that says so: its only signal is its health endpoint, which answers
+// 200 while it is connected to the principal and 503 while it is not. So this is a probe,
+// like the kubelet's: one request per interval, and a write to the hub only when the
+// answer changes (Prober).
+//
+// Out of Argo CD Agent mode it removes what it kept there (Retirement).
+package argocdagent
 
 import (
 	"bytes"
@@ -43,8 +54,8 @@ const (
 	// AnnotationCertificate, on argocd-agent's pod template, is the fingerprint of the
 	// certificate it was started with; changing it restarts argocd-agent.
 	AnnotationCertificate = "gitops-addon.open-cluster-management.io/argocd-agent-client-certificate"
-	// ConditionCertificate reports, on the ManagedClusterAddOn, the certificate the agent
-	// has.
+	// ConditionCertificate reports, on the ManagedClusterAddOn, the certificate
+	// argocd-agent has.
 	ConditionCertificate = contract.ConditionArgoCDAgentCertificate
 	// Reasons of ConditionCertificate.
 	ReasonInPlace       = "InPlace"
@@ -58,18 +69,18 @@ func SourceSecretName(addon, signer string) string {
 	return addon + "-" + strings.ReplaceAll(signer, "/", "-") + "-client-cert"
 }
 
-// AgentDeployment is the Deployment the GitOps operator renders for argocd-agent from the
+// Deployment is the Deployment the GitOps operator renders for argocd-agent from the
 // ArgoCD CR named argoCD ("<name>-agent-agent").
-func AgentDeployment(argoCD string) string { return argoCD + "-agent-agent" }
+func Deployment(argoCD string) string { return argoCD + "-agent-agent" }
 
-// Options configures the controller.
-type Options struct {
+// CertificateOptions configures the certificate controller.
+type CertificateOptions struct {
 	// SourceNamespace and SourceSecret hold OCM's copy of the certificate.
 	SourceNamespace, SourceSecret string
 	// ArgoNamespace is where argocd-agent runs and reads ClientTLSSecret.
 	ArgoNamespace string
-	// AgentDeployment is argocd-agent's Deployment in ArgoNamespace.
-	AgentDeployment string
+	// Deployment is argocd-agent's Deployment in ArgoNamespace.
+	Deployment string
 	// ArgoCD is the ArgoCD instance in ArgoNamespace that runs argocd-agent: the
 	// certificate is written only while it exists and is not being deleted.
 	ArgoCD string
@@ -79,7 +90,7 @@ type Options struct {
 
 // CacheByObject narrows the manager's cache to the three objects the controller reads:
 // the agent's RBAC grants it these by name only.
-func (o Options) CacheByObject() map[client.Object]cache.ByObject {
+func (o CertificateOptions) CacheByObject() map[client.Object]cache.ByObject {
 	byName := func(name string) cache.Config {
 		return cache.Config{FieldSelector: fields.OneTermEqualSelector("metadata.name", name)}
 	}
@@ -88,18 +99,18 @@ func (o Options) CacheByObject() map[client.Object]cache.ByObject {
 			o.SourceNamespace: byName(o.SourceSecret),
 			o.ArgoNamespace:   byName(ClientTLSSecret),
 		}},
-		&appsv1.Deployment{}: {Namespaces: map[string]cache.Config{o.ArgoNamespace: byName(o.AgentDeployment)}},
+		&appsv1.Deployment{}: {Namespaces: map[string]cache.Config{o.ArgoNamespace: byName(o.Deployment)}},
 	}
 }
 
-// Reconciler keeps ClientTLSSecret equal to OCM's certificate and argocd-agent started
-// with it.
-type Reconciler struct {
+// CertificateReconciler keeps ClientTLSSecret equal to OCM's certificate and argocd-agent
+// started with it.
+type CertificateReconciler struct {
 	Client client.Client
 	// APIReader reads the ArgoCD instance uncached, only before a write: its CRD may not
 	// be served yet when the agent starts, which a cache would wait for.
 	APIReader client.Reader
-	Options
+	CertificateOptions
 }
 
 // errInstanceAbsent: the ArgoCD instance is missing or being deleted, so nothing runs
@@ -115,7 +126,7 @@ const waitForInstance = 10 * time.Second
 
 // SetupWithManager registers the controller: one reconcile at start (so that a missing
 // certificate is reported too), and one on any change of the three objects.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *CertificateReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	key := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: r.SourceNamespace, Name: r.SourceSecret}}
 	one := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{key}
@@ -134,7 +145,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // Reconcile copies the certificate and restarts argocd-agent when it changed, and says
 // so on the report.
-func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+func (r *CertificateReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	source := &corev1.Secret{}
 	err := r.Client.Get(ctx, types.NamespacedName{Namespace: r.SourceNamespace, Name: r.SourceSecret}, source)
 	if apierrors.IsNotFound(err) || (err == nil && (len(source.Data[corev1.TLSCertKey]) == 0 || len(source.Data[corev1.TLSPrivateKeyKey]) == 0)) {
@@ -168,7 +179,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 }
 
 // ensureClientTLS writes OCM's certificate and key into ClientTLSSecret when they differ.
-func (r *Reconciler) ensureClientTLS(ctx context.Context, source *corev1.Secret) error {
+func (r *CertificateReconciler) ensureClientTLS(ctx context.Context, source *corev1.Secret) error {
 	want := map[string][]byte{corev1.TLSCertKey: source.Data[corev1.TLSCertKey], corev1.TLSPrivateKeyKey: source.Data[corev1.TLSPrivateKeyKey]}
 	current := &corev1.Secret{}
 	err := r.Client.Get(ctx, types.NamespacedName{Namespace: r.ArgoNamespace, Name: ClientTLSSecret}, current)
@@ -210,7 +221,7 @@ func (r *Reconciler) ensureClientTLS(ctx context.Context, source *corev1.Secret)
 
 // instancePresent returns errInstanceAbsent unless the ArgoCD instance exists and is not
 // being deleted.
-func (r *Reconciler) instancePresent(ctx context.Context) error {
+func (r *CertificateReconciler) instancePresent(ctx context.Context) error {
 	instance := &metav1.PartialObjectMetadata{}
 	instance.SetGroupVersionKind(contract.ArgoCDGVK)
 	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: r.ArgoNamespace, Name: r.ArgoCD}, instance)
@@ -228,14 +239,14 @@ func (r *Reconciler) instancePresent(ctx context.Context) error {
 // ensureStartedWith restarts argocd-agent when its pod template does not carry the
 // certificate's fingerprint (argocd-agent reads its certificate only when it starts), and
 // says what it did.
-func (r *Reconciler) ensureStartedWith(ctx context.Context, print string) (string, error) {
+func (r *CertificateReconciler) ensureStartedWith(ctx context.Context, print string) (string, error) {
 	d := &appsv1.Deployment{}
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: r.ArgoNamespace, Name: r.AgentDeployment}, d)
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: r.ArgoNamespace, Name: r.Deployment}, d)
 	if apierrors.IsNotFound(err) {
-		return fmt.Sprintf("argocd-agent (Deployment %s) is not deployed yet and will start with it", r.AgentDeployment), nil
+		return fmt.Sprintf("argocd-agent (Deployment %s) is not deployed yet and will start with it", r.Deployment), nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("reading Deployment %s/%s: %w", r.ArgoNamespace, r.AgentDeployment, err)
+		return "", fmt.Errorf("reading Deployment %s/%s: %w", r.ArgoNamespace, r.Deployment, err)
 	}
 	if d.Spec.Template.Annotations[AnnotationCertificate] == print {
 		return "argocd-agent runs with it", nil
@@ -244,18 +255,18 @@ func (r *Reconciler) ensureStartedWith(ctx context.Context, print string) (strin
 	// does not reconcile pod template annotations, so nobody fights over it.
 	patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"template":{"metadata":{"annotations":{%q:%q}}}}}`, AnnotationCertificate, print))
 	if err := r.Client.Patch(ctx, d, patch); err != nil {
-		return "", fmt.Errorf("restarting argocd-agent (Deployment %s/%s) onto the new certificate: %w", r.ArgoNamespace, r.AgentDeployment, err)
+		return "", fmt.Errorf("restarting argocd-agent (Deployment %s/%s) onto the new certificate: %w", r.ArgoNamespace, r.Deployment, err)
 	}
-	ctrl.LoggerFrom(ctx).Info("restarted argocd-agent onto its new client certificate", "deployment", r.AgentDeployment, "fingerprint", print)
+	ctrl.LoggerFrom(ctx).Info("restarted argocd-agent onto its new client certificate", "deployment", r.Deployment, "fingerprint", print)
 	return "argocd-agent restarted onto it", nil
 }
 
-func (r *Reconciler) fail(err error) error {
+func (r *CertificateReconciler) fail(err error) error {
 	r.report(metav1.ConditionFalse, ReasonFailed, err.Error()+".")
 	return err
 }
 
-func (r *Reconciler) report(status metav1.ConditionStatus, reason, message string) {
+func (r *CertificateReconciler) report(status metav1.ConditionStatus, reason, message string) {
 	if r.Report != nil {
 		r.Report.Set(metav1.Condition{Type: ConditionCertificate, Status: status, Reason: reason, Message: message})
 	}

@@ -1,4 +1,4 @@
-package agentcert
+package argocdagent
 
 import (
 	"context"
@@ -17,9 +17,9 @@ import (
 )
 
 // Retirement runs when the agent starts outside Argo CD Agent mode: it removes what the
-// agent kept for argocd-agent while the cluster was in agent mode, the ClientTLSSecret it
-// wrote (never a Secret of that name someone else made) and its agent-mode conditions on
-// the ManagedClusterAddOn. The operator removes argocd-agent itself.
+// agent kept for argocd-agent while the cluster was in Argo CD Agent mode, the
+// ClientTLSSecret it wrote (never a Secret of that name someone else made) and its
+// Conditions on the ManagedClusterAddOn. The operator removes argocd-agent itself.
 type Retirement struct {
 	// Client reads and deletes uncached: the Secret is read once, by name.
 	Client        client.Client
@@ -30,12 +30,12 @@ type Retirement struct {
 	RetryInterval time.Duration
 }
 
-// AgentModeConditions are the conditions the agent reports only in agent mode.
-var AgentModeConditions = []string{contract.ConditionArgoCDAgentCertificate, contract.ConditionArgoCDAgentConnected}
+// Conditions are the conditions the agent reports only in Argo CD Agent mode.
+var Conditions = []string{contract.ConditionArgoCDAgentCertificate, contract.ConditionArgoCDAgentConnected}
 
 // Start withdraws the conditions and removes the Secret, retrying until it succeeds.
 func (r *Retirement) Start(ctx context.Context) error {
-	r.Report.Withdraw(AgentModeConditions...)
+	r.Report.Withdraw(Conditions...)
 	interval := r.RetryInterval
 	if interval == 0 {
 		interval = 10 * time.Second

@@ -1,62 +1,65 @@
-package agenttrust
+package argocdagent
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gitops-addon/gitops-addon/pkg/hub/argocdagent/pki"
 )
 
 // Read says where the trust Secrets of a namespace stand, writing nothing: the trust
 // controller alone keeps them (Ensure), and the GitOpsClusters of the namespace read them
 // here to sign their clusters' client certificates and to report the expiry dates.
-// missing names the Secrets not issued yet (the trust controller issues them); a State
-// read without its CA cannot sign (ClientConfigFor fails). An error is a Secret that is
-// there but unusable, with the fix.
-func (k *Keeper) Read(ctx context.Context, ns string) (st State, missing []string, err error) {
-	ca, err := k.get(ctx, ns, CASecret)
+// Missing names the Secrets not issued yet (the trust controller issues them); a Trust
+// read without its CA cannot sign (FormatClusterSecret fails). An error is a Secret that
+// is there but unusable, with the fix.
+func (k *Keeper) Read(ctx context.Context, ns string) (st Trust, err error) {
+	var missing []string
+	ca, err := k.get(ctx, ns, pki.CASecret)
 	if err != nil {
-		return st, nil, err
+		return st, err
 	}
 	if ca == nil {
-		missing = append(missing, CASecret)
-	} else if err := st.readCA(ns, ca); err != nil {
-		return st, nil, err
+		missing = append(missing, pki.CASecret)
+	} else if err := readCA(&st, ns, ca); err != nil {
+		return st, err
 	}
 	for _, s := range []struct {
 		name string
 		into *Certificate
-	}{{PrincipalSecret, &st.Principal}, {ResourceProxySecret, &st.ResourceProxy}} {
+	}{{pki.PrincipalSecret, &st.PrincipalCertificate}, {pki.ResourceProxySecret, &st.ResourceProxyCertificate}} {
 		due, err := k.readServing(ctx, ns, s.name, s.into)
 		if err != nil {
-			return st, nil, err
+			return st, err
 		}
 		if due.IsZero() {
 			missing = append(missing, s.name)
 			continue
 		}
-		st.RenewAt = earliest(st.RenewAt, due)
+		st.dueBy(due)
 	}
-	jwt, err := k.get(ctx, ns, JWTSecret)
+	jwt, err := k.get(ctx, ns, pki.JWTSecret)
 	if err != nil {
-		return st, nil, err
+		return st, err
 	}
 	if jwt == nil {
-		missing = append(missing, JWTSecret)
+		missing = append(missing, pki.JWTSecret)
 	}
-	return st, missing, nil
+	st.Missing = missing
+	return st, nil
 }
 
 // readCA fills the CA part of st from the namespace's CA Secret, as Ensure would use it.
-func (st *State) readCA(ns string, secret *corev1.Secret) error {
+func readCA(st *Trust, ns string, secret *corev1.Secret) error {
 	cas, err := loadSigningCA(ns, secret)
 	if err != nil {
 		return err
 	}
 	st.useCA(cas, !ours(secret))
 	if !st.UserCA {
-		st.RenewAt = cas.dueAt()
+		st.RenewAt = cas.DueAt()
 	}
 	return nil
 }
@@ -72,14 +75,10 @@ func (k *Keeper) readServing(ctx context.Context, ns, name string, c *Certificat
 	if !ours(secret) {
 		return time.Time{}, notOurs(ns, name)
 	}
-	pair, err := parsePair(secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey])
+	pair, err := pki.ParsePair(secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey])
 	if err != nil {
 		return time.Time{}, nil
 	}
-	names := slices.Clone(pair.cert.DNSNames)
-	for _, ip := range pair.cert.IPAddresses {
-		names = append(names, ip.String())
-	}
-	*c = Certificate{Secret: name, NotAfter: pair.cert.NotAfter, Names: normalizedNames(names)}
-	return renewalTime(pair.cert), nil
+	*c = Certificate{Secret: name, NotAfter: pair.Certificate().NotAfter, Names: pair.Names()}
+	return pair.RenewAt(), nil
 }
