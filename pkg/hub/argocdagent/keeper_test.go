@@ -16,21 +16,17 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/gitops-addon/gitops-addon/pkg/hub/argocdagent/pki"
+	"github.com/gitops-addon/gitops-addon/test/fixtures"
 	testpki "github.com/gitops-addon/gitops-addon/test/pki"
 )
 
 const ns = "openshift-gitops"
 
 func newKeeper(t *testing.T, now *time.Time, objs ...client.Object) (*Keeper, client.Client) {
-	s := runtime.NewScheme()
-	require.NoError(t, clientgoscheme.AddToScheme(s))
-	c := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).Build()
+	c := fixtures.FakeHub(t, objs...).Build()
 	return &Keeper{Client: c, APIReader: c, Now: func() time.Time { return *now }}, c
 }
 

@@ -8,43 +8,33 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/argocdagent/pki"
+	"github.com/gitops-addon/gitops-addon/test/fixtures"
 )
 
 func argoCDAgentGitOpsCluster(namespace, name, argoNamespace, serverAddress string) *appsv1beta1.GitOpsCluster {
-	return &appsv1beta1.GitOpsCluster{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Generation: 1},
-		Spec: appsv1beta1.GitOpsClusterSpec{
-			ArgoServer: appsv1beta1.ArgoServerSpec{ArgoNamespace: argoNamespace},
-			GitOpsAddon: &appsv1beta1.GitOpsAddonSpec{Enabled: ptr.To(true),
-				ArgoCDAgent: &appsv1beta1.ArgoCDAgentSpec{Enabled: ptr.To(true), ServerAddress: serverAddress}},
-		},
-	}
+	return fixtures.GitOpsCluster(namespace, name, fixtures.ArgoNamespace(argoNamespace), func(gc *appsv1beta1.GitOpsCluster) {
+		gc.Spec.GitOpsAddon = &appsv1beta1.GitOpsAddonSpec{Enabled: ptr.To(true)}
+	}, fixtures.ArgoCDAgent(true, serverAddress))
 }
 
 // writes counts the writes a client makes.
 type writes struct{ n int }
 
 func newTrustReconciler(t *testing.T, w *writes, objs ...client.Object) (*TrustReconciler, client.Client, *events.FakeRecorder) {
-	s := runtime.NewScheme()
-	require.NoError(t, clientgoscheme.AddToScheme(s))
-	require.NoError(t, appsv1beta1.AddToScheme(s))
 	count := func() { w.n++ }
-	c := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithInterceptorFuncs(interceptor.Funcs{
+	c := fixtures.FakeHub(t, objs...).WithInterceptorFuncs(interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			count()
 			return c.Create(ctx, obj, opts...)

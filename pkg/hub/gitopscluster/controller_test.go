@@ -17,17 +17,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
-	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
@@ -35,40 +31,28 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/hub/argocdagent"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/argocdagent/pki"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/ownership"
+	"github.com/gitops-addon/gitops-addon/test/fixtures"
 )
 
-func testScheme(t *testing.T) *runtime.Scheme {
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, appsv1beta1.AddToScheme, clusterv1.Install, clusterv1beta1.Install, addonv1beta1.Install, routev1.Install} {
-		require.NoError(t, add(s))
-	}
-	return s
-}
-
 func gitOpsCluster(name, placement string, addon bool) *appsv1beta1.GitOpsCluster {
-	return &appsv1beta1.GitOpsCluster{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "gitops", Name: name, Generation: 1},
-		Spec: appsv1beta1.GitOpsClusterSpec{
-			ArgoServer:   appsv1beta1.ArgoServerSpec{ArgoNamespace: "gitops"},
-			PlacementRef: &appsv1beta1.PlacementReference{Kind: "Placement", Name: placement},
-			GitOpsAddon:  &appsv1beta1.GitOpsAddonSpec{Enabled: ptr.To(addon), GitOpsOperatorImage: "example.com/op:v1"},
-		},
-	}
+	return fixtures.GitOpsCluster("gitops", name, fixtures.PlacementRef(placement), func(gc *appsv1beta1.GitOpsCluster) {
+		gc.Spec.GitOpsAddon = &appsv1beta1.GitOpsAddonSpec{Enabled: ptr.To(addon), GitOpsOperatorImage: "example.com/op:v1"}
+	})
 }
 
+// placementObjects are a Placement of the namespace gitops, its decision of clusters, and
+// their ManagedClusters.
 func placementObjects(name string, clusters ...string) []client.Object {
-	pd := &clusterv1beta1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{Namespace: "gitops", Name: name + "-1", Labels: map[string]string{clusterv1beta1.PlacementLabel: name}}}
-	objs := []client.Object{&clusterv1beta1.Placement{ObjectMeta: metav1.ObjectMeta{Namespace: "gitops", Name: name}}, pd}
+	placement, decision := fixtures.Placement("gitops", name, clusters...)
+	objs := []client.Object{placement, decision}
 	for _, c := range clusters {
-		pd.Status.Decisions = append(pd.Status.Decisions, clusterv1beta1.ClusterDecision{ClusterName: c})
-		objs = append(objs, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: c}})
+		objs = append(objs, fixtures.ManagedCluster(c, nil))
 	}
 	return objs
 }
 
 func newReconciler(t *testing.T, objs ...client.Object) (*Reconciler, client.Client) {
-	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...).
-		WithStatusSubresource(&appsv1beta1.GitOpsCluster{}, &addonv1beta1.ManagedClusterAddOn{}).Build()
+	c := fixtures.FakeHub(t, objs...).Build()
 	return &Reconciler{Client: c, APIReader: c}, c
 }
 
@@ -351,20 +335,18 @@ func TestHandoverResolvesOtherGitOpsClustersOnce(t *testing.T) {
 	objs := append(placementObjects("p", clusters...), placementObjects("q", clusters...)[:2]...)
 	objs = append(objs, first, second)
 	var lists atomic.Int32
-	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...).
-		WithStatusSubresource(&appsv1beta1.GitOpsCluster{}, &addonv1beta1.ManagedClusterAddOn{}).
-		WithInterceptorFuncs(interceptor.Funcs{List: func(ctx context.Context, cl client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-			if _, ok := list.(*appsv1beta1.GitOpsClusterList); ok {
-				lists.Add(1)
-			}
-			return cl.List(ctx, list, opts...)
-		}}).Build()
+	c := fixtures.FakeHub(t, objs...).WithInterceptorFuncs(interceptor.Funcs{List: func(ctx context.Context, cl client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+		if _, ok := list.(*appsv1beta1.GitOpsClusterList); ok {
+			lists.Add(1)
+		}
+		return cl.List(ctx, list, opts...)
+	}}).Build()
 	r := &Reconciler{Client: c, APIReader: c}
 	reconcileOnce(t, r, first) // first owns every cluster's addon; second is in conflict
 	reconcileOnce(t, r, second)
 
 	pd := &clusterv1beta1.PlacementDecision{}
-	require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "gitops", Name: "p-1"}, pd))
+	require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "gitops", Name: "p-decision-1"}, pd))
 	pd.Status.Decisions = nil
 	require.NoError(t, c.Update(context.Background(), pd))
 	lists.Store(0)

@@ -42,7 +42,7 @@ func TestAddonRemovalWaitsForDepartingApplications(t *testing.T) {
 	}
 	dropC2 := func(t *testing.T, c client.Client) {
 		pd := &clusterv1beta1.PlacementDecision{}
-		require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: "gitops", Name: "p-1"}, pd))
+		require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: "gitops", Name: "p-decision-1"}, pd))
 		pd.Status.Decisions = pd.Status.Decisions[:1]
 		require.NoError(t, c.Update(ctx, pd)) // the fake has no status subresource for it
 	}

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
@@ -51,8 +50,7 @@ func TestManagementAddonIsDescribed(t *testing.T) {
 func TestHubOnlyLeavesTheAddonToACM(t *testing.T) {
 	ctx := context.Background()
 	newHubOnly := func(t *testing.T, objs ...client.Object) (*Reconciler, client.Client) {
-		c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...).
-			WithStatusSubresource(&appsv1beta1.GitOpsCluster{}, &addonv1beta1.ManagedClusterAddOn{}).Build()
+		c := fixtures.FakeHub(t, objs...).Build()
 		return &Reconciler{Client: c, APIReader: c, HubOnly: true}, c
 	}
 	acmAddon := func(cluster string) *addonv1beta1.ManagedClusterAddOn {

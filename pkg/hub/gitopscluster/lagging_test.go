@@ -13,8 +13,9 @@ import (
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/gitops-addon/gitops-addon/test/fixtures"
 )
 
 // TestALaggingCacheDoesNotMakeCreatesRepeat: while the cache does not show the
@@ -37,8 +38,7 @@ func TestALaggingCacheDoesNotMakeCreatesRepeat(t *testing.T) {
 			return c.Create(ctx, obj, opts...)
 		},
 	}
-	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(append(placementObjects("p", "c1", "c2"), gc)...).
-		WithStatusSubresource(gc, &addonv1beta1.ManagedClusterAddOn{}).WithInterceptorFuncs(lagging).Build()
+	c := fixtures.FakeHub(t, append(placementObjects("p", "c1", "c2"), gc)...).WithInterceptorFuncs(lagging).Build()
 	r := &Reconciler{Client: c, APIReader: c}
 	for range 3 {
 		_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(gc)})

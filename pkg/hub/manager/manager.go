@@ -12,22 +12,15 @@ import (
 	"time"
 
 	routev1 "github.com/openshift/api/route/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	rbaclisters "k8s.io/client-go/listers/rbac/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"open-cluster-management.io/addon-framework/pkg/utils"
-	addonv1alpha1 "open-cluster-management.io/api/addon/v1alpha1"
-	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
-	clusterv1 "open-cluster-management.io/api/cluster/v1"
-	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
-	workv1 "open-cluster-management.io/api/work/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,8 +29,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
-	"github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/argocdcache"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/addon"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/appsetaccess"
@@ -48,6 +39,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/hub/hubmetrics"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/localcluster"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/schemes"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/stackstatus"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/treecache"
 )
@@ -108,20 +100,9 @@ func (o Options) treeWriter() *treecache.Writer {
 	return &treecache.Writer{Store: argocdcache.New(o.ArgoCDRedis), ArgoNamespace: o.ArgoCDNamespace}
 }
 
-// NewScheme registers every kind the hub manager reads or writes.
-func NewScheme() (*runtime.Scheme, error) {
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{
-		clientgoscheme.AddToScheme, v1beta1.AddToScheme, v1alpha1.AddToScheme, apiextensionsv1.AddToScheme,
-		clusterv1.Install, clusterv1beta1.Install, addonv1alpha1.Install, addonv1beta1.Install, workv1.Install,
-		routev1.Install,
-	} {
-		if err := add(s); err != nil {
-			return nil, fmt.Errorf("building the scheme: %w", err)
-		}
-	}
-	return s, nil
-}
+// NewScheme registers every kind the hub manager reads or writes (pkg/hub/schemes, which
+// the tests' fake hubs share).
+func NewScheme() (*runtime.Scheme, error) { return schemes.Hub() }
 
 // Run runs the hub manager until ctx is done.
 func Run(ctx context.Context, cfg *rest.Config, o Options) error {

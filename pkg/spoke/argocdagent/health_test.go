@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -53,7 +54,9 @@ func TestProberReportsChangesOnly(t *testing.T) {
 	status := make(chan int, 1)
 	status <- http.StatusServiceUnavailable
 	current := http.StatusServiceUnavailable
+	var probes atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		probes.Add(1)
 		select {
 		case current = <-status:
 		default:
@@ -75,7 +78,9 @@ func TestProberReportsChangesOnly(t *testing.T) {
 	}
 	waitFor(ReasonNotConnected)
 	<-report.Changed()
-	time.Sleep(200 * time.Millisecond) // about ten probes with the same answer
+	// The positive control: ten more probes answered, with the same answer.
+	answered := probes.Load()
+	require.Eventually(t, func() bool { return probes.Load() >= answered+10 }, 5*time.Second, 10*time.Millisecond, "ten more probes")
 	select {
 	case <-report.Changed():
 		t.Fatal("probes with an unchanged answer signalled a change")

@@ -17,17 +17,15 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/utils/ptr"
 	"open-cluster-management.io/addon-framework/pkg/agent"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/ownership"
+	"github.com/gitops-addon/gitops-addon/test/fixtures"
 )
 
 // certificateRequest is what a klusterlet's registration agent sends for cluster.
@@ -194,16 +192,8 @@ func (c caReader) ReadCA(_ context.Context, namespace string) (*corev1.Secret, e
 }
 
 func TestSignIssuesAShortLivedClientCertificateFromTheGitOpsClustersCA(t *testing.T) {
-	scheme := runtime.NewScheme()
-	require.NoError(t, appsv1beta1.AddToScheme(scheme))
 	gitOpsCluster := func(argoCDAgentMode bool) *appsv1beta1.GitOpsCluster {
-		return &appsv1beta1.GitOpsCluster{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "fleet"},
-			Spec: appsv1beta1.GitOpsClusterSpec{
-				ArgoServer:  appsv1beta1.ArgoServerSpec{ArgoNamespace: "team-a-argocd"},
-				GitOpsAddon: &appsv1beta1.GitOpsAddonSpec{ArgoCDAgent: &appsv1beta1.ArgoCDAgentSpec{Enabled: ptr.To(argoCDAgentMode)}},
-			},
-		}
+		return fixtures.GitOpsCluster("team-a", "fleet", fixtures.ArgoNamespace("team-a-argocd"), fixtures.ArgoCDAgent(argoCDAgentMode, ""))
 	}
 	now := time.Now().UTC().Truncate(time.Second)
 	cluster := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "c1"}}
@@ -212,7 +202,7 @@ func TestSignIssuesAShortLivedClientCertificateFromTheGitOpsClustersCA(t *testin
 	cas := caReader{"team-a-argocd": teamCA, "other-argocd": otherCA}
 
 	t.Run("signed by the CA of the cluster's GitOpsCluster, for the cluster, for client auth, for the lifetime", func(t *testing.T) {
-		s := &Signer{Reader: fake.NewClientBuilder().WithScheme(scheme).WithObjects(gitOpsCluster(true)).Build(), CAs: cas, Now: func() time.Time { return now }}
+		s := &Signer{Reader: fixtures.FakeHub(t, gitOpsCluster(true)).Build(), CAs: cas, Now: func() time.Time { return now }}
 		certPEM, err := s.Sign(context.Background(), cluster, addonInMode("managed"), validRequest().csr(t))
 		require.NoError(t, err)
 		block, _ := pem.Decode(certPEM)
@@ -229,7 +219,7 @@ func TestSignIssuesAShortLivedClientCertificateFromTheGitOpsClustersCA(t *testin
 	})
 	t.Run("never valid past the CA", func(t *testing.T) {
 		shortCA, shortCACert := testCA(t, "team-a-argocd", 2*time.Hour)
-		s := &Signer{Reader: fake.NewClientBuilder().WithScheme(scheme).WithObjects(gitOpsCluster(true)).Build(), CAs: caReader{"team-a-argocd": shortCA}}
+		s := &Signer{Reader: fixtures.FakeHub(t, gitOpsCluster(true)).Build(), CAs: caReader{"team-a-argocd": shortCA}}
 		certPEM, err := s.Sign(context.Background(), cluster, addonInMode("managed"), validRequest().csr(t))
 		require.NoError(t, err)
 		block, _ := pem.Decode(certPEM)
@@ -258,7 +248,7 @@ func TestSignIssuesAShortLivedClientCertificateFromTheGitOpsClustersCA(t *testin
 	}
 	for _, tt := range refusals {
 		t.Run("refused: "+tt.name, func(t *testing.T) {
-			s := &Signer{Reader: fake.NewClientBuilder().WithScheme(scheme).WithObjects(tt.objects...).Build(), CAs: cas}
+			s := &Signer{Reader: fixtures.FakeHub(t, tt.objects...).Build(), CAs: cas}
 			_, err := s.Sign(context.Background(), cluster, tt.addon, tt.csr())
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tt.want)
