@@ -21,6 +21,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/argocdcache"
 	"github.com/gitops-addon/gitops-addon/pkg/contract/apptree"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 )
 
 // benchRedis is a redis-server on loopback standing for the hub Argo CD's, where the
@@ -110,7 +111,7 @@ func boundedTreeOnTheHub(b *testing.B, ctx context.Context, c client.Client, r *
 	require.True(b, shipped.ManagedOnly)
 	a := benchApp(0, clusters)
 	w := &workv1.ManifestWork{}
-	require.NoError(b, c.Get(ctx, types.NamespacedName{Namespace: clusters[0], Name: pullmodel.WorkName(argoNS, a.GetName())}, w))
+	require.NoError(b, c.Get(ctx, types.NamespacedName{Namespace: clusters[0], Name: pullnames.WorkName(argoNS, a.GetName())}, w))
 	w.Status.ResourceStatus.Manifests = []workv1.ManifestCondition{{
 		ResourceMeta:    workv1.ManifestResourceMeta{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application", Resource: "applications", Namespace: argoNS, Name: a.GetName()},
 		StatusFeedbacks: workv1.StatusFeedbackResult{Values: feedbackValues("large", stringFeedback(pullmodel.FeedbackTree, value))},
@@ -119,7 +120,7 @@ func boundedTreeOnTheHub(b *testing.B, ctx context.Context, c client.Client, r *
 	require.NoError(b, c.Status().Update(ctx, w))
 	require.Eventually(b, func() bool {
 		app := &unstructured.Unstructured{}
-		app.SetGroupVersionKind(pullmodel.ApplicationGVK)
+		app.SetGroupVersionKind(pullnames.ApplicationGVK)
 		if c.Get(ctx, types.NamespacedName{Namespace: argoNS, Name: a.GetName()}, app) != nil {
 			return false
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 	"github.com/gitops-addon/gitops-addon/test/install"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
 )
@@ -43,8 +44,8 @@ func acmPullWork(t *testing.T, cluster, appNS, appName string) *workv1.ManifestW
 	return &workv1.ManifestWork{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: appName + "-ab12c", Namespace: cluster, Finalizers: []string{workAgentFinalizer},
-			Labels:      map[string]string{pullmodel.LabelPull: "true"},
-			Annotations: map[string]string{pullmodel.AnnotationHubAppNamespace: appNS, pullmodel.AnnotationHubAppName: appName},
+			Labels:      map[string]string{pullnames.LabelPull: "true"},
+			Annotations: map[string]string{pullnames.AnnotationHubAppNamespace: appNS, pullnames.AnnotationHubAppName: appName},
 		},
 		Spec: workv1.ManifestWorkSpec{Workload: workv1.ManifestsTemplate{Manifests: []workv1.Manifest{{RawExtension: runtime.RawExtension{Raw: app}}}}},
 	}
@@ -145,7 +146,7 @@ func TestPullModelTakesOverACMsReport(t *testing.T) {
 	require.NoError(t, p.c.Create(p.ctx, appSet))
 	acmReport := &v1alpha1.MulticlusterApplicationSetReport{
 		ObjectMeta: metav1.ObjectMeta{Namespace: appSet.GetNamespace(), Name: appSet.GetName(),
-			Labels: map[string]string{pullmodel.LabelHostingAppSetReport: appSet.GetNamespace() + "." + appSet.GetName()}},
+			Labels: map[string]string{pullnames.LabelHostingAppSetReport: appSet.GetNamespace() + "." + appSet.GetName()}},
 		Statuses: v1alpha1.AppConditions{ClusterConditions: []v1alpha1.ClusterCondition{{Cluster: "acm-era-cluster", SyncStatus: "Synced", HealthStatus: "Healthy"}}},
 	}
 	require.NoError(t, p.c.Create(p.ctx, acmReport))

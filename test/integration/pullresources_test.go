@@ -19,6 +19,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract/appresources"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 	"github.com/gitops-addon/gitops-addon/test/fixtures"
 	"github.com/gitops-addon/gitops-addon/test/install"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
@@ -34,10 +35,10 @@ func TestPullModelResourcesAndUnappliedWorks(t *testing.T) {
 	require.NoError(t, p.c.Create(p.ctx, appSet))
 	p.application(pullApp("shop-cluster1", "openshift-gitops", "cluster1"), appSet)
 	w := p.waitWork("cluster1", "openshift-gitops", "shop-cluster1", func(*workv1.ManifestWork) bool { return true }, "created")
-	assert.NotEmpty(t, w.Annotations[pullmodel.AnnotationShippedAt], "the time the spec was shipped")
+	assert.NotEmpty(t, w.Annotations[pullnames.AnnotationShippedAt], "the time the spec was shipped")
 
 	t.Run("not applied within the timeout: a warning naming the cluster's state, and a report entry", func(t *testing.T) {
-		p.waitAppCondition("openshift-gitops", "shop-cluster1", pullmodel.ConditionPullWarning, "has never reported")
+		p.waitAppCondition("openshift-gitops", "shop-cluster1", pullnames.ConditionPullWarning, "has never reported")
 		p.waitEvent("openshift-gitops", "shop-cluster1", pullmodel.ReasonNotApplied)
 		report := p.waitReport("guestbook", func(r *v1alpha1.MulticlusterApplicationSetReport) bool {
 			return len(r.Statuses.ClusterConditions) == 1 && len(r.Statuses.ClusterConditions[0].Conditions) == 1
@@ -50,12 +51,12 @@ func TestPullModelResourcesAndUnappliedWorks(t *testing.T) {
 		mc.Status.Conditions = []metav1.Condition{{Type: clusterv1.ManagedClusterConditionAvailable, Status: metav1.ConditionUnknown,
 			Reason: "ManagedClusterLeaseUpdateStopped", Message: "Registration agent stopped updating its lease.", LastTransitionTime: metav1.Now()}}
 		require.NoError(t, p.c.Status().Update(p.ctx, mc))
-		p.waitAppCondition("openshift-gitops", "shop-cluster1", pullmodel.ConditionPullWarning, "Registration agent stopped updating its lease")
+		p.waitAppCondition("openshift-gitops", "shop-cluster1", pullnames.ConditionPullWarning, "Registration agent stopped updating its lease")
 
 		// Applied at last: the warning goes.
 		p.markApplied(w)
 		require.Eventually(t, func() bool {
-			return findCondition(p.getApp("openshift-gitops", "shop-cluster1"), pullmodel.ConditionPullWarning) == nil
+			return findCondition(p.getApp("openshift-gitops", "shop-cluster1"), pullnames.ConditionPullWarning) == nil
 		}, timeout, poll, "the warning is cleared once the work is applied")
 	})
 
@@ -115,8 +116,8 @@ func TestPullModelResourcesAndUnappliedWorks(t *testing.T) {
 		w2 := p.waitWork("cluster2", "openshift-gitops", "shop-cluster2", func(*workv1.ManifestWork) bool { return true }, "created")
 		p.markApplied(w2)
 		p.report(w2, map[string]string{pullmodel.FeedbackSync: "Synced", pullmodel.FeedbackHealth: "Healthy"}, nil)
-		p.waitAppCondition("openshift-gitops", "shop-cluster2", pullmodel.ConditionPullWarning, pullmodel.ReasonResourcesNotReported)
-		p.waitAppCondition("openshift-gitops", "shop-cluster2", pullmodel.ConditionPullWarning, "the gitops addon, whose agent summarises them, is not enabled")
+		p.waitAppCondition("openshift-gitops", "shop-cluster2", pullnames.ConditionPullWarning, pullmodel.ReasonResourcesNotReported)
+		p.waitAppCondition("openshift-gitops", "shop-cluster2", pullnames.ConditionPullWarning, "the gitops addon, whose agent summarises them, is not enabled")
 		_, has, _ := unstructured.NestedSlice(p.getApp("openshift-gitops", "shop-cluster2").Object, "status", "resources")
 		assert.False(t, has, "no empty list standing for resources nobody reported")
 	})

@@ -15,10 +15,12 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 )
 
 // Red Hat ACM's pull controller writes, for each hub Application, a ManifestWork
-// <app>-<first 5 characters of its UID>, labelled LabelPull and annotated with the hub
+// <app>-<first 5 characters of its UID>, labelled pullnames.LabelPull and annotated with the hub
 // Application like ours. On a hub moving from ACM those keep applying the spoke
 // Application beside ours (two payloads, flapping) and keep it alive after the hub
 // Application is deleted. gitops-addon takes each over: once its own ManifestWork is
@@ -63,13 +65,13 @@ func (a *acmWorks) of(ctx context.Context, app types.NamespacedName) ([]client.O
 func (a *acmWorks) load(ctx context.Context) error {
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(schema.GroupVersion(workv1.GroupVersion).WithKind("ManifestWorkList"))
-	if err := a.reader.List(ctx, list, client.MatchingLabels{LabelPull: "true"}); err != nil {
+	if err := a.reader.List(ctx, list, client.MatchingLabels{pullnames.LabelPull: "true"}); err != nil {
 		return fmt.Errorf("listing Red Hat ACM's pull ManifestWorks: %w", err)
 	}
 	for _, w := range list.Items {
 		annotations := w.GetAnnotations()
-		app := types.NamespacedName{Namespace: annotations[AnnotationHubAppNamespace], Name: annotations[AnnotationHubAppName]}
-		if w.GetLabels()[LabelPullWork] == "true" || app.Name == "" {
+		app := types.NamespacedName{Namespace: annotations[pullnames.AnnotationHubAppNamespace], Name: annotations[pullnames.AnnotationHubAppName]}
+		if w.GetLabels()[pullnames.LabelPullWork] == "true" || app.Name == "" {
 			continue // ours, or not a pull ManifestWork of a hub Application
 		}
 		a.byApp[app] = append(a.byApp[app], client.ObjectKeyFromObject(&w))

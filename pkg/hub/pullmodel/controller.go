@@ -1,3 +1,6 @@
+// Package pullmodel delivers hub Argo CD Applications to managed clusters through OCM
+// ManifestWorks (the "pull model"), brings the spoke's health and sync status back to the
+// hub Application, and aggregates it per ApplicationSet in MulticlusterApplicationSetReports.
 package pullmodel
 
 import (
@@ -21,11 +24,15 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/bounded"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/localcluster"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/treecache"
 )
 
 // ControllerName names the propagation controller in logs, metrics and Events.
 const ControllerName = "pullmodel"
+
+// FieldManager is the field manager of our writes to hub Applications.
+const FieldManager = "gitops-addon-pull"
 
 // Reconciler propagates one hub Application at a time: its ManifestWork, and the status
 // the spoke reports back onto it.
@@ -177,11 +184,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // ManifestWork not applied in time (and, until then, when to look again), and what the
 // hub cannot show of its resources.
 func spokeWarnings(ctx context.Context, c client.Reader, hubOnly bool, timeout time.Duration, now time.Time,
-	w *workv1.ManifestWork, spoke spokeStatus) ([]problem, time.Duration, error) {
+	w *workv1.ManifestWork, spoke spokeStatus) ([]pullnames.Problem, time.Duration, error) {
 	if w == nil {
 		return nil, 0, nil
 	}
-	var out []problem
+	var out []pullnames.Problem
 	pending := pendingApplyOf(w)
 	overdue, wait := pending.overdue(now, timeout)
 	if overdue {
@@ -208,11 +215,11 @@ func planRequests(app *unstructured.Unstructured, existing *workv1.ManifestWork,
 	p := workPlan{hub: app, baselines: map[string]string{}}
 	if _, ok, _ := unstructured.NestedMap(app.Object, "operation"); ok {
 		p.request.operation = true
-		p.baselines[AnnotationOperationBaseline] = baseline(existing, AnnotationOperationBaseline, spoke, FeedbackOperationStartedAt)
+		p.baselines[pullnames.AnnotationOperationBaseline] = baseline(existing, pullnames.AnnotationOperationBaseline, spoke, FeedbackOperationStartedAt)
 	}
-	if _, ok := app.GetAnnotations()[AnnotationRefresh]; ok {
+	if _, ok := app.GetAnnotations()[pullnames.AnnotationRefresh]; ok {
 		p.request.refresh = true
-		p.baselines[AnnotationRefreshBaseline] = baseline(existing, AnnotationRefreshBaseline, spoke, FeedbackReconciledAt)
+		p.baselines[pullnames.AnnotationRefreshBaseline] = baseline(existing, pullnames.AnnotationRefreshBaseline, spoke, FeedbackReconciledAt)
 	}
 	return p
 }
@@ -238,10 +245,10 @@ func taken(app *unstructured.Unstructured, existing *workv1.ManifestWork, spoke 
 	}
 	t := &oneShotTaken{}
 	if _, ok, _ := unstructured.NestedMap(app.Object, "operation"); ok {
-		t.operation = changedSince(existing, AnnotationOperationBaseline, spoke, FeedbackOperationStartedAt) && operationFinished(spoke)
+		t.operation = changedSince(existing, pullnames.AnnotationOperationBaseline, spoke, FeedbackOperationStartedAt) && operationFinished(spoke)
 	}
-	if _, ok := app.GetAnnotations()[AnnotationRefresh]; ok {
-		t.refresh = changedSince(existing, AnnotationRefreshBaseline, spoke, FeedbackReconciledAt)
+	if _, ok := app.GetAnnotations()[pullnames.AnnotationRefresh]; ok {
+		t.refresh = changedSince(existing, pullnames.AnnotationRefreshBaseline, spoke, FeedbackReconciledAt)
 	}
 	return t
 }
@@ -316,20 +323,20 @@ func (r *Reconciler) applyWork(ctx context.Context, app *unstructured.Unstructur
 // applyFailureProblem explains why the spoke could not apply the Application, with the
 // fix: most often the gitops addon is not enabled on that cluster, so there is no Argo CD
 // (and no Application CRD) there.
-func (r *Reconciler) applyFailureProblem(ctx context.Context, cluster string, w *workv1.ManifestWork, failure string) problem {
+func (r *Reconciler) applyFailureProblem(ctx context.Context, cluster string, w *workv1.ManifestWork, failure string) pullnames.Problem {
 	where := fmt.Sprintf("ManifestWork %s/%s is not applied on cluster %s (%s)", w.Namespace, w.Name, cluster, failure)
 	enabled, err := r.addonEnabled(ctx, cluster)
 	switch {
 	case err == nil && !enabled:
-		return problem{ReasonSpokeApplyFailed, where + ": the gitops addon is not enabled on cluster " + cluster +
+		return pullnames.Problem{Reason: ReasonSpokeApplyFailed, Message: where + ": the gitops addon is not enabled on cluster " + cluster +
 			", so it has no Argo CD; enable it (GitOpsCluster spec.gitopsAddon.enabled: true, or a ManagedClusterAddOn " +
 			"gitops-addon in namespace " + cluster + ")"}
 	case !missingApplicationAPI(failure):
-		return problem{ReasonSpokeApplyFailed, where}
+		return pullnames.Problem{Reason: ReasonSpokeApplyFailed, Message: where}
 	case err != nil:
-		return problem{ReasonSpokeApplyFailed, where + ": cluster " + cluster + " has no Argo CD Application API"}
+		return pullnames.Problem{Reason: ReasonSpokeApplyFailed, Message: where + ": cluster " + cluster + " has no Argo CD Application API"}
 	default:
-		return problem{ReasonSpokeApplyFailed, where + ": the gitops addon on cluster " + cluster +
+		return pullnames.Problem{Reason: ReasonSpokeApplyFailed, Message: where + ": the gitops addon on cluster " + cluster +
 			" has not installed Argo CD yet; see `kubectl get managedclusteraddon gitops-addon -n " + cluster + "`"}
 	}
 }
@@ -362,7 +369,7 @@ func (r *Reconciler) writeHubApplication(ctx context.Context, app *unstructured.
 	}
 	if done != nil && done.refresh {
 		annotations := updated.GetAnnotations()
-		delete(annotations, AnnotationRefresh)
+		delete(annotations, pullnames.AnnotationRefresh)
 		updated.SetAnnotations(annotations)
 	}
 	r.announceProblems(app, v)
@@ -384,15 +391,15 @@ func (r *Reconciler) writeHubApplication(ctx context.Context, app *unstructured.
 func (r *Reconciler) announceProblems(app *unstructured.Unstructured, v verdict) {
 	for _, group := range []struct {
 		kind, eventType string
-		problems        []problem
-	}{{ConditionPullError, corev1.EventTypeWarning, v.errors}, {ConditionPullWarning, corev1.EventTypeWarning, v.warnings}} {
+		problems        []pullnames.Problem
+	}{{pullnames.ConditionPullError, corev1.EventTypeWarning, v.errors}, {pullnames.ConditionPullWarning, corev1.EventTypeWarning, v.warnings}} {
 		old := ""
 		if c := findAppCondition(app, group.kind); c != nil {
 			old, _ = c["message"].(string)
 		}
 		for _, p := range group.problems {
 			if !strings.Contains(old, p.String()) {
-				r.event(app, group.eventType, p.reason, "%s", p.message)
+				r.event(app, group.eventType, p.Reason, "%s", p.Message)
 			}
 		}
 	}
@@ -405,7 +412,7 @@ func (r *Reconciler) finalize(ctx context.Context, app *unstructured.Unstructure
 	if len(works) > 0 {
 		return r.deleteWorksExcept(ctx, works, "")
 	}
-	if app.GetAnnotations()[AnnotationSkipReconcile] != "true" || !IsPullApplication(app) {
+	if app.GetAnnotations()[pullnames.AnnotationSkipReconcile] != "true" || !IsPullApplication(app) {
 		return nil
 	}
 	kept := contract.WithoutArgoCDResourcesFinalizers(app.GetFinalizers())
@@ -432,7 +439,7 @@ func (r *Reconciler) deleteWorksExcept(ctx context.Context, works []workv1.Manif
 		}
 		if err := r.Client.Delete(ctx, w, client.Preconditions{UID: &w.UID}); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting ManifestWork %s/%s of Application %s/%s: %w", w.Namespace, w.Name,
-				w.Annotations[AnnotationHubAppNamespace], w.Annotations[AnnotationHubAppName], err)
+				w.Annotations[pullnames.AnnotationHubAppNamespace], w.Annotations[pullnames.AnnotationHubAppName], err)
 		}
 		ctrl.LoggerFrom(ctx).Info("deleted the ManifestWork of a pull Application", "manifestWork", w.Namespace+"/"+w.Name)
 	}
@@ -473,6 +480,6 @@ func (r *Reconciler) now() metav1.Time {
 
 func newApplication() *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(ApplicationGVK)
+	u.SetGroupVersionKind(pullnames.ApplicationGVK)
 	return u
 }

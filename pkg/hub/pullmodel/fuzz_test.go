@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gitops-addon/gitops-addon/pkg/contract/appresources"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pulltest"
 )
 
 // FuzzSpokeStatusOnTheHub feeds what a spoke reports for a pulled Application (the
@@ -35,8 +36,8 @@ func FuzzSpokeStatusOnTheHub(f *testing.F) {
 			FeedbackOperationStartedAt: startedAt, FeedbackOperationMessage: opMessage,
 			FeedbackConditionType(0): condType, FeedbackConditionMessage(0): condMessage, FeedbackResources: resources,
 		}
-		s := spokeStatusOf(reportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", values), "openshift-gitops", "guestbook-cluster1")
-		status := desiredHubStatus(hubApp(seedApp), s, nil)
+		s := spokeStatusOf(pulltest.ReportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", values), "openshift-gitops", "guestbook-cluster1")
+		status := desiredHubStatus(pulltest.App(pulltest.SeedApp), s, nil)
 		copied := runtime.DeepCopyJSON(status) // panics on a value that is not plain JSON
 		if _, err := yaml.Marshal(copied); err != nil {
 			t.Fatalf("the hub status does not marshal: %v", err)
@@ -71,8 +72,8 @@ func walkStrings(v any, visit func(string)) {
 // the pull model's validation. No input may panic, and every problem found has a reason
 // and a message that names something to fix.
 func FuzzValidate(f *testing.F) {
-	f.Add(seedApp)
-	f.Add(strings.Replace(seedApp, "cluster1\n", "local-cluster\n", 1))
+	f.Add(pulltest.SeedApp)
+	f.Add(strings.Replace(pulltest.SeedApp, "cluster1\n", "local-cluster\n", 1))
 	f.Add(`{"metadata":{"labels":{"apps.open-cluster-management.io/pull-to-ocm-managed-cluster":"true"},` +
 		`"annotations":{"apps.open-cluster-management.io/ocm-managed-cluster":"","apps.open-cluster-management.io/ocm-managed-cluster-app-namespace":"Bad_NS"}}}`)
 	f.Add(`{"spec":{"sources":[{},{}],"destination":{"name":"in-cluster"},"project":"p/q"}}`)
@@ -87,7 +88,7 @@ func FuzzValidate(f *testing.F) {
 			return
 		}
 		for _, p := range append(v.errors, v.warnings...) {
-			if p.reason == "" || strings.TrimSpace(p.message) == "" {
+			if p.Reason == "" || strings.TrimSpace(p.Message) == "" {
 				t.Fatalf("a problem without a reason or message: %+v", p)
 			}
 		}

@@ -18,9 +18,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/gitops-addon/gitops-addon/pkg/hub/hubmetrics"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 )
 
-// changeSeenLayout is AnnotationChangeSeenAt's format: RFC 3339 to the millisecond, since
+// changeSeenLayout is pullnames.AnnotationChangeSeenAt's format: RFC 3339 to the millisecond, since
 // a propagation takes tens of milliseconds on a quiet hub.
 const changeSeenLayout = "2006-01-02T15:04:05.000Z07:00"
 
@@ -28,7 +29,7 @@ const changeSeenLayout = "2006-01-02T15:04:05.000Z07:00"
 // until the work agent reports its ManifestWork applied (gitops_addon_pull_propagation_seconds),
 // and until the hub Application holds the spoke's status after that apply
 // (gitops_addon_pull_status_return_seconds). It holds in memory only what is in flight;
-// once shipped, a change's start is on its ManifestWork (AnnotationChangeSeenAt), so a
+// once shipped, a change's start is on its ManifestWork (pullnames.AnnotationChangeSeenAt), so a
 // change shipped before a manager restart and applied after it is measured from its start.
 // An apply is observed when this manager sees the work agent's report turn to Applied for
 // the work's generation, once per work and generation: a manager that starts takes the
@@ -183,7 +184,7 @@ func (l *latencies) workUpdated(old, w *workv1.ManifestWork) {
 		return // shipped by a manager that did not record its start
 	}
 	hubmetrics.ObservePullPropagation(l.now().Sub(start))
-	app := types.NamespacedName{Namespace: w.Annotations[AnnotationHubAppNamespace], Name: w.Annotations[AnnotationHubAppName]}
+	app := types.NamespacedName{Namespace: w.Annotations[pullnames.AnnotationHubAppNamespace], Name: w.Annotations[pullnames.AnnotationHubAppName]}
 	before, ok := l.shippedOver[app]
 	if !ok { // shipped by another manager (before a restart, or the previous leader)
 		before = spokeStatusOf(old, workAppNamespace(old), app.Name).values
@@ -249,11 +250,11 @@ func stampChangeSeen(w, existing *workv1.ManifestWork, seen, now time.Time) {
 	if w.Annotations == nil {
 		w.Annotations = map[string]string{}
 	}
-	w.Annotations[AnnotationChangeSeenAt] = start.UTC().Format(changeSeenLayout)
+	w.Annotations[pullnames.AnnotationChangeSeenAt] = start.UTC().Format(changeSeenLayout)
 }
 
 func changeSeenAt(w *workv1.ManifestWork) (time.Time, bool) {
-	t, err := time.Parse(time.RFC3339Nano, w.Annotations[AnnotationChangeSeenAt])
+	t, err := time.Parse(time.RFC3339Nano, w.Annotations[pullnames.AnnotationChangeSeenAt])
 	return t, err == nil
 }
 

@@ -18,6 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/gitops-addon/gitops-addon/pkg/hub/hubmetrics"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pulltest"
 )
 
 var t0 = time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
@@ -45,7 +47,7 @@ func TestStampChangeSeen(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			w := &workv1.ManifestWork{}
 			stampChangeSeen(w, tt.existing, tt.seen, now)
-			assert.Equal(t, tt.want, w.Annotations[AnnotationChangeSeenAt])
+			assert.Equal(t, tt.want, w.Annotations[pullnames.AnnotationChangeSeenAt])
 			start, ok := changeSeenAt(w)
 			require.True(t, ok)
 			assert.Equal(t, tt.want, start.UTC().Format(changeSeenLayout), "read back to the millisecond")
@@ -163,7 +165,7 @@ func TestStatusReturnIsObservedOnceTheNewStatusIsOnTheHub(t *testing.T) {
 func TestChangesAreNotedBeforeTheyAreEnqueued(t *testing.T) {
 	now := t0
 	l := newLatencies(func() time.Time { return now })
-	app := hubApp(seedApp)
+	app := pulltest.App(pulltest.SeedApp)
 	key := types.NamespacedName{Namespace: app.GetNamespace(), Name: app.GetName()}
 	var seenWhenEnqueued []time.Time
 	record := func() { seenWhenEnqueued = append(seenWhenEnqueued, l.seenAt(key)) }
@@ -204,7 +206,7 @@ func TestNoLatenciesWithoutAMeasurer(t *testing.T) {
 // shippedWork is the pull ManifestWork of guestbook-cluster1 at a generation, with the
 // start of its change (none when zero) and its Applied condition (none when nil).
 func shippedWork(generation int64, changeSeen time.Time, applied *metav1.Condition) *workv1.ManifestWork {
-	w := reportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", nil)
+	w := pulltest.ReportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", nil)
 	w.UID = "w1"
 	w.Generation = generation
 	w.Status.Conditions = nil
@@ -212,7 +214,7 @@ func shippedWork(generation int64, changeSeen time.Time, applied *metav1.Conditi
 		w.Status.Conditions = []metav1.Condition{*applied}
 	}
 	if !changeSeen.IsZero() {
-		w.Annotations[AnnotationChangeSeenAt] = changeSeen.Format(changeSeenLayout)
+		w.Annotations[pullnames.AnnotationChangeSeenAt] = changeSeen.Format(changeSeenLayout)
 	}
 	return w
 }
@@ -232,7 +234,7 @@ func withUID(w *workv1.ManifestWork, uid types.UID) *workv1.ManifestWork {
 }
 
 func withFeedback(w *workv1.ManifestWork, values map[string]string) *workv1.ManifestWork {
-	r := reportedWork(w.Namespace, "openshift-gitops", "guestbook-cluster1", values)
+	r := pulltest.ReportedWork(w.Namespace, "openshift-gitops", "guestbook-cluster1", values)
 	w.Status.ResourceStatus = r.Status.ResourceStatus
 	return w
 }

@@ -11,6 +11,8 @@ import (
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 )
 
 // ReasonNotApplied: the ManifestWork of a pulled Application was not applied within the
@@ -33,7 +35,7 @@ func pendingApplyOf(w *workv1.ManifestWork) pendingApply {
 		return pendingApply{}
 	}
 	since := w.CreationTimestamp.Time
-	if t, err := time.Parse(time.RFC3339, w.Annotations[AnnotationShippedAt]); err == nil && t.After(since) {
+	if t, err := time.Parse(time.RFC3339, w.Annotations[pullnames.AnnotationShippedAt]); err == nil && t.After(since) {
 		since = t
 	}
 	return pendingApply{pending: true, since: since}
@@ -53,8 +55,8 @@ func (p pendingApply) overdue(now time.Time, timeout time.Duration) (overdue boo
 }
 
 // notAppliedProblem says that a work is not applied, and why as far as the hub knows.
-func notAppliedProblem(w *workv1.ManifestWork, since time.Time, state string) problem {
-	return problem{ReasonNotApplied, fmt.Sprintf(
+func notAppliedProblem(w *workv1.ManifestWork, since time.Time, state string) pullnames.Problem {
+	return pullnames.Problem{Reason: ReasonNotApplied, Message: fmt.Sprintf(
 		"ManifestWork %s/%s has not been applied on cluster %s since %s: %s",
 		w.Namespace, w.Name, w.Namespace, since.UTC().Format(time.RFC3339), state)}
 }

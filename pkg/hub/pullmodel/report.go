@@ -32,6 +32,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/contract/appresources"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 )
 
 // ReportControllerName names the report controller in logs and metrics.
@@ -140,13 +141,13 @@ func (r *ReportReconciler) write(ctx context.Context, existing, desired *v1alpha
 	}
 	if equality.Semantic.DeepEqual(existing.Statuses, desired.Statuses) &&
 		equality.Semantic.DeepEqual(existing.OwnerReferences, desired.OwnerReferences) &&
-		existing.Labels[LabelHostingAppSetReport] == desired.Labels[LabelHostingAppSetReport] {
+		existing.Labels[pullnames.LabelHostingAppSetReport] == desired.Labels[pullnames.LabelHostingAppSetReport] {
 		return nil
 	}
 	updated := existing.DeepCopy()
 	updated.Statuses = desired.Statuses
 	updated.OwnerReferences = desired.OwnerReferences
-	updated.Labels[LabelHostingAppSetReport] = desired.Labels[LabelHostingAppSetReport]
+	updated.Labels[pullnames.LabelHostingAppSetReport] = desired.Labels[pullnames.LabelHostingAppSetReport]
 	if err := r.Client.Update(ctx, updated); err != nil {
 		return fmt.Errorf("updating report %s: %w", key, err)
 	}
@@ -198,8 +199,8 @@ func (r *ReportReconciler) buildReport(ctx context.Context, appSet types.Namespa
 		ObjectMeta: metav1.ObjectMeta{
 			Name: appSet.Name, Namespace: appSet.Namespace,
 			Labels: map[string]string{
-				LabelHostingAppSetReport: ReportLabelValue(appSet.Namespace, appSet.Name),
-				contract.LabelManagedBy:  contract.ManagedByValue,
+				pullnames.LabelHostingAppSetReport: pullnames.ReportLabelValue(appSet.Namespace, appSet.Name),
+				contract.LabelManagedBy:            contract.ManagedByValue,
 			},
 		},
 	}
@@ -216,7 +217,7 @@ func (r *ReportReconciler) buildReport(ctx context.Context, appSet types.Namespa
 		if wait > 0 && (requeue == 0 || wait < requeue) {
 			requeue = wait
 		}
-		if u := w.Annotations[AnnotationHostingAppSetUID]; u != "" {
+		if u := w.Annotations[pullnames.AnnotationHostingAppSetUID]; u != "" {
 			uid = types.UID(u)
 		}
 	}
@@ -229,7 +230,7 @@ func (r *ReportReconciler) buildReport(ctx context.Context, appSet types.Namespa
 	if uid != "" {
 		// Owned by the ApplicationSet, so that the garbage collector removes the report with it.
 		report.OwnerReferences = []metav1.OwnerReference{{
-			APIVersion: ApplicationSetGVK.GroupVersion().String(), Kind: ApplicationSetGVK.Kind,
+			APIVersion: pullnames.ApplicationSetGVK.GroupVersion().String(), Kind: pullnames.ApplicationSetGVK.Kind,
 			Name: appSet.Name, UID: uid,
 		}}
 	}
@@ -245,7 +246,7 @@ type reportEntry struct {
 // entry is one Application's entry: what its cluster reported, and the problems: not
 // applied (in time), a failed sync, failed resources, resources not reported.
 func (r *ReportReconciler) entry(ctx context.Context, w *workv1.ManifestWork) (reportEntry, time.Duration, error) {
-	appName := w.Annotations[AnnotationHubAppName]
+	appName := w.Annotations[pullnames.AnnotationHubAppName]
 	s := spokeStatusOf(w, workAppNamespace(w), appName)
 	e := reportEntry{ClusterCondition: clusterCondition(w, s)}
 	if summary, ok, _ := s.resources(); ok {
@@ -260,10 +261,10 @@ func (r *ReportReconciler) entry(ctx context.Context, w *workv1.ManifestWork) (r
 		return reportEntry{}, 0, err
 	}
 	for _, p := range warnings {
-		if p.reason == ReasonResourcesCapped {
+		if p.Reason == ReasonResourcesCapped {
 			continue // resourceCount says it
 		}
-		e.Conditions = append(e.Conditions, v1alpha1.Condition{Type: warningType(p.reason), Message: truncateMessage(p.String())})
+		e.Conditions = append(e.Conditions, v1alpha1.Condition{Type: warningType(p.Reason), Message: truncateMessage(p.String())})
 	}
 	return e, wait, nil
 }
@@ -330,10 +331,10 @@ func (r *ReportReconciler) now() time.Time {
 // clusterCondition is one Application's entry from what its cluster reported: status,
 // and the problems: not applied, or a failed sync.
 func clusterCondition(w *workv1.ManifestWork, s spokeStatus) v1alpha1.ClusterCondition {
-	appName := w.Annotations[AnnotationHubAppName]
+	appName := w.Annotations[pullnames.AnnotationHubAppName]
 	c := v1alpha1.ClusterCondition{
 		Cluster: w.Namespace,
-		App:     strings.Join([]string{w.Annotations[AnnotationHubAppNamespace], appName, w.Namespace, w.Name}, "/"),
+		App:     strings.Join([]string{w.Annotations[pullnames.AnnotationHubAppNamespace], appName, w.Namespace, w.Name}, "/"),
 	}
 	c.HealthStatus, _ = s.get(FeedbackHealth)
 	c.SyncStatus, _ = s.get(FeedbackSync)
@@ -365,7 +366,7 @@ func workAppNamespace(w *workv1.ManifestWork) string {
 			return c.ResourceIdentifier.Namespace
 		}
 	}
-	return w.Annotations[AnnotationHubAppNamespace]
+	return w.Annotations[pullnames.AnnotationHubAppNamespace]
 }
 
 // summarize counts as ACM does: Healthy is healthy, anything else not healthy, and
@@ -430,7 +431,7 @@ func (r *ReportReconciler) appSetsOn(ctx context.Context, cluster string) []reco
 }
 
 func forWorkAppSet(_ context.Context, w *workv1.ManifestWork) []reconcile.Request {
-	ns, name, ok := strings.Cut(w.Annotations[AnnotationHostingAppSet], "/")
+	ns, name, ok := strings.Cut(w.Annotations[pullnames.AnnotationHostingAppSet], "/")
 	if !ok {
 		return nil
 	}

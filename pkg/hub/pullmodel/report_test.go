@@ -20,6 +20,8 @@ import (
 
 	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract/appresources"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pulltest"
 )
 
 var reportNow = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
@@ -59,8 +61,8 @@ func summaryValue(t *testing.T, resources ...appresources.Resource) string {
 func TestReportResourcesAndWarnings(t *testing.T) {
 	appSet := types.NamespacedName{Namespace: "openshift-gitops", Name: "guestbook"}
 	work := func(cluster, app string, values map[string]string) workv1.ManifestWork {
-		w := reportedWork(cluster, "openshift-gitops", app, values)
-		w.Annotations[AnnotationHostingAppSet] = "openshift-gitops/guestbook"
+		w := pulltest.ReportedWork(cluster, "openshift-gitops", app, values)
+		w.Annotations[pullnames.AnnotationHostingAppSet] = "openshift-gitops/guestbook"
 		return *w
 	}
 	guestbook := []appresources.Resource{
@@ -127,7 +129,7 @@ func TestReportResourcesAndWarnings(t *testing.T) {
 		unapplied := func(shipped time.Time) workv1.ManifestWork {
 			w := work("offline", "gb-1", nil)
 			w.Status = workv1.ManifestWorkStatus{}
-			w.Annotations[AnnotationShippedAt] = shipped.Format(time.RFC3339)
+			w.Annotations[pullnames.AnnotationShippedAt] = shipped.Format(time.RFC3339)
 			return w
 		}
 		r, requeue, err := testReportReconciler(t).buildReport(context.Background(), appSet, []workv1.ManifestWork{unapplied(reportNow.Add(-10 * time.Minute))})
@@ -173,9 +175,9 @@ func TestReportResourcesAndWarnings(t *testing.T) {
 func TestBuildReport(t *testing.T) {
 	appSet := types.NamespacedName{Namespace: "openshift-gitops", Name: "guestbook"}
 	work := func(cluster, app string, values map[string]string) workv1.ManifestWork {
-		w := reportedWork(cluster, "openshift-gitops", app, values)
-		w.Annotations[AnnotationHostingAppSet] = "openshift-gitops/guestbook"
-		w.Annotations[AnnotationHostingAppSetUID] = "uid-1"
+		w := pulltest.ReportedWork(cluster, "openshift-gitops", app, values)
+		w.Annotations[pullnames.AnnotationHostingAppSet] = "openshift-gitops/guestbook"
+		w.Annotations[pullnames.AnnotationHostingAppSetUID] = "uid-1"
 		w.Spec.ManifestConfigs = []workv1.ManifestConfigOption{{ResourceIdentifier: workv1.ResourceIdentifier{
 			Group: "argoproj.io", Resource: "applications", Namespace: "openshift-gitops", Name: app}}}
 		return *w
@@ -195,7 +197,7 @@ func TestBuildReport(t *testing.T) {
 				require.Len(t, r.Statuses.ClusterConditions, 2)
 				c := r.Statuses.ClusterConditions[0]
 				assert.Equal(t, "cluster1", c.Cluster, "sorted by cluster")
-				assert.Equal(t, "openshift-gitops/gb-cluster1/cluster1/"+WorkName("openshift-gitops", "gb-cluster1"), c.App)
+				assert.Equal(t, "openshift-gitops/gb-cluster1/cluster1/"+pullnames.WorkName("openshift-gitops", "gb-cluster1"), c.App)
 				assert.Equal(t, "r1", c.SyncRevision)
 			},
 		},
@@ -236,7 +238,7 @@ func TestBuildReport(t *testing.T) {
 			assert.Zero(t, requeue, "every work is applied")
 			assert.Equal(t, "guestbook", r.Name)
 			assert.Equal(t, "openshift-gitops", r.Namespace)
-			assert.Equal(t, "openshift-gitops.guestbook", r.Labels[LabelHostingAppSetReport])
+			assert.Equal(t, "openshift-gitops.guestbook", r.Labels[pullnames.LabelHostingAppSetReport])
 			require.Len(t, r.OwnerReferences, 1)
 			assert.Equal(t, types.UID("uid-1"), r.OwnerReferences[0].UID)
 			assert.Equal(t, "ApplicationSet", r.OwnerReferences[0].Kind)

@@ -13,6 +13,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/bounded"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/contract/appresources"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 )
 
 // Reasons of the warnings about an Application's resources.
@@ -76,10 +77,10 @@ func (s spokeStatus) reported() bool {
 // resourceProblems are the warnings about what the hub shows of an Application's
 // resources on cluster: not reported where no agent of ours summarises them, capped,
 // without health. None while the spoke has reported nothing yet.
-func resourceProblems(ctx context.Context, c client.Reader, hubOnly bool, cluster, spokeNamespace string, s spokeStatus) ([]problem, error) {
+func resourceProblems(ctx context.Context, c client.Reader, hubOnly bool, cluster, spokeNamespace string, s spokeStatus) ([]pullnames.Problem, error) {
 	summary, ok, err := s.resources()
 	if err != nil {
-		return []problem{{ReasonResourcesUnreadable, fmt.Sprintf("the resources cluster %s reports cannot be read (%v): "+
+		return []pullnames.Problem{{Reason: ReasonResourcesUnreadable, Message: fmt.Sprintf("the resources cluster %s reports cannot be read (%v): "+
 			"upgrade the hub manager to the version of the cluster's gitops-addon agent", cluster, err)}}, nil
 	}
 	if !ok {
@@ -90,17 +91,17 @@ func resourceProblems(ctx context.Context, c client.Reader, hubOnly bool, cluste
 		if why == "" || err != nil {
 			return nil, err
 		}
-		return []problem{{ReasonResourcesNotReported, fmt.Sprintf("cluster %s reports the Application's sync and health but "+
+		return []pullnames.Problem{{Reason: ReasonResourcesNotReported, Message: fmt.Sprintf("cluster %s reports the Application's sync and health but "+
 			"not its resources (status.resources is left as it was): %s", cluster, why)}}, nil
 	}
-	var out []problem
+	var out []pullnames.Problem
 	if n := summary.Omitted(); n > 0 {
-		out = append(out, problem{ReasonResourcesCapped, fmt.Sprintf("the Application has %d resources on cluster %s; "+
+		out = append(out, pullnames.Problem{Reason: ReasonResourcesCapped, Message: fmt.Sprintf("the Application has %d resources on cluster %s; "+
 			"status.resources lists %d of them, the failed and unhealthy first (all, by kind: %s)",
 			summary.Total, cluster, len(summary.Resources), summary.KindCounts())})
 	}
 	if summary.HealthSource == appresources.HealthSourceAppTree {
-		out = append(out, problem{ReasonResourceHealthNotPersisted, fmt.Sprintf("the Argo CD of cluster %s does not keep "+
+		out = append(out, pullnames.Problem{Reason: ReasonResourceHealthNotPersisted, Message: fmt.Sprintf("the Argo CD of cluster %s does not keep "+
 			"each resource's health in the Application (controller.resource.health.persist is false), so status.resources "+
 			"has sync statuses only; set it to \"true\" in the ArgoCD's spec.cmdParams", cluster)})
 	}

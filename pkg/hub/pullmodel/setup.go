@@ -30,6 +30,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/contract/appresources"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/localcluster"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 )
 
 // Cache indexes.
@@ -71,7 +72,7 @@ func NewCache(mgr manager.Manager, credentialNamespaces map[string]cache.Config)
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			app:                    {Transform: slimApplication},
-			&workv1.ManifestWork{}: {Label: labels.SelectorFromSet(labels.Set{LabelPullWork: "true"})},
+			&workv1.ManifestWork{}: {Label: labels.SelectorFromSet(labels.Set{pullnames.LabelPullWork: "true"})},
 			&v1alpha1.MulticlusterApplicationSetReport{}: {
 				Label: labels.SelectorFromSet(labels.Set{contract.LabelManagedBy: contract.ManagedByValue}),
 			},
@@ -100,15 +101,15 @@ func registerIndexes(ctx context.Context, c cache.Cache) error {
 	}{
 		{&workv1.ManifestWork{}, indexWorkByHubApp, func(o client.Object) []string {
 			a := o.GetAnnotations()
-			if a[AnnotationHubAppName] == "" {
+			if a[pullnames.AnnotationHubAppName] == "" {
 				return nil
 			}
-			return []string{a[AnnotationHubAppNamespace] + "/" + a[AnnotationHubAppName]}
+			return []string{a[pullnames.AnnotationHubAppNamespace] + "/" + a[pullnames.AnnotationHubAppName]}
 		}},
-		{&workv1.ManifestWork{}, indexWorkByAppSet, annotationIndex(AnnotationHostingAppSet)},
-		{newApplication(), indexAppByCluster, annotationIndex(AnnotationCluster)},
+		{&workv1.ManifestWork{}, indexWorkByAppSet, annotationIndex(pullnames.AnnotationHostingAppSet)},
+		{newApplication(), indexAppByCluster, annotationIndex(pullnames.AnnotationCluster)},
 		{newApplication(), indexAppByNsCluster, func(o client.Object) []string {
-			if c := o.GetAnnotations()[AnnotationCluster]; c != "" {
+			if c := o.GetAnnotations()[pullnames.AnnotationCluster]; c != "" {
 				return []string{o.GetNamespace() + "/" + c}
 			}
 			return nil
@@ -151,7 +152,7 @@ func slimApplication(obj any) (any, error) {
 
 func pullConditionsOf(app *unstructured.Unstructured) []any {
 	var ours []any
-	for _, t := range []string{ConditionPullError, ConditionPullWarning} {
+	for _, t := range []string{pullnames.ConditionPullError, pullnames.ConditionPullWarning} {
 		if c := findAppCondition(app, t); c != nil {
 			ours = append(ours, c)
 		}
@@ -165,7 +166,7 @@ func pullConditionsOf(app *unstructured.Unstructured) []any {
 func (r *Reconciler) SetupWithManager(mgr manager.Manager, workers int, skipNameValidation bool) error {
 	app := newApplication()
 	project := &unstructured.Unstructured{}
-	project.SetGroupVersionKind(AppProjectGVK)
+	project.SetGroupVersionKind(pullnames.AppProjectGVK)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers, SkipNameValidation: &skipNameValidation}).
@@ -207,10 +208,10 @@ func propagationView(u *unstructured.Unstructured) map[string]any {
 
 func forWorkApplication(_ context.Context, w *workv1.ManifestWork) []reconcile.Request {
 	a := w.GetAnnotations()
-	if a[AnnotationHubAppName] == "" {
+	if a[pullnames.AnnotationHubAppName] == "" {
 		return nil
 	}
-	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: a[AnnotationHubAppNamespace], Name: a[AnnotationHubAppName]}}}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: a[pullnames.AnnotationHubAppNamespace], Name: a[pullnames.AnnotationHubAppName]}}}
 }
 
 func (r *Reconciler) forProject(ctx context.Context, p *unstructured.Unstructured) []reconcile.Request {
@@ -335,7 +336,7 @@ func symmetricDifference(a, b []string) []string {
 
 func (r *Reconciler) applicationsBy(ctx context.Context, index, value string) []reconcile.Request {
 	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(ApplicationGVK.GroupVersion().WithKind(ApplicationGVK.Kind + "List"))
+	list.SetGroupVersionKind(pullnames.ApplicationGVK.GroupVersion().WithKind(pullnames.ApplicationGVK.Kind + "List"))
 	if err := r.Cache.List(ctx, list, client.MatchingFields{index: value}); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing Applications", "index", index, "value", value)
 		return nil

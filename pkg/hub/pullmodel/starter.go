@@ -22,6 +22,9 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/hub/treecache"
 )
 
+// ApplicationCRDName is the CRD whose presence starts the pull model.
+const ApplicationCRDName = "applications.argoproj.io"
+
 // requiredCRDs must be established before the pull model starts.
 var requiredCRDs = []string{ApplicationCRDName, "appprojects.argoproj.io"}
 

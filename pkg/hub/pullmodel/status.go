@@ -14,6 +14,7 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/gitops-addon/gitops-addon/pkg/bounded"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 )
 
 // spokeStatus is what the spoke reported about one pulled Application: the feedback
@@ -48,7 +49,7 @@ func spokeStatusOf(w *workv1.ManifestWork, appNamespace, appName string) spokeSt
 		return s
 	}
 	for _, m := range w.Status.ResourceStatus.Manifests {
-		if m.ResourceMeta.Group != ApplicationGVK.Group || m.ResourceMeta.Resource != "applications" ||
+		if m.ResourceMeta.Group != pullnames.ApplicationGVK.Group || m.ResourceMeta.Resource != "applications" ||
 			m.ResourceMeta.Namespace != appNamespace || m.ResourceMeta.Name != appName {
 			continue
 		}
@@ -98,7 +99,7 @@ func desiredHubStatus(app *unstructured.Unstructured, s spokeStatus, conditions 
 	if v, ok := s.get(FeedbackReconciledAt); ok {
 		status["reconciledAt"] = v
 	}
-	if app.GetAnnotations()[AnnotationSkipReconcile] == "true" {
+	if app.GetAnnotations()[pullnames.AnnotationSkipReconcile] == "true" {
 		// Nobody else writes the conditions of an Application the hub's Argo CD skips:
 		// the spoke's stand in for them.
 		conditions = append(appConditions(s.conditions()), conditions...)
@@ -207,7 +208,7 @@ func setConditions(status map[string]any, ours []any) {
 	kept := slices.DeleteFunc(slices.Clone(existing), func(c any) bool {
 		m, _ := c.(map[string]any)
 		t, _ := m["type"].(string)
-		return t == ConditionPullError || t == ConditionPullWarning
+		return t == pullnames.ConditionPullError || t == pullnames.ConditionPullWarning
 	})
 	all := slices.Concat(kept, ours)
 	if len(all) == 0 {
@@ -220,12 +221,12 @@ func setConditions(status map[string]any, ours []any) {
 // pullConditions are the Argo CD ApplicationConditions the pull model reports: one
 // error condition and one warning condition at most, each listing every problem. The
 // transition time is kept while the message is unchanged, so a steady state writes nothing.
-func pullConditions(app *unstructured.Unstructured, errs, warnings []problem, now metav1.Time) []any {
+func pullConditions(app *unstructured.Unstructured, errs, warnings []pullnames.Problem, now metav1.Time) []any {
 	var out []any
 	for _, c := range []struct {
 		kind     string
-		problems []problem
-	}{{ConditionPullError, errs}, {ConditionPullWarning, warnings}} {
+		problems []pullnames.Problem
+	}{{pullnames.ConditionPullError, errs}, {pullnames.ConditionPullWarning, warnings}} {
 		if len(c.problems) == 0 {
 			continue
 		}
@@ -241,7 +242,7 @@ func pullConditions(app *unstructured.Unstructured, errs, warnings []problem, no
 	return out
 }
 
-func joinProblems(ps []problem) string {
+func joinProblems(ps []pullnames.Problem) string {
 	parts := make([]string, len(ps))
 	for i, p := range ps {
 		parts[i] = p.String()

@@ -13,6 +13,8 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/gitops-addon/gitops-addon/pkg/contract/appresources"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pulltest"
 )
 
 func TestDesiredHubStatus(t *testing.T) {
@@ -81,11 +83,11 @@ func TestDesiredHubStatus(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			app := hubApp(seedApp)
+			app := pulltest.App(pulltest.SeedApp)
 			if tt.existing != nil {
 				app.Object["status"] = tt.existing
 			}
-			w := reportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", tt.reported)
+			w := pulltest.ReportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", tt.reported)
 			s := spokeStatusOf(w, "openshift-gitops", "guestbook-cluster1")
 			got := desiredHubStatus(app, s, nil)
 			assert.Equal(t, tt.want, got)
@@ -102,11 +104,11 @@ func withStatus(app *unstructured.Unstructured, status map[string]any) *unstruct
 
 func TestSpokeStatusOf(t *testing.T) {
 	t.Run("another manifest's feedback is not ours", func(t *testing.T) {
-		w := reportedWork("cluster1", "openshift-gitops", "other", map[string]string{FeedbackHealth: "Healthy"})
+		w := pulltest.ReportedWork("cluster1", "openshift-gitops", "other", map[string]string{FeedbackHealth: "Healthy"})
 		assert.Empty(t, spokeStatusOf(w, "openshift-gitops", "guestbook-cluster1").values)
 	})
 	t.Run("not applied: the manifest's reason and message", func(t *testing.T) {
-		w := reportedWork("cluster1", "openshift-gitops", "app", nil)
+		w := pulltest.ReportedWork("cluster1", "openshift-gitops", "app", nil)
 		w.Status.ResourceStatus.Manifests[0].Conditions = []metav1.Condition{{Type: workv1.ManifestApplied, Status: metav1.ConditionFalse,
 			Reason: "AppliedManifestFailed", Message: `no matches for kind "Application" in version "argoproj.io/v1alpha1"`}}
 		assert.Equal(t, `AppliedManifestFailed: no matches for kind "Application" in version "argoproj.io/v1alpha1"`,
@@ -120,21 +122,21 @@ func TestSpokeStatusOf(t *testing.T) {
 func TestPullConditions(t *testing.T) {
 	now := metav1.NewTime(time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC))
 	later := metav1.NewTime(now.Add(time.Hour))
-	app := hubApp(seedApp)
-	errs := []problem{{ReasonClusterNotFound, "gone"}}
+	app := pulltest.App(pulltest.SeedApp)
+	errs := []pullnames.Problem{{Reason: ReasonClusterNotFound, Message: "gone"}}
 	first := pullConditions(app, errs, nil, now)
-	assert.Equal(t, []any{map[string]any{"type": ConditionPullError, "message": "ClusterNotFound: gone", "lastTransitionTime": "2026-11-23T10:00:00Z"}}, first)
+	assert.Equal(t, []any{map[string]any{"type": pullnames.ConditionPullError, "message": "ClusterNotFound: gone", "lastTransitionTime": "2026-11-23T10:00:00Z"}}, first)
 
 	app.Object["status"] = map[string]any{"conditions": first}
 	assert.Equal(t, first, pullConditions(app, errs, nil, later), "unchanged message keeps its transition time")
-	changed := pullConditions(app, []problem{{ReasonClusterNotPermitted, "no"}}, []problem{{ReasonSkipReconcileMissing, "w"}}, later)
+	changed := pullConditions(app, []pullnames.Problem{{Reason: ReasonClusterNotPermitted, Message: "no"}}, []pullnames.Problem{{Reason: ReasonSkipReconcileMissing, Message: "w"}}, later)
 	assert.Len(t, changed, 2)
 	assert.Equal(t, "2026-11-23T11:00:00Z", changed[0].(map[string]any)["lastTransitionTime"])
 
 	t.Run("others' conditions are kept, ours replaced or removed", func(t *testing.T) {
 		status := map[string]any{"conditions": []any{
 			map[string]any{"type": "SyncError", "message": "x"},
-			map[string]any{"type": ConditionPullError, "message": "old"},
+			map[string]any{"type": pullnames.ConditionPullError, "message": "old"},
 		}}
 		setConditions(status, nil)
 		assert.Equal(t, []any{map[string]any{"type": "SyncError", "message": "x"}}, status["conditions"])
@@ -146,13 +148,13 @@ func TestPullConditions(t *testing.T) {
 // An Application the hub's own Argo CD also reconciles (no skip-reconcile) keeps the
 // conditions that Argo CD writes: mirroring the spoke's would fight it.
 func TestSpokeConditionsOnlyReplaceThoseOfSkippedApplications(t *testing.T) {
-	app := hubApp(seedApp)
+	app := pulltest.App(pulltest.SeedApp)
 	annotations := app.GetAnnotations()
-	delete(annotations, AnnotationSkipReconcile)
+	delete(annotations, pullnames.AnnotationSkipReconcile)
 	app.SetAnnotations(annotations)
 	hubOwn := map[string]any{"type": "ComparisonError", "message": "the hub's Argo CD says so"}
 	app.Object["status"] = map[string]any{"conditions": []any{hubOwn}}
-	w := reportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", map[string]string{
+	w := pulltest.ReportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", map[string]string{
 		FeedbackConditionType(0): "SyncError", FeedbackConditionMessage(0): "from the spoke"})
 	got := desiredHubStatus(app, spokeStatusOf(w, "openshift-gitops", "guestbook-cluster1"), nil)
 	assert.Equal(t, []any{hubOwn}, got["conditions"])
@@ -169,7 +171,7 @@ func TestHubStatusCarriesResources(t *testing.T) {
 		appresources.Resource{Group: "scheduling.k8s.io", Version: "v1", Kind: "PriorityClass", Name: "high", Status: "OutOfSync",
 			SyncResult: "SyncFailed", SyncMessage: "forbidden"},
 	)
-	app := hubApp(seedApp)
+	app := pulltest.App(pulltest.SeedApp)
 	status := desiredHubStatus(app, spokeStatus{values: map[string]string{
 		FeedbackSync: "OutOfSync", FeedbackRevision: "abc", FeedbackOperationPhase: "Failed", FeedbackOperationStartedAt: "t0",
 		FeedbackResources: summary,
@@ -188,7 +190,7 @@ func TestHubStatusCarriesResources(t *testing.T) {
 
 	t.Run("a summary without failures clears the failed results", func(t *testing.T) {
 		healthy := summaryValue(t, appresources.Resource{Version: "v1", Kind: "ConfigMap", Name: "x", Status: "Synced", Health: "Healthy"})
-		app := hubApp(seedApp)
+		app := pulltest.App(pulltest.SeedApp)
 		app.Object["status"] = status
 		again := desiredHubStatus(app, spokeStatus{values: map[string]string{FeedbackSync: "Synced", FeedbackOperationPhase: "Succeeded",
 			FeedbackOperationStartedAt: "t1", FeedbackResources: healthy}}, nil)
@@ -198,14 +200,14 @@ func TestHubStatusCarriesResources(t *testing.T) {
 	})
 
 	t.Run("no summary: status.resources left as it was", func(t *testing.T) {
-		app := hubApp(seedApp)
+		app := pulltest.App(pulltest.SeedApp)
 		app.Object["status"] = map[string]any{"resources": []any{"kept"}}
 		again := desiredHubStatus(app, spokeStatus{values: map[string]string{FeedbackSync: "Synced"}}, nil)
 		assert.Equal(t, []any{"kept"}, again["resources"])
 	})
 
 	t.Run("multi-source revisions, once every source reported", func(t *testing.T) {
-		app := hubApp(seedApp)
+		app := pulltest.App(pulltest.SeedApp)
 		unstructured.RemoveNestedField(app.Object, "spec", "source")
 		require.NoError(t, unstructured.SetNestedSlice(app.Object, []any{map[string]any{"repoURL": "a"}, map[string]any{"repoURL": "b"}}, "spec", "sources"))
 		partial := desiredHubStatus(app, spokeStatus{values: map[string]string{FeedbackSync: "Synced", FeedbackSourceRevision(0): "r0"}}, nil)
@@ -233,14 +235,14 @@ func TestWhatRollingSyncReadsComesBack(t *testing.T) {
 		".status.operationState.phase":     "Succeeded",
 		".status.operationState.startedAt": "2026-11-26T08:00:00Z",
 	}
-	app := hubApp(seedApp)
+	app := pulltest.App(pulltest.SeedApp)
 	reported := map[string]string{}
 	for path, value := range reads {
 		i := slices.IndexFunc(feedbackPathsFor(app), func(p workv1.JsonPath) bool { return p.Path == path })
 		require.NotEqual(t, -1, i, "no feedback rule asks the work agent for %s", path)
 		reported[feedbackPathsFor(app)[i].Name] = value
 	}
-	w := reportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", reported)
+	w := pulltest.ReportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", reported)
 	status := withStatus(app, desiredHubStatus(app, spokeStatusOf(w, "openshift-gitops", "guestbook-cluster1"), nil))
 	for path, value := range reads {
 		got, _, _ := unstructured.NestedString(status.Object, strings.Split(strings.TrimPrefix(path, "."), ".")...)

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gitops-addon/gitops-addon/pkg/contract/apptree"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/treecache"
 )
 
@@ -41,17 +42,17 @@ func (s spokeStatus) tree() reportedTree {
 
 // treeProblems are the warnings about the tree the hub's Argo CD UI shows: bounded, or
 // unreadable. None where the hub does not write trees.
-func treeProblems(trees *treecache.Writer, cluster string, t reportedTree) []problem {
+func treeProblems(trees *treecache.Writer, cluster string, t reportedTree) []pullnames.Problem {
 	if trees == nil {
 		return nil
 	}
 	shipped, ok, err := t.shipped, t.ok, t.err
 	switch {
 	case err != nil:
-		return []problem{{ReasonResourceTreeUnreadable, fmt.Sprintf("the resource tree cluster %s reports cannot be read (%v): "+
+		return []pullnames.Problem{{Reason: ReasonResourceTreeUnreadable, Message: fmt.Sprintf("the resource tree cluster %s reports cannot be read (%v): "+
 			"upgrade the hub manager to the version of the cluster's gitops-addon agent", cluster, err)}}
 	case ok && (shipped.ManagedOnly || shipped.Omitted > 0):
-		return []problem{{ReasonResourceTreeBounded, fmt.Sprintf("on cluster %s %s", cluster, shipped.Summary())}}
+		return []pullnames.Problem{{Reason: ReasonResourceTreeBounded, Message: fmt.Sprintf("on cluster %s %s", cluster, shipped.Summary())}}
 	}
 	return nil
 }

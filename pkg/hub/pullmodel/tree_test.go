@@ -53,8 +53,8 @@ func TestTreeProblems(t *testing.T) {
 				return
 			}
 			require.Len(t, problems, 1)
-			assert.Equal(t, tc.reason, problems[0].reason)
-			assert.Contains(t, problems[0].message, tc.says)
+			assert.Equal(t, tc.reason, problems[0].Reason)
+			assert.Contains(t, problems[0].Message, tc.says)
 		})
 	}
 }

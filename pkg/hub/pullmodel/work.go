@@ -17,6 +17,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/contract/appresources"
 	"github.com/gitops-addon/gitops-addon/pkg/contract/apptree"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 )
 
 // Names of the status feedback values the work agent reports for a pulled Application:
@@ -103,7 +104,7 @@ type workPlan struct {
 	cluster string
 	project *unstructured.Unstructured
 	request spokeRequest
-	// baselines are the one-shot request annotations to record (see AnnotationOperationBaseline).
+	// baselines are the one-shot request annotations to record (see pullnames.AnnotationOperationBaseline).
 	baselines map[string]string
 	// credentials are the staged copies of the hub repository credentials the
 	// Application uses (pkg/hub/repocreds); the spoke agent materialises them.
@@ -131,7 +132,7 @@ func desiredWork(p workPlan) (*workv1.ManifestWork, string, error) {
 	}
 	w := &workv1.ManifestWork{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        WorkName(p.hub.GetNamespace(), p.hub.GetName()),
+			Name:        pullnames.WorkName(p.hub.GetNamespace(), p.hub.GetName()),
 			Namespace:   p.cluster,
 			Labels:      workLabels(p.hub),
 			Annotations: workAnnotations(p.hub, p.baselines),
@@ -145,21 +146,21 @@ func desiredWork(p workPlan) (*workv1.ManifestWork, string, error) {
 }
 
 func workLabels(hub *unstructured.Unstructured) map[string]string {
-	l := map[string]string{LabelPullWork: "true", contract.LabelManagedBy: contract.ManagedByValue}
+	l := map[string]string{pullnames.LabelPullWork: "true", contract.LabelManagedBy: contract.ManagedByValue}
 	if _, ok := applicationSetOwner(hub); ok {
-		l[LabelApplicationSet] = "true"
+		l[pullnames.LabelApplicationSet] = "true"
 	}
 	return l
 }
 
 func workAnnotations(hub *unstructured.Unstructured, baselines map[string]string) map[string]string {
 	a := map[string]string{
-		AnnotationHubAppNamespace: hub.GetNamespace(),
-		AnnotationHubAppName:      hub.GetName(),
+		pullnames.AnnotationHubAppNamespace: hub.GetNamespace(),
+		pullnames.AnnotationHubAppName:      hub.GetName(),
 	}
 	if owner, ok := applicationSetOwner(hub); ok {
-		a[AnnotationHostingAppSet] = hub.GetNamespace() + "/" + owner.Name
-		a[AnnotationHostingAppSetUID] = string(owner.UID)
+		a[pullnames.AnnotationHostingAppSet] = hub.GetNamespace() + "/" + owner.Name
+		a[pullnames.AnnotationHostingAppSetUID] = string(owner.UID)
 	}
 	maps.Copy(a, baselines)
 	return a
@@ -169,7 +170,7 @@ func workAnnotations(hub *unstructured.Unstructured, baselines map[string]string
 // owner references (the ApplicationSet controller sets one, as controller).
 func applicationSetOwner(app *unstructured.Unstructured) (metav1.OwnerReference, bool) {
 	for _, o := range app.GetOwnerReferences() {
-		if o.Kind == ApplicationSetGVK.Kind && o.APIVersion == ApplicationSetGVK.GroupVersion().String() {
+		if o.Kind == pullnames.ApplicationSetGVK.Kind && o.APIVersion == pullnames.ApplicationSetGVK.GroupVersion().String() {
 			return o, true
 		}
 	}
@@ -186,7 +187,7 @@ func manifestConfigs(app *unstructured.Unstructured, withProject bool) []workv1.
 	}
 	configs := []workv1.ManifestConfigOption{{
 		ResourceIdentifier: workv1.ResourceIdentifier{
-			Group: ApplicationGVK.Group, Resource: "applications", Namespace: app.GetNamespace(), Name: app.GetName(),
+			Group: pullnames.ApplicationGVK.Group, Resource: "applications", Namespace: app.GetNamespace(), Name: app.GetName(),
 		},
 		FeedbackRules: []workv1.FeedbackRule{{Type: workv1.JSONPathsType, JsonPaths: feedbackPathsFor(app)}},
 		// Watch: the work agent reports a change of the spoke Application as it happens,
@@ -197,7 +198,7 @@ func manifestConfigs(app *unstructured.Unstructured, withProject bool) []workv1.
 	if withProject {
 		configs = append(configs, workv1.ManifestConfigOption{
 			ResourceIdentifier: workv1.ResourceIdentifier{
-				Group: AppProjectGVK.Group, Resource: "appprojects", Namespace: app.GetNamespace(), Name: projectName(app),
+				Group: pullnames.AppProjectGVK.Group, Resource: "appprojects", Namespace: app.GetNamespace(), Name: projectName(app),
 			},
 			// Written out, as the apiserver defaults it, so that the stored work compares equal.
 			FeedbackScrapeType: workv1.FeedbackPollType,
@@ -234,8 +235,8 @@ func workDiffers(existing, desired *workv1.ManifestWork) bool {
 
 // ownAnnotations are the annotations of a pull ManifestWork that gitops-addon decides.
 var ownAnnotations = []string{
-	AnnotationHubAppNamespace, AnnotationHubAppName, AnnotationHostingAppSet, AnnotationHostingAppSetUID,
-	AnnotationOperationBaseline, AnnotationRefreshBaseline,
+	pullnames.AnnotationHubAppNamespace, pullnames.AnnotationHubAppName, pullnames.AnnotationHostingAppSet, pullnames.AnnotationHostingAppSetUID,
+	pullnames.AnnotationOperationBaseline, pullnames.AnnotationRefreshBaseline,
 }
 
 // sameManifestConfigs compares the stored manifestConfigs with the desired ones. A stored
@@ -291,7 +292,7 @@ func stampShipped(w *workv1.ManifestWork, now time.Time) {
 	if w.Annotations == nil {
 		w.Annotations = map[string]string{}
 	}
-	w.Annotations[AnnotationShippedAt] = now.UTC().Format(time.RFC3339)
+	w.Annotations[pullnames.AnnotationShippedAt] = now.UTC().Format(time.RFC3339)
 }
 
 // sameJSON says whether two JSON documents hold the same value. Equal bytes are the
