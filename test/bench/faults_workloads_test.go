@@ -23,7 +23,7 @@ import (
 
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/gitopscluster"
-	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/feedback"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 	"github.com/gitops-addon/gitops-addon/test/install"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
@@ -250,12 +250,12 @@ func (fb *faultBench) pullBurst(apps int) workload {
 			// with its health and resources as the gitops-addon agent summarises them,
 			// while the burst goes on: the hub writes each Application's status once.
 			works := pullWorks()
-			feedback := feedbackValues(stormRevision, stringFeedback(pullmodel.FeedbackHealth, "Healthy"),
-				stringFeedback(pullmodel.FeedbackResources, guestbookSummary(b)))
+			values := feedbackValues(stormRevision, stringFeedback(feedback.KeyHealth, "Healthy"),
+				stringFeedback(feedback.KeyResources, guestbookSummary(b)))
 			parallel(len(works), stormWriters, func(i int) error {
 				app := works[i].Annotations[pullnames.AnnotationHubAppName]
 				return reportWork(fb, works[i].Namespace, works[i].Name, func(w *workv1.ManifestWork) {
-					w.Status.ResourceStatus.Manifests = applicationReport(app, feedback)
+					w.Status.ResourceStatus.Manifests = applicationReport(app, values)
 				})
 			})
 			return storm{reports: len(works), expectedWrites: len(works), shown: &target{name: "the reported revision on the hub Applications", done: func() (bool, string) {

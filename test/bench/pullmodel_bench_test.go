@@ -39,7 +39,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/argocdcache"
 	"github.com/gitops-addon/gitops-addon/pkg/contract/appresources"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/manager"
-	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/feedback"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
 )
@@ -149,7 +149,7 @@ func runPullBenchmark(b *testing.B, clusters, apps int) {
 	time.Sleep(2 * time.Second)
 	w1, b1 := writes.load()
 	resources := guestbookSummary(b)
-	withResources := feedbackRoundTrips(b, ctx, env, c, clusterNames, n, "res-", stringFeedback(pullmodel.FeedbackResources, resources))
+	withResources := feedbackRoundTrips(b, ctx, env, c, clusterNames, n, "res-", stringFeedback(feedback.KeyResources, resources))
 	time.Sleep(2 * time.Second)
 	w2, b2 := writes.load()
 	resourcesBytes := hubResourcesSize(b, ctx, c, benchApp(0, clusterNames).GetName())
@@ -157,8 +157,8 @@ func runPullBenchmark(b *testing.B, clusters, apps int) {
 	// manager's API writes (nothing is expected: the tree goes to redis) and its redis writes.
 	tree := guestbookTree(b)
 	r0 := redis.writes(b)
-	withTree := feedbackRoundTrips(b, ctx, env, c, clusterNames, n, "tree-", stringFeedback(pullmodel.FeedbackResources, resources),
-		stringFeedback(pullmodel.FeedbackTree, tree))
+	withTree := feedbackRoundTrips(b, ctx, env, c, clusterNames, n, "tree-", stringFeedback(feedback.KeyResources, resources),
+		stringFeedback(feedback.KeyTree, tree))
 	time.Sleep(2 * time.Second)
 	w3, b3 := writes.load()
 	r1 := redis.writes(b)
@@ -509,8 +509,8 @@ func applicationReport(app string, values []workv1.FeedbackValue) []workv1.Manif
 // agent's values (the resource summary, the tree) when there are some.
 func feedbackValues(rev string, extra ...workv1.FeedbackValue) []workv1.FeedbackValue {
 	return append([]workv1.FeedbackValue{
-		{Name: pullmodel.FeedbackSync, Value: workv1.FieldValue{Type: workv1.String, String: ptr("Synced")}},
-		{Name: pullmodel.FeedbackRevision, Value: workv1.FieldValue{Type: workv1.String, String: ptr(rev)}},
+		{Name: feedback.KeySync, Value: workv1.FieldValue{Type: workv1.String, String: ptr("Synced")}},
+		{Name: feedback.KeyRevision, Value: workv1.FieldValue{Type: workv1.String, String: ptr(rev)}},
 	}, extra...)
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/feedback"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 	"github.com/gitops-addon/gitops-addon/test/install"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
@@ -200,7 +201,7 @@ func TestPullModelSteadyOnAnOlderManifestWorkCRD(t *testing.T) {
 		require.False(t, kept, "the older CRD prunes feedbackScrapeType: the scenario this test is about")
 	}
 
-	p.report(w, map[string]string{pullmodel.FeedbackHealth: "Healthy", pullmodel.FeedbackSync: "Synced"}, nil)
+	p.report(w, map[string]string{feedback.KeyHealth: "Healthy", feedback.KeySync: "Synced"}, nil)
 	require.Eventually(t, func() bool {
 		h, _, _ := unstructured.NestedString(p.getApp("openshift-gitops", "guestbook-cluster1").Object, "status", "health", "status")
 		return h == "Healthy"

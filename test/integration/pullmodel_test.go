@@ -32,6 +32,7 @@ import (
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/manager"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/feedback"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 	"github.com/gitops-addon/gitops-addon/test/install"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
@@ -207,9 +208,9 @@ func (s *pullScenario) guestbookApp() string { return "guestbook-" + s.cluster1 
 func (s *pullScenario) reportGuestbookHealthy(w *workv1.ManifestWork) *v1alpha1.MulticlusterApplicationSetReport {
 	s.t.Helper()
 	s.report(w, map[string]string{
-		pullmodel.FeedbackHealth: "Healthy", pullmodel.FeedbackSync: "Synced", pullmodel.FeedbackRevision: "abc123",
-		pullmodel.FeedbackOperationPhase: "Succeeded", pullmodel.FeedbackOperationStartedAt: "2026-11-23T10:00:00Z",
-		pullmodel.FeedbackOperationMessage: "successfully synced (all tasks run)",
+		feedback.KeyHealth: "Healthy", feedback.KeySync: "Synced", feedback.KeyRevision: "abc123",
+		feedback.KeyOperationPhase: "Succeeded", feedback.KeyOperationStartedAt: "2026-11-23T10:00:00Z",
+		feedback.KeyOperationMessage: "successfully synced (all tasks run)",
 	}, nil)
 	require.Eventually(s.t, func() bool {
 		app := s.getApp(s.ns, s.guestbookApp())
@@ -512,8 +513,8 @@ func TestPullModelManualSync(t *testing.T) {
 		// Until the spoke starts it, the request stays, on both sides: the spoke reports
 		// something else (the positive control, a status the hub Application shows), not
 		// the operation started.
-		s.report(w, map[string]string{pullmodel.FeedbackHealth: "Healthy", pullmodel.FeedbackSync: "OutOfSync",
-			pullmodel.FeedbackOperationPhase: "Succeeded", pullmodel.FeedbackOperationStartedAt: "2026-11-23T10:00:00Z"}, nil)
+		s.report(w, map[string]string{feedback.KeyHealth: "Healthy", feedback.KeySync: "OutOfSync",
+			feedback.KeyOperationPhase: "Succeeded", feedback.KeyOperationStartedAt: "2026-11-23T10:00:00Z"}, nil)
 		require.Eventually(t, func() bool {
 			sync, _, _ := unstructured.NestedString(s.getApp(s.ns, s.guestbookApp()).Object, "status", "sync", "status")
 			return sync == "OutOfSync"
@@ -522,8 +523,8 @@ func TestPullModelManualSync(t *testing.T) {
 		assert.True(t, still, "the hub keeps .operation until the spoke starts it")
 		// Started: while it runs, the spoke's Argo CD needs .operation on its Application
 		// (a sync with waves goes on only while it is there), so it stays in the work.
-		s.report(w, map[string]string{pullmodel.FeedbackHealth: "Healthy", pullmodel.FeedbackSync: "OutOfSync",
-			pullmodel.FeedbackOperationPhase: "Running", pullmodel.FeedbackOperationStartedAt: "2026-11-23T11:00:00Z"}, nil)
+		s.report(w, map[string]string{feedback.KeyHealth: "Healthy", feedback.KeySync: "OutOfSync",
+			feedback.KeyOperationPhase: "Running", feedback.KeyOperationStartedAt: "2026-11-23T11:00:00Z"}, nil)
 		require.Eventually(t, func() bool {
 			phase, _, _ := unstructured.NestedString(s.getApp(s.ns, s.guestbookApp()).Object, "status", "operationState", "phase")
 			return phase == "Running"
@@ -534,8 +535,8 @@ func TestPullModelManualSync(t *testing.T) {
 			_, op := spokeApp(t, w).Object["operation"]
 			return op
 		}, "keeps the operation while the spoke runs it")
-		s.report(w, map[string]string{pullmodel.FeedbackHealth: "Healthy", pullmodel.FeedbackSync: "Synced",
-			pullmodel.FeedbackOperationPhase: "Succeeded", pullmodel.FeedbackOperationStartedAt: "2026-11-23T11:00:00Z"}, nil)
+		s.report(w, map[string]string{feedback.KeyHealth: "Healthy", feedback.KeySync: "Synced",
+			feedback.KeyOperationPhase: "Succeeded", feedback.KeyOperationStartedAt: "2026-11-23T11:00:00Z"}, nil)
 		require.Eventually(t, func() bool {
 			_, has := s.getApp(s.ns, s.guestbookApp()).Object["operation"]
 			return !has

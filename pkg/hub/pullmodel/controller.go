@@ -24,6 +24,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/bounded"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/localcluster"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/feedback"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/treecache"
 )
@@ -66,19 +67,6 @@ type Reconciler struct {
 	// Trees writes the pulled Applications' resource trees where the hub's argocd-server
 	// reads them (nil: the hub's Argo CD redis was not given; no trees).
 	Trees *treecache.Writer
-}
-
-// forgetTree removes the tree this manager wrote for an Application that is gone or no
-// longer pulled (a manager writes every pulled Application's tree once after its start, so
-// it knows them all). A redis that is down holds up nothing: a tree left in a cache is
-// drawn for no Application.
-func (r *Reconciler) forgetTree(ctx context.Context, app types.NamespacedName) {
-	if r.Trees == nil {
-		return
-	}
-	if err := r.Trees.Forget(ctx, app); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "the resource tree stays in the hub Argo CD's redis")
-	}
 }
 
 // Reconcile brings the ManifestWork of one hub Application, and the Application's status,
@@ -136,14 +124,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 		r.forgetTree(ctx, req.NamespacedName)
-		return ctrl.Result{}, r.writeHubApplication(ctx, app, v, spokeStatus{}, nil)
+		return ctrl.Result{}, r.writeHubApplication(ctx, app, v, feedback.Status{}, nil)
 	}
 	// A changed cluster annotation moves the Application: the old cluster's work goes.
 	if err := r.deleteWorksExcept(ctx, works, v.cluster); err != nil {
 		return ctrl.Result{}, err
 	}
 	existing := workIn(works, v.cluster)
-	spoke := spokeStatusOf(existing, spokeNamespace(app), app.GetName())
+	spoke := feedback.Of(existing, spokeNamespace(app), app.GetName())
 	plan := planRequests(app, existing, spoke)
 	plan.cluster, plan.project = v.cluster, v.project
 	if plan.credentials, err = r.stagedCredentials(ctx, app); err != nil {
@@ -156,10 +144,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.retireACMWorks(ctx, app, req.NamespacedName, v.cluster, existing); err != nil {
 		return ctrl.Result{}, err
 	}
-	if spoke.applyFailure != "" {
-		v.errors = append(v.errors, r.applyFailureProblem(ctx, v.cluster, existing, spoke.applyFailure))
+	if failure := spoke.ApplyFailure(); failure != "" {
+		v.errors = append(v.errors, r.applyFailureProblem(ctx, v.cluster, existing, failure))
 	}
-	warnings, requeue, err := spokeWarnings(ctx, r.Client, r.HubOnly, r.ApplyTimeout, r.now().Time, existing, spoke)
+	warnings, requeue, err := r.explainer().Warnings(ctx, r.now().Time, existing, spoke)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -168,41 +156,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// timeout is scheduled here.
 		requeue = r.ApplyTimeout
 	}
-	tree := spoke.tree()
-	v.warnings = append(append(v.warnings, warnings...), treeProblems(r.Trees, v.cluster, tree)...)
+	tree := spoke.Tree()
+	v.warnings = append(v.warnings, warnings...)
+	if r.Trees != nil { // a hub that draws no trees has nothing to say of them
+		v.warnings = append(v.warnings, tree.Problems(v.cluster)...)
+	}
 	if err := r.writeHubApplication(ctx, app, v, spoke, taken(app, existing, spoke)); err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := writeTree(ctx, r.Trees, req.NamespacedName, tree); err != nil {
 		return ctrl.Result{}, fmt.Errorf("writing the resource tree of Application %s into the hub Argo CD's redis: %w", req.NamespacedName, err)
 	}
-	r.latency.statusOnHub(req.NamespacedName, existing, spoke)
+	r.latency.statusOnHub(req.NamespacedName, existing, spoke.Values())
 	return ctrl.Result{RequeueAfter: requeue}, nil
-}
-
-// spokeWarnings are the warnings about what a cluster reports of an Application: its
-// ManifestWork not applied in time (and, until then, when to look again), and what the
-// hub cannot show of its resources.
-func spokeWarnings(ctx context.Context, c client.Reader, hubOnly bool, timeout time.Duration, now time.Time,
-	w *workv1.ManifestWork, spoke spokeStatus) ([]pullnames.Problem, time.Duration, error) {
-	if w == nil {
-		return nil, 0, nil
-	}
-	var out []pullnames.Problem
-	pending := pendingApplyOf(w)
-	overdue, wait := pending.overdue(now, timeout)
-	if overdue {
-		state, err := clusterState(ctx, c, w.Namespace)
-		if err != nil {
-			return nil, 0, err
-		}
-		out = append(out, notAppliedProblem(w, pending.since, state))
-	}
-	resources, err := resourceProblems(ctx, c, hubOnly, w.Namespace, workAppNamespace(w), spoke)
-	if err != nil {
-		return nil, 0, err
-	}
-	return append(out, resources...), wait, nil
 }
 
 // planRequests decides which one-shot requests (a manual sync, a refresh) go to the spoke
@@ -211,44 +177,44 @@ func spokeWarnings(ctx context.Context, c client.Reader, hubOnly bool, timeout t
 // operation once the spoke reports, with a start time other than the recorded one, that
 // operation finished. Then the hub's copy is cleared, and the request leaves the
 // ManifestWork, so the hub and the spoke never fight over it and it runs once.
-func planRequests(app *unstructured.Unstructured, existing *workv1.ManifestWork, spoke spokeStatus) workPlan {
+func planRequests(app *unstructured.Unstructured, existing *workv1.ManifestWork, spoke feedback.Status) workPlan {
 	p := workPlan{hub: app, baselines: map[string]string{}}
 	if _, ok, _ := unstructured.NestedMap(app.Object, "operation"); ok {
 		p.request.operation = true
-		p.baselines[pullnames.AnnotationOperationBaseline] = baseline(existing, pullnames.AnnotationOperationBaseline, spoke, FeedbackOperationStartedAt)
+		p.baselines[pullnames.AnnotationOperationBaseline] = baseline(existing, pullnames.AnnotationOperationBaseline, spoke, feedback.KeyOperationStartedAt)
 	}
 	if _, ok := app.GetAnnotations()[pullnames.AnnotationRefresh]; ok {
 		p.request.refresh = true
-		p.baselines[pullnames.AnnotationRefreshBaseline] = baseline(existing, pullnames.AnnotationRefreshBaseline, spoke, FeedbackReconciledAt)
+		p.baselines[pullnames.AnnotationRefreshBaseline] = baseline(existing, pullnames.AnnotationRefreshBaseline, spoke, feedback.KeyReconciledAt)
 	}
 	return p
 }
 
 // baseline is the recorded baseline of a request already shipped, or what the spoke
 // reports now for a request shipped for the first time.
-func baseline(existing *workv1.ManifestWork, annotation string, spoke spokeStatus, feedback string) string {
+func baseline(existing *workv1.ManifestWork, annotation string, spoke feedback.Status, key string) string {
 	if existing != nil {
 		if b, ok := existing.Annotations[annotation]; ok {
 			return b
 		}
 	}
-	v, _ := spoke.get(feedback)
+	v, _ := spoke.Get(key)
 	return v
 }
 
 // oneShotTaken says which shipped requests the spoke has taken.
 type oneShotTaken struct{ operation, refresh bool }
 
-func taken(app *unstructured.Unstructured, existing *workv1.ManifestWork, spoke spokeStatus) *oneShotTaken {
+func taken(app *unstructured.Unstructured, existing *workv1.ManifestWork, spoke feedback.Status) *oneShotTaken {
 	if existing == nil {
 		return nil
 	}
 	t := &oneShotTaken{}
 	if _, ok, _ := unstructured.NestedMap(app.Object, "operation"); ok {
-		t.operation = changedSince(existing, pullnames.AnnotationOperationBaseline, spoke, FeedbackOperationStartedAt) && operationFinished(spoke)
+		t.operation = changedSince(existing, pullnames.AnnotationOperationBaseline, spoke, feedback.KeyOperationStartedAt) && operationFinished(spoke)
 	}
 	if _, ok := app.GetAnnotations()[pullnames.AnnotationRefresh]; ok {
-		t.refresh = changedSince(existing, pullnames.AnnotationRefreshBaseline, spoke, FeedbackReconciledAt)
+		t.refresh = changedSince(existing, pullnames.AnnotationRefreshBaseline, spoke, feedback.KeyReconciledAt)
 	}
 	return t
 }
@@ -259,8 +225,8 @@ func taken(app *unstructured.Unstructured, existing *workv1.ManifestWork, spoke 
 // healthy, a retry) only while .operation is there, and the work agent's server-side apply
 // would remove it with the ManifestWork's copy, leaving the sync Running for ever. Argo CD
 // removes it itself when the operation ends.
-func operationFinished(spoke spokeStatus) bool {
-	phase, _ := spoke.get(FeedbackOperationPhase)
+func operationFinished(spoke feedback.Status) bool {
+	phase, _ := spoke.Get(feedback.KeyOperationPhase)
 	switch phase {
 	case "Succeeded", "Failed", "Error":
 		return true
@@ -268,9 +234,9 @@ func operationFinished(spoke spokeStatus) bool {
 	return false
 }
 
-func changedSince(existing *workv1.ManifestWork, annotation string, spoke spokeStatus, feedback string) bool {
+func changedSince(existing *workv1.ManifestWork, annotation string, spoke feedback.Status, key string) bool {
 	b, shipped := existing.Annotations[annotation]
-	now, reported := spoke.get(feedback)
+	now, reported := spoke.Get(key)
 	return shipped && reported && now != b
 }
 
@@ -355,12 +321,12 @@ func missingApplicationAPI(failure string) bool {
 // writeHubApplication writes, in one patch and only when something changed, the
 // spoke's status, the pull model's conditions and the clearing of one-shot requests the
 // spoke took. Events name every new problem.
-func (r *Reconciler) writeHubApplication(ctx context.Context, app *unstructured.Unstructured, v verdict, spoke spokeStatus, done *oneShotTaken) error {
+func (r *Reconciler) writeHubApplication(ctx context.Context, app *unstructured.Unstructured, v verdict, spoke feedback.Status, done *oneShotTaken) error {
 	updated := app.DeepCopy()
 	conditions := pullConditions(app, v.errors, v.warnings, r.now())
 	if v.candidate || len(pullConditionsOf(app)) > 0 {
-		status := desiredHubStatus(app, spoke, conditions)
-		if statusDiffers(app, status) {
+		status := feedback.HubStatus(app, spoke, conditions)
+		if feedback.HubStatusDiffers(app, status) {
 			updated.Object["status"] = status
 		}
 	}
@@ -469,6 +435,11 @@ func (r *Reconciler) event(app *unstructured.Unstructured, eventType, reason, fo
 		note := bounded.EventNote(fmt.Sprintf(format, args...), "the Application's PullModelError condition")
 		r.Recorder.Eventf(app, nil, eventType, reason, "Propagate", "%s", note)
 	}
+}
+
+// explainer explains what the spokes report with the hub's cluster facts.
+func (r *Reconciler) explainer() feedback.Explainer {
+	return feedback.Explainer{Reader: r.Client, HubOnly: r.HubOnly, ApplyTimeout: r.ApplyTimeout}
 }
 
 func (r *Reconciler) now() metav1.Time {

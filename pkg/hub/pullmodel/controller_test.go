@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	workv1 "open-cluster-management.io/api/work/v1"
 
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/feedback"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pulltest"
 )
@@ -17,7 +18,7 @@ import (
 func TestOneShotRequests(t *testing.T) {
 	hub := pulltest.App(pulltest.SeedApp)
 	withOperationAndRefresh(hub)
-	before := map[string]string{FeedbackOperationStartedAt: "t0", FeedbackReconciledAt: "r0"}
+	before := map[string]string{feedback.KeyOperationStartedAt: "t0", feedback.KeyReconciledAt: "r0"}
 
 	tests := []struct {
 		name          string
@@ -47,52 +48,50 @@ func TestOneShotRequests(t *testing.T) {
 		{
 			name:          "the spoke reconciled and runs the new operation: the refresh is taken, the operation stays until it ends",
 			existing:      withAnnotations(pulltest.ReportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", nil), "t0", "r0"),
-			reported:      map[string]string{FeedbackOperationStartedAt: "t1", FeedbackOperationPhase: "Running", FeedbackReconciledAt: "r1"},
+			reported:      map[string]string{feedback.KeyOperationStartedAt: "t1", feedback.KeyOperationPhase: "Running", feedback.KeyReconciledAt: "r1"},
 			wantBaselines: map[string]string{pullnames.AnnotationOperationBaseline: "t0", pullnames.AnnotationRefreshBaseline: "r0"},
 			wantTaken:     &oneShotTaken{refresh: true},
 		},
 		{
 			name:          "an operation terminating has not ended",
 			existing:      withAnnotations(pulltest.ReportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", nil), "t0", "r0"),
-			reported:      map[string]string{FeedbackOperationStartedAt: "t1", FeedbackOperationPhase: "Terminating", FeedbackReconciledAt: "r0"},
+			reported:      map[string]string{feedback.KeyOperationStartedAt: "t1", feedback.KeyOperationPhase: "Terminating", feedback.KeyReconciledAt: "r0"},
 			wantBaselines: map[string]string{pullnames.AnnotationOperationBaseline: "t0", pullnames.AnnotationRefreshBaseline: "r0"},
 			wantTaken:     &oneShotTaken{},
 		},
 		{
 			name:          "the spoke's new operation ended and it reconciled: both taken",
 			existing:      withAnnotations(pulltest.ReportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", nil), "t0", "r0"),
-			reported:      map[string]string{FeedbackOperationStartedAt: "t1", FeedbackOperationPhase: "Succeeded", FeedbackReconciledAt: "r1"},
+			reported:      map[string]string{feedback.KeyOperationStartedAt: "t1", feedback.KeyOperationPhase: "Succeeded", feedback.KeyReconciledAt: "r1"},
 			wantBaselines: map[string]string{pullnames.AnnotationOperationBaseline: "t0", pullnames.AnnotationRefreshBaseline: "r0"},
 			wantTaken:     &oneShotTaken{operation: true, refresh: true},
 		},
 		{
 			name:          "an operation that failed is done with too",
 			existing:      withAnnotations(pulltest.ReportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", nil), "t0", "r0"),
-			reported:      map[string]string{FeedbackOperationStartedAt: "t1", FeedbackOperationPhase: "Failed", FeedbackReconciledAt: "r0"},
+			reported:      map[string]string{feedback.KeyOperationStartedAt: "t1", feedback.KeyOperationPhase: "Failed", feedback.KeyReconciledAt: "r0"},
 			wantBaselines: map[string]string{pullnames.AnnotationOperationBaseline: "t0", pullnames.AnnotationRefreshBaseline: "r0"},
 			wantTaken:     &oneShotTaken{operation: true},
 		},
 		{
 			name:          "the previous operation's end is not this one's",
 			existing:      withAnnotations(pulltest.ReportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", nil), "t0", "r0"),
-			reported:      map[string]string{FeedbackOperationStartedAt: "t0", FeedbackOperationPhase: "Succeeded", FeedbackReconciledAt: "r0"},
+			reported:      map[string]string{feedback.KeyOperationStartedAt: "t0", feedback.KeyOperationPhase: "Succeeded", feedback.KeyReconciledAt: "r0"},
 			wantBaselines: map[string]string{pullnames.AnnotationOperationBaseline: "t0", pullnames.AnnotationRefreshBaseline: "r0"},
 			wantTaken:     &oneShotTaken{},
 		},
 		{
 			name:          "shipped to a spoke that had never reported: the first report is the change",
 			existing:      withAnnotations(pulltest.ReportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", nil), "", ""),
-			reported:      map[string]string{FeedbackOperationStartedAt: "t1", FeedbackOperationPhase: "Succeeded"},
+			reported:      map[string]string{feedback.KeyOperationStartedAt: "t1", feedback.KeyOperationPhase: "Succeeded"},
 			wantBaselines: map[string]string{pullnames.AnnotationOperationBaseline: "", pullnames.AnnotationRefreshBaseline: ""},
 			wantTaken:     &oneShotTaken{operation: true},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			spoke := spokeStatus{values: tt.reported}
-			if spoke.values == nil {
-				spoke.values = map[string]string{}
-			}
+			spoke := feedback.Of(pulltest.ReportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", tt.reported),
+				"openshift-gitops", "guestbook-cluster1")
 			plan := planRequests(hub, tt.existing, spoke)
 			assert.True(t, plan.request.operation)
 			assert.True(t, plan.request.refresh)
@@ -102,7 +101,7 @@ func TestOneShotRequests(t *testing.T) {
 	}
 	t.Run("no request on the hub: nothing shipped, nothing to clear", func(t *testing.T) {
 		plain := pulltest.App(pulltest.SeedApp)
-		plan := planRequests(plain, nil, spokeStatus{values: map[string]string{}})
+		plan := planRequests(plain, nil, feedback.Status{})
 		assert.Equal(t, spokeRequest{}, plan.request)
 		assert.Empty(t, plan.baselines)
 	})

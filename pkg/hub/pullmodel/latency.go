@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/gitops-addon/gitops-addon/pkg/hub/hubmetrics"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/feedback"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 )
 
@@ -187,7 +188,7 @@ func (l *latencies) workUpdated(old, w *workv1.ManifestWork) {
 	app := types.NamespacedName{Namespace: w.Annotations[pullnames.AnnotationHubAppNamespace], Name: w.Annotations[pullnames.AnnotationHubAppName]}
 	before, ok := l.shippedOver[app]
 	if !ok { // shipped by another manager (before a restart, or the previous leader)
-		before = spokeStatusOf(old, workAppNamespace(old), app.Name).values
+		before = feedback.Of(old, feedback.WorkAppNamespace(old), app.Name).Values()
 	}
 	delete(l.shippedOver, app)
 	l.returning[app] = statusReturn{work: w.UID, generation: w.Generation, start: start, before: before}
@@ -201,7 +202,7 @@ func (l *latencies) wrote(app types.NamespacedName, existing *workv1.ManifestWor
 	}
 	reported := map[string]string{}
 	if existing != nil {
-		reported = spokeStatusOf(existing, workAppNamespace(existing), app.Name).values
+		reported = feedback.Of(existing, feedback.WorkAppNamespace(existing), app.Name).Values()
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -216,8 +217,8 @@ func (l *latencies) workGone(w *workv1.ManifestWork) {
 
 // statusOnHub observes the status return of an applied change once the hub Application
 // holds a spoke status reported after the apply (one that differs from what the spoke
-// reported before it), read from w.
-func (l *latencies) statusOnHub(app types.NamespacedName, w *workv1.ManifestWork, spoke spokeStatus) {
+// reported before it), read from w: reported are the values the hub now holds.
+func (l *latencies) statusOnHub(app types.NamespacedName, w *workv1.ManifestWork, reported map[string]string) {
 	if l == nil {
 		return
 	}
@@ -228,7 +229,7 @@ func (l *latencies) statusOnHub(app types.NamespacedName, w *workv1.ManifestWork
 	case !ok:
 	case w == nil || w.UID != r.work || w.Generation != r.generation:
 		delete(l.returning, app) // a newer change is in flight, and measured instead
-	case len(spoke.values) > 0 && !maps.Equal(spoke.values, r.before):
+	case len(reported) > 0 && !maps.Equal(reported, r.before):
 		hubmetrics.ObservePullStatusReturn(l.now().Sub(r.start))
 		delete(l.returning, app)
 	}

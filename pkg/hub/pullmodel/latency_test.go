@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/gitops-addon/gitops-addon/pkg/hub/hubmetrics"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/feedback"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pulltest"
 )
@@ -111,8 +112,8 @@ func TestStatusReturnIsObservedOnceTheNewStatusIsOnTheHub(t *testing.T) {
 	now := t0.Add(2 * time.Second)
 	l := newLatencies(func() time.Time { return now })
 	app := types.NamespacedName{Namespace: "openshift-gitops", Name: "guestbook-cluster1"}
-	old := withFeedback(shippedWork(2, t0, appliedAt(1)), map[string]string{FeedbackSync: "Synced", FeedbackRevision: "v1"})
-	applied := withFeedback(shippedWork(2, t0, appliedAt(2)), map[string]string{FeedbackSync: "Synced", FeedbackRevision: "v1"})
+	old := withFeedback(shippedWork(2, t0, appliedAt(1)), map[string]string{feedback.KeySync: "Synced", feedback.KeyRevision: "v1"})
+	applied := withFeedback(shippedWork(2, t0, appliedAt(2)), map[string]string{feedback.KeySync: "Synced", feedback.KeyRevision: "v1"})
 	l.workUpdated(old, applied)
 
 	steps := []struct {
@@ -121,13 +122,13 @@ func TestStatusReturnIsObservedOnceTheNewStatusIsOnTheHub(t *testing.T) {
 		spoke map[string]string
 		want  int
 	}{
-		{"the spoke still reports what it did before the apply: waiting", applied, map[string]string{FeedbackSync: "Synced", FeedbackRevision: "v1"}, 0},
-		{"the spoke's status after the change, on the hub: observed", applied, map[string]string{FeedbackSync: "OutOfSync", FeedbackRevision: "v1"}, 1},
-		{"later statuses: nothing more", applied, map[string]string{FeedbackSync: "Synced", FeedbackRevision: "v2"}, 0},
+		{"the spoke still reports what it did before the apply: waiting", applied, map[string]string{feedback.KeySync: "Synced", feedback.KeyRevision: "v1"}, 0},
+		{"the spoke's status after the change, on the hub: observed", applied, map[string]string{feedback.KeySync: "OutOfSync", feedback.KeyRevision: "v1"}, 1},
+		{"later statuses: nothing more", applied, map[string]string{feedback.KeySync: "Synced", feedback.KeyRevision: "v2"}, 0},
 	}
 	for _, s := range steps {
 		before := histogram(t, hubmetrics.PullStatusReturn)
-		l.statusOnHub(app, s.work, spokeStatus{values: s.spoke})
+		l.statusOnHub(app, s.work, s.spoke)
 		after := histogram(t, hubmetrics.PullStatusReturn)
 		assert.Equal(t, uint64(s.want), after.GetSampleCount()-before.GetSampleCount(), s.name)
 		assert.InDelta(t, 2*float64(s.want), after.GetSampleSum()-before.GetSampleSum(), 1e-9, s.name)
@@ -136,26 +137,26 @@ func TestStatusReturnIsObservedOnceTheNewStatusIsOnTheHub(t *testing.T) {
 	t.Run("a newer spec shipped before the status came back: that one is measured instead", func(t *testing.T) {
 		l.workUpdated(withUID(shippedWork(1, t0, nil), "w4"), withUID(shippedWork(1, t0, appliedAt(1)), "w4"))
 		before := histogram(t, hubmetrics.PullStatusReturn).GetSampleCount()
-		l.statusOnHub(app, withUID(shippedWork(2, t0, appliedAt(1)), "w4"), spokeStatus{values: map[string]string{FeedbackSync: "Synced"}})
-		l.statusOnHub(app, withUID(shippedWork(1, t0, appliedAt(1)), "w4"), spokeStatus{values: map[string]string{FeedbackSync: "Synced"}})
+		l.statusOnHub(app, withUID(shippedWork(2, t0, appliedAt(1)), "w4"), map[string]string{feedback.KeySync: "Synced"})
+		l.statusOnHub(app, withUID(shippedWork(1, t0, appliedAt(1)), "w4"), map[string]string{feedback.KeySync: "Synced"})
 		assert.Equal(t, before, histogram(t, hubmetrics.PullStatusReturn).GetSampleCount())
 	})
 	t.Run("the new status on the work before the work agent reports it applied: observed", func(t *testing.T) {
 		// The work agent's feedback and its Applied condition come from different
 		// controllers: the spoke's new status may be on the work first.
-		l.wrote(app, withFeedback(shippedWork(1, t0, appliedAt(1)), map[string]string{FeedbackSync: "Synced"}))
-		reported := map[string]string{FeedbackSync: "OutOfSync"}
+		l.wrote(app, withFeedback(shippedWork(1, t0, appliedAt(1)), map[string]string{feedback.KeySync: "Synced"}))
+		reported := map[string]string{feedback.KeySync: "OutOfSync"}
 		l.workUpdated(withUID(withFeedback(shippedWork(2, t0, appliedAt(1)), reported), "w6"),
 			withUID(withFeedback(shippedWork(2, t0, appliedAt(2)), reported), "w6"))
 		before := histogram(t, hubmetrics.PullStatusReturn).GetSampleCount()
-		l.statusOnHub(app, withUID(withFeedback(shippedWork(2, t0, appliedAt(2)), reported), "w6"), spokeStatus{values: reported})
+		l.statusOnHub(app, withUID(withFeedback(shippedWork(2, t0, appliedAt(2)), reported), "w6"), reported)
 		assert.Equal(t, before+1, histogram(t, hubmetrics.PullStatusReturn).GetSampleCount())
 	})
 	t.Run("a first status for a new Application: observed", func(t *testing.T) {
 		l.workUpdated(withUID(shippedWork(1, t0, nil), "w5"), withUID(shippedWork(1, t0, appliedAt(1)), "w5"))
 		before := histogram(t, hubmetrics.PullStatusReturn).GetSampleCount()
-		l.statusOnHub(app, withUID(shippedWork(1, t0, appliedAt(1)), "w5"), spokeStatus{values: map[string]string{}})
-		l.statusOnHub(app, withUID(shippedWork(1, t0, appliedAt(1)), "w5"), spokeStatus{values: map[string]string{FeedbackHealth: "Progressing"}})
+		l.statusOnHub(app, withUID(shippedWork(1, t0, appliedAt(1)), "w5"), map[string]string{})
+		l.statusOnHub(app, withUID(shippedWork(1, t0, appliedAt(1)), "w5"), map[string]string{feedback.KeyHealth: "Progressing"})
 		assert.Equal(t, before+1, histogram(t, hubmetrics.PullStatusReturn).GetSampleCount())
 	})
 }
@@ -200,7 +201,7 @@ func TestNoLatenciesWithoutAMeasurer(t *testing.T) {
 	assert.Zero(t, l.seenAt(types.NamespacedName{Name: "a"}))
 	l.shipped(types.NamespacedName{Name: "a"}, t0)
 	l.forget(types.NamespacedName{Name: "a"})
-	l.statusOnHub(types.NamespacedName{Name: "a"}, nil, spokeStatus{})
+	l.statusOnHub(types.NamespacedName{Name: "a"}, nil, nil)
 }
 
 // shippedWork is the pull ManifestWork of guestbook-cluster1 at a generation, with the

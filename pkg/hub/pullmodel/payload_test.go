@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	workv1 "open-cluster-management.io/api/work/v1"
 
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/feedback"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pulltest"
 )
@@ -131,7 +132,7 @@ func TestDesiredWork(t *testing.T) {
 	assert.NotContains(t, string(w.Spec.Workload.Manifests[0].Raw), "resourceVersion")
 	assert.Contains(t, string(w.Spec.Workload.Manifests[1].Raw), `"kind":"Application"`)
 	require.Len(t, w.Spec.ManifestConfigs, 2)
-	assert.Len(t, w.Spec.ManifestConfigs[0].FeedbackRules[0].JsonPaths, len(feedbackPaths))
+	assert.Len(t, w.Spec.ManifestConfigs[0].FeedbackRules[0].JsonPaths, len(feedback.PathsFor(hub)))
 	assert.Equal(t, "blue", w.Spec.ManifestConfigs[1].ResourceIdentifier.Name)
 
 	t.Run("an identical desired work does not differ", func(t *testing.T) {

@@ -32,6 +32,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/contract/appresources"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/feedback"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 )
 
@@ -247,21 +248,21 @@ type reportEntry struct {
 // applied (in time), a failed sync, failed resources, resources not reported.
 func (r *ReportReconciler) entry(ctx context.Context, w *workv1.ManifestWork) (reportEntry, time.Duration, error) {
 	appName := w.Annotations[pullnames.AnnotationHubAppName]
-	s := spokeStatusOf(w, workAppNamespace(w), appName)
+	s := feedback.Of(w, feedback.WorkAppNamespace(w), appName)
 	e := reportEntry{ClusterCondition: clusterCondition(w, s)}
-	if summary, ok, _ := s.resources(); ok {
+	if summary, ok, _ := s.Resources(); ok {
 		e.resources = summary.Resources
 		e.ResourceCount = ptr.To(int32(min(summary.Total, math.MaxInt32))) //nolint:gosec // bounded on the line
-		if msg := failedResourcesMessage(summary); msg != "" {
+		if msg := feedback.FailedResourcesMessage(summary); msg != "" {
 			e.Conditions = append(e.Conditions, v1alpha1.Condition{Type: "ResourceError", Message: truncateMessage(msg)})
 		}
 	}
-	warnings, wait, err := spokeWarnings(ctx, r.Client, r.HubOnly, r.ApplyTimeout, r.now(), w, s)
+	warnings, wait, err := r.explainer().Warnings(ctx, r.now(), w, s)
 	if err != nil {
 		return reportEntry{}, 0, err
 	}
 	for _, p := range warnings {
-		if p.Reason == ReasonResourcesCapped {
+		if p.Reason == feedback.ReasonResourcesCapped {
 			continue // resourceCount says it
 		}
 		e.Conditions = append(e.Conditions, v1alpha1.Condition{Type: warningType(p.Reason), Message: truncateMessage(p.String())})
@@ -271,7 +272,7 @@ func (r *ReportReconciler) entry(ctx context.Context, w *workv1.ManifestWork) (r
 
 // warningType is the report condition type of a warning, ending in Warning as ACM's do.
 func warningType(reason string) string {
-	if reason == ReasonNotApplied {
+	if reason == feedback.ReasonNotApplied {
 		return "ApplyWarning"
 	}
 	return "ResourcesWarning"
@@ -321,6 +322,12 @@ func resourceRefs(entries []reportEntry) []v1alpha1.ResourceRef {
 	return refs[:min(len(refs), maxReportResourceRefs)]
 }
 
+// explainer explains what the spokes report with the hub's cluster facts, as the
+// propagation controller does on the hub Application.
+func (r *ReportReconciler) explainer() feedback.Explainer {
+	return feedback.Explainer{Reader: r.Client, HubOnly: r.HubOnly, ApplyTimeout: r.ApplyTimeout}
+}
+
 func (r *ReportReconciler) now() time.Time {
 	if r.Now != nil {
 		return r.Now()
@@ -330,25 +337,25 @@ func (r *ReportReconciler) now() time.Time {
 
 // clusterCondition is one Application's entry from what its cluster reported: status,
 // and the problems: not applied, or a failed sync.
-func clusterCondition(w *workv1.ManifestWork, s spokeStatus) v1alpha1.ClusterCondition {
+func clusterCondition(w *workv1.ManifestWork, s feedback.Status) v1alpha1.ClusterCondition {
 	appName := w.Annotations[pullnames.AnnotationHubAppName]
 	c := v1alpha1.ClusterCondition{
 		Cluster: w.Namespace,
 		App:     strings.Join([]string{w.Annotations[pullnames.AnnotationHubAppNamespace], appName, w.Namespace, w.Name}, "/"),
 	}
-	c.HealthStatus, _ = s.get(FeedbackHealth)
-	c.SyncStatus, _ = s.get(FeedbackSync)
-	c.SyncRevision, _ = s.get(FeedbackRevision)
-	c.OperationStatePhase, _ = s.get(FeedbackOperationPhase)
-	c.OperationStateStartedAt, _ = s.get(FeedbackOperationStartedAt)
-	if s.applyFailure != "" {
-		c.Conditions = append(c.Conditions, v1alpha1.Condition{Type: "ApplyError", Message: s.applyFailure})
+	c.HealthStatus, _ = s.Get(feedback.KeyHealth)
+	c.SyncStatus, _ = s.Get(feedback.KeySync)
+	c.SyncRevision, _ = s.Get(feedback.KeyRevision)
+	c.OperationStatePhase, _ = s.Get(feedback.KeyOperationPhase)
+	c.OperationStateStartedAt, _ = s.Get(feedback.KeyOperationStartedAt)
+	if s.ApplyFailure() != "" {
+		c.Conditions = append(c.Conditions, v1alpha1.Condition{Type: "ApplyError", Message: s.ApplyFailure()})
 	}
 	if c.OperationStatePhase == "Failed" || c.OperationStatePhase == "Error" {
-		msg, _ := s.get(FeedbackOperationMessage)
+		msg, _ := s.Get(feedback.KeyOperationMessage)
 		c.Conditions = append(c.Conditions, v1alpha1.Condition{Type: "SyncError", Message: msg})
 	}
-	for _, sc := range s.conditions() {
+	for _, sc := range s.Conditions() {
 		// Argo CD's error conditions end in "Error"; its warnings are no problem of the report.
 		entry := v1alpha1.Condition{Type: sc.Type, Message: sc.Message}
 		if strings.HasSuffix(sc.Type, "Error") && !slices.Contains(c.Conditions, entry) {
@@ -356,17 +363,6 @@ func clusterCondition(w *workv1.ManifestWork, s spokeStatus) v1alpha1.ClusterCon
 		}
 	}
 	return c
-}
-
-// workAppNamespace is the namespace of the Application a pull ManifestWork carries, read
-// from its manifest config (the spoke namespace may differ from the hub's).
-func workAppNamespace(w *workv1.ManifestWork) string {
-	for _, c := range w.Spec.ManifestConfigs {
-		if c.ResourceIdentifier.Resource == "applications" {
-			return c.ResourceIdentifier.Namespace
-		}
-	}
-	return w.Annotations[pullnames.AnnotationHubAppNamespace]
 }
 
 // summarize counts as ACM does: Healthy is healthy, anything else not healthy, and

@@ -150,16 +150,6 @@ func slimApplication(obj any) (any, error) {
 	return slim, nil
 }
 
-func pullConditionsOf(app *unstructured.Unstructured) []any {
-	var ours []any
-	for _, t := range []string{pullnames.ConditionPullError, pullnames.ConditionPullWarning} {
-		if c := findAppCondition(app, t); c != nil {
-			ours = append(ours, c)
-		}
-	}
-	return ours
-}
-
 // SetupWithManager registers the propagation controller: Applications and pull
 // ManifestWorks from the pull cache, ManagedClusters and PlacementDecisions from the
 // manager's cache, AppProjects for the Applications that use them.

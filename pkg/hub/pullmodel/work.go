@@ -15,88 +15,9 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
-	"github.com/gitops-addon/gitops-addon/pkg/contract/appresources"
-	"github.com/gitops-addon/gitops-addon/pkg/contract/apptree"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/feedback"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 )
-
-// Names of the status feedback values the work agent reports for a pulled Application:
-// strings only, so that they work on every OCM work agent without feature gates.
-const (
-	FeedbackHealth             = "healthStatus"
-	FeedbackSync               = "syncStatus"
-	FeedbackRevision           = "syncRevision"
-	FeedbackOperationPhase     = "operationStatePhase"
-	FeedbackOperationStartedAt = "operationStateStartedAt"
-	FeedbackOperationMessage   = "operationStateMessage"
-	FeedbackReconciledAt       = "reconciledAt"
-	// FeedbackResources is the spoke agent's summary of the Application's resources.
-	FeedbackResources = appresources.FeedbackName
-	// FeedbackTree is the spoke agent's resource tree of the Application (pkg/contract/apptree).
-	FeedbackTree = apptree.FeedbackName
-)
-
-// spokeConditionsReported is how many of the spoke Application's conditions
-// (ComparisonError, SyncError, InvalidSpecError, ...) come back to the hub: the JSONPath
-// feedback of a work agent without feature gates yields one scalar per path.
-const spokeConditionsReported = 2
-
-// maxSourcesReported bounds the revisions of a multi-source Application fed back, one
-// value per source.
-const maxSourcesReported = 20
-
-// FeedbackConditionType and FeedbackConditionMessage name the feedback values of the
-// spoke Application's i-th condition.
-func FeedbackConditionType(i int) string    { return fmt.Sprintf("condition%dType", i) }
-func FeedbackConditionMessage(i int) string { return fmt.Sprintf("condition%dMessage", i) }
-
-// FeedbackSourceRevision names the feedback value of a multi-source Application's i-th
-// revision (status.sync.revisions[i]).
-func FeedbackSourceRevision(i int) string { return fmt.Sprintf("syncRevisions%d", i) }
-
-// feedbackPaths maps each feedback value to its JSONPath in the spoke Application.
-var feedbackPaths = append([]workv1.JsonPath{
-	{Name: FeedbackHealth, Path: ".status.health.status"},
-	{Name: FeedbackSync, Path: ".status.sync.status"},
-	{Name: FeedbackRevision, Path: ".status.sync.revision"},
-	{Name: FeedbackOperationPhase, Path: ".status.operationState.phase"},
-	{Name: FeedbackOperationStartedAt, Path: ".status.operationState.startedAt"},
-	{Name: FeedbackOperationMessage, Path: ".status.operationState.message"},
-	{Name: FeedbackReconciledAt, Path: ".status.reconciledAt"},
-	{Name: FeedbackResources, Path: appresources.FeedbackPath},
-	{Name: FeedbackTree, Path: apptree.FeedbackPath},
-}, conditionPaths()...)
-
-func conditionPaths() []workv1.JsonPath {
-	var paths []workv1.JsonPath
-	for i := range spokeConditionsReported {
-		paths = append(paths,
-			workv1.JsonPath{Name: FeedbackConditionType(i), Path: fmt.Sprintf(".status.conditions[%d].type", i)},
-			workv1.JsonPath{Name: FeedbackConditionMessage(i), Path: fmt.Sprintf(".status.conditions[%d].message", i)})
-	}
-	return paths
-}
-
-// feedbackPathsFor are the feedback paths of one Application: the common ones, and one
-// revision per source of a multi-source Application.
-func feedbackPathsFor(app *unstructured.Unstructured) []workv1.JsonPath {
-	n := sourceCount(app)
-	if n == 0 {
-		return feedbackPaths
-	}
-	paths := slices.Clone(feedbackPaths)
-	for i := range n {
-		paths = append(paths, workv1.JsonPath{Name: FeedbackSourceRevision(i), Path: fmt.Sprintf(".status.sync.revisions[%d]", i)})
-	}
-	return paths
-}
-
-// sourceCount is how many sources a multi-source Application has (0 for a single source),
-// at most maxSourcesReported.
-func sourceCount(app *unstructured.Unstructured) int {
-	sources, _, _ := unstructured.NestedSlice(app.Object, "spec", "sources")
-	return min(len(sources), maxSourcesReported)
-}
 
 // workPlan is everything that goes into one pulled Application's ManifestWork.
 type workPlan struct {
@@ -189,7 +110,7 @@ func manifestConfigs(app *unstructured.Unstructured, withProject bool) []workv1.
 		ResourceIdentifier: workv1.ResourceIdentifier{
 			Group: pullnames.ApplicationGVK.Group, Resource: "applications", Namespace: app.GetNamespace(), Name: app.GetName(),
 		},
-		FeedbackRules: []workv1.FeedbackRule{{Type: workv1.JSONPathsType, JsonPaths: feedbackPathsFor(app)}},
+		FeedbackRules: []workv1.FeedbackRule{{Type: workv1.JSONPathsType, JsonPaths: feedback.PathsFor(app)}},
 		// Watch: the work agent reports a change of the spoke Application as it happens,
 		// instead of at its next status poll (every 10 s by default).
 		FeedbackScrapeType: workv1.FeedbackWatchType,

@@ -1,13 +1,19 @@
 // Package pulltest holds the fixtures the pull model's tests share: the seed's pulled
-// Application, as YAML and parsed, and a pull ManifestWork carrying what a spoke reported.
+// Application, as YAML and parsed, a pull ManifestWork carrying what a spoke reported,
+// and the feedback value of a spoke's resource summary.
 package pulltest
 
 import (
+	"testing"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/stretchr/testify/require"
+
+	"github.com/gitops-addon/gitops-addon/pkg/contract/appresources"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 )
 
@@ -61,4 +67,12 @@ func ReportedWork(cluster, appNS, appName string, values map[string]string) *wor
 		StatusFeedbacks: workv1.StatusFeedbackResult{Values: fv},
 	}}
 	return w
+}
+
+// Summary is the feedback value of a spoke summary with these resources.
+func Summary(t testing.TB, resources ...appresources.Resource) string {
+	t.Helper()
+	v, err := appresources.Of(resources...).Encode()
+	require.NoError(t, err)
+	return v
 }

@@ -1,4 +1,4 @@
-package pullmodel
+package feedback
 
 import (
 	"context"
@@ -19,35 +19,37 @@ import (
 // apply timeout (the cluster is unavailable, or has no work agent).
 const ReasonNotApplied = "NotApplied"
 
-// pendingApply says whether a ManifestWork's current spec awaits its work agent and
+// PendingApply says whether a ManifestWork's current spec awaits its work agent and
 // since when: the work agent has not yet reported Applied (true or false) for the
 // generation gitops-addon wrote last.
-type pendingApply struct {
-	pending bool
-	since   time.Time
+type PendingApply struct {
+	Pending bool
+	Since   time.Time
 }
 
-func pendingApplyOf(w *workv1.ManifestWork) pendingApply {
+// PendingApplyOf says whether, and since when, w awaits its work agent; a nil work, or
+// one being deleted, awaits nothing.
+func PendingApplyOf(w *workv1.ManifestWork) PendingApply {
 	if w == nil || !w.DeletionTimestamp.IsZero() {
-		return pendingApply{}
+		return PendingApply{}
 	}
 	if c := meta.FindStatusCondition(w.Status.Conditions, workv1.WorkApplied); c != nil && c.ObservedGeneration >= w.Generation {
-		return pendingApply{}
+		return PendingApply{}
 	}
 	since := w.CreationTimestamp.Time
 	if t, err := time.Parse(time.RFC3339, w.Annotations[pullnames.AnnotationShippedAt]); err == nil && t.After(since) {
 		since = t
 	}
-	return pendingApply{pending: true, since: since}
+	return PendingApply{Pending: true, Since: since}
 }
 
 // overdue says whether the work has waited longer than timeout; if it has not (yet),
 // wait is how long until it will have, 0 when it is not pending at all.
-func (p pendingApply) overdue(now time.Time, timeout time.Duration) (overdue bool, wait time.Duration) {
-	if !p.pending {
+func (p PendingApply) overdue(now time.Time, timeout time.Duration) (overdue bool, wait time.Duration) {
+	if !p.Pending {
 		return false, 0
 	}
-	left := p.since.Add(timeout).Sub(now)
+	left := p.Since.Add(timeout).Sub(now)
 	if left <= 0 {
 		return true, 0
 	}

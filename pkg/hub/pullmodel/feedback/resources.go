@@ -1,4 +1,4 @@
-package pullmodel
+package feedback
 
 import (
 	"context"
@@ -31,8 +31,8 @@ const (
 )
 
 // resources decodes the spoke agent's summary, if the spoke reported one.
-func (s spokeStatus) resources() (appresources.Summary, bool, error) {
-	v, ok := s.get(FeedbackResources)
+func (s Status) Resources() (appresources.Summary, bool, error) {
+	v, ok := s.Get(KeyResources)
 	if !ok || v == "" {
 		return appresources.Summary{}, false, nil
 	}
@@ -68,17 +68,17 @@ func printableSummary(s appresources.Summary) appresources.Summary {
 }
 
 // reported says whether the spoke's Argo CD has reported anything about the Application.
-func (s spokeStatus) reported() bool {
-	_, synced := s.get(FeedbackSync)
-	_, reconciled := s.get(FeedbackReconciledAt)
+func (s Status) reported() bool {
+	_, synced := s.Get(KeySync)
+	_, reconciled := s.Get(KeyReconciledAt)
 	return synced || reconciled
 }
 
 // resourceProblems are the warnings about what the hub shows of an Application's
 // resources on cluster: not reported where no agent of ours summarises them, capped,
 // without health. None while the spoke has reported nothing yet.
-func resourceProblems(ctx context.Context, c client.Reader, hubOnly bool, cluster, spokeNamespace string, s spokeStatus) ([]pullnames.Problem, error) {
-	summary, ok, err := s.resources()
+func resourceProblems(ctx context.Context, c client.Reader, hubOnly bool, cluster, spokeNamespace string, s Status) ([]pullnames.Problem, error) {
+	summary, ok, err := s.Resources()
 	if err != nil {
 		return []pullnames.Problem{{Reason: ReasonResourcesUnreadable, Message: fmt.Sprintf("the resources cluster %s reports cannot be read (%v): "+
 			"upgrade the hub manager to the version of the cluster's gitops-addon agent", cluster, err)}}, nil
@@ -184,9 +184,9 @@ func hubSummary(s appresources.Summary) map[string]any {
 	return m
 }
 
-// failedResourcesMessage names the failed and degraded resources of a summary, at most
+// FailedResourcesMessage names the failed and degraded resources of a summary, at most
 // five, with their messages.
-func failedResourcesMessage(s appresources.Summary) string {
+func FailedResourcesMessage(s appresources.Summary) string {
 	failed := s.Failed()
 	if len(failed) == 0 {
 		return ""
