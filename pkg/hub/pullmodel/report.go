@@ -32,6 +32,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/contract/appresources"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/clusterwake"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/feedback"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 )
@@ -401,8 +402,8 @@ func (r *ReportReconciler) SetupWithManager(mgr manager.Manager, skipNameValidat
 		WatchesRawSource(source.Kind(r.Cache, &workv1.ManifestWork{}, handler.TypedEnqueueRequestsFromMapFunc(forWorkAppSet))).
 		WatchesRawSource(source.Kind(r.Cache, &v1alpha1.MulticlusterApplicationSetReport{},
 			&handler.TypedEnqueueRequestForObject[*v1alpha1.MulticlusterApplicationSetReport]{})).
-		WatchesRawSource(source.Kind(mgr.GetCache(), &clusterv1.ManagedCluster{}, wakeOnClusterChanges(r.appSetsOn))).
-		WatchesRawSource(source.Kind(mgr.GetCache(), &addonv1beta1.ManagedClusterAddOn{}, wakeOnAddonChanges(r.appSetsOn))).
+		WatchesRawSource(source.Kind(mgr.GetCache(), &clusterv1.ManagedCluster{}, clusterwake.OnClusterChanges(r.appSetsOn))).
+		WatchesRawSource(source.Kind(mgr.GetCache(), &addonv1beta1.ManagedClusterAddOn{}, clusterwake.OnAddonChanges(r.appSetsOn))).
 		Complete(r)
 }
 

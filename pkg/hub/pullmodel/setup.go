@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/util/workqueue"
@@ -28,8 +27,7 @@ import (
 
 	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
-	"github.com/gitops-addon/gitops-addon/pkg/contract/appresources"
-	"github.com/gitops-addon/gitops-addon/pkg/hub/localcluster"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/clusterwake"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 )
 
@@ -166,7 +164,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, workers int, skipName
 		WatchesRawSource(source.Kind(r.Cache, project, handler.TypedEnqueueRequestsFromMapFunc(r.forProject))).
 		WatchesRawSource(source.Kind(r.Cache, &corev1.Secret{}, r.forCredentialChanges())).
 		WatchesRawSource(source.Kind(mgr.GetCache(), &clusterv1.ManagedCluster{}, r.forClusterChanges())).
-		WatchesRawSource(source.Kind(mgr.GetCache(), &addonv1beta1.ManagedClusterAddOn{}, wakeOnAddonChanges(r.applicationsOn))).
+		WatchesRawSource(source.Kind(mgr.GetCache(), &addonv1beta1.ManagedClusterAddOn{}, clusterwake.OnAddonChanges(r.applicationsOn))).
 		WatchesRawSource(source.Kind(mgr.GetCache(), &clusterv1beta1.PlacementDecision{}, r.forDecisionChanges())).
 		Complete(r)
 }
@@ -211,63 +209,11 @@ func (r *Reconciler) forProject(ctx context.Context, p *unstructured.Unstructure
 // forClusterChanges wakes the Applications aimed at a cluster that appears or goes, or
 // whose availability or acceptance changes (an unapplied work's warning names them).
 func (r *Reconciler) forClusterChanges() handler.TypedEventHandler[*clusterv1.ManagedCluster, reconcile.Request] {
-	return wakeOnClusterChanges(r.applicationsOn)
+	return clusterwake.OnClusterChanges(r.applicationsOn)
 }
 
 func (r *Reconciler) applicationsOn(ctx context.Context, cluster string) []reconcile.Request {
 	return r.applicationsBy(ctx, indexAppByCluster, cluster)
-}
-
-// wakeOnClusterChanges enqueues what wake returns for a cluster that appears, goes, or
-// changes in what clusterState reports.
-func wakeOnClusterChanges(wake func(context.Context, string) []reconcile.Request) handler.TypedEventHandler[*clusterv1.ManagedCluster, reconcile.Request] {
-	return wakeOnChanges(wake, func(mc *clusterv1.ManagedCluster) string { return mc.Name }, clusterStateView)
-}
-
-// clusterStateView is what clusterState reads of a cluster, and what tells whether it is
-// the hub itself (its local-cluster label and cluster ID claim).
-func clusterStateView(mc *clusterv1.ManagedCluster) string {
-	hub := fmt.Sprint(mc.Labels[localcluster.Label], localcluster.ClusterID(mc))
-	c := meta.FindStatusCondition(mc.Status.Conditions, clusterv1.ManagedClusterConditionAvailable)
-	if c == nil {
-		return fmt.Sprint(hub, mc.Spec.HubAcceptsClient)
-	}
-	return fmt.Sprint(hub, mc.Spec.HubAcceptsClient, c.Status, c.Reason, c.Message)
-}
-
-// wakeOnAddonChanges enqueues what wake returns for the cluster of a gitops-addon
-// ManagedClusterAddOn that appears, goes or changes in what whyNoSummary reads of it.
-func wakeOnAddonChanges(
-	wake func(context.Context, string) []reconcile.Request) handler.TypedEventHandler[*addonv1beta1.ManagedClusterAddOn, reconcile.Request] {
-	return wakeOnChanges(wake, func(a *addonv1beta1.ManagedClusterAddOn) string { return a.Namespace }, func(a *addonv1beta1.ManagedClusterAddOn) string {
-		return fmt.Sprint(meta.IsStatusConditionTrue(a.Status.Conditions, addonv1beta1.ManagedClusterAddOnConditionAvailable),
-			meta.IsStatusConditionTrue(a.Status.Conditions, appresources.ConditionNotWritten), argoCDReport(a))
-	})
-}
-
-// wakeOnChanges enqueues what wake returns for the cluster of an object that appears,
-// goes, or changes in its view.
-func wakeOnChanges[T client.Object](wake func(context.Context, string) []reconcile.Request, cluster func(T) string,
-	view func(T) string) handler.TypedEventHandler[T, reconcile.Request] {
-	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
-	return handler.TypedFuncs[T, reconcile.Request]{
-		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[T], q queue) {
-			// The initial list at start-up wakes nothing: every Application and
-			// ManifestWork is reconciled then anyway, and the pull cache, listed here,
-			// may not have started yet.
-			if !e.IsInInitialList {
-				enqueueAll(q, wake(ctx, cluster(e.Object)))
-			}
-		},
-		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[T], q queue) {
-			enqueueAll(q, wake(ctx, cluster(e.Object)))
-		},
-		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[T], q queue) {
-			if view(e.ObjectOld) != view(e.ObjectNew) {
-				enqueueAll(q, wake(ctx, cluster(e.ObjectNew)))
-			}
-		},
-	}
 }
 
 // forDecisionChanges wakes the Applications of the decision's namespace aimed at a
