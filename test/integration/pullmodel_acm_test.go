@@ -20,7 +20,7 @@ import (
 
 	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
-	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/acmtakeover"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/feedback"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 	"github.com/gitops-addon/gitops-addon/test/install"
@@ -115,7 +115,7 @@ func TestPullModelTakesOverACMsManifestWorks(t *testing.T) {
 		require.NotNil(t, got.Spec.DeleteOption, "the Orphan policy was set before the delete")
 		assert.Equal(t, workv1.DeletePropagationPolicyTypeOrphan, got.Spec.DeleteOption.PropagationPolicy,
 			"the work agent leaves the spoke Application (same UID) to ours")
-		p.waitEvent("openshift-gitops", "migrated", pullmodel.ReasonACMWorkRetired)
+		p.waitEvent("openshift-gitops", "migrated", acmtakeover.ReasonWorkRetired)
 	})
 
 	t.Run("ACM's ManifestWork of another Application is untouched", func(t *testing.T) {

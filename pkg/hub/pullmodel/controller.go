@@ -6,6 +6,7 @@ package pullmodel
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/bounded"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/localcluster"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/acmtakeover"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/feedback"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/treecache"
@@ -47,9 +49,6 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// Now is the clock of condition transition times (tests set it).
 	Now func() metav1.Time
-	// APIReader reads uncached: Red Hat ACM's pull ManifestWorks, which the cache does not
-	// hold, when taking them over.
-	APIReader client.Reader
 	// ApplyTimeout is how long a ManifestWork may stay unapplied before the Application
 	// gets a warning naming its cluster's state.
 	ApplyTimeout time.Duration
@@ -59,7 +58,8 @@ type Reconciler struct {
 	// known (and refused).
 	Hub localcluster.Hub
 
-	acm *acmWorks
+	// acm retires Red Hat ACM's pull ManifestWorks of the Applications (nil: none).
+	acm *acmtakeover.Works
 	// creates are this controller's creates whose watch echo wakes no reconcile.
 	creates ownCreates
 	// latency measures the changes in flight for the pull latency metrics (nil: none).
@@ -75,16 +75,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	app := newApplication()
 	if err := r.Cache.Get(ctx, req.NamespacedName, app); err != nil {
 		if apierrors.IsNotFound(err) {
-			// Gone, with or without a finalizer: its ManifestWorks go too.
-			works, err := r.worksOf(ctx, req.NamespacedName)
-			if err != nil {
-				return ctrl.Result{}, err
-			}
-			if err := r.retireACMWorks(ctx, nil, req.NamespacedName, "", nil); err != nil {
-				return ctrl.Result{}, err
-			}
-			r.forgetTree(ctx, req.NamespacedName)
-			return ctrl.Result{}, r.deleteWorksExcept(ctx, works, "")
+			return ctrl.Result{}, r.gone(ctx, req.NamespacedName)
 		}
 		return ctrl.Result{}, fmt.Errorf("reading Application %s: %w", req.NamespacedName, err)
 	}
@@ -96,52 +87,89 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.creates.forget(client.ObjectKeyFromObject(&works[i]))
 	}
 	if !app.GetDeletionTimestamp().IsZero() {
-		if err := r.retireACMWorks(ctx, app, req.NamespacedName, "", nil); err != nil {
-			return ctrl.Result{}, err
-		}
-		r.forgetTree(ctx, req.NamespacedName)
-		return ctrl.Result{}, r.finalize(ctx, app, works)
+		return ctrl.Result{}, r.deleting(ctx, app, works)
 	}
-	v, err := validate(ctx, app, r)
+	v, err := r.verdict(ctx, app, works)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if v.ship {
-		held, err := r.existingArgoCDProblem(ctx, v.cluster, workIn(works, v.cluster) == nil)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		if held != nil {
-			v.ship, v.errors = false, append(v.errors, *held)
-		}
-	}
 	if !v.ship {
-		r.latency.forget(req.NamespacedName)
-		if err := r.deleteWorksExcept(ctx, works, ""); err != nil {
-			return ctrl.Result{}, err
-		}
-		if err := r.retireACMWorks(ctx, app, req.NamespacedName, "", nil); err != nil {
-			return ctrl.Result{}, err
-		}
-		r.forgetTree(ctx, req.NamespacedName)
-		return ctrl.Result{}, r.writeHubApplication(ctx, app, v, feedback.Status{}, nil)
+		return ctrl.Result{}, r.withdraw(ctx, app, works, v)
 	}
+	return r.deliver(ctx, app, works, v)
+}
+
+// gone handles an Application deleted, with or without a finalizer: its ManifestWorks go,
+// and Red Hat ACM's with their spoke Application.
+func (r *Reconciler) gone(ctx context.Context, app types.NamespacedName) error {
+	works, err := r.worksOf(ctx, app)
+	if err != nil {
+		return err
+	}
+	if err := r.acm.RetireOfGone(ctx, app); err != nil {
+		return err
+	}
+	r.forgetTree(ctx, app)
+	return r.deleteWorks(ctx, works)
+}
+
+// deleting handles an Application being deleted: Red Hat ACM's ManifestWorks go, and ours
+// before the Application's finalizers are released.
+func (r *Reconciler) deleting(ctx context.Context, app *unstructured.Unstructured, works []workv1.ManifestWork) error {
+	if err := r.acm.RetireAll(ctx, app); err != nil {
+		return err
+	}
+	r.forgetTree(ctx, client.ObjectKeyFromObject(app))
+	return r.finalize(ctx, app, works)
+}
+
+// verdict decides whether and where the Application may be delivered: validation, then
+// the Argo CD on its cluster.
+func (r *Reconciler) verdict(ctx context.Context, app *unstructured.Unstructured, works []workv1.ManifestWork) (verdict, error) {
+	v, err := validate(ctx, app, r)
+	if err != nil || !v.ship {
+		return v, err
+	}
+	held, err := r.existingArgoCDProblem(ctx, v.cluster, workIn(works, v.cluster) == nil)
+	if err != nil {
+		return v, err
+	}
+	if held != nil {
+		v.ship, v.errors = false, append(v.errors, *held)
+	}
+	return v, nil
+}
+
+// withdraw handles an Application delivered nowhere: not pulled, or refused. Its
+// ManifestWorks and Red Hat ACM's go, and the Application says why.
+func (r *Reconciler) withdraw(ctx context.Context, app *unstructured.Unstructured, works []workv1.ManifestWork, v verdict) error {
+	key := client.ObjectKeyFromObject(app)
+	r.latency.forget(key)
+	if err := r.deleteWorks(ctx, works); err != nil {
+		return err
+	}
+	if err := r.acm.RetireAll(ctx, app); err != nil {
+		return err
+	}
+	r.forgetTree(ctx, key)
+	return r.writeHubApplication(ctx, app, v, undelivered)
+}
+
+// deliver ships the Application to its cluster, hands Red Hat ACM's ManifestWorks over to
+// ours, and writes back onto the Application what the spoke reports, with what is wrong.
+func (r *Reconciler) deliver(ctx context.Context, app *unstructured.Unstructured, works []workv1.ManifestWork, v verdict) (ctrl.Result, error) {
+	key := client.ObjectKeyFromObject(app)
 	// A changed cluster annotation moves the Application: the old cluster's work goes.
-	if err := r.deleteWorksExcept(ctx, works, v.cluster); err != nil {
+	if err := r.deleteWorks(ctx, elsewhere(works, v.cluster)); err != nil {
 		return ctrl.Result{}, err
 	}
 	existing := workIn(works, v.cluster)
 	spoke := feedback.Of(existing, spokeNamespace(app), app.GetName())
-	plan := planRequests(app, existing, spoke)
-	plan.cluster, plan.project = v.cluster, v.project
-	if plan.credentials, err = r.stagedCredentials(ctx, app); err != nil {
-		return ctrl.Result{}, err
-	}
-	created, err := r.applyWork(ctx, app, plan, existing)
+	created, err := r.ship(ctx, app, v, existing, spoke)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.retireACMWorks(ctx, app, req.NamespacedName, v.cluster, existing); err != nil {
+	if err := r.acm.HandOver(ctx, app, v.cluster, existing); err != nil {
 		return ctrl.Result{}, err
 	}
 	if failure := spoke.ApplyFailure(); failure != "" {
@@ -161,14 +189,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if r.Trees != nil { // a hub that draws no trees has nothing to say of them
 		v.warnings = append(v.warnings, tree.Problems(v.cluster)...)
 	}
-	if err := r.writeHubApplication(ctx, app, v, spoke, taken(app, existing, spoke)); err != nil {
+	if err := r.writeHubApplication(ctx, app, v, delivery{spoke: spoke, taken: taken(app, existing, spoke)}); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := writeTree(ctx, r.Trees, req.NamespacedName, tree); err != nil {
-		return ctrl.Result{}, fmt.Errorf("writing the resource tree of Application %s into the hub Argo CD's redis: %w", req.NamespacedName, err)
+	if err := writeTree(ctx, r.Trees, key, tree); err != nil {
+		return ctrl.Result{}, fmt.Errorf("writing the resource tree of Application %s into the hub Argo CD's redis: %w", key, err)
 	}
-	r.latency.statusOnHub(req.NamespacedName, existing, spoke.Values())
+	r.latency.statusOnHub(key, existing, spoke.Values())
 	return ctrl.Result{RequeueAfter: requeue}, nil
+}
+
+// ship writes the Application's ManifestWork on its cluster, with the one-shot requests
+// due and the repository credentials it uses, and says whether it created it.
+func (r *Reconciler) ship(ctx context.Context, app *unstructured.Unstructured, v verdict, existing *workv1.ManifestWork,
+	spoke feedback.Status) (created bool, err error) {
+	plan := planRequests(app, existing, spoke)
+	plan.cluster, plan.project = v.cluster, v.project
+	if plan.credentials, err = r.stagedCredentials(ctx, app); err != nil {
+		return false, err
+	}
+	return r.applyWork(ctx, app, plan, existing)
 }
 
 // planRequests decides which one-shot requests (a manual sync, a refresh) go to the spoke
@@ -205,11 +245,12 @@ func baseline(existing *workv1.ManifestWork, annotation string, spoke feedback.S
 // oneShotTaken says which shipped requests the spoke has taken.
 type oneShotTaken struct{ operation, refresh bool }
 
-func taken(app *unstructured.Unstructured, existing *workv1.ManifestWork, spoke feedback.Status) *oneShotTaken {
+// taken says which shipped requests the spoke has taken; none before the ManifestWork exists.
+func taken(app *unstructured.Unstructured, existing *workv1.ManifestWork, spoke feedback.Status) oneShotTaken {
+	t := oneShotTaken{}
 	if existing == nil {
-		return nil
+		return t
 	}
-	t := &oneShotTaken{}
 	if _, ok, _ := unstructured.NestedMap(app.Object, "operation"); ok {
 		t.operation = changedSince(existing, pullnames.AnnotationOperationBaseline, spoke, feedback.KeyOperationStartedAt) && operationFinished(spoke)
 	}
@@ -318,22 +359,33 @@ func missingApplicationAPI(failure string) bool {
 	return false
 }
 
+// delivery is what the spoke of a delivered Application reports: its status, and the
+// one-shot requests it took.
+type delivery struct {
+	spoke feedback.Status
+	taken oneShotTaken
+}
+
+// undelivered is the delivery of an Application no cluster runs: no spoke reports on it,
+// and none takes a request.
+var undelivered = delivery{}
+
 // writeHubApplication writes, in one patch and only when something changed, the
 // spoke's status, the pull model's conditions and the clearing of one-shot requests the
 // spoke took. Events name every new problem.
-func (r *Reconciler) writeHubApplication(ctx context.Context, app *unstructured.Unstructured, v verdict, spoke feedback.Status, done *oneShotTaken) error {
+func (r *Reconciler) writeHubApplication(ctx context.Context, app *unstructured.Unstructured, v verdict, d delivery) error {
 	updated := app.DeepCopy()
 	conditions := pullConditions(app, v.errors, v.warnings, r.now())
 	if v.candidate || len(pullConditionsOf(app)) > 0 {
-		status := feedback.HubStatus(app, spoke, conditions)
+		status := feedback.HubStatus(app, d.spoke, conditions)
 		if feedback.HubStatusDiffers(app, status) {
 			updated.Object["status"] = status
 		}
 	}
-	if done != nil && done.operation {
+	if d.taken.operation {
 		unstructured.RemoveNestedField(updated.Object, "operation")
 	}
-	if done != nil && done.refresh {
+	if d.taken.refresh {
 		annotations := updated.GetAnnotations()
 		delete(annotations, pullnames.AnnotationRefresh)
 		updated.SetAnnotations(annotations)
@@ -376,7 +428,7 @@ func (r *Reconciler) announceProblems(app *unstructured.Unstructured, v verdict)
 // prune), releases the Argo CD resource finalizers the hub's skipped Argo CD never will.
 func (r *Reconciler) finalize(ctx context.Context, app *unstructured.Unstructured, works []workv1.ManifestWork) error {
 	if len(works) > 0 {
-		return r.deleteWorksExcept(ctx, works, "")
+		return r.deleteWorks(ctx, works)
 	}
 	if app.GetAnnotations()[pullnames.AnnotationSkipReconcile] != "true" || !IsPullApplication(app) {
 		return nil
@@ -395,12 +447,12 @@ func (r *Reconciler) finalize(ctx context.Context, app *unstructured.Unstructure
 	return nil
 }
 
-// deleteWorksExcept deletes a hub Application's pull ManifestWorks, except the one in
-// keepCluster's namespace ("" keeps none).
-func (r *Reconciler) deleteWorksExcept(ctx context.Context, works []workv1.ManifestWork, keepCluster string) error {
+// deleteWorks deletes pull ManifestWorks of a hub Application (those not being deleted
+// already).
+func (r *Reconciler) deleteWorks(ctx context.Context, works []workv1.ManifestWork) error {
 	for i := range works {
 		w := &works[i]
-		if w.Namespace == keepCluster || !w.DeletionTimestamp.IsZero() {
+		if !w.DeletionTimestamp.IsZero() {
 			continue
 		}
 		if err := r.Client.Delete(ctx, w, client.Preconditions{UID: &w.UID}); client.IgnoreNotFound(err) != nil {
@@ -418,6 +470,11 @@ func (r *Reconciler) worksOf(ctx context.Context, app types.NamespacedName) ([]w
 		return nil, fmt.Errorf("listing the ManifestWorks of Application %s: %w", app, err)
 	}
 	return list.Items, nil
+}
+
+// elsewhere are the ManifestWorks, among an Application's, outside a cluster's namespace.
+func elsewhere(works []workv1.ManifestWork, cluster string) []workv1.ManifestWork {
+	return slices.DeleteFunc(slices.Clone(works), func(w workv1.ManifestWork) bool { return w.Namespace == cluster })
 }
 
 // workIn is the ManifestWork, among an Application's, in a cluster's namespace; nil if none.

@@ -25,7 +25,7 @@ func TestOneShotRequests(t *testing.T) {
 		existing      *workv1.ManifestWork
 		reported      map[string]string
 		wantBaselines map[string]string
-		wantTaken     *oneShotTaken
+		wantTaken     oneShotTaken
 	}{
 		{
 			name:          "no ManifestWork yet: shipped, nothing reported as baseline",
@@ -36,56 +36,56 @@ func TestOneShotRequests(t *testing.T) {
 			existing:      pulltest.ReportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", before),
 			reported:      before,
 			wantBaselines: map[string]string{pullnames.AnnotationOperationBaseline: "t0", pullnames.AnnotationRefreshBaseline: "r0"},
-			wantTaken:     &oneShotTaken{},
+			wantTaken:     oneShotTaken{},
 		},
 		{
 			name:          "shipped, the spoke reports the same: still waiting",
 			existing:      withAnnotations(pulltest.ReportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", before), "t0", "r0"),
 			reported:      before,
 			wantBaselines: map[string]string{pullnames.AnnotationOperationBaseline: "t0", pullnames.AnnotationRefreshBaseline: "r0"},
-			wantTaken:     &oneShotTaken{},
+			wantTaken:     oneShotTaken{},
 		},
 		{
 			name:          "the spoke reconciled and runs the new operation: the refresh is taken, the operation stays until it ends",
 			existing:      withAnnotations(pulltest.ReportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", nil), "t0", "r0"),
 			reported:      map[string]string{feedback.KeyOperationStartedAt: "t1", feedback.KeyOperationPhase: "Running", feedback.KeyReconciledAt: "r1"},
 			wantBaselines: map[string]string{pullnames.AnnotationOperationBaseline: "t0", pullnames.AnnotationRefreshBaseline: "r0"},
-			wantTaken:     &oneShotTaken{refresh: true},
+			wantTaken:     oneShotTaken{refresh: true},
 		},
 		{
 			name:          "an operation terminating has not ended",
 			existing:      withAnnotations(pulltest.ReportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", nil), "t0", "r0"),
 			reported:      map[string]string{feedback.KeyOperationStartedAt: "t1", feedback.KeyOperationPhase: "Terminating", feedback.KeyReconciledAt: "r0"},
 			wantBaselines: map[string]string{pullnames.AnnotationOperationBaseline: "t0", pullnames.AnnotationRefreshBaseline: "r0"},
-			wantTaken:     &oneShotTaken{},
+			wantTaken:     oneShotTaken{},
 		},
 		{
 			name:          "the spoke's new operation ended and it reconciled: both taken",
 			existing:      withAnnotations(pulltest.ReportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", nil), "t0", "r0"),
 			reported:      map[string]string{feedback.KeyOperationStartedAt: "t1", feedback.KeyOperationPhase: "Succeeded", feedback.KeyReconciledAt: "r1"},
 			wantBaselines: map[string]string{pullnames.AnnotationOperationBaseline: "t0", pullnames.AnnotationRefreshBaseline: "r0"},
-			wantTaken:     &oneShotTaken{operation: true, refresh: true},
+			wantTaken:     oneShotTaken{operation: true, refresh: true},
 		},
 		{
 			name:          "an operation that failed is done with too",
 			existing:      withAnnotations(pulltest.ReportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", nil), "t0", "r0"),
 			reported:      map[string]string{feedback.KeyOperationStartedAt: "t1", feedback.KeyOperationPhase: "Failed", feedback.KeyReconciledAt: "r0"},
 			wantBaselines: map[string]string{pullnames.AnnotationOperationBaseline: "t0", pullnames.AnnotationRefreshBaseline: "r0"},
-			wantTaken:     &oneShotTaken{operation: true},
+			wantTaken:     oneShotTaken{operation: true},
 		},
 		{
 			name:          "the previous operation's end is not this one's",
 			existing:      withAnnotations(pulltest.ReportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", nil), "t0", "r0"),
 			reported:      map[string]string{feedback.KeyOperationStartedAt: "t0", feedback.KeyOperationPhase: "Succeeded", feedback.KeyReconciledAt: "r0"},
 			wantBaselines: map[string]string{pullnames.AnnotationOperationBaseline: "t0", pullnames.AnnotationRefreshBaseline: "r0"},
-			wantTaken:     &oneShotTaken{},
+			wantTaken:     oneShotTaken{},
 		},
 		{
 			name:          "shipped to a spoke that had never reported: the first report is the change",
 			existing:      withAnnotations(pulltest.ReportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", nil), "", ""),
 			reported:      map[string]string{feedback.KeyOperationStartedAt: "t1", feedback.KeyOperationPhase: "Succeeded"},
 			wantBaselines: map[string]string{pullnames.AnnotationOperationBaseline: "", pullnames.AnnotationRefreshBaseline: ""},
-			wantTaken:     &oneShotTaken{operation: true},
+			wantTaken:     oneShotTaken{operation: true},
 		},
 	}
 	for _, tt := range tests {

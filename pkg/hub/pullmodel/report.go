@@ -32,6 +32,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/contract/appresources"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/acmtakeover"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/clusterwake"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/feedback"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
@@ -126,6 +127,17 @@ func withoutClusterResources(r *v1alpha1.MulticlusterApplicationSetReport) {
 	}
 }
 
+// takeOver makes ours the report Red Hat ACM's pull controller wrote under the
+// ApplicationSet's name, and notices whether the schema it is served with keeps the
+// clusters' resources.
+func (r *ReportReconciler) takeOver(ctx context.Context, desired *v1alpha1.MulticlusterApplicationSetReport) error {
+	stored, err := acmtakeover.Report(ctx, r.Client, r.APIReader, desired)
+	if stored != nil {
+		r.noticePruning(ctx, desired, stored)
+	}
+	return err
+}
+
 // write creates the report, or updates it when it differs from the desired one.
 func (r *ReportReconciler) write(ctx context.Context, existing, desired *v1alpha1.MulticlusterApplicationSetReport) error {
 	key := client.ObjectKeyFromObject(desired)
@@ -154,33 +166,6 @@ func (r *ReportReconciler) write(ctx context.Context, existing, desired *v1alpha
 		return fmt.Errorf("updating report %s: %w", key, err)
 	}
 	r.noticePruning(ctx, desired, updated)
-	return nil
-}
-
-// takeOver makes ours the report of an ApplicationSet that Red Hat ACM's pull controller
-// wrote (same name, same schema): our label and statuses on it, in place, so that
-// whoever reads the report never sees it missing. From then on the cache holds it.
-func (r *ReportReconciler) takeOver(ctx context.Context, desired *v1alpha1.MulticlusterApplicationSetReport) error {
-	key := client.ObjectKeyFromObject(desired)
-	existing := &v1alpha1.MulticlusterApplicationSetReport{}
-	if err := r.APIReader.Get(ctx, key, existing); err != nil {
-		return fmt.Errorf("reading the existing report %s: %w", key, err)
-	}
-	if existing.Labels[contract.LabelManagedBy] == contract.ManagedByValue {
-		return nil // ours, created moments ago: the cache has not caught up; the next reconcile does
-	}
-	updated := existing.DeepCopy()
-	if updated.Labels == nil {
-		updated.Labels = map[string]string{}
-	}
-	maps.Copy(updated.Labels, desired.Labels)
-	updated.Statuses = desired.Statuses
-	updated.OwnerReferences = desired.OwnerReferences
-	if err := r.Client.Update(ctx, updated); err != nil {
-		return fmt.Errorf("taking over report %s (not written by gitops-addon, Red Hat ACM's): %w", key, err)
-	}
-	r.noticePruning(ctx, desired, updated)
-	ctrl.LoggerFrom(ctx).Info("took over the MulticlusterApplicationSetReport of another writer (Red Hat ACM)", "report", key.String())
 	return nil
 }
 

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/gitops-addon/gitops-addon/pkg/hub/localcluster"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/acmtakeover"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/treecache"
 )
 
@@ -148,9 +149,9 @@ func (s *Starter) start() error {
 			return
 		}
 		propagation := &Reconciler{Client: s.mgr.GetClient(), Cache: c, Recorder: s.mgr.GetEventRecorder(ControllerName),
-			APIReader: s.mgr.GetAPIReader(), acm: newACMWorks(s.mgr.GetAPIReader()),
 			ApplyTimeout: s.opts.applyTimeout(), HubOnly: s.opts.HubOnly, Hub: s.opts.Hub, latency: newLatencies(time.Now),
 			Trees: s.opts.Trees}
+		propagation.acm = acmtakeover.NewWorks(s.mgr.GetClient(), s.mgr.GetAPIReader(), propagation.event)
 		if err := propagation.SetupWithManager(s.mgr, s.opts.Workers, s.opts.SkipNameValidation); err != nil {
 			s.startErr = fmt.Errorf("setting up the pull model's propagation controller: %w", err)
 			return
