@@ -34,6 +34,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/feedback"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/reports"
 	"github.com/gitops-addon/gitops-addon/test/install"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
 )
@@ -758,8 +759,8 @@ func (p *pullHub) assertNoWritesWhileTriggering() {
 	touched := map[string]string{}
 	writesBefore := p.writes.count()
 	for i := range 4 {
-		waitControllerIdle(t, pullmodel.ReportControllerName)
-		reportsReconciled := reconcileTotal(t, pullmodel.ReportControllerName)
+		waitControllerIdle(t, reports.ControllerName)
+		reportsReconciled := reconcileTotal(t, reports.ControllerName)
 		waitReconcileAfter(t, pullmodel.ControllerName, func() {
 			works := &workv1.ManifestWorkList{}
 			require.NoError(t, p.c.List(p.ctx, works, client.MatchingLabels{pullnames.LabelPullWork: "true"}))
@@ -774,9 +775,9 @@ func (p *pullHub) assertNoWritesWhileTriggering() {
 				touched[w.Namespace+"/"+w.Name] = w.ResourceVersion
 			}
 		})
-		require.Eventually(t, func() bool { return reconcileTotal(t, pullmodel.ReportControllerName) > reportsReconciled }, timeout, poll,
+		require.Eventually(t, func() bool { return reconcileTotal(t, reports.ControllerName) > reportsReconciled }, timeout, poll,
 			"the report controller reconciles after round %d", i)
-		waitControllerIdle(t, pullmodel.ReportControllerName)
+		waitControllerIdle(t, reports.ControllerName)
 	}
 	assert.Equal(t, appsBefore, p.versions(func() client.ObjectList {
 		l := &unstructured.UnstructuredList{}

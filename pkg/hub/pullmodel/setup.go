@@ -29,6 +29,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/clusterwake"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/reports"
 )
 
 // Cache indexes.
@@ -37,7 +38,6 @@ const (
 	// "<namespace>/<cluster>" for every cluster they list.
 	IndexDecisionByCluster = "pullmodel.placedCluster"
 	indexWorkByHubApp      = "pullmodel.hubApplication"
-	indexWorkByAppSet      = "pullmodel.applicationSet"
 	indexAppByCluster      = "pullmodel.cluster"
 	indexAppByNsCluster    = "pullmodel.namespacedCluster"
 	indexAppByProject      = "pullmodel.project"
@@ -104,7 +104,6 @@ func registerIndexes(ctx context.Context, c cache.Cache) error {
 			}
 			return []string{a[pullnames.AnnotationHubAppNamespace] + "/" + a[pullnames.AnnotationHubAppName]}
 		}},
-		{&workv1.ManifestWork{}, indexWorkByAppSet, annotationIndex(pullnames.AnnotationHostingAppSet)},
 		{newApplication(), indexAppByCluster, annotationIndex(pullnames.AnnotationCluster)},
 		{newApplication(), indexAppByNsCluster, func(o client.Object) []string {
 			if c := o.GetAnnotations()[pullnames.AnnotationCluster]; c != "" {
@@ -123,6 +122,9 @@ func registerIndexes(ctx context.Context, c cache.Cache) error {
 		if err := c.IndexField(ctx, ix.obj, ix.name, ix.fn); err != nil {
 			return fmt.Errorf("indexing %T by %s: %w", ix.obj, ix.name, err)
 		}
+	}
+	if err := reports.RegisterIndex(ctx, c); err != nil {
+		return fmt.Errorf("indexing the pull ManifestWorks by ApplicationSet: %w", err)
 	}
 	return nil
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/gitops-addon/gitops-addon/pkg/hub/localcluster"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/acmtakeover"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/reports"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/treecache"
 )
 
@@ -156,7 +157,7 @@ func (s *Starter) start() error {
 			s.startErr = fmt.Errorf("setting up the pull model's propagation controller: %w", err)
 			return
 		}
-		report := &ReportReconciler{Client: s.mgr.GetClient(), Cache: c, APIReader: s.mgr.GetAPIReader(),
+		report := &reports.Reconciler{Client: s.mgr.GetClient(), Cache: c, APIReader: s.mgr.GetAPIReader(),
 			ApplyTimeout: s.opts.applyTimeout(), HubOnly: s.opts.HubOnly}
 		if err := report.SetupWithManager(s.mgr, s.opts.SkipNameValidation); err != nil {
 			s.startErr = fmt.Errorf("setting up the ApplicationSet report controller: %w", err)

@@ -1,4 +1,4 @@
-package pullmodel
+package reports
 
 import (
 	"context"
@@ -29,7 +29,7 @@ var reportNow = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 
 // testReportReconciler answers from a fake hub with cluster1 (available, with the addon
 // Available) and offline (unavailable since an hour).
-func testReportReconciler(t *testing.T, objects ...client.Object) *ReportReconciler {
+func testReportReconciler(t *testing.T, objects ...client.Object) *Reconciler {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	require.NoError(t, clusterv1.Install(scheme))
@@ -48,7 +48,7 @@ func testReportReconciler(t *testing.T, objects ...client.Object) *ReportReconci
 				LastTransitionTime: hour}}}},
 	)
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).Build()
-	return &ReportReconciler{Client: c, ApplyTimeout: 5 * time.Minute, Now: func() time.Time { return reportNow }}
+	return &Reconciler{Client: c, ApplyTimeout: 5 * time.Minute, Now: func() time.Time { return reportNow }}
 }
 
 func TestReportResourcesAndWarnings(t *testing.T) {
