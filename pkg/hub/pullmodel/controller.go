@@ -1,6 +1,13 @@
-// Package pullmodel delivers hub Argo CD Applications to managed clusters through OCM
-// ManifestWorks (the "pull model"), brings the spoke's health and sync status back to the
-// hub Application, and aggregates it per ApplicationSet in MulticlusterApplicationSetReports.
+// Package pullmodel propagates hub Argo CD Applications to managed clusters through OCM
+// ManifestWorks (the "pull model"): each hub Application is validated (its cluster, the
+// Placements of its namespace, its AppProject, the Argo CD there), shipped in a
+// ManifestWork with its AppProject and repository credentials, and given back what its
+// spoke reports (decoded by pullmodel/feedback), with its one-shot requests, the apply
+// timeout and the latency metrics. It also says which pull Applications are leaving a
+// cluster. It owns the pull model's cache and, once Argo CD's CRDs exist, starts this
+// controller and the report controller (pullmodel/reports). Red Hat ACM's ManifestWorks
+// are taken over through pullmodel/acmtakeover; the names every part shares are in
+// pullmodel/pullnames.
 package pullmodel
 
 import (
