@@ -182,7 +182,8 @@ func (r *Reconciler) deliver(ctx context.Context, app *unstructured.Unstructured
 	if failure := spoke.ApplyFailure(); failure != "" {
 		v.errors = append(v.errors, r.applyFailureProblem(ctx, v.cluster, existing, failure))
 	}
-	warnings, requeue, err := r.explainer().Warnings(ctx, r.now().Time, existing, spoke)
+	explainer := feedback.Explainer{Reader: r.Client, HubOnly: r.HubOnly, ApplyTimeout: r.ApplyTimeout}
+	warnings, requeue, err := explainer.Warnings(ctx, r.now().Time, existing, spoke)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -499,11 +500,6 @@ func (r *Reconciler) event(app *unstructured.Unstructured, eventType, reason, fo
 		note := bounded.EventNote(fmt.Sprintf(format, args...), "the Application's PullModelError condition")
 		r.Recorder.Eventf(app, nil, eventType, reason, "Propagate", "%s", note)
 	}
-}
-
-// explainer explains what the spokes report with the hub's cluster facts.
-func (r *Reconciler) explainer() feedback.Explainer {
-	return feedback.Explainer{Reader: r.Client, HubOnly: r.HubOnly, ApplyTimeout: r.ApplyTimeout}
 }
 
 func (r *Reconciler) now() metav1.Time {

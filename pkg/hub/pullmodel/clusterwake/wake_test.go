@@ -17,19 +17,19 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/hub/localcluster"
 )
 
-// woken are the requests an event handler enqueues: the cluster's name, as wake returns it.
-func woken(t *testing.T, fire func(q workqueue.TypedRateLimitingInterface[reconcile.Request])) []string {
-	t.Helper()
-	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
-	defer q.ShutDown()
+// enqueued is a queue that keeps the names it is given, in order.
+type enqueued struct {
+	workqueue.TypedRateLimitingInterface[reconcile.Request]
+	names []string
+}
+
+func (q *enqueued) Add(req reconcile.Request) { q.names = append(q.names, req.Name) }
+
+// woken are the names an event enqueues: the cluster's, as byName wakes it.
+func woken(fire func(q workqueue.TypedRateLimitingInterface[reconcile.Request])) []string {
+	q := &enqueued{}
 	fire(q)
-	var got []string
-	for q.Len() > 0 {
-		item, _ := q.Get()
-		got = append(got, item.Name)
-		q.Done(item)
-	}
-	return got
+	return q.names
 }
 
 func byName(_ context.Context, cluster string) []reconcile.Request {
@@ -49,17 +49,17 @@ func TestClusterChangesInTheViewWake(t *testing.T) {
 		return mc
 	}
 	update := func(edit func(mc *clusterv1.ManagedCluster)) []string {
-		return woken(t, func(q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		return woken(func(q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			h.Update(ctx, event.TypedUpdateEvent[*clusterv1.ManagedCluster]{ObjectOld: cluster(func(*clusterv1.ManagedCluster) {}), ObjectNew: cluster(edit)}, q)
 		})
 	}
-	assert.Empty(t, woken(t, func(q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	assert.Empty(t, woken(func(q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		h.Create(ctx, event.TypedCreateEvent[*clusterv1.ManagedCluster]{Object: cluster(func(*clusterv1.ManagedCluster) {}), IsInInitialList: true}, q)
 	}), "the initial list")
-	assert.Equal(t, []string{"cluster1"}, woken(t, func(q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	assert.Equal(t, []string{"cluster1"}, woken(func(q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		h.Create(ctx, event.TypedCreateEvent[*clusterv1.ManagedCluster]{Object: cluster(func(*clusterv1.ManagedCluster) {})}, q)
 	}), "a cluster that appears")
-	assert.Equal(t, []string{"cluster1"}, woken(t, func(q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	assert.Equal(t, []string{"cluster1"}, woken(func(q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		h.Delete(ctx, event.TypedDeleteEvent[*clusterv1.ManagedCluster]{Object: cluster(func(*clusterv1.ManagedCluster) {})}, q)
 	}), "a cluster that goes")
 	assert.Empty(t, update(func(mc *clusterv1.ManagedCluster) { mc.Labels = map[string]string{"team": "blue"} }), "a label of no meaning here")
@@ -81,7 +81,7 @@ func TestAddonChangesInTheViewWake(t *testing.T) {
 		return a
 	}
 	update := func(edit func(a *addonv1beta1.ManagedClusterAddOn)) []string {
-		return woken(t, func(q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		return woken(func(q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			h.Update(ctx, event.TypedUpdateEvent[*addonv1beta1.ManagedClusterAddOn]{
 				ObjectOld: addon(func(*addonv1beta1.ManagedClusterAddOn) {}), ObjectNew: addon(edit)}, q)
 		})

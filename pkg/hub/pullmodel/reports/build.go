@@ -96,7 +96,9 @@ func (r *Reconciler) entry(ctx context.Context, w *workv1.ManifestWork) (reportE
 			e.Conditions = append(e.Conditions, v1alpha1.Condition{Type: "ResourceError", Message: truncateMessage(msg)})
 		}
 	}
-	warnings, wait, err := r.explainer().Warnings(ctx, r.now(), w, s)
+	// Explained as on the hub Application, so that both say the same.
+	explainer := feedback.Explainer{Reader: r.Client, HubOnly: r.HubOnly, ApplyTimeout: r.ApplyTimeout}
+	warnings, wait, err := explainer.Warnings(ctx, r.now(), w, s)
 	if err != nil {
 		return reportEntry{}, 0, err
 	}

@@ -32,7 +32,6 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/acmtakeover"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/clusterwake"
-	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/feedback"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 )
 
@@ -180,12 +179,6 @@ func (r *Reconciler) write(ctx context.Context, existing, desired *v1alpha1.Mult
 	}
 	r.noticePruning(ctx, desired, updated)
 	return nil
-}
-
-// explainer explains what the spokes report with the hub's cluster facts, as the
-// propagation controller does on the hub Application.
-func (r *Reconciler) explainer() feedback.Explainer {
-	return feedback.Explainer{Reader: r.Client, HubOnly: r.HubOnly, ApplyTimeout: r.ApplyTimeout}
 }
 
 func (r *Reconciler) now() time.Time {
