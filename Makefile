@@ -100,7 +100,7 @@ test: verify e2e-env ## Run every check and test: make verify, then unit, integr
 # run with the unit tests too. TestFuzzTargetsAreListed (test/repo) fails when a Fuzz
 # function is missing here.
 FUZZ_TARGETS = ./pkg/hub/addon:FuzzCustomizedVariables:1000 ./pkg/contract/appresources:FuzzDecode:300000 \
-	./pkg/contract:FuzzSettings:200000 ./pkg/hub/pullmodel:FuzzSpokeStatusOnTheHub:15000 ./pkg/hub/pullmodel:FuzzValidate:40000 \
+	./pkg/contract:FuzzSettings:200000 ./pkg/hub/pullmodel/feedback:FuzzSpokeStatusOnTheHub:15000 ./pkg/hub/pullmodel:FuzzValidate:40000 \
 	./pkg/spoke/routeapi:FuzzClassify:40000 ./pkg/hub/gitopscluster:FuzzGitOpsClusterSpec:8000 ./pkg/contract/apptree:FuzzDecodeTree:400000
 FUZZTIME ?=
 

@@ -136,11 +136,16 @@ type conditionTypeDef struct {
 	doc   string
 }
 
-// loadCode parses every non-test Go file under root/pkg.
+// loadCode parses every non-test Go file under root/pkg, outside the test-support
+// packages (named, as Go's httptest, after what they serve tests of: pulltest,
+// routeapitest), whose fixtures copy other components' reasons and set nothing a user sees.
 func loadCode(root string) (*codeIndex, error) {
 	idx := &codeIndex{fset: token.NewFileSet(), packages: map[string]*codePackage{}, conditionTypes: map[string]*conditionTypeDef{},
 		reasons: map[string]*reasonDef{}, events: map[string]*reasonDef{}}
 	err := filepath.WalkDir(filepath.Join(root, "pkg"), func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() && strings.HasSuffix(d.Name(), "test") {
+			return filepath.SkipDir
+		}
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 			return err
 		}

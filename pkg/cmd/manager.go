@@ -14,6 +14,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/hub/argocdagent/signer"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/manager"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 	"github.com/gitops-addon/gitops-addon/pkg/version"
 )
 
@@ -74,7 +75,7 @@ func newManagerCommand() *cobra.Command {
 		"$POD_NAMESPACE)")
 	f.StringVar(&o.AgentImage, "agent-image", version.Image(), "image of the spoke agent (this binary, of the same version)")
 	f.StringVar(&o.OperatorImage, "operator-image", "", "GitOps operator image for every cluster; empty picks the default for each cluster's flavour")
-	f.BoolVar(&o.PullModel, "pull-model", true, "deliver hub Applications labelled "+pullmodel.LabelPull+"=true to their cluster through ManifestWorks, once "+
+	f.BoolVar(&o.PullModel, "pull-model", true, "deliver hub Applications labelled "+pullnames.LabelPull+"=true to their cluster through ManifestWorks, once "+
 		"Argo CD's CRDs exist on the hub; false stops propagation and leaves existing ManifestWorks alone")
 	f.BoolVar(&deliverAddon, "deliver-addon", true, "deliver the addon (GitOps operator, Argo CD, spoke agent) to the clusters of GitOpsClusters with "+
 		"spec.gitopsAddon.enabled; false is hub-only: cluster registration, the placement ConfigMap and the pull model only, the addon left to the "+

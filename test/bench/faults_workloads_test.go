@@ -23,7 +23,8 @@ import (
 
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/gitopscluster"
-	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/feedback"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 	"github.com/gitops-addon/gitops-addon/test/install"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
 	"github.com/gitops-addon/gitops-addon/test/workstandin"
@@ -185,7 +186,7 @@ func (fb *faultBench) pullBurst(apps int) workload {
 	// pullWorks lists the pull ManifestWorks' metadata: where each is, and the hub
 	// Application it carries (its annotation).
 	pullWorks := func() []metav1.PartialObjectMetadata {
-		return listMetadata(b, ctx, c, workGVK, client.MatchingLabels{pullmodel.LabelPullWork: "true"})
+		return listMetadata(b, ctx, c, workGVK, client.MatchingLabels{pullnames.LabelPullWork: "true"})
 	}
 	return workload{
 		name: fmt.Sprintf("pull burst of %d Applications over %d clusters", apps, fb.n),
@@ -208,7 +209,7 @@ func (fb *faultBench) pullBurst(apps int) workload {
 			return []*target{{name: "Applications with their ManifestWork", done: func() (bool, string) {
 				carried := map[string]bool{}
 				for _, w := range pullWorks() {
-					carried[w.Annotations[pullmodel.AnnotationHubAppName]] = true
+					carried[w.Annotations[pullnames.AnnotationHubAppName]] = true
 				}
 				return len(carried) >= apps, fmt.Sprintf("%d of %d", len(carried), apps)
 			}}}
@@ -219,7 +220,7 @@ func (fb *faultBench) pullBurst(apps int) workload {
 			perApp := map[string]int{}
 			var out objectCount
 			for _, w := range pullWorks() {
-				app := w.Annotations[pullmodel.AnnotationHubAppName]
+				app := w.Annotations[pullnames.AnnotationHubAppName]
 				i, err := strconv.Atoi(strings.TrimPrefix(app, "app-"))
 				if err != nil || i >= apps || w.Namespace != fb.names[i%len(fb.names)] {
 					out.orphaned++
@@ -249,12 +250,12 @@ func (fb *faultBench) pullBurst(apps int) workload {
 			// with its health and resources as the gitops-addon agent summarises them,
 			// while the burst goes on: the hub writes each Application's status once.
 			works := pullWorks()
-			feedback := feedbackValues(stormRevision, stringFeedback(pullmodel.FeedbackHealth, "Healthy"),
-				stringFeedback(pullmodel.FeedbackResources, guestbookSummary(b)))
+			values := feedbackValues(stormRevision, stringFeedback(feedback.KeyHealth, "Healthy"),
+				stringFeedback(feedback.KeyResources, guestbookSummary(b)))
 			parallel(len(works), stormWriters, func(i int) error {
-				app := works[i].Annotations[pullmodel.AnnotationHubAppName]
+				app := works[i].Annotations[pullnames.AnnotationHubAppName]
 				return reportWork(fb, works[i].Namespace, works[i].Name, func(w *workv1.ManifestWork) {
-					w.Status.ResourceStatus.Manifests = applicationReport(app, feedback)
+					w.Status.ResourceStatus.Manifests = applicationReport(app, values)
 				})
 			})
 			return storm{reports: len(works), expectedWrites: len(works), shown: &target{name: "the reported revision on the hub Applications", done: func() (bool, string) {
@@ -271,7 +272,7 @@ const stormRevision = "storm"
 // applicationsAt counts the hub Applications whose status shows the revision.
 func (fb *faultBench) applicationsAt(revision string) int {
 	apps := &unstructured.UnstructuredList{}
-	apps.SetGroupVersionKind(pullmodel.ApplicationGVK.GroupVersion().WithKind("ApplicationList"))
+	apps.SetGroupVersionKind(pullnames.ApplicationGVK.GroupVersion().WithKind("ApplicationList"))
 	require.NoError(fb.b, fb.c.List(fb.ctx, apps, client.InNamespace(argoNS)))
 	n := 0
 	for _, a := range apps.Items {
@@ -306,7 +307,7 @@ func (fb *faultBench) installArgoCDCRDs() {
 	}
 	converge(fb.b, "Argo CD's CRDs", time.Now(), 2*time.Minute, 250*time.Millisecond, fb.alive, &target{name: "Application CRD", done: func() (bool, string) {
 		list := &metav1.PartialObjectMetadataList{}
-		list.SetGroupVersionKind(pullmodel.ApplicationGVK.GroupVersion().WithKind("ApplicationList"))
+		list.SetGroupVersionKind(pullnames.ApplicationGVK.GroupVersion().WithKind("ApplicationList"))
 		err := fb.c.List(fb.ctx, list, client.InNamespace(argoNS))
 		return err == nil, fmt.Sprintf("%v", err)
 	}})

@@ -39,7 +39,8 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/argocdcache"
 	"github.com/gitops-addon/gitops-addon/pkg/contract/appresources"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/manager"
-	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/feedback"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
 )
 
@@ -148,7 +149,7 @@ func runPullBenchmark(b *testing.B, clusters, apps int) {
 	time.Sleep(2 * time.Second)
 	w1, b1 := writes.load()
 	resources := guestbookSummary(b)
-	withResources := feedbackRoundTrips(b, ctx, env, c, clusterNames, n, "res-", stringFeedback(pullmodel.FeedbackResources, resources))
+	withResources := feedbackRoundTrips(b, ctx, env, c, clusterNames, n, "res-", stringFeedback(feedback.KeyResources, resources))
 	time.Sleep(2 * time.Second)
 	w2, b2 := writes.load()
 	resourcesBytes := hubResourcesSize(b, ctx, c, benchApp(0, clusterNames).GetName())
@@ -156,8 +157,8 @@ func runPullBenchmark(b *testing.B, clusters, apps int) {
 	// manager's API writes (nothing is expected: the tree goes to redis) and its redis writes.
 	tree := guestbookTree(b)
 	r0 := redis.writes(b)
-	withTree := feedbackRoundTrips(b, ctx, env, c, clusterNames, n, "tree-", stringFeedback(pullmodel.FeedbackResources, resources),
-		stringFeedback(pullmodel.FeedbackTree, tree))
+	withTree := feedbackRoundTrips(b, ctx, env, c, clusterNames, n, "tree-", stringFeedback(feedback.KeyResources, resources),
+		stringFeedback(feedback.KeyTree, tree))
 	time.Sleep(2 * time.Second)
 	w3, b3 := writes.load()
 	r1 := redis.writes(b)
@@ -173,9 +174,9 @@ func runPullBenchmark(b *testing.B, clusters, apps int) {
 	// Catch-up: the ManifestWorks are gone while the manager is down (or its kill switch
 	// on); a new manager recreates them all.
 	stopManager()
-	require.NoError(b, c.DeleteAllOf(ctx, &workv1.ManifestWork{}, client.MatchingLabels{pullmodel.LabelPullWork: "true"}, client.InNamespace(clusterNames[0])))
+	require.NoError(b, c.DeleteAllOf(ctx, &workv1.ManifestWork{}, client.MatchingLabels{pullnames.LabelPullWork: "true"}, client.InNamespace(clusterNames[0])))
 	parallel(len(clusterNames), 8, func(i int) error {
-		return c.DeleteAllOf(ctx, &workv1.ManifestWork{}, client.MatchingLabels{pullmodel.LabelPullWork: "true"}, client.InNamespace(clusterNames[i]))
+		return c.DeleteAllOf(ctx, &workv1.ManifestWork{}, client.MatchingLabels{pullnames.LabelPullWork: "true"}, client.InNamespace(clusterNames[i]))
 	})
 	waitCount(b, ctx, c, 0)
 	var firstWork time.Duration
@@ -251,7 +252,7 @@ func runPullBenchmark(b *testing.B, clusters, apps int) {
 // status.resources and status.summary.
 func hubResourcesSize(b *testing.B, ctx context.Context, c client.Client, name string) int {
 	app := &unstructured.Unstructured{}
-	app.SetGroupVersionKind(pullmodel.ApplicationGVK)
+	app.SetGroupVersionKind(pullnames.ApplicationGVK)
 	require.NoError(b, c.Get(ctx, types.NamespacedName{Namespace: argoNS, Name: name}, app))
 	status, _, _ := unstructured.NestedMap(app.Object, "status")
 	raw, err := json.Marshal(map[string]any{"resources": status["resources"], "summary": status["summary"]})
@@ -367,8 +368,8 @@ func benchApp(i int, clusters []string) *unstructured.Unstructured {
 		"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
 		"metadata": map[string]any{
 			"name": fmt.Sprintf("app-%05d", i), "namespace": argoNS,
-			"labels":      map[string]any{pullmodel.LabelPull: "true"},
-			"annotations": map[string]any{pullmodel.AnnotationCluster: cluster, pullmodel.AnnotationSkipReconcile: "true"},
+			"labels":      map[string]any{pullnames.LabelPull: "true"},
+			"annotations": map[string]any{pullnames.AnnotationCluster: cluster, pullnames.AnnotationSkipReconcile: "true"},
 		},
 		"spec": map[string]any{
 			"project":     "default",
@@ -388,9 +389,9 @@ func floorWork(i int, clusters []string) *workv1.ManifestWork {
 	app := benchApp(i, clusters)
 	raw, _ := json.Marshal(app.Object)
 	return &workv1.ManifestWork{
-		ObjectMeta: metav1.ObjectMeta{Name: pullmodel.WorkName(argoNS, app.GetName()), Namespace: clusters[i%len(clusters)],
-			Labels:      map[string]string{pullmodel.LabelPullWork: "true"},
-			Annotations: map[string]string{pullmodel.AnnotationHubAppNamespace: argoNS, pullmodel.AnnotationHubAppName: app.GetName()}},
+		ObjectMeta: metav1.ObjectMeta{Name: pullnames.WorkName(argoNS, app.GetName()), Namespace: clusters[i%len(clusters)],
+			Labels:      map[string]string{pullnames.LabelPullWork: "true"},
+			Annotations: map[string]string{pullnames.AnnotationHubAppNamespace: argoNS, pullnames.AnnotationHubAppName: app.GetName()}},
 		Spec: workv1.ManifestWorkSpec{Workload: workv1.ManifestsTemplate{Manifests: []workv1.Manifest{{RawExtension: k8sruntime.RawExtension{Raw: raw}}}}},
 	}
 }
@@ -409,7 +410,7 @@ func waitAtLeast(b *testing.B, ctx context.Context, c client.Client, n int) {
 	for time.Now().Before(deadline) {
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(schema.GroupVersion(workv1.GroupVersion).WithKind("ManifestWorkList"))
-		require.NoError(b, c.List(ctx, list, client.MatchingLabels{pullmodel.LabelPullWork: "true"}, client.Limit(int64(n))))
+		require.NoError(b, c.List(ctx, list, client.MatchingLabels{pullnames.LabelPullWork: "true"}, client.Limit(int64(n))))
 		if len(list.Items) >= n {
 			return
 		}
@@ -424,7 +425,7 @@ func waitCount(b *testing.B, ctx context.Context, c client.Client, n int) {
 	for time.Now().Before(deadline) {
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(schema.GroupVersion(workv1.GroupVersion).WithKind("ManifestWorkList"))
-		require.NoError(b, c.List(ctx, list, client.MatchingLabels{pullmodel.LabelPullWork: "true"}))
+		require.NoError(b, c.List(ctx, list, client.MatchingLabels{pullnames.LabelPullWork: "true"}))
 		if len(list.Items) == n {
 			return
 		}
@@ -446,7 +447,7 @@ func feedbackRoundTrips(b *testing.B, ctx context.Context, env *testenv.Env, c c
 	informer, err := cache.New(env.Config, cache.Options{Scheme: env.Scheme})
 	require.NoError(b, err)
 	app := &unstructured.Unstructured{}
-	app.SetGroupVersionKind(pullmodel.ApplicationGVK)
+	app.SetGroupVersionKind(pullnames.ApplicationGVK)
 	inf, err := informer.GetInformer(ctx, app)
 	require.NoError(b, err)
 	check := func(obj any) {
@@ -474,7 +475,7 @@ func feedbackRoundTrips(b *testing.B, ctx context.Context, env *testenv.Env, c c
 		seen.Store(a.GetName(), done)
 		want.Store(a.GetName(), rev)
 		w := &workv1.ManifestWork{}
-		if err := c.Get(ctx, types.NamespacedName{Namespace: clusters[i%len(clusters)], Name: pullmodel.WorkName(argoNS, a.GetName())}, w); err != nil {
+		if err := c.Get(ctx, types.NamespacedName{Namespace: clusters[i%len(clusters)], Name: pullnames.WorkName(argoNS, a.GetName())}, w); err != nil {
 			return err
 		}
 		w.Status.ResourceStatus.Manifests = applicationReport(a.GetName(), feedbackValues(rev, extra...))
@@ -497,8 +498,8 @@ func feedbackRoundTrips(b *testing.B, ctx context.Context, env *testenv.Env, c c
 // feedback of the Application it carries (argoNS/app).
 func applicationReport(app string, values []workv1.FeedbackValue) []workv1.ManifestCondition {
 	return []workv1.ManifestCondition{{
-		ResourceMeta: workv1.ManifestResourceMeta{Group: pullmodel.ApplicationGVK.Group, Version: pullmodel.ApplicationGVK.Version,
-			Kind: pullmodel.ApplicationGVK.Kind, Resource: "applications", Namespace: argoNS, Name: app},
+		ResourceMeta: workv1.ManifestResourceMeta{Group: pullnames.ApplicationGVK.Group, Version: pullnames.ApplicationGVK.Version,
+			Kind: pullnames.ApplicationGVK.Kind, Resource: "applications", Namespace: argoNS, Name: app},
 		StatusFeedbacks: workv1.StatusFeedbackResult{Values: values},
 		Conditions:      []metav1.Condition{},
 	}}
@@ -508,8 +509,8 @@ func applicationReport(app string, values []workv1.FeedbackValue) []workv1.Manif
 // agent's values (the resource summary, the tree) when there are some.
 func feedbackValues(rev string, extra ...workv1.FeedbackValue) []workv1.FeedbackValue {
 	return append([]workv1.FeedbackValue{
-		{Name: pullmodel.FeedbackSync, Value: workv1.FieldValue{Type: workv1.String, String: ptr("Synced")}},
-		{Name: pullmodel.FeedbackRevision, Value: workv1.FieldValue{Type: workv1.String, String: ptr(rev)}},
+		{Name: feedback.KeySync, Value: workv1.FieldValue{Type: workv1.String, String: ptr("Synced")}},
+		{Name: feedback.KeyRevision, Value: workv1.FieldValue{Type: workv1.String, String: ptr(rev)}},
 	}, extra...)
 }
 

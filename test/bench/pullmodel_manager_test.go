@@ -26,6 +26,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
 )
 
@@ -62,8 +63,8 @@ func measureManagerPropagation(b *testing.B, ctx context.Context, env *testenv.E
 	meter *writeMeter) managerPropagation {
 	payloads := managerWorks(b, ctx, c, clusters, apps)
 	app := &unstructured.Unstructured{}
-	app.SetGroupVersionKind(pullmodel.ApplicationGVK)
-	require.NoError(b, c.DeleteAllOf(ctx, app, client.InNamespace(argoNS), client.MatchingLabels{pullmodel.LabelPull: "true"}))
+	app.SetGroupVersionKind(pullnames.ApplicationGVK)
+	require.NoError(b, c.DeleteAllOf(ctx, app, client.InNamespace(argoNS), client.MatchingLabels{pullnames.LabelPull: "true"}))
 	counter := startWorkCounter(b, ctx, env)
 	deleteWorks(b, ctx, c, clusters, counter)
 	waitApplications(b, ctx, c, 0)
@@ -136,7 +137,7 @@ func (m managerPropagation) report(b *testing.B) {
 // client would create them again: name, namespace, labels, annotations and spec.
 func managerWorks(b *testing.B, ctx context.Context, c client.Client, clusters []string, apps int) []*workv1.ManifestWork {
 	list := &workv1.ManifestWorkList{}
-	require.NoError(b, c.List(ctx, list, client.MatchingLabels{pullmodel.LabelPullWork: "true"}))
+	require.NoError(b, c.List(ctx, list, client.MatchingLabels{pullnames.LabelPullWork: "true"}))
 	byName := map[types.NamespacedName]*workv1.ManifestWork{}
 	for i := range list.Items {
 		w := &list.Items[i]
@@ -147,7 +148,7 @@ func managerWorks(b *testing.B, ctx context.Context, c client.Client, clusters [
 	}
 	out := make([]*workv1.ManifestWork, apps)
 	for i := range out {
-		key := types.NamespacedName{Namespace: clusters[i%len(clusters)], Name: pullmodel.WorkName(argoNS, benchApp(i, clusters).GetName())}
+		key := types.NamespacedName{Namespace: clusters[i%len(clusters)], Name: pullnames.WorkName(argoNS, benchApp(i, clusters).GetName())}
 		out[i] = byName[key]
 		require.NotNil(b, out[i], "the manager's ManifestWork %s", key)
 	}
@@ -157,7 +158,7 @@ func managerWorks(b *testing.B, ctx context.Context, c client.Client, clusters [
 // deleteWorks deletes every pull ManifestWork and waits until the counter sees none.
 func deleteWorks(b *testing.B, ctx context.Context, c client.Client, clusters []string, counter *workCounter) {
 	parallel(len(clusters), 8, func(i int) error {
-		return c.DeleteAllOf(ctx, &workv1.ManifestWork{}, client.MatchingLabels{pullmodel.LabelPullWork: "true"}, client.InNamespace(clusters[i]))
+		return c.DeleteAllOf(ctx, &workv1.ManifestWork{}, client.MatchingLabels{pullnames.LabelPullWork: "true"}, client.InNamespace(clusters[i]))
 	})
 	counter.waitFor(b, "no pull ManifestWork", func(n int) bool { return n == 0 })
 }
@@ -167,8 +168,8 @@ func waitApplications(b *testing.B, ctx context.Context, c client.Client, n int)
 	deadline := time.Now().Add(15 * time.Minute)
 	for time.Now().Before(deadline) {
 		list := &metav1.PartialObjectMetadataList{}
-		list.SetGroupVersionKind(pullmodel.ApplicationGVK.GroupVersion().WithKind("ApplicationList"))
-		require.NoError(b, c.List(ctx, list, client.InNamespace(argoNS), client.MatchingLabels{pullmodel.LabelPull: "true"}))
+		list.SetGroupVersionKind(pullnames.ApplicationGVK.GroupVersion().WithKind("ApplicationList"))
+		require.NoError(b, c.List(ctx, list, client.InNamespace(argoNS), client.MatchingLabels{pullnames.LabelPull: "true"}))
 		if len(list.Items) == n {
 			return
 		}
@@ -204,7 +205,7 @@ type workCounter struct {
 func startWorkCounter(b *testing.B, ctx context.Context, env *testenv.Env) *workCounter {
 	w := &workCounter{works: map[types.NamespacedName]struct{}{}}
 	informers, err := cache.New(env.Config, cache.Options{Scheme: env.Scheme,
-		DefaultLabelSelector: labels.SelectorFromSet(labels.Set{pullmodel.LabelPullWork: "true"})})
+		DefaultLabelSelector: labels.SelectorFromSet(labels.Set{pullnames.LabelPullWork: "true"})})
 	require.NoError(b, err)
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(schema.GroupVersion(workv1.GroupVersion).WithKind("ManifestWork"))

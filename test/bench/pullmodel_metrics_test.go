@@ -23,7 +23,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/gitops-addon/gitops-addon/pkg/hub/hubmetrics"
-	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
 )
 
@@ -67,7 +67,7 @@ func measureMetricsAgreement(b *testing.B, ctx context.Context, env *testenv.Env
 		applied[i] = agent.await(name, revision)
 		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			app := &unstructured.Unstructured{}
-			app.SetGroupVersionKind(pullmodel.ApplicationGVK)
+			app.SetGroupVersionKind(pullnames.ApplicationGVK)
 			if err := c.Get(ctx, client.ObjectKey{Namespace: argoNS, Name: name}, app); err != nil {
 				return err
 			}
@@ -183,7 +183,7 @@ type waiter struct {
 func startStandInWorkAgent(b *testing.B, ctx context.Context, env *testenv.Env, c client.Client) *standInWorkAgent {
 	a := &standInWorkAgent{c: c, applied: map[string]int64{}, waiting: map[string]waiter{}, queue: make(chan *workv1.ManifestWork, 100000)}
 	informers, err := cache.New(env.Config, cache.Options{Scheme: env.Scheme,
-		DefaultLabelSelector: labels.SelectorFromSet(labels.Set{pullmodel.LabelPullWork: "true"})})
+		DefaultLabelSelector: labels.SelectorFromSet(labels.Set{pullnames.LabelPullWork: "true"})})
 	require.NoError(b, err)
 	inf, err := informers.GetInformer(ctx, &workv1.ManifestWork{})
 	require.NoError(b, err)
@@ -245,7 +245,7 @@ func (a *standInWorkAgent) apply(ctx context.Context, seen *workv1.ManifestWork)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.applied[w.Name] = max(a.applied[w.Name], w.Generation)
-	app := w.Annotations[pullmodel.AnnotationHubAppName]
+	app := w.Annotations[pullnames.AnnotationHubAppName]
 	waiting, ok := a.waiting[app]
 	if !ok {
 		return nil
@@ -283,10 +283,10 @@ type revisionWatch struct {
 func watchRevisions(b *testing.B, ctx context.Context, env *testenv.Env) *revisionWatch {
 	w := &revisionWatch{seen: map[string]time.Time{}}
 	informers, err := cache.New(env.Config, cache.Options{Scheme: env.Scheme,
-		DefaultLabelSelector: labels.SelectorFromSet(labels.Set{pullmodel.LabelPull: "true"})})
+		DefaultLabelSelector: labels.SelectorFromSet(labels.Set{pullnames.LabelPull: "true"})})
 	require.NoError(b, err)
 	app := &unstructured.Unstructured{}
-	app.SetGroupVersionKind(pullmodel.ApplicationGVK)
+	app.SetGroupVersionKind(pullnames.ApplicationGVK)
 	inf, err := informers.GetInformer(ctx, app)
 	require.NoError(b, err)
 	record := func(o any) {

@@ -20,7 +20,8 @@ import (
 
 	"github.com/gitops-addon/gitops-addon/pkg/argocdcache"
 	"github.com/gitops-addon/gitops-addon/pkg/contract/apptree"
-	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/feedback"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 )
 
 // benchRedis is a redis-server on loopback standing for the hub Argo CD's, where the
@@ -105,25 +106,25 @@ func largeTree(b *testing.B) (apptree.Shipped, string) {
 // boundedTreeOnTheHub reports a tree over the bound for Application 0 and waits until the
 // hub Application warns of it (ResourceTreeBounded) and the hub's redis holds the managed
 // resources only; it returns the feedback value's size and the cached tree's.
-func boundedTreeOnTheHub(b *testing.B, ctx context.Context, c client.Client, r *benchRedis, clusters []string) (feedback, cached int) {
+func boundedTreeOnTheHub(b *testing.B, ctx context.Context, c client.Client, r *benchRedis, clusters []string) (reported, cached int) {
 	shipped, value := largeTree(b)
 	require.True(b, shipped.ManagedOnly)
 	a := benchApp(0, clusters)
 	w := &workv1.ManifestWork{}
-	require.NoError(b, c.Get(ctx, types.NamespacedName{Namespace: clusters[0], Name: pullmodel.WorkName(argoNS, a.GetName())}, w))
+	require.NoError(b, c.Get(ctx, types.NamespacedName{Namespace: clusters[0], Name: pullnames.WorkName(argoNS, a.GetName())}, w))
 	w.Status.ResourceStatus.Manifests = []workv1.ManifestCondition{{
 		ResourceMeta:    workv1.ManifestResourceMeta{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application", Resource: "applications", Namespace: argoNS, Name: a.GetName()},
-		StatusFeedbacks: workv1.StatusFeedbackResult{Values: feedbackValues("large", stringFeedback(pullmodel.FeedbackTree, value))},
+		StatusFeedbacks: workv1.StatusFeedbackResult{Values: feedbackValues("large", stringFeedback(feedback.KeyTree, value))},
 		Conditions:      []metav1.Condition{},
 	}}
 	require.NoError(b, c.Status().Update(ctx, w))
 	require.Eventually(b, func() bool {
 		app := &unstructured.Unstructured{}
-		app.SetGroupVersionKind(pullmodel.ApplicationGVK)
+		app.SetGroupVersionKind(pullnames.ApplicationGVK)
 		if c.Get(ctx, types.NamespacedName{Namespace: argoNS, Name: a.GetName()}, app) != nil {
 			return false
 		}
-		return strings.Contains(fmt.Sprint(app.Object["status"]), pullmodel.ReasonResourceTreeBounded)
+		return strings.Contains(fmt.Sprint(app.Object["status"]), feedback.ReasonResourceTreeBounded)
 	}, time.Minute, 100*time.Millisecond, "the hub Application warns that its tree is bounded")
 	var raw []byte
 	require.Eventually(b, func() bool {

@@ -30,6 +30,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/gitopscluster"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/uninstall"
 	"github.com/gitops-addon/gitops-addon/test/install"
 )
@@ -117,7 +118,7 @@ func TestMovingFromACM(t *testing.T) {
 			name := acmMovedAppSet + "-" + cluster
 			require.Eventually(t, func() bool {
 				works := worksOf(ctx, t, hub, cluster, name)
-				return slices.Equal(works, []string{pullmodel.WorkName(contract.GitOpsNamespace, name)})
+				return slices.Equal(works, []string{pullnames.WorkName(contract.GitOpsNamespace, name)})
 			}, 3*time.Minute, time.Second, "only gitops-addon's ManifestWork of %s: %v", name, worksOf(ctx, t, hub, cluster, name))
 		}
 	})
@@ -206,7 +207,7 @@ func movingBackToACM(t *testing.T, ctx context.Context, a *argoFleet, clusters [
 		hubApp := application(contract.GitOpsNamespace, name)
 		require.NoError(t, hub.Get(ctx, client.ObjectKeyFromObject(hubApp), hubApp))
 		hubApps[cluster] = hubApp
-		require.Equal(t, []string{pullmodel.WorkName(contract.GitOpsNamespace, name)}, worksOf(ctx, t, hub, cluster, name), "delivered by gitops-addon")
+		require.Equal(t, []string{pullnames.WorkName(contract.GitOpsNamespace, name)}, worksOf(ctx, t, hub, cluster, name), "delivered by gitops-addon")
 	}
 	watch := watchSpokeApplications(ctx, a, back, spokeUIDs)
 
@@ -312,11 +313,11 @@ func acmPullWork(t *testing.T, hubApp *unstructured.Unstructured, cluster string
 	return &workv1.ManifestWork{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: hubApp.GetName() + "-" + string(hubApp.GetUID())[:5], Namespace: cluster,
-			Labels: map[string]string{pullmodel.LabelPull: "true", pullmodel.LabelApplicationSet: "true",
+			Labels: map[string]string{pullnames.LabelPull: "true", pullnames.LabelApplicationSet: "true",
 				"apps.open-cluster-management.io/application-set-hash": "0123456789"},
 			Annotations: map[string]string{
-				pullmodel.AnnotationHubAppNamespace: hubApp.GetNamespace(), pullmodel.AnnotationHubAppName: hubApp.GetName(),
-				pullmodel.AnnotationHostingAppSet: hubApp.GetNamespace() + "/" + appSet,
+				pullnames.AnnotationHubAppNamespace: hubApp.GetNamespace(), pullnames.AnnotationHubAppName: hubApp.GetName(),
+				pullnames.AnnotationHostingAppSet: hubApp.GetNamespace() + "/" + appSet,
 			},
 		},
 		Spec: workv1.ManifestWorkSpec{
@@ -336,7 +337,7 @@ func acmPullWork(t *testing.T, hubApp *unstructured.Unstructured, cluster string
 func acmReport(appSet *unstructured.Unstructured) *v1alpha1.MulticlusterApplicationSetReport {
 	return &v1alpha1.MulticlusterApplicationSetReport{
 		ObjectMeta: metav1.ObjectMeta{Namespace: appSet.GetNamespace(), Name: appSet.GetName(), Labels: map[string]string{
-			pullmodel.LabelHostingAppSetReport: appSet.GetNamespace() + "." + appSet.GetName(),
+			pullnames.LabelHostingAppSetReport: appSet.GetNamespace() + "." + appSet.GetName(),
 		}},
 		Statuses: v1alpha1.AppConditions{Summary: v1alpha1.ReportSummary{Clusters: "2", Synced: "0", Healthy: "0", InProgress: "2"}},
 	}
@@ -360,7 +361,7 @@ func worksOf(ctx context.Context, t *testing.T, hub client.Client, cluster, app 
 	require.NoError(t, hub.List(ctx, list, client.InNamespace(cluster)))
 	var names []string
 	for _, w := range list.Items {
-		if w.Annotations[pullmodel.AnnotationHubAppName] == app {
+		if w.Annotations[pullnames.AnnotationHubAppName] == app {
 			names = append(names, w.Name)
 		}
 	}

@@ -30,7 +30,7 @@ import (
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/contract/apptree"
-	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/routeguard"
 	"github.com/gitops-addon/gitops-addon/test/argocd"
 	"github.com/gitops-addon/gitops-addon/test/fakeroute"
@@ -131,7 +131,7 @@ func TestArgoCD(t *testing.T) {
 				return exists(ctx, a.f.Hub.Client, application("", ""), contract.GitOpsNamespace+"/"+name)
 			}, 2*time.Minute, time.Second, "the ApplicationSet controller generates %s", name)
 			require.Eventually(t, func() bool {
-				return exists(ctx, a.f.Hub.Client, &workv1.ManifestWork{}, cluster+"/"+pullmodel.WorkName(contract.GitOpsNamespace, name))
+				return exists(ctx, a.f.Hub.Client, &workv1.ManifestWork{}, cluster+"/"+pullnames.WorkName(contract.GitOpsNamespace, name))
 			}, time.Minute, time.Second, "the ManifestWork of %s", name)
 			waitAppStatus(t, ctx, a.spokes[cluster].Cluster, name, "Synced", "Healthy", 3*time.Minute)
 			assert.True(t, exists(ctx, a.spokes[cluster].Client, &corev1.ConfigMap{}, "guestbook/guestbook-ui"), "the application's ConfigMap on %s", cluster)
@@ -506,7 +506,7 @@ spec:
 			app := name + "-" + vanilla
 			require.Eventually(t, func() bool {
 				return !exists(ctx, a.f.Hub.Client, application("", ""), contract.GitOpsNamespace+"/"+app) &&
-					!exists(ctx, a.f.Hub.Client, &workv1.ManifestWork{}, vanilla+"/"+pullmodel.WorkName(contract.GitOpsNamespace, app)) &&
+					!exists(ctx, a.f.Hub.Client, &workv1.ManifestWork{}, vanilla+"/"+pullnames.WorkName(contract.GitOpsNamespace, app)) &&
 					!exists(ctx, s.Client, application("", ""), contract.GitOpsNamespace+"/"+app)
 			}, 3*time.Minute, time.Second, "%s leaves the hub, its ManifestWork and the spoke", app)
 		}

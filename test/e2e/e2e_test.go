@@ -35,7 +35,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/appsetaccess"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/gitopscluster"
-	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/crdinstall"
 	"github.com/gitops-addon/gitops-addon/test/fakeroute"
 	"github.com/gitops-addon/gitops-addon/test/harness"
@@ -709,7 +709,7 @@ func appliedPullWorks(ctx context.Context, t *testing.T, spokes map[string]*harn
 // pullWorks names the pull model's ManifestWorks on the hub.
 func pullWorks(ctx context.Context, t *testing.T, c client.Client) []string {
 	works := &workv1.ManifestWorkList{}
-	require.NoError(t, c.List(ctx, works, client.MatchingLabels{pullmodel.LabelPullWork: "true"}))
+	require.NoError(t, c.List(ctx, works, client.MatchingLabels{pullnames.LabelPullWork: "true"}))
 	var names []string
 	for _, w := range works.Items {
 		names = append(names, w.Namespace+"/"+w.Name)

@@ -25,7 +25,7 @@ import (
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/gitopscluster"
-	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/crdinstall"
 	"github.com/gitops-addon/gitops-addon/test/harness"
 	"github.com/gitops-addon/gitops-addon/test/install"
@@ -434,7 +434,7 @@ func pulledApplication(t *testing.T, ctx context.Context, hub *harness.Cluster, 
 	require.NoError(t, hub.Client.Get(ctx, client.ObjectKeyFromObject(appSet), appSet))
 	app := generatedApplication(t, appSet, cluster)
 	require.NoError(t, hub.Client.Create(ctx, app))
-	require.Equal(t, cluster, app.GetAnnotations()[pullmodel.AnnotationCluster])
+	require.Equal(t, cluster, app.GetAnnotations()[pullnames.AnnotationCluster])
 	return app
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/hubmetrics"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 	"github.com/gitops-addon/gitops-addon/test/harness"
 	"github.com/gitops-addon/gitops-addon/test/install"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
@@ -57,7 +58,7 @@ func pullModelRoundTrip(t *testing.T, ctx context.Context, hub *harness.Cluster,
 		name := "guestbook-" + cluster
 		w := &workv1.ManifestWork{}
 		require.Eventually(t, func() bool {
-			return hub.Client.Get(ctx, client.ObjectKey{Namespace: cluster, Name: pullmodel.WorkName(contract.GitOpsNamespace, name)}, w) == nil
+			return hub.Client.Get(ctx, client.ObjectKey{Namespace: cluster, Name: pullnames.WorkName(contract.GitOpsNamespace, name)}, w) == nil
 		}, time.Minute, 500*time.Millisecond, "the ManifestWork of %s", name)
 		spokeApp := application(contract.GitOpsNamespace, name)
 		require.Eventually(t, func() bool {
@@ -65,7 +66,7 @@ func pullModelRoundTrip(t *testing.T, ctx context.Context, hub *harness.Cluster,
 		}, 2*time.Minute, 500*time.Millisecond, "OCM's work agent applies %s on %s", name, cluster)
 		server, _, _ := unstructured.NestedString(spokeApp.Object, "spec", "destination", "server")
 		assert.Equal(t, pullmodel.InClusterServer, server)
-		assert.NotContains(t, spokeApp.GetAnnotations(), pullmodel.AnnotationSkipReconcile, "the spoke's Argo CD must reconcile it")
+		assert.NotContains(t, spokeApp.GetAnnotations(), pullnames.AnnotationSkipReconcile, "the spoke's Argo CD must reconcile it")
 
 		// What the spoke's Argo CD writes, reported back by the work agent (Watch feedback).
 		setSpokeStatus(t, ctx, spokes[cluster], "guestbook-"+cluster, "0123abcd")
@@ -105,7 +106,7 @@ func pullModelRoundTrip(t *testing.T, ctx context.Context, hub *harness.Cluster,
 	}
 	require.Eventually(t, func() bool {
 		works := &workv1.ManifestWorkList{}
-		return hub.Client.List(ctx, works, client.MatchingLabels{pullmodel.LabelPullWork: "true"}) == nil && len(works.Items) == 0
+		return hub.Client.List(ctx, works, client.MatchingLabels{pullnames.LabelPullWork: "true"}) == nil && len(works.Items) == 0
 	}, time.Minute, 500*time.Millisecond, "every pull ManifestWork is gone from the hub")
 }
 

@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
-	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/repocreds"
 )
 
@@ -153,8 +153,8 @@ func repositoryCredentialsScenario(t *testing.T, ctx context.Context, a *argoFle
 	app := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
 		"metadata": map[string]any{"name": "private-guestbook", "namespace": contract.GitOpsNamespace,
-			"labels":      map[string]any{pullmodel.LabelPull: "true"},
-			"annotations": map[string]any{pullmodel.AnnotationCluster: vanilla, pullmodel.AnnotationSkipReconcile: "true"}},
+			"labels":      map[string]any{pullnames.LabelPull: "true"},
+			"annotations": map[string]any{pullnames.AnnotationCluster: vanilla, pullnames.AnnotationSkipReconcile: "true"}},
 		"spec": map[string]any{
 			"project":     "default",
 			"source":      map[string]any{"repoURL": repoURL, "path": "guestbook", "targetRevision": "HEAD"},

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gitops-addon/gitops-addon/pkg/hub/hubmetrics"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/feedback"
 )
 
 // latencyCount is the count and sum of one of the pull latency histograms on
@@ -101,7 +102,7 @@ func TestPullModelMetrics(t *testing.T) {
 	t.Run("each spoke's first status on the hub: one status return each", func(t *testing.T) {
 		s := s.with(t)
 		for _, w := range works {
-			s.report(w, map[string]string{pullmodel.FeedbackHealth: "Progressing", pullmodel.FeedbackSync: "OutOfSync"}, nil)
+			s.report(w, map[string]string{feedback.KeyHealth: "Progressing", feedback.KeySync: "OutOfSync"}, nil)
 		}
 		now := waitLatencyCount(t, hubmetrics.PullStatusReturn, returned, apps)
 		assert.LessOrEqual(t, now.sum-returned.sum, apps*time.Since(created).Seconds())
@@ -114,7 +115,7 @@ func TestPullModelMetrics(t *testing.T) {
 	t.Run("the work agent reports again (a failed re-apply, then applied; a new status): nothing more", func(t *testing.T) {
 		s := s.with(t)
 		s.markAppliedAgain(works[0])
-		s.report(works[1], map[string]string{pullmodel.FeedbackHealth: "Healthy", pullmodel.FeedbackSync: "Synced"}, nil)
+		s.report(works[1], map[string]string{feedback.KeyHealth: "Healthy", feedback.KeySync: "Synced"}, nil)
 		waitControllerIdle(t, pullmodel.ControllerName)
 		assert.Equal(t, propagated.count, latency(t, hubmetrics.PullPropagation).count)
 		assert.Equal(t, returned.count, latency(t, hubmetrics.PullStatusReturn).count)
@@ -134,7 +135,7 @@ func TestPullModelMetrics(t *testing.T) {
 		s.markApplied(w)
 		now := waitLatencyCount(t, hubmetrics.PullPropagation, propagated, 1)
 		assert.LessOrEqual(t, now.sum-propagated.sum, time.Since(changed).Seconds(), "timed from the change, not the creation")
-		s.report(w, map[string]string{pullmodel.FeedbackHealth: "Healthy", pullmodel.FeedbackSync: "Synced", pullmodel.FeedbackRevision: "v2"}, nil)
+		s.report(w, map[string]string{feedback.KeyHealth: "Healthy", feedback.KeySync: "Synced", feedback.KeyRevision: "v2"}, nil)
 		waitLatencyCount(t, hubmetrics.PullStatusReturn, returned, 1)
 	})
 }

@@ -20,7 +20,9 @@ import (
 
 	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
-	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/acmtakeover"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/feedback"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 	"github.com/gitops-addon/gitops-addon/test/install"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
 )
@@ -43,8 +45,8 @@ func acmPullWork(t *testing.T, cluster, appNS, appName string) *workv1.ManifestW
 	return &workv1.ManifestWork{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: appName + "-ab12c", Namespace: cluster, Finalizers: []string{workAgentFinalizer},
-			Labels:      map[string]string{pullmodel.LabelPull: "true"},
-			Annotations: map[string]string{pullmodel.AnnotationHubAppNamespace: appNS, pullmodel.AnnotationHubAppName: appName},
+			Labels:      map[string]string{pullnames.LabelPull: "true"},
+			Annotations: map[string]string{pullnames.AnnotationHubAppNamespace: appNS, pullnames.AnnotationHubAppName: appName},
 		},
 		Spec: workv1.ManifestWorkSpec{Workload: workv1.ManifestsTemplate{Manifests: []workv1.Manifest{{RawExtension: runtime.RawExtension{Raw: app}}}}},
 	}
@@ -113,7 +115,7 @@ func TestPullModelTakesOverACMsManifestWorks(t *testing.T) {
 		require.NotNil(t, got.Spec.DeleteOption, "the Orphan policy was set before the delete")
 		assert.Equal(t, workv1.DeletePropagationPolicyTypeOrphan, got.Spec.DeleteOption.PropagationPolicy,
 			"the work agent leaves the spoke Application (same UID) to ours")
-		p.waitEvent("openshift-gitops", "migrated", pullmodel.ReasonACMWorkRetired)
+		p.waitEvent("openshift-gitops", "migrated", acmtakeover.ReasonWorkRetired)
 	})
 
 	t.Run("ACM's ManifestWork of another Application is untouched", func(t *testing.T) {
@@ -145,7 +147,7 @@ func TestPullModelTakesOverACMsReport(t *testing.T) {
 	require.NoError(t, p.c.Create(p.ctx, appSet))
 	acmReport := &v1alpha1.MulticlusterApplicationSetReport{
 		ObjectMeta: metav1.ObjectMeta{Namespace: appSet.GetNamespace(), Name: appSet.GetName(),
-			Labels: map[string]string{pullmodel.LabelHostingAppSetReport: appSet.GetNamespace() + "." + appSet.GetName()}},
+			Labels: map[string]string{pullnames.LabelHostingAppSetReport: appSet.GetNamespace() + "." + appSet.GetName()}},
 		Statuses: v1alpha1.AppConditions{ClusterConditions: []v1alpha1.ClusterCondition{{Cluster: "acm-era-cluster", SyncStatus: "Synced", HealthStatus: "Healthy"}}},
 	}
 	require.NoError(t, p.c.Create(p.ctx, acmReport))
@@ -199,7 +201,7 @@ func TestPullModelSteadyOnAnOlderManifestWorkCRD(t *testing.T) {
 		require.False(t, kept, "the older CRD prunes feedbackScrapeType: the scenario this test is about")
 	}
 
-	p.report(w, map[string]string{pullmodel.FeedbackHealth: "Healthy", pullmodel.FeedbackSync: "Synced"}, nil)
+	p.report(w, map[string]string{feedback.KeyHealth: "Healthy", feedback.KeySync: "Synced"}, nil)
 	require.Eventually(t, func() bool {
 		h, _, _ := unstructured.NestedString(p.getApp("openshift-gitops", "guestbook-cluster1").Object, "status", "health", "status")
 		return h == "Healthy"

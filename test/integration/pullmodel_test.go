@@ -32,6 +32,9 @@ import (
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/manager"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/feedback"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/reports"
 	"github.com/gitops-addon/gitops-addon/test/install"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
 )
@@ -206,9 +209,9 @@ func (s *pullScenario) guestbookApp() string { return "guestbook-" + s.cluster1 
 func (s *pullScenario) reportGuestbookHealthy(w *workv1.ManifestWork) *v1alpha1.MulticlusterApplicationSetReport {
 	s.t.Helper()
 	s.report(w, map[string]string{
-		pullmodel.FeedbackHealth: "Healthy", pullmodel.FeedbackSync: "Synced", pullmodel.FeedbackRevision: "abc123",
-		pullmodel.FeedbackOperationPhase: "Succeeded", pullmodel.FeedbackOperationStartedAt: "2026-11-23T10:00:00Z",
-		pullmodel.FeedbackOperationMessage: "successfully synced (all tasks run)",
+		feedback.KeyHealth: "Healthy", feedback.KeySync: "Synced", feedback.KeyRevision: "abc123",
+		feedback.KeyOperationPhase: "Succeeded", feedback.KeyOperationStartedAt: "2026-11-23T10:00:00Z",
+		feedback.KeyOperationMessage: "successfully synced (all tasks run)",
 	}, nil)
 	require.Eventually(s.t, func() bool {
 		app := s.getApp(s.ns, s.guestbookApp())
@@ -263,7 +266,7 @@ func ptrTo[T any](v T) *T { return &v }
 
 func (p *pullHub) getApp(namespace, name string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(pullmodel.ApplicationGVK)
+	u.SetGroupVersionKind(pullnames.ApplicationGVK)
 	if err := p.c.Get(p.ctx, types.NamespacedName{Namespace: namespace, Name: name}, u); err != nil {
 		return nil
 	}
@@ -275,7 +278,7 @@ func (p *pullHub) getApp(namespace, name string) *unstructured.Unstructured {
 func (p *pullHub) waitWork(cluster, appNS, appName string, cond func(*workv1.ManifestWork) bool, what string) *workv1.ManifestWork {
 	p.t.Helper()
 	w := &workv1.ManifestWork{}
-	key := types.NamespacedName{Namespace: cluster, Name: pullmodel.WorkName(appNS, appName)}
+	key := types.NamespacedName{Namespace: cluster, Name: pullnames.WorkName(appNS, appName)}
 	require.Eventually(p.t, func() bool {
 		return p.c.Get(p.ctx, key, w) == nil && cond(w)
 	}, timeout, poll, "ManifestWork %s: %s", key, what)
@@ -284,7 +287,7 @@ func (p *pullHub) waitWork(cluster, appNS, appName string, cond func(*workv1.Man
 
 func (p *pullHub) waitNoWork(cluster, appNS, appName, what string) {
 	p.t.Helper()
-	key := types.NamespacedName{Namespace: cluster, Name: pullmodel.WorkName(appNS, appName)}
+	key := types.NamespacedName{Namespace: cluster, Name: pullnames.WorkName(appNS, appName)}
 	require.Eventually(p.t, func() bool {
 		return apierrors.IsNotFound(p.c.Get(p.ctx, key, &workv1.ManifestWork{}))
 	}, timeout, poll, "no ManifestWork %s: %s", key, what)
@@ -320,7 +323,7 @@ func (p *pullHub) assertNoWorkNow(t *testing.T, appNS, appName string) {
 	list := &workv1.ManifestWorkList{}
 	require.NoError(t, p.c.List(p.ctx, list))
 	for _, w := range list.Items {
-		assert.False(t, w.Name == pullmodel.WorkName(appNS, appName), "unexpected ManifestWork %s/%s", w.Namespace, w.Name)
+		assert.False(t, w.Name == pullnames.WorkName(appNS, appName), "unexpected ManifestWork %s/%s", w.Namespace, w.Name)
 	}
 }
 
@@ -431,11 +434,11 @@ func TestPullModelCreation(t *testing.T) {
 	t.Run("creation: one ManifestWork carrying the spoke's Application", func(t *testing.T) {
 		s := s.with(t)
 		_, w := s.guestbook()
-		assert.Equal(t, "true", w.Labels[pullmodel.LabelPullWork])
-		assert.Equal(t, "true", w.Labels[pullmodel.LabelApplicationSet])
-		assert.Equal(t, s.ns, w.Annotations[pullmodel.AnnotationHubAppNamespace])
-		assert.Equal(t, s.guestbookApp(), w.Annotations[pullmodel.AnnotationHubAppName])
-		assert.Equal(t, s.ns+"/guestbook", w.Annotations[pullmodel.AnnotationHostingAppSet])
+		assert.Equal(t, "true", w.Labels[pullnames.LabelPullWork])
+		assert.Equal(t, "true", w.Labels[pullnames.LabelApplicationSet])
+		assert.Equal(t, s.ns, w.Annotations[pullnames.AnnotationHubAppNamespace])
+		assert.Equal(t, s.guestbookApp(), w.Annotations[pullnames.AnnotationHubAppName])
+		assert.Equal(t, s.ns+"/guestbook", w.Annotations[pullnames.AnnotationHostingAppSet])
 		app := spokeApp(t, w)
 		dest, _, _ := unstructured.NestedMap(app.Object, "spec", "destination")
 		assert.Equal(t, map[string]any{"server": pullmodel.InClusterServer, "namespace": "guestbook"}, dest)
@@ -467,7 +470,7 @@ func TestPullModelStatusAndReport(t *testing.T) {
 		s := s.with(t)
 		w := s.waitWork(s.cluster1, s.ns, s.guestbookApp(), func(*workv1.ManifestWork) bool { return true }, "exists")
 		report := s.reportGuestbookHealthy(w)
-		assert.Equal(t, s.ns+".guestbook", report.Labels[pullmodel.LabelHostingAppSetReport])
+		assert.Equal(t, s.ns+".guestbook", report.Labels[pullnames.LabelHostingAppSetReport])
 		require.Len(t, report.OwnerReferences, 1)
 		assert.Equal(t, appSet.GetUID(), report.OwnerReferences[0].UID)
 		require.Len(t, report.Statuses.ClusterConditions, 1)
@@ -506,13 +509,13 @@ func TestPullModelManualSync(t *testing.T) {
 			_, ok := spokeApp(t, w).Object["operation"]
 			return ok
 		}, "carries the operation")
-		assert.Equal(t, "2026-11-23T10:00:00Z", w.Annotations[pullmodel.AnnotationOperationBaseline],
+		assert.Equal(t, "2026-11-23T10:00:00Z", w.Annotations[pullnames.AnnotationOperationBaseline],
 			"the baseline is the operation start reported before the request")
 		// Until the spoke starts it, the request stays, on both sides: the spoke reports
 		// something else (the positive control, a status the hub Application shows), not
 		// the operation started.
-		s.report(w, map[string]string{pullmodel.FeedbackHealth: "Healthy", pullmodel.FeedbackSync: "OutOfSync",
-			pullmodel.FeedbackOperationPhase: "Succeeded", pullmodel.FeedbackOperationStartedAt: "2026-11-23T10:00:00Z"}, nil)
+		s.report(w, map[string]string{feedback.KeyHealth: "Healthy", feedback.KeySync: "OutOfSync",
+			feedback.KeyOperationPhase: "Succeeded", feedback.KeyOperationStartedAt: "2026-11-23T10:00:00Z"}, nil)
 		require.Eventually(t, func() bool {
 			sync, _, _ := unstructured.NestedString(s.getApp(s.ns, s.guestbookApp()).Object, "status", "sync", "status")
 			return sync == "OutOfSync"
@@ -521,8 +524,8 @@ func TestPullModelManualSync(t *testing.T) {
 		assert.True(t, still, "the hub keeps .operation until the spoke starts it")
 		// Started: while it runs, the spoke's Argo CD needs .operation on its Application
 		// (a sync with waves goes on only while it is there), so it stays in the work.
-		s.report(w, map[string]string{pullmodel.FeedbackHealth: "Healthy", pullmodel.FeedbackSync: "OutOfSync",
-			pullmodel.FeedbackOperationPhase: "Running", pullmodel.FeedbackOperationStartedAt: "2026-11-23T11:00:00Z"}, nil)
+		s.report(w, map[string]string{feedback.KeyHealth: "Healthy", feedback.KeySync: "OutOfSync",
+			feedback.KeyOperationPhase: "Running", feedback.KeyOperationStartedAt: "2026-11-23T11:00:00Z"}, nil)
 		require.Eventually(t, func() bool {
 			phase, _, _ := unstructured.NestedString(s.getApp(s.ns, s.guestbookApp()).Object, "status", "operationState", "phase")
 			return phase == "Running"
@@ -533,15 +536,15 @@ func TestPullModelManualSync(t *testing.T) {
 			_, op := spokeApp(t, w).Object["operation"]
 			return op
 		}, "keeps the operation while the spoke runs it")
-		s.report(w, map[string]string{pullmodel.FeedbackHealth: "Healthy", pullmodel.FeedbackSync: "Synced",
-			pullmodel.FeedbackOperationPhase: "Succeeded", pullmodel.FeedbackOperationStartedAt: "2026-11-23T11:00:00Z"}, nil)
+		s.report(w, map[string]string{feedback.KeyHealth: "Healthy", feedback.KeySync: "Synced",
+			feedback.KeyOperationPhase: "Succeeded", feedback.KeyOperationStartedAt: "2026-11-23T11:00:00Z"}, nil)
 		require.Eventually(t, func() bool {
 			_, has := s.getApp(s.ns, s.guestbookApp()).Object["operation"]
 			return !has
 		}, timeout, poll, ".operation cleared on the hub once the spoke's operation ended")
 		s.waitWork(s.cluster1, s.ns, s.guestbookApp(), func(w *workv1.ManifestWork) bool {
 			_, op := spokeApp(t, w).Object["operation"]
-			_, baseline := w.Annotations[pullmodel.AnnotationOperationBaseline]
+			_, baseline := w.Annotations[pullnames.AnnotationOperationBaseline]
 			return !op && !baseline
 		}, "no operation, no baseline")
 	})
@@ -555,14 +558,14 @@ func TestPullModelTenantIsolation(t *testing.T) {
 	t.Run("tenant isolation: a cluster no PlacementDecision of the namespace lists", func(t *testing.T) {
 		s := s.with(t)
 		s.application(pullApp("sneaky", other, s.cluster1), nil)
-		s.waitAppCondition(other, "sneaky", pullmodel.ConditionPullError, pullmodel.ReasonClusterNotPermitted)
+		s.waitAppCondition(other, "sneaky", pullnames.ConditionPullError, pullmodel.ReasonClusterNotPermitted)
 		s.waitEvent(other, "sneaky", pullmodel.ReasonClusterNotPermitted)
 		s.assertNoWorkFor(t, other, "sneaky")
 		// Once the namespace's own Placement selects the cluster, it is delivered.
 		s.placement(other, other, s.cluster1)
 		s.waitWork(s.cluster1, other, "sneaky", func(*workv1.ManifestWork) bool { return true }, "delivered once placed")
 		require.Eventually(t, func() bool {
-			return findCondition(s.getApp(other, "sneaky"), pullmodel.ConditionPullError) == nil
+			return findCondition(s.getApp(other, "sneaky"), pullnames.ConditionPullError) == nil
 		}, timeout, poll, "error condition cleared")
 	})
 }
@@ -573,7 +576,7 @@ func TestPullModelAnnotationWithoutLabel(t *testing.T) {
 		s := s.with(t)
 		doc := strings.Replace(pullApp("unlabelled", s.ns, s.cluster1), `apps.open-cluster-management.io/pull-to-ocm-managed-cluster: "true", `, "", 1)
 		s.application(doc, nil)
-		s.waitAppCondition(s.ns, "unlabelled", pullmodel.ConditionPullWarning, pullmodel.ReasonPullLabelMissing)
+		s.waitAppCondition(s.ns, "unlabelled", pullnames.ConditionPullWarning, pullmodel.ReasonPullLabelMissing)
 		s.waitEvent(s.ns, "unlabelled", pullmodel.ReasonPullLabelMissing)
 		s.assertNoWorkFor(t, s.ns, "unlabelled")
 	})
@@ -584,7 +587,7 @@ func TestPullModelUnknownCluster(t *testing.T) {
 	t.Run("an unknown cluster", func(t *testing.T) {
 		s := s.with(t)
 		s.application(pullApp("lost", s.ns, s.ns+"-9"), nil)
-		s.waitAppCondition(s.ns, "lost", pullmodel.ConditionPullError, pullmodel.ReasonClusterNotFound)
+		s.waitAppCondition(s.ns, "lost", pullnames.ConditionPullError, pullmodel.ReasonClusterNotFound)
 		s.assertNoWorkFor(t, s.ns, "lost")
 	})
 }
@@ -602,7 +605,7 @@ func TestPullModelSkipReconcileMissing(t *testing.T) {
 	t.Run("skip-reconcile missing: shipped with a warning", func(t *testing.T) {
 		s := s.with(t)
 		s.shipUnskipped()
-		s.waitAppCondition(s.ns, "unskipped", pullmodel.ConditionPullWarning, pullmodel.ReasonSkipReconcileMissing)
+		s.waitAppCondition(s.ns, "unskipped", pullnames.ConditionPullWarning, pullmodel.ReasonSkipReconcileMissing)
 	})
 }
 
@@ -614,7 +617,7 @@ func TestPullModelSpokeCannotApply(t *testing.T) {
 		w := s.waitWork(s.cluster2, s.ns, "unskipped", func(*workv1.ManifestWork) bool { return true }, "exists")
 		s.report(w, nil, &metav1.Condition{Type: workv1.ManifestApplied, Status: metav1.ConditionFalse, Reason: "AppliedManifestFailed",
 			Message: `failed to apply: no matches for kind "Application" in version "argoproj.io/v1alpha1"`})
-		s.waitAppCondition(s.ns, "unskipped", pullmodel.ConditionPullError, "the gitops addon is not enabled on cluster "+s.cluster2)
+		s.waitAppCondition(s.ns, "unskipped", pullnames.ConditionPullError, "the gitops addon is not enabled on cluster "+s.cluster2)
 	})
 }
 
@@ -626,7 +629,7 @@ func TestPullModelClusterAnnotationChanged(t *testing.T) {
 		s.waitWork(s.cluster1, s.ns, "mover", func(*workv1.ManifestWork) bool { return true }, "on cluster1")
 		app := s.getApp(s.ns, "mover")
 		a := app.GetAnnotations()
-		a[pullmodel.AnnotationCluster] = s.cluster2
+		a[pullnames.AnnotationCluster] = s.cluster2
 		app.SetAnnotations(a)
 		require.NoError(t, s.c.Update(s.ctx, app))
 		s.waitWork(s.cluster2, s.ns, "mover", func(*workv1.ManifestWork) bool { return true }, "on cluster2")
@@ -671,9 +674,9 @@ func TestPullModelNoWritesWhileTriggered(t *testing.T) {
 	s.application(pullApp("guestbook-extra", s.ns, s.cluster1), appSet)
 	s.waitWork(s.cluster1, s.ns, "guestbook-extra", func(*workv1.ManifestWork) bool { return true }, "created")
 	s.shipUnskipped()
-	s.waitAppCondition(s.ns, "unskipped", pullmodel.ConditionPullWarning, pullmodel.ReasonSkipReconcileMissing)
+	s.waitAppCondition(s.ns, "unskipped", pullnames.ConditionPullWarning, pullmodel.ReasonSkipReconcileMissing)
 	s.application(pullApp("lost", s.ns, s.ns+"-9"), nil)
-	s.waitAppCondition(s.ns, "lost", pullmodel.ConditionPullError, pullmodel.ReasonClusterNotFound)
+	s.waitAppCondition(s.ns, "lost", pullnames.ConditionPullError, pullmodel.ReasonClusterNotFound)
 	t.Run("zero writes while reconciles are triggered", func(t *testing.T) {
 		s.with(t).assertNoWritesWhileTriggering()
 	})
@@ -692,7 +695,7 @@ func TestPullModelOrphanCleanedUpAtStart(t *testing.T) {
 		require.NoError(t, s.c.Delete(s.ctx, s.getApp(s.ns, "orphan")))
 		require.Eventually(t, func() bool { return s.getApp(s.ns, "orphan") == nil }, timeout, poll,
 			"the Application is gone (it has no finalizer)")
-		require.NoError(t, s.c.Get(s.ctx, types.NamespacedName{Namespace: s.cluster1, Name: pullmodel.WorkName(s.ns, "orphan")}, &workv1.ManifestWork{}),
+		require.NoError(t, s.c.Get(s.ctx, types.NamespacedName{Namespace: s.cluster1, Name: pullnames.WorkName(s.ns, "orphan")}, &workv1.ManifestWork{}),
 			"nothing deleted the ManifestWork while the manager was down")
 		p.startManager(true)
 		s.waitNoWork(s.cluster1, s.ns, "orphan", "removed at start-up")
@@ -718,7 +721,7 @@ func TestPullModelStartsWithArgoCDInstalledFirst(t *testing.T) {
 			`spec: {argoServer: {argoNamespace: openshift-gitops}, placementRef: {kind: Placement, name: gitops-managed}}}`)
 		p.waitCondition("openshift-gitops", "kill-switch", appsv1beta1.ConditionClustersRegistered, metav1.ConditionTrue, appsv1beta1.ReasonRegistered)
 		p.assertNoWorkNow(t, "openshift-gitops", "late")
-		require.NoError(t, p.c.Get(p.ctx, types.NamespacedName{Namespace: "cluster1", Name: pullmodel.WorkName("openshift-gitops", "early")}, &workv1.ManifestWork{}),
+		require.NoError(t, p.c.Get(p.ctx, types.NamespacedName{Namespace: "cluster1", Name: pullnames.WorkName("openshift-gitops", "early")}, &workv1.ManifestWork{}),
 			"the existing ManifestWork is left alone")
 	})
 }
@@ -747,7 +750,7 @@ func (p *pullHub) assertNoWritesWhileTriggering() {
 	p.writes.waitQuiet(t, 2*time.Second) // what earlier steps set off has settled
 	appsBefore := p.versions(func() client.ObjectList {
 		l := &unstructured.UnstructuredList{}
-		l.SetGroupVersionKind(pullmodel.ApplicationGVK.GroupVersion().WithKind("ApplicationList"))
+		l.SetGroupVersionKind(pullnames.ApplicationGVK.GroupVersion().WithKind("ApplicationList"))
 		return l
 	}())
 	reportsBefore := p.versions(&v1alpha1.MulticlusterApplicationSetReportList{})
@@ -756,11 +759,11 @@ func (p *pullHub) assertNoWritesWhileTriggering() {
 	touched := map[string]string{}
 	writesBefore := p.writes.count()
 	for i := range 4 {
-		waitControllerIdle(t, pullmodel.ReportControllerName)
-		reportsReconciled := reconcileTotal(t, pullmodel.ReportControllerName)
+		waitControllerIdle(t, reports.ControllerName)
+		reportsReconciled := reconcileTotal(t, reports.ControllerName)
 		waitReconcileAfter(t, pullmodel.ControllerName, func() {
 			works := &workv1.ManifestWorkList{}
-			require.NoError(t, p.c.List(p.ctx, works, client.MatchingLabels{pullmodel.LabelPullWork: "true"}))
+			require.NoError(t, p.c.List(p.ctx, works, client.MatchingLabels{pullnames.LabelPullWork: "true"}))
 			for j := range works.Items {
 				w := &works.Items[j]
 				patch := client.MergeFrom(w.DeepCopy())
@@ -772,13 +775,13 @@ func (p *pullHub) assertNoWritesWhileTriggering() {
 				touched[w.Namespace+"/"+w.Name] = w.ResourceVersion
 			}
 		})
-		require.Eventually(t, func() bool { return reconcileTotal(t, pullmodel.ReportControllerName) > reportsReconciled }, timeout, poll,
+		require.Eventually(t, func() bool { return reconcileTotal(t, reports.ControllerName) > reportsReconciled }, timeout, poll,
 			"the report controller reconciles after round %d", i)
-		waitControllerIdle(t, pullmodel.ReportControllerName)
+		waitControllerIdle(t, reports.ControllerName)
 	}
 	assert.Equal(t, appsBefore, p.versions(func() client.ObjectList {
 		l := &unstructured.UnstructuredList{}
-		l.SetGroupVersionKind(pullmodel.ApplicationGVK.GroupVersion().WithKind("ApplicationList"))
+		l.SetGroupVersionKind(pullnames.ApplicationGVK.GroupVersion().WithKind("ApplicationList"))
 		return l
 	}()), "the manager wrote to an Application")
 	assert.Equal(t, reportsBefore, p.versions(&v1alpha1.MulticlusterApplicationSetReportList{}), "the manager wrote to a report")

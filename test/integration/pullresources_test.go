@@ -18,7 +18,8 @@ import (
 
 	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract/appresources"
-	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/feedback"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 	"github.com/gitops-addon/gitops-addon/test/fixtures"
 	"github.com/gitops-addon/gitops-addon/test/install"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
@@ -34,11 +35,11 @@ func TestPullModelResourcesAndUnappliedWorks(t *testing.T) {
 	require.NoError(t, p.c.Create(p.ctx, appSet))
 	p.application(pullApp("shop-cluster1", "openshift-gitops", "cluster1"), appSet)
 	w := p.waitWork("cluster1", "openshift-gitops", "shop-cluster1", func(*workv1.ManifestWork) bool { return true }, "created")
-	assert.NotEmpty(t, w.Annotations[pullmodel.AnnotationShippedAt], "the time the spec was shipped")
+	assert.NotEmpty(t, w.Annotations[pullnames.AnnotationShippedAt], "the time the spec was shipped")
 
 	t.Run("not applied within the timeout: a warning naming the cluster's state, and a report entry", func(t *testing.T) {
-		p.waitAppCondition("openshift-gitops", "shop-cluster1", pullmodel.ConditionPullWarning, "has never reported")
-		p.waitEvent("openshift-gitops", "shop-cluster1", pullmodel.ReasonNotApplied)
+		p.waitAppCondition("openshift-gitops", "shop-cluster1", pullnames.ConditionPullWarning, "has never reported")
+		p.waitEvent("openshift-gitops", "shop-cluster1", feedback.ReasonNotApplied)
 		report := p.waitReport("guestbook", func(r *v1alpha1.MulticlusterApplicationSetReport) bool {
 			return len(r.Statuses.ClusterConditions) == 1 && len(r.Statuses.ClusterConditions[0].Conditions) == 1
 		}, "an entry with the apply warning")
@@ -50,12 +51,12 @@ func TestPullModelResourcesAndUnappliedWorks(t *testing.T) {
 		mc.Status.Conditions = []metav1.Condition{{Type: clusterv1.ManagedClusterConditionAvailable, Status: metav1.ConditionUnknown,
 			Reason: "ManagedClusterLeaseUpdateStopped", Message: "Registration agent stopped updating its lease.", LastTransitionTime: metav1.Now()}}
 		require.NoError(t, p.c.Status().Update(p.ctx, mc))
-		p.waitAppCondition("openshift-gitops", "shop-cluster1", pullmodel.ConditionPullWarning, "Registration agent stopped updating its lease")
+		p.waitAppCondition("openshift-gitops", "shop-cluster1", pullnames.ConditionPullWarning, "Registration agent stopped updating its lease")
 
 		// Applied at last: the warning goes.
 		p.markApplied(w)
 		require.Eventually(t, func() bool {
-			return findCondition(p.getApp("openshift-gitops", "shop-cluster1"), pullmodel.ConditionPullWarning) == nil
+			return findCondition(p.getApp("openshift-gitops", "shop-cluster1"), pullnames.ConditionPullWarning) == nil
 		}, timeout, poll, "the warning is cleared once the work is applied")
 	})
 
@@ -67,9 +68,9 @@ func TestPullModelResourcesAndUnappliedWorks(t *testing.T) {
 	}
 
 	t.Run("the spoke's resources on the hub Application and in the report, with the failed one's message", func(t *testing.T) {
-		p.report(w, map[string]string{pullmodel.FeedbackSync: "OutOfSync", pullmodel.FeedbackHealth: "Missing", pullmodel.FeedbackRevision: "abc",
-			pullmodel.FeedbackOperationPhase: "Failed", pullmodel.FeedbackOperationStartedAt: "2026-11-25T10:00:00Z",
-			pullmodel.FeedbackResources: summary(t, broken...)}, nil)
+		p.report(w, map[string]string{feedback.KeySync: "OutOfSync", feedback.KeyHealth: "Missing", feedback.KeyRevision: "abc",
+			feedback.KeyOperationPhase: "Failed", feedback.KeyOperationStartedAt: "2026-11-25T10:00:00Z",
+			feedback.KeyResources: summary(t, broken...)}, nil)
 		var resources []any
 		require.Eventually(t, func() bool {
 			resources, _, _ = unstructured.NestedSlice(p.getApp("openshift-gitops", "shop-cluster1").Object, "status", "resources")
@@ -95,9 +96,9 @@ func TestPullModelResourcesAndUnappliedWorks(t *testing.T) {
 	t.Run("recovered on the spoke: cleared on the hub and in the report", func(t *testing.T) {
 		healthy := slices.Concat(broken[:2], []appresources.Resource{{Group: "scheduling.k8s.io", Version: "v1", Kind: "PriorityClass", Name: "high",
 			Status: "Synced", Health: "Healthy", SyncResult: "Synced"}})
-		p.report(w, map[string]string{pullmodel.FeedbackSync: "Synced", pullmodel.FeedbackHealth: "Healthy", pullmodel.FeedbackRevision: "abc",
-			pullmodel.FeedbackOperationPhase: "Succeeded", pullmodel.FeedbackOperationStartedAt: "2026-11-25T10:05:00Z",
-			pullmodel.FeedbackResources: summary(t, healthy...)}, nil)
+		p.report(w, map[string]string{feedback.KeySync: "Synced", feedback.KeyHealth: "Healthy", feedback.KeyRevision: "abc",
+			feedback.KeyOperationPhase: "Succeeded", feedback.KeyOperationStartedAt: "2026-11-25T10:05:00Z",
+			feedback.KeyResources: summary(t, healthy...)}, nil)
 		require.Eventually(t, func() bool {
 			app := p.getApp("openshift-gitops", "shop-cluster1")
 			_, failed, _ := unstructured.NestedSlice(app.Object, "status", "operationState", "syncResult", "resources")
@@ -114,9 +115,9 @@ func TestPullModelResourcesAndUnappliedWorks(t *testing.T) {
 		p.application(pullApp("shop-cluster2", "openshift-gitops", "cluster2"), appSet)
 		w2 := p.waitWork("cluster2", "openshift-gitops", "shop-cluster2", func(*workv1.ManifestWork) bool { return true }, "created")
 		p.markApplied(w2)
-		p.report(w2, map[string]string{pullmodel.FeedbackSync: "Synced", pullmodel.FeedbackHealth: "Healthy"}, nil)
-		p.waitAppCondition("openshift-gitops", "shop-cluster2", pullmodel.ConditionPullWarning, pullmodel.ReasonResourcesNotReported)
-		p.waitAppCondition("openshift-gitops", "shop-cluster2", pullmodel.ConditionPullWarning, "the gitops addon, whose agent summarises them, is not enabled")
+		p.report(w2, map[string]string{feedback.KeySync: "Synced", feedback.KeyHealth: "Healthy"}, nil)
+		p.waitAppCondition("openshift-gitops", "shop-cluster2", pullnames.ConditionPullWarning, feedback.ReasonResourcesNotReported)
+		p.waitAppCondition("openshift-gitops", "shop-cluster2", pullnames.ConditionPullWarning, "the gitops addon, whose agent summarises them, is not enabled")
 		_, has, _ := unstructured.NestedSlice(p.getApp("openshift-gitops", "shop-cluster2").Object, "status", "resources")
 		assert.False(t, has, "no empty list standing for resources nobody reported")
 	})
@@ -140,8 +141,8 @@ func TestPullModelReportOnACMsCRD(t *testing.T) {
 	p.application(pullApp("shop-cluster1", "openshift-gitops", "cluster1"), appSet)
 	w := p.waitWork("cluster1", "openshift-gitops", "shop-cluster1", func(*workv1.ManifestWork) bool { return true }, "created")
 	p.markApplied(w)
-	p.report(w, map[string]string{pullmodel.FeedbackSync: "OutOfSync", pullmodel.FeedbackHealth: "Degraded",
-		pullmodel.FeedbackResources: summary(t,
+	p.report(w, map[string]string{feedback.KeySync: "OutOfSync", feedback.KeyHealth: "Degraded",
+		feedback.KeyResources: summary(t,
 			appresources.Resource{Version: "v1", Kind: "ConfigMap", Namespace: "guestbook", Name: "guestbook-ui", Status: "Synced"},
 			appresources.Resource{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "guestbook", Name: "web", Status: "Synced",
 				Health: "Degraded", HealthMessage: `Deployment "web" exceeded its progress deadline`})}, nil)

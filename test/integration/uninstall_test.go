@@ -29,7 +29,7 @@ import (
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/gitopscluster"
-	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/uninstall"
 	"github.com/gitops-addon/gitops-addon/test/fixtures"
 	"github.com/gitops-addon/gitops-addon/test/install"
@@ -51,7 +51,7 @@ type installedHub struct {
 // pullWork is a pull-model ManifestWork as the manager labels it.
 func pullWork(cluster, name string) *workv1.ManifestWork {
 	return &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Namespace: cluster, Name: name,
-		Labels: map[string]string{pullmodel.LabelPullWork: "true", contract.LabelManagedBy: contract.ManagedByValue}}}
+		Labels: map[string]string{pullnames.LabelPullWork: "true", contract.LabelManagedBy: contract.ManagedByValue}}}
 }
 
 // markApplied sets Applied at the ManifestWork's generation, as a cluster's work agent does.
@@ -136,7 +136,7 @@ func TestUninstall(t *testing.T) {
 	pulled := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
 		"metadata": map[string]any{"namespace": "gitops", "name": "guestbook",
-			"labels":     map[string]any{pullmodel.LabelPull: "true"},
+			"labels":     map[string]any{pullnames.LabelPull: "true"},
 			"finalizers": []any{"resources-finalizer.argocd.argoproj.io", "example.com/users-own"}},
 		"spec": map[string]any{"project": "default", "destination": map[string]any{"server": "https://kubernetes.default.svc"},
 			"source": map[string]any{"repoURL": "https://example.com/guestbook.git", "path": "guestbook"}},

@@ -48,7 +48,7 @@ func TestLayoutTableIsTheImportOrder(t *testing.T) {
 // for one function, doctor the agent's whole wiring for a scheme).
 func TestOfflineCommandsLinkNoControllers(t *testing.T) {
 	for pkg, forbidden := range map[string][]string{
-		"pkg/render": {"pkg/hub/gitopscluster", "pkg/hub/manager", "pkg/hub/pullmodel"},
+		"pkg/render": {"pkg/hub/gitopscluster", "pkg/hub/manager", "pkg/hub/pullmodel", "pkg/hub/pullmodel/reports"},
 		"pkg/doctor": {"pkg/spoke/agent", "pkg/spoke/crdinstall", "pkg/spoke/resourcesummary"},
 	} {
 		deps := goList(t, "-deps", "-f", "{{.ImportPath}}", "./"+pkg)

@@ -1,8 +1,19 @@
+// Package pullmodel propagates hub Argo CD Applications to managed clusters through OCM
+// ManifestWorks (the "pull model"): each hub Application is validated (its cluster, the
+// Placements of its namespace, its AppProject, the Argo CD there), shipped in a
+// ManifestWork with its AppProject and repository credentials, and given back what its
+// spoke reports (decoded by pullmodel/feedback), with its one-shot requests, the apply
+// timeout and the latency metrics. It also says which pull Applications are leaving a
+// cluster. It owns the pull model's cache and, once Argo CD's CRDs exist, starts this
+// controller and the report controller (pullmodel/reports). Red Hat ACM's ManifestWorks
+// are taken over through pullmodel/acmtakeover; the names every part shares are in
+// pullmodel/pullnames.
 package pullmodel
 
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,11 +32,17 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/bounded"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/localcluster"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/acmtakeover"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/feedback"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/treecache"
 )
 
 // ControllerName names the propagation controller in logs, metrics and Events.
 const ControllerName = "pullmodel"
+
+// FieldManager is the field manager of our writes to hub Applications.
+const FieldManager = "gitops-addon-pull"
 
 // Reconciler propagates one hub Application at a time: its ManifestWork, and the status
 // the spoke reports back onto it.
@@ -39,9 +56,6 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// Now is the clock of condition transition times (tests set it).
 	Now func() metav1.Time
-	// APIReader reads uncached: Red Hat ACM's pull ManifestWorks, which the cache does not
-	// hold, when taking them over.
-	APIReader client.Reader
 	// ApplyTimeout is how long a ManifestWork may stay unapplied before the Application
 	// gets a warning naming its cluster's state.
 	ApplyTimeout time.Duration
@@ -51,7 +65,8 @@ type Reconciler struct {
 	// known (and refused).
 	Hub localcluster.Hub
 
-	acm *acmWorks
+	// acm retires Red Hat ACM's pull ManifestWorks of the Applications (nil: none).
+	acm *acmtakeover.Works
 	// creates are this controller's creates whose watch echo wakes no reconcile.
 	creates ownCreates
 	// latency measures the changes in flight for the pull latency metrics (nil: none).
@@ -61,35 +76,13 @@ type Reconciler struct {
 	Trees *treecache.Writer
 }
 
-// forgetTree removes the tree this manager wrote for an Application that is gone or no
-// longer pulled (a manager writes every pulled Application's tree once after its start, so
-// it knows them all). A redis that is down holds up nothing: a tree left in a cache is
-// drawn for no Application.
-func (r *Reconciler) forgetTree(ctx context.Context, app types.NamespacedName) {
-	if r.Trees == nil {
-		return
-	}
-	if err := r.Trees.Forget(ctx, app); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "the resource tree stays in the hub Argo CD's redis")
-	}
-}
-
 // Reconcile brings the ManifestWork of one hub Application, and the Application's status,
 // to what the Application and the spoke's report ask for.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	app := newApplication()
 	if err := r.Cache.Get(ctx, req.NamespacedName, app); err != nil {
 		if apierrors.IsNotFound(err) {
-			// Gone, with or without a finalizer: its ManifestWorks go too.
-			works, err := r.worksOf(ctx, req.NamespacedName)
-			if err != nil {
-				return ctrl.Result{}, err
-			}
-			if err := r.retireACMWorks(ctx, nil, req.NamespacedName, "", nil); err != nil {
-				return ctrl.Result{}, err
-			}
-			r.forgetTree(ctx, req.NamespacedName)
-			return ctrl.Result{}, r.deleteWorksExcept(ctx, works, "")
+			return ctrl.Result{}, r.gone(ctx, req.NamespacedName)
 		}
 		return ctrl.Result{}, fmt.Errorf("reading Application %s: %w", req.NamespacedName, err)
 	}
@@ -101,58 +94,96 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.creates.forget(client.ObjectKeyFromObject(&works[i]))
 	}
 	if !app.GetDeletionTimestamp().IsZero() {
-		if err := r.retireACMWorks(ctx, app, req.NamespacedName, "", nil); err != nil {
-			return ctrl.Result{}, err
-		}
-		r.forgetTree(ctx, req.NamespacedName)
-		return ctrl.Result{}, r.finalize(ctx, app, works)
+		return ctrl.Result{}, r.deleting(ctx, app, works)
 	}
-	v, err := validate(ctx, app, r)
+	v, err := r.verdict(ctx, app, works)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if v.ship {
-		held, err := r.existingArgoCDProblem(ctx, v.cluster, workIn(works, v.cluster) == nil)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		if held != nil {
-			v.ship, v.errors = false, append(v.errors, *held)
-		}
-	}
 	if !v.ship {
-		r.latency.forget(req.NamespacedName)
-		if err := r.deleteWorksExcept(ctx, works, ""); err != nil {
-			return ctrl.Result{}, err
-		}
-		if err := r.retireACMWorks(ctx, app, req.NamespacedName, "", nil); err != nil {
-			return ctrl.Result{}, err
-		}
-		r.forgetTree(ctx, req.NamespacedName)
-		return ctrl.Result{}, r.writeHubApplication(ctx, app, v, spokeStatus{}, nil)
+		return ctrl.Result{}, r.withdraw(ctx, app, works, v)
 	}
+	return r.deliver(ctx, app, works, v)
+}
+
+// gone handles an Application deleted, with or without a finalizer: its ManifestWorks go,
+// and Red Hat ACM's with their spoke Application.
+func (r *Reconciler) gone(ctx context.Context, app types.NamespacedName) error {
+	works, err := r.worksOf(ctx, app)
+	if err != nil {
+		return err
+	}
+	if err := r.acm.RetireOfGone(ctx, app); err != nil {
+		return err
+	}
+	r.forgetTree(ctx, app)
+	return r.deleteWorks(ctx, works)
+}
+
+// deleting handles an Application being deleted: Red Hat ACM's ManifestWorks go, and ours
+// before the Application's finalizers are released.
+func (r *Reconciler) deleting(ctx context.Context, app *unstructured.Unstructured, works []workv1.ManifestWork) error {
+	if err := r.acm.RetireAll(ctx, app); err != nil {
+		return err
+	}
+	r.forgetTree(ctx, client.ObjectKeyFromObject(app))
+	return r.finalize(ctx, app, works)
+}
+
+// verdict decides whether and where the Application may be delivered: validation, then
+// the Argo CD on its cluster.
+func (r *Reconciler) verdict(ctx context.Context, app *unstructured.Unstructured, works []workv1.ManifestWork) (verdict, error) {
+	v, err := validate(ctx, app, r)
+	if err != nil || !v.ship {
+		return v, err
+	}
+	held, err := r.existingArgoCDProblem(ctx, v.cluster, workIn(works, v.cluster) == nil)
+	if err != nil {
+		return v, err
+	}
+	if held != nil {
+		v.ship, v.errors = false, append(v.errors, *held)
+	}
+	return v, nil
+}
+
+// withdraw handles an Application delivered nowhere: not pulled, or refused. Its
+// ManifestWorks and Red Hat ACM's go, and the Application says why.
+func (r *Reconciler) withdraw(ctx context.Context, app *unstructured.Unstructured, works []workv1.ManifestWork, v verdict) error {
+	key := client.ObjectKeyFromObject(app)
+	r.latency.forget(key)
+	if err := r.deleteWorks(ctx, works); err != nil {
+		return err
+	}
+	if err := r.acm.RetireAll(ctx, app); err != nil {
+		return err
+	}
+	r.forgetTree(ctx, key)
+	return r.writeHubApplication(ctx, app, v, undelivered)
+}
+
+// deliver ships the Application to its cluster, hands Red Hat ACM's ManifestWorks over to
+// ours, and writes back onto the Application what the spoke reports, with what is wrong.
+func (r *Reconciler) deliver(ctx context.Context, app *unstructured.Unstructured, works []workv1.ManifestWork, v verdict) (ctrl.Result, error) {
+	key := client.ObjectKeyFromObject(app)
 	// A changed cluster annotation moves the Application: the old cluster's work goes.
-	if err := r.deleteWorksExcept(ctx, works, v.cluster); err != nil {
+	if err := r.deleteWorks(ctx, elsewhere(works, v.cluster)); err != nil {
 		return ctrl.Result{}, err
 	}
 	existing := workIn(works, v.cluster)
-	spoke := spokeStatusOf(existing, spokeNamespace(app), app.GetName())
-	plan := planRequests(app, existing, spoke)
-	plan.cluster, plan.project = v.cluster, v.project
-	if plan.credentials, err = r.stagedCredentials(ctx, app); err != nil {
-		return ctrl.Result{}, err
-	}
-	created, err := r.applyWork(ctx, app, plan, existing)
+	spoke := feedback.Of(existing, spokeNamespace(app), app.GetName())
+	created, err := r.ship(ctx, app, v, existing, spoke)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.retireACMWorks(ctx, app, req.NamespacedName, v.cluster, existing); err != nil {
+	if err := r.acm.HandOver(ctx, app, v.cluster, existing); err != nil {
 		return ctrl.Result{}, err
 	}
-	if spoke.applyFailure != "" {
-		v.errors = append(v.errors, r.applyFailureProblem(ctx, v.cluster, existing, spoke.applyFailure))
+	if failure := spoke.ApplyFailure(); failure != "" {
+		v.errors = append(v.errors, r.applyFailureProblem(ctx, v.cluster, existing, failure))
 	}
-	warnings, requeue, err := spokeWarnings(ctx, r.Client, r.HubOnly, r.ApplyTimeout, r.now().Time, existing, spoke)
+	explainer := feedback.Explainer{Reader: r.Client, HubOnly: r.HubOnly, ApplyTimeout: r.ApplyTimeout}
+	warnings, requeue, err := explainer.Warnings(ctx, r.now().Time, existing, spoke)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -161,41 +192,31 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// timeout is scheduled here.
 		requeue = r.ApplyTimeout
 	}
-	tree := spoke.tree()
-	v.warnings = append(append(v.warnings, warnings...), treeProblems(r.Trees, v.cluster, tree)...)
-	if err := r.writeHubApplication(ctx, app, v, spoke, taken(app, existing, spoke)); err != nil {
+	tree := spoke.Tree()
+	v.warnings = append(v.warnings, warnings...)
+	if r.Trees != nil { // a hub that draws no trees has nothing to say of them
+		v.warnings = append(v.warnings, tree.Problems(v.cluster)...)
+	}
+	if err := r.writeHubApplication(ctx, app, v, delivery{spoke: spoke, taken: taken(app, existing, spoke)}); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := writeTree(ctx, r.Trees, req.NamespacedName, tree); err != nil {
-		return ctrl.Result{}, fmt.Errorf("writing the resource tree of Application %s into the hub Argo CD's redis: %w", req.NamespacedName, err)
+	if err := writeTree(ctx, r.Trees, key, tree); err != nil {
+		return ctrl.Result{}, fmt.Errorf("writing the resource tree of Application %s into the hub Argo CD's redis: %w", key, err)
 	}
-	r.latency.statusOnHub(req.NamespacedName, existing, spoke)
+	r.latency.statusOnHub(key, existing, spoke.Values())
 	return ctrl.Result{RequeueAfter: requeue}, nil
 }
 
-// spokeWarnings are the warnings about what a cluster reports of an Application: its
-// ManifestWork not applied in time (and, until then, when to look again), and what the
-// hub cannot show of its resources.
-func spokeWarnings(ctx context.Context, c client.Reader, hubOnly bool, timeout time.Duration, now time.Time,
-	w *workv1.ManifestWork, spoke spokeStatus) ([]problem, time.Duration, error) {
-	if w == nil {
-		return nil, 0, nil
+// ship writes the Application's ManifestWork on its cluster, with the one-shot requests
+// due and the repository credentials it uses, and says whether it created it.
+func (r *Reconciler) ship(ctx context.Context, app *unstructured.Unstructured, v verdict, existing *workv1.ManifestWork,
+	spoke feedback.Status) (created bool, err error) {
+	plan := planRequests(app, existing, spoke)
+	plan.cluster, plan.project = v.cluster, v.project
+	if plan.credentials, err = r.stagedCredentials(ctx, app); err != nil {
+		return false, err
 	}
-	var out []problem
-	pending := pendingApplyOf(w)
-	overdue, wait := pending.overdue(now, timeout)
-	if overdue {
-		state, err := clusterState(ctx, c, w.Namespace)
-		if err != nil {
-			return nil, 0, err
-		}
-		out = append(out, notAppliedProblem(w, pending.since, state))
-	}
-	resources, err := resourceProblems(ctx, c, hubOnly, w.Namespace, workAppNamespace(w), spoke)
-	if err != nil {
-		return nil, 0, err
-	}
-	return append(out, resources...), wait, nil
+	return r.applyWork(ctx, app, plan, existing)
 }
 
 // planRequests decides which one-shot requests (a manual sync, a refresh) go to the spoke
@@ -204,44 +225,45 @@ func spokeWarnings(ctx context.Context, c client.Reader, hubOnly bool, timeout t
 // operation once the spoke reports, with a start time other than the recorded one, that
 // operation finished. Then the hub's copy is cleared, and the request leaves the
 // ManifestWork, so the hub and the spoke never fight over it and it runs once.
-func planRequests(app *unstructured.Unstructured, existing *workv1.ManifestWork, spoke spokeStatus) workPlan {
+func planRequests(app *unstructured.Unstructured, existing *workv1.ManifestWork, spoke feedback.Status) workPlan {
 	p := workPlan{hub: app, baselines: map[string]string{}}
 	if _, ok, _ := unstructured.NestedMap(app.Object, "operation"); ok {
 		p.request.operation = true
-		p.baselines[AnnotationOperationBaseline] = baseline(existing, AnnotationOperationBaseline, spoke, FeedbackOperationStartedAt)
+		p.baselines[pullnames.AnnotationOperationBaseline] = baseline(existing, pullnames.AnnotationOperationBaseline, spoke, feedback.KeyOperationStartedAt)
 	}
-	if _, ok := app.GetAnnotations()[AnnotationRefresh]; ok {
+	if _, ok := app.GetAnnotations()[pullnames.AnnotationRefresh]; ok {
 		p.request.refresh = true
-		p.baselines[AnnotationRefreshBaseline] = baseline(existing, AnnotationRefreshBaseline, spoke, FeedbackReconciledAt)
+		p.baselines[pullnames.AnnotationRefreshBaseline] = baseline(existing, pullnames.AnnotationRefreshBaseline, spoke, feedback.KeyReconciledAt)
 	}
 	return p
 }
 
 // baseline is the recorded baseline of a request already shipped, or what the spoke
 // reports now for a request shipped for the first time.
-func baseline(existing *workv1.ManifestWork, annotation string, spoke spokeStatus, feedback string) string {
+func baseline(existing *workv1.ManifestWork, annotation string, spoke feedback.Status, key string) string {
 	if existing != nil {
 		if b, ok := existing.Annotations[annotation]; ok {
 			return b
 		}
 	}
-	v, _ := spoke.get(feedback)
+	v, _ := spoke.Get(key)
 	return v
 }
 
 // oneShotTaken says which shipped requests the spoke has taken.
 type oneShotTaken struct{ operation, refresh bool }
 
-func taken(app *unstructured.Unstructured, existing *workv1.ManifestWork, spoke spokeStatus) *oneShotTaken {
+// taken says which shipped requests the spoke has taken; none before the ManifestWork exists.
+func taken(app *unstructured.Unstructured, existing *workv1.ManifestWork, spoke feedback.Status) oneShotTaken {
+	t := oneShotTaken{}
 	if existing == nil {
-		return nil
+		return t
 	}
-	t := &oneShotTaken{}
 	if _, ok, _ := unstructured.NestedMap(app.Object, "operation"); ok {
-		t.operation = changedSince(existing, AnnotationOperationBaseline, spoke, FeedbackOperationStartedAt) && operationFinished(spoke)
+		t.operation = changedSince(existing, pullnames.AnnotationOperationBaseline, spoke, feedback.KeyOperationStartedAt) && operationFinished(spoke)
 	}
-	if _, ok := app.GetAnnotations()[AnnotationRefresh]; ok {
-		t.refresh = changedSince(existing, AnnotationRefreshBaseline, spoke, FeedbackReconciledAt)
+	if _, ok := app.GetAnnotations()[pullnames.AnnotationRefresh]; ok {
+		t.refresh = changedSince(existing, pullnames.AnnotationRefreshBaseline, spoke, feedback.KeyReconciledAt)
 	}
 	return t
 }
@@ -252,8 +274,8 @@ func taken(app *unstructured.Unstructured, existing *workv1.ManifestWork, spoke 
 // healthy, a retry) only while .operation is there, and the work agent's server-side apply
 // would remove it with the ManifestWork's copy, leaving the sync Running for ever. Argo CD
 // removes it itself when the operation ends.
-func operationFinished(spoke spokeStatus) bool {
-	phase, _ := spoke.get(FeedbackOperationPhase)
+func operationFinished(spoke feedback.Status) bool {
+	phase, _ := spoke.Get(feedback.KeyOperationPhase)
 	switch phase {
 	case "Succeeded", "Failed", "Error":
 		return true
@@ -261,9 +283,9 @@ func operationFinished(spoke spokeStatus) bool {
 	return false
 }
 
-func changedSince(existing *workv1.ManifestWork, annotation string, spoke spokeStatus, feedback string) bool {
+func changedSince(existing *workv1.ManifestWork, annotation string, spoke feedback.Status, key string) bool {
 	b, shipped := existing.Annotations[annotation]
-	now, reported := spoke.get(feedback)
+	now, reported := spoke.Get(key)
 	return shipped && reported && now != b
 }
 
@@ -316,20 +338,20 @@ func (r *Reconciler) applyWork(ctx context.Context, app *unstructured.Unstructur
 // applyFailureProblem explains why the spoke could not apply the Application, with the
 // fix: most often the gitops addon is not enabled on that cluster, so there is no Argo CD
 // (and no Application CRD) there.
-func (r *Reconciler) applyFailureProblem(ctx context.Context, cluster string, w *workv1.ManifestWork, failure string) problem {
+func (r *Reconciler) applyFailureProblem(ctx context.Context, cluster string, w *workv1.ManifestWork, failure string) pullnames.Problem {
 	where := fmt.Sprintf("ManifestWork %s/%s is not applied on cluster %s (%s)", w.Namespace, w.Name, cluster, failure)
 	enabled, err := r.addonEnabled(ctx, cluster)
 	switch {
 	case err == nil && !enabled:
-		return problem{ReasonSpokeApplyFailed, where + ": the gitops addon is not enabled on cluster " + cluster +
+		return pullnames.Problem{Reason: ReasonSpokeApplyFailed, Message: where + ": the gitops addon is not enabled on cluster " + cluster +
 			", so it has no Argo CD; enable it (GitOpsCluster spec.gitopsAddon.enabled: true, or a ManagedClusterAddOn " +
 			"gitops-addon in namespace " + cluster + ")"}
 	case !missingApplicationAPI(failure):
-		return problem{ReasonSpokeApplyFailed, where}
+		return pullnames.Problem{Reason: ReasonSpokeApplyFailed, Message: where}
 	case err != nil:
-		return problem{ReasonSpokeApplyFailed, where + ": cluster " + cluster + " has no Argo CD Application API"}
+		return pullnames.Problem{Reason: ReasonSpokeApplyFailed, Message: where + ": cluster " + cluster + " has no Argo CD Application API"}
 	default:
-		return problem{ReasonSpokeApplyFailed, where + ": the gitops addon on cluster " + cluster +
+		return pullnames.Problem{Reason: ReasonSpokeApplyFailed, Message: where + ": the gitops addon on cluster " + cluster +
 			" has not installed Argo CD yet; see `kubectl get managedclusteraddon gitops-addon -n " + cluster + "`"}
 	}
 }
@@ -345,24 +367,35 @@ func missingApplicationAPI(failure string) bool {
 	return false
 }
 
+// delivery is what the spoke of a delivered Application reports: its status, and the
+// one-shot requests it took.
+type delivery struct {
+	spoke feedback.Status
+	taken oneShotTaken
+}
+
+// undelivered is the delivery of an Application no cluster runs: no spoke reports on it,
+// and none takes a request.
+var undelivered = delivery{}
+
 // writeHubApplication writes, in one patch and only when something changed, the
 // spoke's status, the pull model's conditions and the clearing of one-shot requests the
 // spoke took. Events name every new problem.
-func (r *Reconciler) writeHubApplication(ctx context.Context, app *unstructured.Unstructured, v verdict, spoke spokeStatus, done *oneShotTaken) error {
+func (r *Reconciler) writeHubApplication(ctx context.Context, app *unstructured.Unstructured, v verdict, d delivery) error {
 	updated := app.DeepCopy()
 	conditions := pullConditions(app, v.errors, v.warnings, r.now())
 	if v.candidate || len(pullConditionsOf(app)) > 0 {
-		status := desiredHubStatus(app, spoke, conditions)
-		if statusDiffers(app, status) {
+		status := feedback.HubStatus(app, d.spoke, conditions)
+		if feedback.HubStatusDiffers(app, status) {
 			updated.Object["status"] = status
 		}
 	}
-	if done != nil && done.operation {
+	if d.taken.operation {
 		unstructured.RemoveNestedField(updated.Object, "operation")
 	}
-	if done != nil && done.refresh {
+	if d.taken.refresh {
 		annotations := updated.GetAnnotations()
-		delete(annotations, AnnotationRefresh)
+		delete(annotations, pullnames.AnnotationRefresh)
 		updated.SetAnnotations(annotations)
 	}
 	r.announceProblems(app, v)
@@ -384,15 +417,15 @@ func (r *Reconciler) writeHubApplication(ctx context.Context, app *unstructured.
 func (r *Reconciler) announceProblems(app *unstructured.Unstructured, v verdict) {
 	for _, group := range []struct {
 		kind, eventType string
-		problems        []problem
-	}{{ConditionPullError, corev1.EventTypeWarning, v.errors}, {ConditionPullWarning, corev1.EventTypeWarning, v.warnings}} {
+		problems        []pullnames.Problem
+	}{{pullnames.ConditionPullError, corev1.EventTypeWarning, v.errors}, {pullnames.ConditionPullWarning, corev1.EventTypeWarning, v.warnings}} {
 		old := ""
 		if c := findAppCondition(app, group.kind); c != nil {
 			old, _ = c["message"].(string)
 		}
 		for _, p := range group.problems {
 			if !strings.Contains(old, p.String()) {
-				r.event(app, group.eventType, p.reason, "%s", p.message)
+				r.event(app, group.eventType, p.Reason, "%s", p.Message)
 			}
 		}
 	}
@@ -403,9 +436,9 @@ func (r *Reconciler) announceProblems(app *unstructured.Unstructured, v verdict)
 // prune), releases the Argo CD resource finalizers the hub's skipped Argo CD never will.
 func (r *Reconciler) finalize(ctx context.Context, app *unstructured.Unstructured, works []workv1.ManifestWork) error {
 	if len(works) > 0 {
-		return r.deleteWorksExcept(ctx, works, "")
+		return r.deleteWorks(ctx, works)
 	}
-	if app.GetAnnotations()[AnnotationSkipReconcile] != "true" || !IsPullApplication(app) {
+	if app.GetAnnotations()[pullnames.AnnotationSkipReconcile] != "true" || !IsPullApplication(app) {
 		return nil
 	}
 	kept := contract.WithoutArgoCDResourcesFinalizers(app.GetFinalizers())
@@ -422,17 +455,17 @@ func (r *Reconciler) finalize(ctx context.Context, app *unstructured.Unstructure
 	return nil
 }
 
-// deleteWorksExcept deletes a hub Application's pull ManifestWorks, except the one in
-// keepCluster's namespace ("" keeps none).
-func (r *Reconciler) deleteWorksExcept(ctx context.Context, works []workv1.ManifestWork, keepCluster string) error {
+// deleteWorks deletes pull ManifestWorks of a hub Application (those not being deleted
+// already).
+func (r *Reconciler) deleteWorks(ctx context.Context, works []workv1.ManifestWork) error {
 	for i := range works {
 		w := &works[i]
-		if w.Namespace == keepCluster || !w.DeletionTimestamp.IsZero() {
+		if !w.DeletionTimestamp.IsZero() {
 			continue
 		}
 		if err := r.Client.Delete(ctx, w, client.Preconditions{UID: &w.UID}); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting ManifestWork %s/%s of Application %s/%s: %w", w.Namespace, w.Name,
-				w.Annotations[AnnotationHubAppNamespace], w.Annotations[AnnotationHubAppName], err)
+				w.Annotations[pullnames.AnnotationHubAppNamespace], w.Annotations[pullnames.AnnotationHubAppName], err)
 		}
 		ctrl.LoggerFrom(ctx).Info("deleted the ManifestWork of a pull Application", "manifestWork", w.Namespace+"/"+w.Name)
 	}
@@ -445,6 +478,11 @@ func (r *Reconciler) worksOf(ctx context.Context, app types.NamespacedName) ([]w
 		return nil, fmt.Errorf("listing the ManifestWorks of Application %s: %w", app, err)
 	}
 	return list.Items, nil
+}
+
+// elsewhere are the ManifestWorks, among an Application's, outside a cluster's namespace.
+func elsewhere(works []workv1.ManifestWork, cluster string) []workv1.ManifestWork {
+	return slices.DeleteFunc(slices.Clone(works), func(w workv1.ManifestWork) bool { return w.Namespace == cluster })
 }
 
 // workIn is the ManifestWork, among an Application's, in a cluster's namespace; nil if none.
@@ -473,6 +511,6 @@ func (r *Reconciler) now() metav1.Time {
 
 func newApplication() *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(ApplicationGVK)
+	u.SetGroupVersionKind(pullnames.ApplicationGVK)
 	return u
 }

@@ -5,6 +5,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	workv1 "open-cluster-management.io/api/work/v1"
+
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/feedback"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pulltest"
 )
 
 // TestOneShotRequests follows a manual sync through its life: shipped with the baseline
@@ -12,84 +16,82 @@ import (
 // operation it started runs, taken (and so cleared on the hub) once the spoke reports it
 // finished.
 func TestOneShotRequests(t *testing.T) {
-	hub := hubApp(seedApp)
+	hub := pulltest.App(pulltest.SeedApp)
 	withOperationAndRefresh(hub)
-	before := map[string]string{FeedbackOperationStartedAt: "t0", FeedbackReconciledAt: "r0"}
+	before := map[string]string{feedback.KeyOperationStartedAt: "t0", feedback.KeyReconciledAt: "r0"}
 
 	tests := []struct {
 		name          string
 		existing      *workv1.ManifestWork
 		reported      map[string]string
 		wantBaselines map[string]string
-		wantTaken     *oneShotTaken
+		wantTaken     oneShotTaken
 	}{
 		{
 			name:          "no ManifestWork yet: shipped, nothing reported as baseline",
-			wantBaselines: map[string]string{AnnotationOperationBaseline: "", AnnotationRefreshBaseline: ""},
+			wantBaselines: map[string]string{pullnames.AnnotationOperationBaseline: "", pullnames.AnnotationRefreshBaseline: ""},
 		},
 		{
 			name:          "first shipped to a spoke that reported before: its report is the baseline",
-			existing:      reportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", before),
+			existing:      pulltest.ReportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", before),
 			reported:      before,
-			wantBaselines: map[string]string{AnnotationOperationBaseline: "t0", AnnotationRefreshBaseline: "r0"},
-			wantTaken:     &oneShotTaken{},
+			wantBaselines: map[string]string{pullnames.AnnotationOperationBaseline: "t0", pullnames.AnnotationRefreshBaseline: "r0"},
+			wantTaken:     oneShotTaken{},
 		},
 		{
 			name:          "shipped, the spoke reports the same: still waiting",
-			existing:      withAnnotations(reportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", before), "t0", "r0"),
+			existing:      withAnnotations(pulltest.ReportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", before), "t0", "r0"),
 			reported:      before,
-			wantBaselines: map[string]string{AnnotationOperationBaseline: "t0", AnnotationRefreshBaseline: "r0"},
-			wantTaken:     &oneShotTaken{},
+			wantBaselines: map[string]string{pullnames.AnnotationOperationBaseline: "t0", pullnames.AnnotationRefreshBaseline: "r0"},
+			wantTaken:     oneShotTaken{},
 		},
 		{
 			name:          "the spoke reconciled and runs the new operation: the refresh is taken, the operation stays until it ends",
-			existing:      withAnnotations(reportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", nil), "t0", "r0"),
-			reported:      map[string]string{FeedbackOperationStartedAt: "t1", FeedbackOperationPhase: "Running", FeedbackReconciledAt: "r1"},
-			wantBaselines: map[string]string{AnnotationOperationBaseline: "t0", AnnotationRefreshBaseline: "r0"},
-			wantTaken:     &oneShotTaken{refresh: true},
+			existing:      withAnnotations(pulltest.ReportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", nil), "t0", "r0"),
+			reported:      map[string]string{feedback.KeyOperationStartedAt: "t1", feedback.KeyOperationPhase: "Running", feedback.KeyReconciledAt: "r1"},
+			wantBaselines: map[string]string{pullnames.AnnotationOperationBaseline: "t0", pullnames.AnnotationRefreshBaseline: "r0"},
+			wantTaken:     oneShotTaken{refresh: true},
 		},
 		{
 			name:          "an operation terminating has not ended",
-			existing:      withAnnotations(reportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", nil), "t0", "r0"),
-			reported:      map[string]string{FeedbackOperationStartedAt: "t1", FeedbackOperationPhase: "Terminating", FeedbackReconciledAt: "r0"},
-			wantBaselines: map[string]string{AnnotationOperationBaseline: "t0", AnnotationRefreshBaseline: "r0"},
-			wantTaken:     &oneShotTaken{},
+			existing:      withAnnotations(pulltest.ReportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", nil), "t0", "r0"),
+			reported:      map[string]string{feedback.KeyOperationStartedAt: "t1", feedback.KeyOperationPhase: "Terminating", feedback.KeyReconciledAt: "r0"},
+			wantBaselines: map[string]string{pullnames.AnnotationOperationBaseline: "t0", pullnames.AnnotationRefreshBaseline: "r0"},
+			wantTaken:     oneShotTaken{},
 		},
 		{
 			name:          "the spoke's new operation ended and it reconciled: both taken",
-			existing:      withAnnotations(reportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", nil), "t0", "r0"),
-			reported:      map[string]string{FeedbackOperationStartedAt: "t1", FeedbackOperationPhase: "Succeeded", FeedbackReconciledAt: "r1"},
-			wantBaselines: map[string]string{AnnotationOperationBaseline: "t0", AnnotationRefreshBaseline: "r0"},
-			wantTaken:     &oneShotTaken{operation: true, refresh: true},
+			existing:      withAnnotations(pulltest.ReportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", nil), "t0", "r0"),
+			reported:      map[string]string{feedback.KeyOperationStartedAt: "t1", feedback.KeyOperationPhase: "Succeeded", feedback.KeyReconciledAt: "r1"},
+			wantBaselines: map[string]string{pullnames.AnnotationOperationBaseline: "t0", pullnames.AnnotationRefreshBaseline: "r0"},
+			wantTaken:     oneShotTaken{operation: true, refresh: true},
 		},
 		{
 			name:          "an operation that failed is done with too",
-			existing:      withAnnotations(reportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", nil), "t0", "r0"),
-			reported:      map[string]string{FeedbackOperationStartedAt: "t1", FeedbackOperationPhase: "Failed", FeedbackReconciledAt: "r0"},
-			wantBaselines: map[string]string{AnnotationOperationBaseline: "t0", AnnotationRefreshBaseline: "r0"},
-			wantTaken:     &oneShotTaken{operation: true},
+			existing:      withAnnotations(pulltest.ReportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", nil), "t0", "r0"),
+			reported:      map[string]string{feedback.KeyOperationStartedAt: "t1", feedback.KeyOperationPhase: "Failed", feedback.KeyReconciledAt: "r0"},
+			wantBaselines: map[string]string{pullnames.AnnotationOperationBaseline: "t0", pullnames.AnnotationRefreshBaseline: "r0"},
+			wantTaken:     oneShotTaken{operation: true},
 		},
 		{
 			name:          "the previous operation's end is not this one's",
-			existing:      withAnnotations(reportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", nil), "t0", "r0"),
-			reported:      map[string]string{FeedbackOperationStartedAt: "t0", FeedbackOperationPhase: "Succeeded", FeedbackReconciledAt: "r0"},
-			wantBaselines: map[string]string{AnnotationOperationBaseline: "t0", AnnotationRefreshBaseline: "r0"},
-			wantTaken:     &oneShotTaken{},
+			existing:      withAnnotations(pulltest.ReportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", nil), "t0", "r0"),
+			reported:      map[string]string{feedback.KeyOperationStartedAt: "t0", feedback.KeyOperationPhase: "Succeeded", feedback.KeyReconciledAt: "r0"},
+			wantBaselines: map[string]string{pullnames.AnnotationOperationBaseline: "t0", pullnames.AnnotationRefreshBaseline: "r0"},
+			wantTaken:     oneShotTaken{},
 		},
 		{
 			name:          "shipped to a spoke that had never reported: the first report is the change",
-			existing:      withAnnotations(reportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", nil), "", ""),
-			reported:      map[string]string{FeedbackOperationStartedAt: "t1", FeedbackOperationPhase: "Succeeded"},
-			wantBaselines: map[string]string{AnnotationOperationBaseline: "", AnnotationRefreshBaseline: ""},
-			wantTaken:     &oneShotTaken{operation: true},
+			existing:      withAnnotations(pulltest.ReportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", nil), "", ""),
+			reported:      map[string]string{feedback.KeyOperationStartedAt: "t1", feedback.KeyOperationPhase: "Succeeded"},
+			wantBaselines: map[string]string{pullnames.AnnotationOperationBaseline: "", pullnames.AnnotationRefreshBaseline: ""},
+			wantTaken:     oneShotTaken{operation: true},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			spoke := spokeStatus{values: tt.reported}
-			if spoke.values == nil {
-				spoke.values = map[string]string{}
-			}
+			spoke := feedback.Of(pulltest.ReportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", tt.reported),
+				"openshift-gitops", "guestbook-cluster1")
 			plan := planRequests(hub, tt.existing, spoke)
 			assert.True(t, plan.request.operation)
 			assert.True(t, plan.request.refresh)
@@ -98,16 +100,16 @@ func TestOneShotRequests(t *testing.T) {
 		})
 	}
 	t.Run("no request on the hub: nothing shipped, nothing to clear", func(t *testing.T) {
-		plain := hubApp(seedApp)
-		plan := planRequests(plain, nil, spokeStatus{values: map[string]string{}})
+		plain := pulltest.App(pulltest.SeedApp)
+		plan := planRequests(plain, nil, feedback.Status{})
 		assert.Equal(t, spokeRequest{}, plan.request)
 		assert.Empty(t, plan.baselines)
 	})
 }
 
 func withAnnotations(w *workv1.ManifestWork, operation, refresh string) *workv1.ManifestWork {
-	w.Annotations[AnnotationOperationBaseline] = operation
-	w.Annotations[AnnotationRefreshBaseline] = refresh
+	w.Annotations[pullnames.AnnotationOperationBaseline] = operation
+	w.Annotations[pullnames.AnnotationRefreshBaseline] = refresh
 	return w
 }
 

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/repocreds"
 )
 
@@ -91,7 +92,7 @@ func (r *Reconciler) applicationsUsing(ctx context.Context, secrets ...*corev1.S
 		return nil
 	}
 	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(ApplicationGVK.GroupVersion().WithKind(ApplicationGVK.Kind + "List"))
+	list.SetGroupVersionKind(pullnames.ApplicationGVK.GroupVersion().WithKind(pullnames.ApplicationGVK.Kind + "List"))
 	// Read only: the namespace's Applications (thousands, on a large hub) are not copied.
 	if err := r.Cache.List(ctx, list, client.InNamespace(secrets[0].Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing the Applications a repository credential may serve", "namespace", secrets[0].Namespace)

@@ -21,6 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pulltest"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/repocreds"
 )
 
@@ -45,9 +47,9 @@ func fakeHubReconciler(t *testing.T, objs ...client.Object) (*Reconciler, client
 	require.NoError(t, clusterv1beta1.Install(scheme))
 	require.NoError(t, workv1.Install(scheme))
 	require.NoError(t, addonv1beta1.Install(scheme))
-	scheme.AddKnownTypeWithName(ApplicationGVK, &unstructured.Unstructured{})
-	scheme.AddKnownTypeWithName(ApplicationGVK.GroupVersion().WithKind("ApplicationList"), &unstructured.UnstructuredList{})
-	app := hubApp(seedApp)
+	scheme.AddKnownTypeWithName(pullnames.ApplicationGVK, &unstructured.Unstructured{})
+	scheme.AddKnownTypeWithName(pullnames.ApplicationGVK.GroupVersion().WithKind("ApplicationList"), &unstructured.UnstructuredList{})
+	app := pulltest.App(pulltest.SeedApp)
 	decision := &clusterv1beta1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{Namespace: "openshift-gitops", Name: "d1"},
 		Status: clusterv1beta1.PlacementDecisionStatus{Decisions: []clusterv1beta1.ClusterDecision{{ClusterName: "cluster1"}}}}
 	c := fake.NewClientBuilder().WithScheme(scheme).
@@ -55,7 +57,7 @@ func fakeHubReconciler(t *testing.T, objs ...client.Object) (*Reconciler, client
 		WithStatusSubresource(decision).
 		WithIndex(&workv1.ManifestWork{}, indexWorkByHubApp, func(o client.Object) []string {
 			a := o.GetAnnotations()
-			return []string{a[AnnotationHubAppNamespace] + "/" + a[AnnotationHubAppName]}
+			return []string{a[pullnames.AnnotationHubAppNamespace] + "/" + a[pullnames.AnnotationHubAppName]}
 		}).
 		WithIndex(&clusterv1beta1.PlacementDecision{}, IndexDecisionByCluster, func(o client.Object) []string {
 			d := o.(*clusterv1beta1.PlacementDecision)

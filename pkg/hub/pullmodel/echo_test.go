@@ -12,13 +12,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 )
 
 // pullWork is a pull ManifestWork of a hub Application, at a resourceVersion.
 func pullWork(cluster, app, resourceVersion string) *workv1.ManifestWork {
 	return &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{
-		Namespace: cluster, Name: WorkName("openshift-gitops", app), ResourceVersion: resourceVersion,
-		Annotations: map[string]string{AnnotationHubAppNamespace: "openshift-gitops", AnnotationHubAppName: app},
+		Namespace: cluster, Name: pullnames.WorkName("openshift-gitops", app), ResourceVersion: resourceVersion,
+		Annotations: map[string]string{pullnames.AnnotationHubAppNamespace: "openshift-gitops", pullnames.AnnotationHubAppName: app},
 	}}
 }
 
@@ -71,7 +73,7 @@ func TestOwnCreates(t *testing.T) {
 				own.created(w)
 			}
 			if tt.forget {
-				own.forget(types.NamespacedName{Namespace: "cluster1", Name: WorkName("openshift-gitops", "a")})
+				own.forget(types.NamespacedName{Namespace: "cluster1", Name: pullnames.WorkName("openshift-gitops", "a")})
 			}
 			var got []bool
 			for _, w := range tt.watched {

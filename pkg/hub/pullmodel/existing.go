@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 )
 
 // Reasons an Application is not delivered to a cluster because of the Argo CD there.
@@ -59,7 +60,7 @@ func argoCDReport(addon *addonv1beta1.ManagedClusterAddOn) argoCDThere {
 // said which it is, so that an Application never lands in someone else's Argo CD
 // unasked. Hub-only installations deliver as before: another installation's agent
 // reports nothing of this.
-func (r *Reconciler) existingArgoCDProblem(ctx context.Context, cluster string, firstDelivery bool) (*problem, error) {
+func (r *Reconciler) existingArgoCDProblem(ctx context.Context, cluster string, firstDelivery bool) (*pullnames.Problem, error) {
 	if r.HubOnly {
 		return nil, nil
 	}
@@ -68,13 +69,13 @@ func (r *Reconciler) existingArgoCDProblem(ctx context.Context, cluster string, 
 	case err != nil || !ok:
 		return nil, err
 	case there.Found && !there.use:
-		return &problem{ReasonExistingArgoCDSkipped, fmt.Sprintf(
+		return &pullnames.Problem{Reason: ReasonExistingArgoCDSkipped, Message: fmt.Sprintf(
 			"cluster %s already runs an Argo CD gitops-addon did not create (%s), and the choice for it is %s: nothing is delivered to that "+
 				"Argo CD unasked. To run pulled Applications there, set the GitOpsCluster's spec.gitopsAddon.existingArgoCD to %s, or label the "+
 				"ManagedCluster %s=%s", cluster, there.Message, contract.ExistingArgoCDSkip, contract.ExistingArgoCDUse,
 			contract.ExistingArgoCDPolicy, contract.ExistingArgoCDUse)}, nil
 	case !there.Reported && firstDelivery:
-		return &problem{ReasonWaitingForAgentReport, fmt.Sprintf(
+		return &pullnames.Problem{Reason: ReasonWaitingForAgentReport, Message: fmt.Sprintf(
 			"waiting for the gitops addon's agent on cluster %s to report whether an Argo CD it did not create runs there (condition %s on "+
 				"`kubectl get managedclusteraddon %s -n %s`); the Application is delivered as soon as it has", cluster,
 			contract.ConditionExistingArgoCD, contract.AddonName, cluster)}, nil

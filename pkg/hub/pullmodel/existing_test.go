@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 )
 
 // TestAnArgoCDWeDidNotCreateGetsNothingUnasked: a cluster whose agent found an Argo CD
@@ -62,7 +63,7 @@ func TestAnArgoCDWeDidNotCreateGetsNothingUnasked(t *testing.T) {
 			assert.Equal(t, tt.wantWork, len(works.Items) == 1, "ManifestWorks: %d", len(works.Items))
 			got := newApplication()
 			require.NoError(t, c.Get(ctx, req.NamespacedName, got))
-			refused := findAppCondition(got, ConditionPullError)
+			refused := findAppCondition(got, pullnames.ConditionPullError)
 			if tt.wantReason == "" {
 				assert.Nil(t, refused)
 				return

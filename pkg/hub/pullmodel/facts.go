@@ -13,6 +13,7 @@ import (
 
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/localcluster"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 )
 
 // ClusterExists reads the ManagedCluster from the manager's cache.
@@ -44,7 +45,7 @@ func (r *Reconciler) ClusterPlaced(ctx context.Context, namespace, cluster strin
 // AppProject reads an AppProject from the pull model's cache.
 func (r *Reconciler) AppProject(ctx context.Context, namespace, name string) (*unstructured.Unstructured, error) {
 	p := &unstructured.Unstructured{}
-	p.SetGroupVersionKind(AppProjectGVK)
+	p.SetGroupVersionKind(pullnames.AppProjectGVK)
 	err := r.Cache.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, p)
 	switch {
 	case apierrors.IsNotFound(err):

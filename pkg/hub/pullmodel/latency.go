@@ -18,9 +18,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/gitops-addon/gitops-addon/pkg/hub/hubmetrics"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/feedback"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 )
 
-// changeSeenLayout is AnnotationChangeSeenAt's format: RFC 3339 to the millisecond, since
+// changeSeenLayout is pullnames.AnnotationChangeSeenAt's format: RFC 3339 to the millisecond, since
 // a propagation takes tens of milliseconds on a quiet hub.
 const changeSeenLayout = "2006-01-02T15:04:05.000Z07:00"
 
@@ -28,7 +30,7 @@ const changeSeenLayout = "2006-01-02T15:04:05.000Z07:00"
 // until the work agent reports its ManifestWork applied (gitops_addon_pull_propagation_seconds),
 // and until the hub Application holds the spoke's status after that apply
 // (gitops_addon_pull_status_return_seconds). It holds in memory only what is in flight;
-// once shipped, a change's start is on its ManifestWork (AnnotationChangeSeenAt), so a
+// once shipped, a change's start is on its ManifestWork (pullnames.AnnotationChangeSeenAt), so a
 // change shipped before a manager restart and applied after it is measured from its start.
 // An apply is observed when this manager sees the work agent's report turn to Applied for
 // the work's generation, once per work and generation: a manager that starts takes the
@@ -183,10 +185,10 @@ func (l *latencies) workUpdated(old, w *workv1.ManifestWork) {
 		return // shipped by a manager that did not record its start
 	}
 	hubmetrics.ObservePullPropagation(l.now().Sub(start))
-	app := types.NamespacedName{Namespace: w.Annotations[AnnotationHubAppNamespace], Name: w.Annotations[AnnotationHubAppName]}
+	app := types.NamespacedName{Namespace: w.Annotations[pullnames.AnnotationHubAppNamespace], Name: w.Annotations[pullnames.AnnotationHubAppName]}
 	before, ok := l.shippedOver[app]
 	if !ok { // shipped by another manager (before a restart, or the previous leader)
-		before = spokeStatusOf(old, workAppNamespace(old), app.Name).values
+		before = feedback.Of(old, feedback.WorkAppNamespace(old), app.Name).Values()
 	}
 	delete(l.shippedOver, app)
 	l.returning[app] = statusReturn{work: w.UID, generation: w.Generation, start: start, before: before}
@@ -200,7 +202,7 @@ func (l *latencies) wrote(app types.NamespacedName, existing *workv1.ManifestWor
 	}
 	reported := map[string]string{}
 	if existing != nil {
-		reported = spokeStatusOf(existing, workAppNamespace(existing), app.Name).values
+		reported = feedback.Of(existing, feedback.WorkAppNamespace(existing), app.Name).Values()
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -215,8 +217,8 @@ func (l *latencies) workGone(w *workv1.ManifestWork) {
 
 // statusOnHub observes the status return of an applied change once the hub Application
 // holds a spoke status reported after the apply (one that differs from what the spoke
-// reported before it), read from w.
-func (l *latencies) statusOnHub(app types.NamespacedName, w *workv1.ManifestWork, spoke spokeStatus) {
+// reported before it), read from w: reported are the values the hub now holds.
+func (l *latencies) statusOnHub(app types.NamespacedName, w *workv1.ManifestWork, reported map[string]string) {
 	if l == nil {
 		return
 	}
@@ -227,7 +229,7 @@ func (l *latencies) statusOnHub(app types.NamespacedName, w *workv1.ManifestWork
 	case !ok:
 	case w == nil || w.UID != r.work || w.Generation != r.generation:
 		delete(l.returning, app) // a newer change is in flight, and measured instead
-	case len(spoke.values) > 0 && !maps.Equal(spoke.values, r.before):
+	case len(reported) > 0 && !maps.Equal(reported, r.before):
 		hubmetrics.ObservePullStatusReturn(l.now().Sub(r.start))
 		delete(l.returning, app)
 	}
@@ -249,11 +251,11 @@ func stampChangeSeen(w, existing *workv1.ManifestWork, seen, now time.Time) {
 	if w.Annotations == nil {
 		w.Annotations = map[string]string{}
 	}
-	w.Annotations[AnnotationChangeSeenAt] = start.UTC().Format(changeSeenLayout)
+	w.Annotations[pullnames.AnnotationChangeSeenAt] = start.UTC().Format(changeSeenLayout)
 }
 
 func changeSeenAt(w *workv1.ManifestWork) (time.Time, bool) {
-	t, err := time.Parse(time.RFC3339Nano, w.Annotations[AnnotationChangeSeenAt])
+	t, err := time.Parse(time.RFC3339Nano, w.Annotations[pullnames.AnnotationChangeSeenAt])
 	return t, err == nil
 }
 

@@ -18,6 +18,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/gitops-addon/gitops-addon/pkg/hub/hubmetrics"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/feedback"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pulltest"
 )
 
 var t0 = time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
@@ -45,7 +48,7 @@ func TestStampChangeSeen(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			w := &workv1.ManifestWork{}
 			stampChangeSeen(w, tt.existing, tt.seen, now)
-			assert.Equal(t, tt.want, w.Annotations[AnnotationChangeSeenAt])
+			assert.Equal(t, tt.want, w.Annotations[pullnames.AnnotationChangeSeenAt])
 			start, ok := changeSeenAt(w)
 			require.True(t, ok)
 			assert.Equal(t, tt.want, start.UTC().Format(changeSeenLayout), "read back to the millisecond")
@@ -109,8 +112,8 @@ func TestStatusReturnIsObservedOnceTheNewStatusIsOnTheHub(t *testing.T) {
 	now := t0.Add(2 * time.Second)
 	l := newLatencies(func() time.Time { return now })
 	app := types.NamespacedName{Namespace: "openshift-gitops", Name: "guestbook-cluster1"}
-	old := withFeedback(shippedWork(2, t0, appliedAt(1)), map[string]string{FeedbackSync: "Synced", FeedbackRevision: "v1"})
-	applied := withFeedback(shippedWork(2, t0, appliedAt(2)), map[string]string{FeedbackSync: "Synced", FeedbackRevision: "v1"})
+	old := withFeedback(shippedWork(2, t0, appliedAt(1)), map[string]string{feedback.KeySync: "Synced", feedback.KeyRevision: "v1"})
+	applied := withFeedback(shippedWork(2, t0, appliedAt(2)), map[string]string{feedback.KeySync: "Synced", feedback.KeyRevision: "v1"})
 	l.workUpdated(old, applied)
 
 	steps := []struct {
@@ -119,13 +122,13 @@ func TestStatusReturnIsObservedOnceTheNewStatusIsOnTheHub(t *testing.T) {
 		spoke map[string]string
 		want  int
 	}{
-		{"the spoke still reports what it did before the apply: waiting", applied, map[string]string{FeedbackSync: "Synced", FeedbackRevision: "v1"}, 0},
-		{"the spoke's status after the change, on the hub: observed", applied, map[string]string{FeedbackSync: "OutOfSync", FeedbackRevision: "v1"}, 1},
-		{"later statuses: nothing more", applied, map[string]string{FeedbackSync: "Synced", FeedbackRevision: "v2"}, 0},
+		{"the spoke still reports what it did before the apply: waiting", applied, map[string]string{feedback.KeySync: "Synced", feedback.KeyRevision: "v1"}, 0},
+		{"the spoke's status after the change, on the hub: observed", applied, map[string]string{feedback.KeySync: "OutOfSync", feedback.KeyRevision: "v1"}, 1},
+		{"later statuses: nothing more", applied, map[string]string{feedback.KeySync: "Synced", feedback.KeyRevision: "v2"}, 0},
 	}
 	for _, s := range steps {
 		before := histogram(t, hubmetrics.PullStatusReturn)
-		l.statusOnHub(app, s.work, spokeStatus{values: s.spoke})
+		l.statusOnHub(app, s.work, s.spoke)
 		after := histogram(t, hubmetrics.PullStatusReturn)
 		assert.Equal(t, uint64(s.want), after.GetSampleCount()-before.GetSampleCount(), s.name)
 		assert.InDelta(t, 2*float64(s.want), after.GetSampleSum()-before.GetSampleSum(), 1e-9, s.name)
@@ -134,26 +137,26 @@ func TestStatusReturnIsObservedOnceTheNewStatusIsOnTheHub(t *testing.T) {
 	t.Run("a newer spec shipped before the status came back: that one is measured instead", func(t *testing.T) {
 		l.workUpdated(withUID(shippedWork(1, t0, nil), "w4"), withUID(shippedWork(1, t0, appliedAt(1)), "w4"))
 		before := histogram(t, hubmetrics.PullStatusReturn).GetSampleCount()
-		l.statusOnHub(app, withUID(shippedWork(2, t0, appliedAt(1)), "w4"), spokeStatus{values: map[string]string{FeedbackSync: "Synced"}})
-		l.statusOnHub(app, withUID(shippedWork(1, t0, appliedAt(1)), "w4"), spokeStatus{values: map[string]string{FeedbackSync: "Synced"}})
+		l.statusOnHub(app, withUID(shippedWork(2, t0, appliedAt(1)), "w4"), map[string]string{feedback.KeySync: "Synced"})
+		l.statusOnHub(app, withUID(shippedWork(1, t0, appliedAt(1)), "w4"), map[string]string{feedback.KeySync: "Synced"})
 		assert.Equal(t, before, histogram(t, hubmetrics.PullStatusReturn).GetSampleCount())
 	})
 	t.Run("the new status on the work before the work agent reports it applied: observed", func(t *testing.T) {
 		// The work agent's feedback and its Applied condition come from different
 		// controllers: the spoke's new status may be on the work first.
-		l.wrote(app, withFeedback(shippedWork(1, t0, appliedAt(1)), map[string]string{FeedbackSync: "Synced"}))
-		reported := map[string]string{FeedbackSync: "OutOfSync"}
+		l.wrote(app, withFeedback(shippedWork(1, t0, appliedAt(1)), map[string]string{feedback.KeySync: "Synced"}))
+		reported := map[string]string{feedback.KeySync: "OutOfSync"}
 		l.workUpdated(withUID(withFeedback(shippedWork(2, t0, appliedAt(1)), reported), "w6"),
 			withUID(withFeedback(shippedWork(2, t0, appliedAt(2)), reported), "w6"))
 		before := histogram(t, hubmetrics.PullStatusReturn).GetSampleCount()
-		l.statusOnHub(app, withUID(withFeedback(shippedWork(2, t0, appliedAt(2)), reported), "w6"), spokeStatus{values: reported})
+		l.statusOnHub(app, withUID(withFeedback(shippedWork(2, t0, appliedAt(2)), reported), "w6"), reported)
 		assert.Equal(t, before+1, histogram(t, hubmetrics.PullStatusReturn).GetSampleCount())
 	})
 	t.Run("a first status for a new Application: observed", func(t *testing.T) {
 		l.workUpdated(withUID(shippedWork(1, t0, nil), "w5"), withUID(shippedWork(1, t0, appliedAt(1)), "w5"))
 		before := histogram(t, hubmetrics.PullStatusReturn).GetSampleCount()
-		l.statusOnHub(app, withUID(shippedWork(1, t0, appliedAt(1)), "w5"), spokeStatus{values: map[string]string{}})
-		l.statusOnHub(app, withUID(shippedWork(1, t0, appliedAt(1)), "w5"), spokeStatus{values: map[string]string{FeedbackHealth: "Progressing"}})
+		l.statusOnHub(app, withUID(shippedWork(1, t0, appliedAt(1)), "w5"), map[string]string{})
+		l.statusOnHub(app, withUID(shippedWork(1, t0, appliedAt(1)), "w5"), map[string]string{feedback.KeyHealth: "Progressing"})
 		assert.Equal(t, before+1, histogram(t, hubmetrics.PullStatusReturn).GetSampleCount())
 	})
 }
@@ -163,7 +166,7 @@ func TestStatusReturnIsObservedOnceTheNewStatusIsOnTheHub(t *testing.T) {
 func TestChangesAreNotedBeforeTheyAreEnqueued(t *testing.T) {
 	now := t0
 	l := newLatencies(func() time.Time { return now })
-	app := hubApp(seedApp)
+	app := pulltest.App(pulltest.SeedApp)
 	key := types.NamespacedName{Namespace: app.GetNamespace(), Name: app.GetName()}
 	var seenWhenEnqueued []time.Time
 	record := func() { seenWhenEnqueued = append(seenWhenEnqueued, l.seenAt(key)) }
@@ -198,13 +201,13 @@ func TestNoLatenciesWithoutAMeasurer(t *testing.T) {
 	assert.Zero(t, l.seenAt(types.NamespacedName{Name: "a"}))
 	l.shipped(types.NamespacedName{Name: "a"}, t0)
 	l.forget(types.NamespacedName{Name: "a"})
-	l.statusOnHub(types.NamespacedName{Name: "a"}, nil, spokeStatus{})
+	l.statusOnHub(types.NamespacedName{Name: "a"}, nil, nil)
 }
 
 // shippedWork is the pull ManifestWork of guestbook-cluster1 at a generation, with the
 // start of its change (none when zero) and its Applied condition (none when nil).
 func shippedWork(generation int64, changeSeen time.Time, applied *metav1.Condition) *workv1.ManifestWork {
-	w := reportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", nil)
+	w := pulltest.ReportedWork("cluster1", "openshift-gitops", "guestbook-cluster1", nil)
 	w.UID = "w1"
 	w.Generation = generation
 	w.Status.Conditions = nil
@@ -212,7 +215,7 @@ func shippedWork(generation int64, changeSeen time.Time, applied *metav1.Conditi
 		w.Status.Conditions = []metav1.Condition{*applied}
 	}
 	if !changeSeen.IsZero() {
-		w.Annotations[AnnotationChangeSeenAt] = changeSeen.Format(changeSeenLayout)
+		w.Annotations[pullnames.AnnotationChangeSeenAt] = changeSeen.Format(changeSeenLayout)
 	}
 	return w
 }
@@ -232,7 +235,7 @@ func withUID(w *workv1.ManifestWork, uid types.UID) *workv1.ManifestWork {
 }
 
 func withFeedback(w *workv1.ManifestWork, values map[string]string) *workv1.ManifestWork {
-	r := reportedWork(w.Namespace, "openshift-gitops", "guestbook-cluster1", values)
+	r := pulltest.ReportedWork(w.Namespace, "openshift-gitops", "guestbook-cluster1", values)
 	w.Status.ResourceStatus = r.Status.ResourceStatus
 	return w
 }

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 )
 
 // Departures finds the pull Applications that are on their way out of a cluster. The
@@ -72,11 +73,11 @@ func (d *Departures) Leaving(ctx context.Context, cluster string) ([]string, err
 	}
 	for _, w := range works.Items {
 		if !w.DeletionTimestamp.IsZero() {
-			leaving = append(leaving, w.Annotations[AnnotationHubAppNamespace]+"/"+w.Annotations[AnnotationHubAppName])
+			leaving = append(leaving, w.Annotations[pullnames.AnnotationHubAppNamespace]+"/"+w.Annotations[pullnames.AnnotationHubAppName])
 		}
 	}
 	apps := &unstructured.UnstructuredList{}
-	apps.SetGroupVersionKind(ApplicationGVK.GroupVersion().WithKind("ApplicationList"))
+	apps.SetGroupVersionKind(pullnames.ApplicationGVK.GroupVersion().WithKind("ApplicationList"))
 	if err := pull.List(ctx, apps, client.MatchingFields{indexAppByCluster: cluster}); err != nil {
 		return nil, fmt.Errorf("listing the pull Applications on cluster %s: %w", cluster, err)
 	}
@@ -99,11 +100,11 @@ func (d *Departures) appLeaving(ctx context.Context, app *unstructured.Unstructu
 		return true, nil
 	}
 	owner := metav1.GetControllerOf(app)
-	if owner == nil || owner.Kind != ApplicationSetGVK.Kind {
+	if owner == nil || owner.Kind != pullnames.ApplicationSetGVK.Kind {
 		return false, nil
 	}
 	appSet := &unstructured.Unstructured{}
-	appSet.SetGroupVersionKind(ApplicationSetGVK)
+	appSet.SetGroupVersionKind(pullnames.ApplicationSetGVK)
 	if err := d.apiReader.Get(ctx, types.NamespacedName{Namespace: app.GetNamespace(), Name: owner.Name}, appSet); err != nil {
 		return false, client.IgnoreNotFound(fmt.Errorf("reading ApplicationSet %s/%s: %w", app.GetNamespace(), owner.Name, err))
 	}

@@ -13,9 +13,12 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pulltest"
 )
 
-// seedAppSet generates seedApp (guestbook-cluster1) over the placement's decisions.
+// seedAppSet generates pulltest.SeedApp (guestbook-cluster1) over the placement's decisions.
 const seedAppSet = `
 apiVersion: argoproj.io/v1alpha1
 kind: ApplicationSet
@@ -42,12 +45,12 @@ func departuresOver(t *testing.T, objs ...client.Object) *Departures {
 	require.NoError(t, clusterv1beta1.Install(s))
 	require.NoError(t, workv1.Install(s))
 	for _, gvk := range []struct{ kind, list string }{{"Application", "ApplicationList"}, {"ApplicationSet", "ApplicationSetList"}} {
-		s.AddKnownTypeWithName(ApplicationGVK.GroupVersion().WithKind(gvk.kind), &unstructured.Unstructured{})
-		s.AddKnownTypeWithName(ApplicationGVK.GroupVersion().WithKind(gvk.list), &unstructured.UnstructuredList{})
+		s.AddKnownTypeWithName(pullnames.ApplicationGVK.GroupVersion().WithKind(gvk.kind), &unstructured.Unstructured{})
+		s.AddKnownTypeWithName(pullnames.ApplicationGVK.GroupVersion().WithKind(gvk.list), &unstructured.UnstructuredList{})
 	}
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).
 		WithIndex(newApplication(), indexAppByCluster, func(o client.Object) []string {
-			if v := o.GetAnnotations()[AnnotationCluster]; v != "" {
+			if v := o.GetAnnotations()[pullnames.AnnotationCluster]; v != "" {
 				return []string{v}
 			}
 			return nil
@@ -68,7 +71,7 @@ func TestLeavingNamesTheApplicationsOnTheirWayOut(t *testing.T) {
 		}
 		return o
 	}
-	appSet := hubApp
+	appSet := pulltest.App
 	matrix := appSet(`
 apiVersion: argoproj.io/v1alpha1
 kind: ApplicationSet
@@ -84,11 +87,11 @@ spec:
 `)
 	listToo := appSet(seedAppSet + `  - list: {elements: [{name: cluster1}]}
 `)
-	orphan := hubApp(seedApp)
+	orphan := pulltest.App(pulltest.SeedApp)
 	orphan.SetOwnerReferences(nil)
 	work := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{
-		Namespace: "cluster1", Name: WorkName("openshift-gitops", "other"), Labels: map[string]string{LabelPullWork: "true"},
-		Annotations: map[string]string{AnnotationHubAppNamespace: "openshift-gitops", AnnotationHubAppName: "other"},
+		Namespace: "cluster1", Name: pullnames.WorkName("openshift-gitops", "other"), Labels: map[string]string{pullnames.LabelPullWork: "true"},
+		Annotations: map[string]string{pullnames.AnnotationHubAppNamespace: "openshift-gitops", pullnames.AnnotationHubAppName: "other"},
 	}}
 
 	tests := []struct {
@@ -96,17 +99,17 @@ spec:
 		objs []client.Object
 		want []string
 	}{
-		{"the ApplicationSet still decides the cluster", []client.Object{hubApp(seedApp), appSet(seedAppSet), decision("gitops-managed", "cluster1")}, nil},
-		{"the ApplicationSet's Placement dropped the cluster", []client.Object{hubApp(seedApp), appSet(seedAppSet), decision("gitops-managed", "cluster2")},
+		{"the ApplicationSet still decides the cluster", []client.Object{pulltest.App(pulltest.SeedApp), appSet(seedAppSet), decision("gitops-managed", "cluster1")}, nil},
+		{"the ApplicationSet's Placement dropped the cluster", []client.Object{pulltest.App(pulltest.SeedApp), appSet(seedAppSet), decision("gitops-managed", "cluster2")},
 			[]string{"openshift-gitops/guestbook-cluster1"}},
-		{"the Application is being deleted", []client.Object{deleting(hubApp(seedApp)), appSet(seedAppSet), decision("gitops-managed", "cluster1")},
+		{"the Application is being deleted", []client.Object{deleting(pulltest.App(pulltest.SeedApp)), appSet(seedAppSet), decision("gitops-managed", "cluster1")},
 			[]string{"openshift-gitops/guestbook-cluster1"}},
 		{"its ManifestWork is being deleted", []client.Object{deleting(work.DeepCopy())}, []string{"openshift-gitops/other"}},
 		{"a ManifestWork that stays", []client.Object{work.DeepCopy()}, nil},
-		{"a matrix over the dropped Placement", []client.Object{hubApp(seedApp), matrix, decision("gitops-managed")},
+		{"a matrix over the dropped Placement", []client.Object{pulltest.App(pulltest.SeedApp), matrix, decision("gitops-managed")},
 			[]string{"openshift-gitops/guestbook-cluster1"}},
-		{"a list generator may still generate it", []client.Object{hubApp(seedApp), listToo, decision("gitops-managed")}, nil},
-		{"its ApplicationSet is gone (the Application goes with it)", []client.Object{hubApp(seedApp)}, nil},
+		{"a list generator may still generate it", []client.Object{pulltest.App(pulltest.SeedApp), listToo, decision("gitops-managed")}, nil},
+		{"its ApplicationSet is gone (the Application goes with it)", []client.Object{pulltest.App(pulltest.SeedApp)}, nil},
 		{"an Application of no ApplicationSet", []client.Object{orphan, decision("gitops-managed")}, nil},
 	}
 	for _, tt := range tests {

@@ -6,12 +6,19 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/gitops-addon/gitops-addon/pkg/hub/localcluster"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 )
+
+// InClusterServer is the destination every pulled Application gets on its spoke: Argo
+// CD's in-cluster address.
+const InClusterServer = localcluster.InClusterServer
 
 // hubOnlyAnnotations are meaningful on the hub only and never reach the spoke: the OCM
 // routing, and skip-reconcile, which would stop the spoke's Argo CD too.
 var hubOnlyAnnotations = []string{
-	AnnotationCluster, AnnotationAppNamespace, AnnotationSkipReconcile,
+	pullnames.AnnotationCluster, pullnames.AnnotationAppNamespace, pullnames.AnnotationSkipReconcile,
 	"kubectl.kubernetes.io/last-applied-configuration",
 }
 
@@ -28,8 +35,8 @@ type spokeRequest struct {
 // on. It reports the destination name it removed, if any, so the caller can tell the user.
 func spokeApplication(hub *unstructured.Unstructured, req spokeRequest) (app *unstructured.Unstructured, clearedDestName string) {
 	app = &unstructured.Unstructured{Object: map[string]any{}}
-	app.SetAPIVersion(ApplicationGVK.GroupVersion().String())
-	app.SetKind(ApplicationGVK.Kind)
+	app.SetAPIVersion(pullnames.ApplicationGVK.GroupVersion().String())
+	app.SetKind(pullnames.ApplicationGVK.Kind)
 	app.SetName(hub.GetName())
 	app.SetNamespace(spokeNamespace(hub))
 	if labels := spokeLabels(hub.GetLabels()); len(labels) > 0 {
@@ -68,7 +75,7 @@ func aimInCluster(spec map[string]any) (clearedName string) {
 
 // spokeNamespace is the namespace of the Application on the spoke.
 func spokeNamespace(hub *unstructured.Unstructured) string {
-	if ns := hub.GetAnnotations()[AnnotationAppNamespace]; ns != "" {
+	if ns := hub.GetAnnotations()[pullnames.AnnotationAppNamespace]; ns != "" {
 		return ns
 	}
 	return hub.GetNamespace()
@@ -76,7 +83,7 @@ func spokeNamespace(hub *unstructured.Unstructured) string {
 
 func spokeLabels(hub map[string]string) map[string]string {
 	labels := maps.Clone(hub)
-	delete(labels, LabelPull)
+	delete(labels, pullnames.LabelPull)
 	return labels
 }
 
@@ -86,7 +93,7 @@ func spokeAnnotations(hub map[string]string, refresh bool) map[string]string {
 		delete(annotations, k)
 	}
 	if !refresh {
-		delete(annotations, AnnotationRefresh)
+		delete(annotations, pullnames.AnnotationRefresh)
 	}
 	return annotations
 }
@@ -95,8 +102,8 @@ func spokeAnnotations(hub map[string]string, refresh bool) map[string]string {
 // the spoke Application.
 func spokeAppProject(hub *unstructured.Unstructured, namespace string) *unstructured.Unstructured {
 	p := &unstructured.Unstructured{Object: map[string]any{}}
-	p.SetAPIVersion(AppProjectGVK.GroupVersion().String())
-	p.SetKind(AppProjectGVK.Kind)
+	p.SetAPIVersion(pullnames.AppProjectGVK.GroupVersion().String())
+	p.SetKind(pullnames.AppProjectGVK.Kind)
 	p.SetName(hub.GetName())
 	p.SetNamespace(namespace)
 	if labels := hub.GetLabels(); len(labels) > 0 {

@@ -1,14 +1,16 @@
 package pullmodel
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/validation"
 	workv1 "open-cluster-management.io/api/work/v1"
+
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/feedback"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pulltest"
 )
 
 func TestSpokeApplication(t *testing.T) {
@@ -53,12 +55,12 @@ func TestSpokeApplication(t *testing.T) {
 			name: "spoke namespace from the annotation",
 			edit: func(u *unstructured.Unstructured) {
 				a := u.GetAnnotations()
-				a[AnnotationAppNamespace] = "argocd"
+				a[pullnames.AnnotationAppNamespace] = "argocd"
 				u.SetAnnotations(a)
 			},
 			check: func(t *testing.T, app *unstructured.Unstructured) {
 				assert.Equal(t, "argocd", app.GetNamespace())
-				assert.NotContains(t, app.GetAnnotations(), AnnotationAppNamespace)
+				assert.NotContains(t, app.GetAnnotations(), pullnames.AnnotationAppNamespace)
 			},
 		},
 		{
@@ -66,7 +68,7 @@ func TestSpokeApplication(t *testing.T) {
 			edit: withOperationAndRefresh,
 			check: func(t *testing.T, app *unstructured.Unstructured) {
 				assert.NotContains(t, app.Object, "operation")
-				assert.NotContains(t, app.GetAnnotations(), AnnotationRefresh)
+				assert.NotContains(t, app.GetAnnotations(), pullnames.AnnotationRefresh)
 			},
 		},
 		{
@@ -76,7 +78,7 @@ func TestSpokeApplication(t *testing.T) {
 			check: func(t *testing.T, app *unstructured.Unstructured) {
 				rev, _, _ := unstructured.NestedString(app.Object, "operation", "sync", "revision")
 				assert.Equal(t, "abc123", rev)
-				assert.Equal(t, "hard", app.GetAnnotations()[AnnotationRefresh])
+				assert.Equal(t, "hard", app.GetAnnotations()[pullnames.AnnotationRefresh])
 			},
 		},
 		{
@@ -90,7 +92,7 @@ func TestSpokeApplication(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			hub := hubApp(seedApp)
+			hub := pulltest.App(pulltest.SeedApp)
 			if tt.edit != nil {
 				tt.edit(hub)
 			}
@@ -106,75 +108,36 @@ func TestSpokeApplication(t *testing.T) {
 func withOperationAndRefresh(u *unstructured.Unstructured) {
 	u.Object["operation"] = map[string]any{"sync": map[string]any{"revision": "abc123"}}
 	a := u.GetAnnotations()
-	a[AnnotationRefresh] = "hard"
+	a[pullnames.AnnotationRefresh] = "hard"
 	u.SetAnnotations(a)
 }
 
-func TestWorkName(t *testing.T) {
-	long := strings.Repeat("a", 250)
-	tests := []struct {
-		name, ns, app string
-		wantPrefix    string
-	}{
-		{"short", "openshift-gitops", "guestbook", "guestbook-"},
-		{"long name cut to a readable prefix", "team-a", long, strings.Repeat("a", maxNamePrefix) + "-"},
-		{"cut at a dash keeps a valid name", "team-a", strings.Repeat("a", maxNamePrefix-1) + "-bbbb", strings.Repeat("a", maxNamePrefix-1) + "-"},
-		{"dots allowed", "ns", "my.app", "my.app-"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			n := WorkName(tt.ns, tt.app)
-			assert.True(t, strings.HasPrefix(n, tt.wantPrefix), n)
-			assert.Empty(t, validation.IsDNS1123Subdomain(n), n)
-			assert.LessOrEqual(t, len(n), maxNamePrefix+1+hashLength)
-			assert.Equal(t, n, WorkName(tt.ns, tt.app), "deterministic")
-		})
-	}
-	t.Run("same name in two namespaces does not collide", func(t *testing.T) {
-		assert.NotEqual(t, WorkName("team-a", "guestbook"), WorkName("team-b", "guestbook"))
-	})
-	t.Run("namespace/name boundary is unambiguous", func(t *testing.T) {
-		assert.NotEqual(t, WorkName("a-b", "c"), WorkName("a", "b-c"))
-	})
-	t.Run("long names differing only past the prefix do not collide", func(t *testing.T) {
-		assert.NotEqual(t, WorkName("ns", long+"x"), WorkName("ns", long+"y"))
-	})
-}
-
-func TestReportLabelValue(t *testing.T) {
-	assert.Equal(t, "openshift-gitops.guestbook", ReportLabelValue("openshift-gitops", "guestbook"))
-	long := ReportLabelValue("openshift-gitops", strings.Repeat("x", 80))
-	assert.Len(t, long, 63)
-	assert.Empty(t, validation.IsValidLabelValue(long))
-	assert.NotEqual(t, long, ReportLabelValue("openshift-gitops", strings.Repeat("x", 81)))
-}
-
 func TestDesiredWork(t *testing.T) {
-	hub := hubApp(seedApp)
-	project := hubApp(`{apiVersion: argoproj.io/v1alpha1, kind: AppProject, metadata: {name: blue, namespace: openshift-gitops, resourceVersion: "7", uid: u1}, spec: {sourceRepos: ["*"]}}`)
+	hub := pulltest.App(pulltest.SeedApp)
+	project := pulltest.App(`{apiVersion: argoproj.io/v1alpha1, kind: AppProject, metadata: {name: blue, namespace: openshift-gitops, resourceVersion: "7", uid: u1}, spec: {sourceRepos: ["*"]}}`)
 	_ = unstructured.SetNestedField(hub.Object, "blue", "spec", "project")
 	w, _, err := desiredWork(workPlan{hub: hub, cluster: "cluster1", project: project,
-		baselines: map[string]string{AnnotationOperationBaseline: ""}})
+		baselines: map[string]string{pullnames.AnnotationOperationBaseline: ""}})
 	require.NoError(t, err)
 	assert.Equal(t, "cluster1", w.Namespace)
-	assert.Equal(t, WorkName("openshift-gitops", "guestbook-cluster1"), w.Name)
-	assert.Equal(t, "true", w.Labels[LabelPullWork])
-	assert.Equal(t, "true", w.Labels[LabelApplicationSet])
-	assert.Equal(t, "openshift-gitops/guestbook", w.Annotations[AnnotationHostingAppSet])
-	assert.Equal(t, "1111-2222", w.Annotations[AnnotationHostingAppSetUID])
-	assert.Equal(t, "guestbook-cluster1", w.Annotations[AnnotationHubAppName])
-	assert.Contains(t, w.Annotations, AnnotationOperationBaseline)
+	assert.Equal(t, pullnames.WorkName("openshift-gitops", "guestbook-cluster1"), w.Name)
+	assert.Equal(t, "true", w.Labels[pullnames.LabelPullWork])
+	assert.Equal(t, "true", w.Labels[pullnames.LabelApplicationSet])
+	assert.Equal(t, "openshift-gitops/guestbook", w.Annotations[pullnames.AnnotationHostingAppSet])
+	assert.Equal(t, "1111-2222", w.Annotations[pullnames.AnnotationHostingAppSetUID])
+	assert.Equal(t, "guestbook-cluster1", w.Annotations[pullnames.AnnotationHubAppName])
+	assert.Contains(t, w.Annotations, pullnames.AnnotationOperationBaseline)
 	require.Len(t, w.Spec.Workload.Manifests, 2)
 	assert.Contains(t, string(w.Spec.Workload.Manifests[0].Raw), `"kind":"AppProject"`)
 	assert.NotContains(t, string(w.Spec.Workload.Manifests[0].Raw), "resourceVersion")
 	assert.Contains(t, string(w.Spec.Workload.Manifests[1].Raw), `"kind":"Application"`)
 	require.Len(t, w.Spec.ManifestConfigs, 2)
-	assert.Len(t, w.Spec.ManifestConfigs[0].FeedbackRules[0].JsonPaths, len(feedbackPaths))
+	assert.Len(t, w.Spec.ManifestConfigs[0].FeedbackRules[0].JsonPaths, len(feedback.PathsFor(hub)))
 	assert.Equal(t, "blue", w.Spec.ManifestConfigs[1].ResourceIdentifier.Name)
 
 	t.Run("an identical desired work does not differ", func(t *testing.T) {
 		again, _, err := desiredWork(workPlan{hub: hub, cluster: "cluster1", project: project,
-			baselines: map[string]string{AnnotationOperationBaseline: ""}})
+			baselines: map[string]string{pullnames.AnnotationOperationBaseline: ""}})
 		require.NoError(t, err)
 		stored := again.DeepCopy()
 		stored.Labels["other"] = "kept"
@@ -203,7 +166,7 @@ func TestDesiredWork(t *testing.T) {
 		stored := w.DeepCopy()
 		stored.Annotations["other"] = "kept"
 		mergeInto(stored, again)
-		assert.NotContains(t, stored.Annotations, AnnotationOperationBaseline)
+		assert.NotContains(t, stored.Annotations, pullnames.AnnotationOperationBaseline)
 		assert.Equal(t, "kept", stored.Annotations["other"])
 		assert.False(t, workDiffers(stored, again))
 	})

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitops-addon/gitops-addon/pkg/hub/localcluster"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 )
 
 // readerCache serves the reconciler's cache reads from a client.
@@ -102,11 +103,11 @@ func TestApplicationAimedAtTheHubIsRefused(t *testing.T) {
 			assert.Empty(t, works.Items, "no ManifestWork for the hub")
 			got := newApplication()
 			require.NoError(t, c.Get(ctx, req.NamespacedName, got))
-			refused := findAppCondition(got, ConditionPullError)
+			refused := findAppCondition(got, pullnames.ConditionPullError)
 			require.NotNil(t, refused)
 			message, _ := refused["message"].(string)
 			assert.Contains(t, message, ReasonHubClusterNotPulled+": cluster cluster1 is the hub itself ("+tt.evidence)
-			assert.Contains(t, message, "remove the label "+LabelPull)
+			assert.Contains(t, message, "remove the label "+pullnames.LabelPull)
 			assert.Contains(t, <-recorder.Events, ReasonHubClusterNotPulled)
 		})
 	}

@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/util/workqueue"
@@ -28,8 +27,9 @@ import (
 
 	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
-	"github.com/gitops-addon/gitops-addon/pkg/contract/appresources"
-	"github.com/gitops-addon/gitops-addon/pkg/hub/localcluster"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/clusterwake"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/reports"
 )
 
 // Cache indexes.
@@ -38,7 +38,6 @@ const (
 	// "<namespace>/<cluster>" for every cluster they list.
 	IndexDecisionByCluster = "pullmodel.placedCluster"
 	indexWorkByHubApp      = "pullmodel.hubApplication"
-	indexWorkByAppSet      = "pullmodel.applicationSet"
 	indexAppByCluster      = "pullmodel.cluster"
 	indexAppByNsCluster    = "pullmodel.namespacedCluster"
 	indexAppByProject      = "pullmodel.project"
@@ -71,7 +70,7 @@ func NewCache(mgr manager.Manager, credentialNamespaces map[string]cache.Config)
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			app:                    {Transform: slimApplication},
-			&workv1.ManifestWork{}: {Label: labels.SelectorFromSet(labels.Set{LabelPullWork: "true"})},
+			&workv1.ManifestWork{}: {Label: labels.SelectorFromSet(labels.Set{pullnames.LabelPullWork: "true"})},
 			&v1alpha1.MulticlusterApplicationSetReport{}: {
 				Label: labels.SelectorFromSet(labels.Set{contract.LabelManagedBy: contract.ManagedByValue}),
 			},
@@ -100,15 +99,14 @@ func registerIndexes(ctx context.Context, c cache.Cache) error {
 	}{
 		{&workv1.ManifestWork{}, indexWorkByHubApp, func(o client.Object) []string {
 			a := o.GetAnnotations()
-			if a[AnnotationHubAppName] == "" {
+			if a[pullnames.AnnotationHubAppName] == "" {
 				return nil
 			}
-			return []string{a[AnnotationHubAppNamespace] + "/" + a[AnnotationHubAppName]}
+			return []string{a[pullnames.AnnotationHubAppNamespace] + "/" + a[pullnames.AnnotationHubAppName]}
 		}},
-		{&workv1.ManifestWork{}, indexWorkByAppSet, annotationIndex(AnnotationHostingAppSet)},
-		{newApplication(), indexAppByCluster, annotationIndex(AnnotationCluster)},
+		{newApplication(), indexAppByCluster, annotationIndex(pullnames.AnnotationCluster)},
 		{newApplication(), indexAppByNsCluster, func(o client.Object) []string {
-			if c := o.GetAnnotations()[AnnotationCluster]; c != "" {
+			if c := o.GetAnnotations()[pullnames.AnnotationCluster]; c != "" {
 				return []string{o.GetNamespace() + "/" + c}
 			}
 			return nil
@@ -124,6 +122,9 @@ func registerIndexes(ctx context.Context, c cache.Cache) error {
 		if err := c.IndexField(ctx, ix.obj, ix.name, ix.fn); err != nil {
 			return fmt.Errorf("indexing %T by %s: %w", ix.obj, ix.name, err)
 		}
+	}
+	if err := reports.RegisterIndex(ctx, c); err != nil {
+		return fmt.Errorf("indexing the pull ManifestWorks by ApplicationSet: %w", err)
 	}
 	return nil
 }
@@ -149,23 +150,13 @@ func slimApplication(obj any) (any, error) {
 	return slim, nil
 }
 
-func pullConditionsOf(app *unstructured.Unstructured) []any {
-	var ours []any
-	for _, t := range []string{ConditionPullError, ConditionPullWarning} {
-		if c := findAppCondition(app, t); c != nil {
-			ours = append(ours, c)
-		}
-	}
-	return ours
-}
-
 // SetupWithManager registers the propagation controller: Applications and pull
 // ManifestWorks from the pull cache, ManagedClusters and PlacementDecisions from the
 // manager's cache, AppProjects for the Applications that use them.
 func (r *Reconciler) SetupWithManager(mgr manager.Manager, workers int, skipNameValidation bool) error {
 	app := newApplication()
 	project := &unstructured.Unstructured{}
-	project.SetGroupVersionKind(AppProjectGVK)
+	project.SetGroupVersionKind(pullnames.AppProjectGVK)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers, SkipNameValidation: &skipNameValidation}).
@@ -175,7 +166,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, workers int, skipName
 		WatchesRawSource(source.Kind(r.Cache, project, handler.TypedEnqueueRequestsFromMapFunc(r.forProject))).
 		WatchesRawSource(source.Kind(r.Cache, &corev1.Secret{}, r.forCredentialChanges())).
 		WatchesRawSource(source.Kind(mgr.GetCache(), &clusterv1.ManagedCluster{}, r.forClusterChanges())).
-		WatchesRawSource(source.Kind(mgr.GetCache(), &addonv1beta1.ManagedClusterAddOn{}, wakeOnAddonChanges(r.applicationsOn))).
+		WatchesRawSource(source.Kind(mgr.GetCache(), &addonv1beta1.ManagedClusterAddOn{}, clusterwake.OnAddonChanges(r.applicationsOn))).
 		WatchesRawSource(source.Kind(mgr.GetCache(), &clusterv1beta1.PlacementDecision{}, r.forDecisionChanges())).
 		Complete(r)
 }
@@ -207,10 +198,10 @@ func propagationView(u *unstructured.Unstructured) map[string]any {
 
 func forWorkApplication(_ context.Context, w *workv1.ManifestWork) []reconcile.Request {
 	a := w.GetAnnotations()
-	if a[AnnotationHubAppName] == "" {
+	if a[pullnames.AnnotationHubAppName] == "" {
 		return nil
 	}
-	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: a[AnnotationHubAppNamespace], Name: a[AnnotationHubAppName]}}}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: a[pullnames.AnnotationHubAppNamespace], Name: a[pullnames.AnnotationHubAppName]}}}
 }
 
 func (r *Reconciler) forProject(ctx context.Context, p *unstructured.Unstructured) []reconcile.Request {
@@ -220,63 +211,11 @@ func (r *Reconciler) forProject(ctx context.Context, p *unstructured.Unstructure
 // forClusterChanges wakes the Applications aimed at a cluster that appears or goes, or
 // whose availability or acceptance changes (an unapplied work's warning names them).
 func (r *Reconciler) forClusterChanges() handler.TypedEventHandler[*clusterv1.ManagedCluster, reconcile.Request] {
-	return wakeOnClusterChanges(r.applicationsOn)
+	return clusterwake.OnClusterChanges(r.applicationsOn)
 }
 
 func (r *Reconciler) applicationsOn(ctx context.Context, cluster string) []reconcile.Request {
 	return r.applicationsBy(ctx, indexAppByCluster, cluster)
-}
-
-// wakeOnClusterChanges enqueues what wake returns for a cluster that appears, goes, or
-// changes in what clusterState reports.
-func wakeOnClusterChanges(wake func(context.Context, string) []reconcile.Request) handler.TypedEventHandler[*clusterv1.ManagedCluster, reconcile.Request] {
-	return wakeOnChanges(wake, func(mc *clusterv1.ManagedCluster) string { return mc.Name }, clusterStateView)
-}
-
-// clusterStateView is what clusterState reads of a cluster, and what tells whether it is
-// the hub itself (its local-cluster label and cluster ID claim).
-func clusterStateView(mc *clusterv1.ManagedCluster) string {
-	hub := fmt.Sprint(mc.Labels[localcluster.Label], localcluster.ClusterID(mc))
-	c := meta.FindStatusCondition(mc.Status.Conditions, clusterv1.ManagedClusterConditionAvailable)
-	if c == nil {
-		return fmt.Sprint(hub, mc.Spec.HubAcceptsClient)
-	}
-	return fmt.Sprint(hub, mc.Spec.HubAcceptsClient, c.Status, c.Reason, c.Message)
-}
-
-// wakeOnAddonChanges enqueues what wake returns for the cluster of a gitops-addon
-// ManagedClusterAddOn that appears, goes or changes in what whyNoSummary reads of it.
-func wakeOnAddonChanges(
-	wake func(context.Context, string) []reconcile.Request) handler.TypedEventHandler[*addonv1beta1.ManagedClusterAddOn, reconcile.Request] {
-	return wakeOnChanges(wake, func(a *addonv1beta1.ManagedClusterAddOn) string { return a.Namespace }, func(a *addonv1beta1.ManagedClusterAddOn) string {
-		return fmt.Sprint(meta.IsStatusConditionTrue(a.Status.Conditions, addonv1beta1.ManagedClusterAddOnConditionAvailable),
-			meta.IsStatusConditionTrue(a.Status.Conditions, appresources.ConditionNotWritten), argoCDReport(a))
-	})
-}
-
-// wakeOnChanges enqueues what wake returns for the cluster of an object that appears,
-// goes, or changes in its view.
-func wakeOnChanges[T client.Object](wake func(context.Context, string) []reconcile.Request, cluster func(T) string,
-	view func(T) string) handler.TypedEventHandler[T, reconcile.Request] {
-	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
-	return handler.TypedFuncs[T, reconcile.Request]{
-		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[T], q queue) {
-			// The initial list at start-up wakes nothing: every Application and
-			// ManifestWork is reconciled then anyway, and the pull cache, listed here,
-			// may not have started yet.
-			if !e.IsInInitialList {
-				enqueueAll(q, wake(ctx, cluster(e.Object)))
-			}
-		},
-		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[T], q queue) {
-			enqueueAll(q, wake(ctx, cluster(e.Object)))
-		},
-		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[T], q queue) {
-			if view(e.ObjectOld) != view(e.ObjectNew) {
-				enqueueAll(q, wake(ctx, cluster(e.ObjectNew)))
-			}
-		},
-	}
 }
 
 // forDecisionChanges wakes the Applications of the decision's namespace aimed at a
@@ -335,7 +274,7 @@ func symmetricDifference(a, b []string) []string {
 
 func (r *Reconciler) applicationsBy(ctx context.Context, index, value string) []reconcile.Request {
 	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(ApplicationGVK.GroupVersion().WithKind(ApplicationGVK.Kind + "List"))
+	list.SetGroupVersionKind(pullnames.ApplicationGVK.GroupVersion().WithKind(pullnames.ApplicationGVK.Kind + "List"))
 	if err := r.Cache.List(ctx, list, client.MatchingFields{index: value}); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing Applications", "index", index, "value", value)
 		return nil

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/gitops-addon/gitops-addon/pkg/hub/hubmetrics"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/feedback"
 )
 
 // DefaultStatusStaleAfter is Options.StatusStaleAfter's default: twice the apply timeout,
@@ -70,8 +71,8 @@ func (r *Reconciler) statusAges(ctx context.Context, now time.Time) ([]time.Dura
 // agent made to the work's conditions.
 func statusAge(w *workv1.ManifestWork, available *metav1.Condition, now time.Time) time.Duration {
 	confirmed := now
-	if p := pendingApplyOf(w); p.pending {
-		confirmed = earliest(confirmed, p.since)
+	if p := feedback.PendingApplyOf(w); p.Pending {
+		confirmed = earliest(confirmed, p.Since)
 	}
 	switch {
 	case available == nil:

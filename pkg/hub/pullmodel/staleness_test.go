@@ -7,6 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
+
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 )
 
 func TestStatusAge(t *testing.T) {
@@ -17,7 +19,7 @@ func TestStatusAge(t *testing.T) {
 	work := func(generation int64, shipped time.Time, applied *metav1.Condition) *workv1.ManifestWork {
 		w := shippedWork(generation, time.Time{}, applied)
 		w.CreationTimestamp = metav1.NewTime(t0)
-		w.Annotations[AnnotationShippedAt] = shipped.Format(time.RFC3339)
+		w.Annotations[pullnames.AnnotationShippedAt] = shipped.Format(time.RFC3339)
 		return w
 	}
 	appliedSince := func(generation int64, since time.Time) *metav1.Condition {

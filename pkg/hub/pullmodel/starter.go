@@ -19,8 +19,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/gitops-addon/gitops-addon/pkg/hub/localcluster"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/acmtakeover"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/reports"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/treecache"
 )
+
+// ApplicationCRDName is the CRD whose presence starts the pull model.
+const ApplicationCRDName = "applications.argoproj.io"
 
 // requiredCRDs must be established before the pull model starts.
 var requiredCRDs = []string{ApplicationCRDName, "appprojects.argoproj.io"}
@@ -145,14 +150,14 @@ func (s *Starter) start() error {
 			return
 		}
 		propagation := &Reconciler{Client: s.mgr.GetClient(), Cache: c, Recorder: s.mgr.GetEventRecorder(ControllerName),
-			APIReader: s.mgr.GetAPIReader(), acm: newACMWorks(s.mgr.GetAPIReader()),
 			ApplyTimeout: s.opts.applyTimeout(), HubOnly: s.opts.HubOnly, Hub: s.opts.Hub, latency: newLatencies(time.Now),
 			Trees: s.opts.Trees}
+		propagation.acm = acmtakeover.NewWorks(s.mgr.GetClient(), s.mgr.GetAPIReader(), propagation.event)
 		if err := propagation.SetupWithManager(s.mgr, s.opts.Workers, s.opts.SkipNameValidation); err != nil {
 			s.startErr = fmt.Errorf("setting up the pull model's propagation controller: %w", err)
 			return
 		}
-		report := &ReportReconciler{Client: s.mgr.GetClient(), Cache: c, APIReader: s.mgr.GetAPIReader(),
+		report := &reports.Reconciler{Client: s.mgr.GetClient(), Cache: c, APIReader: s.mgr.GetAPIReader(),
 			ApplyTimeout: s.opts.applyTimeout(), HubOnly: s.opts.HubOnly}
 		if err := report.SetupWithManager(s.mgr, s.opts.SkipNameValidation); err != nil {
 			s.startErr = fmt.Errorf("setting up the ApplicationSet report controller: %w", err)

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/gitops-addon/gitops-addon/pkg/hub/localcluster"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 )
 
 // Reasons a hub Application is not delivered, or delivered with a warning. Each appears
@@ -31,14 +32,6 @@ const (
 	ReasonHubClusterNotPulled = "HubClusterNotPulled"
 )
 
-// problem is one thing wrong with a pull Application, in words a user can act on.
-type problem struct {
-	reason  string
-	message string
-}
-
-func (p problem) String() string { return p.reason + ": " + p.message }
-
 // verdict is what validation decided for a hub Application.
 type verdict struct {
 	// candidate is false for an Application that is no business of the pull model.
@@ -49,8 +42,8 @@ type verdict struct {
 	// project is the hub AppProject to ship along, nil for "default".
 	project *unstructured.Unstructured
 	// errors stop delivery; warnings do not.
-	errors   []problem
-	warnings []problem
+	errors   []pullnames.Problem
+	warnings []pullnames.Problem
 }
 
 // facts are the hub objects validation needs; the controller reads them from its caches.
@@ -67,13 +60,13 @@ type facts interface {
 
 // IsPullApplication says whether a hub Application asks to be pulled.
 func IsPullApplication(app *unstructured.Unstructured) bool {
-	return app.GetLabels()[LabelPull] == "true"
+	return app.GetLabels()[pullnames.LabelPull] == "true"
 }
 
 // isCandidate says whether the pull model has anything to say about an Application:
 // it asks to be pulled, or names a cluster without asking (which deserves a warning).
 func isCandidate(app *unstructured.Unstructured) bool {
-	_, annotated := app.GetAnnotations()[AnnotationCluster]
+	_, annotated := app.GetAnnotations()[pullnames.AnnotationCluster]
 	return IsPullApplication(app) || annotated
 }
 
@@ -84,27 +77,27 @@ func validate(ctx context.Context, app *unstructured.Unstructured, f facts) (ver
 	if !v.candidate {
 		return v, nil
 	}
-	cluster := strings.TrimSpace(app.GetAnnotations()[AnnotationCluster])
+	cluster := strings.TrimSpace(app.GetAnnotations()[pullnames.AnnotationCluster])
 	v.cluster = cluster
 	if !IsPullApplication(app) {
-		v.warnings = append(v.warnings, problem{ReasonPullLabelMissing, fmt.Sprintf(
+		v.warnings = append(v.warnings, pullnames.Problem{Reason: ReasonPullLabelMissing, Message: fmt.Sprintf(
 			"the Application names cluster %q in the annotation %s but lacks the label %s: \"true\", so it is delivered "+
 				"to no cluster; add the label (for an ApplicationSet, in spec.template.metadata.labels)",
-			cluster, AnnotationCluster, LabelPull)})
+			cluster, pullnames.AnnotationCluster, pullnames.LabelPull)})
 		return v, nil
 	}
 	if cluster == "" {
-		v.errors = append(v.errors, problem{ReasonClusterAnnotationMissing, fmt.Sprintf(
+		v.errors = append(v.errors, pullnames.Problem{Reason: ReasonClusterAnnotationMissing, Message: fmt.Sprintf(
 			"the Application has the label %s: \"true\" but no cluster in the annotation %s; set it to the managed "+
 				"cluster's name (for an ApplicationSet with the clusterDecisionResource generator: '{{name}}')",
-			LabelPull, AnnotationCluster)})
+			pullnames.LabelPull, pullnames.AnnotationCluster)})
 		return v, nil
 	}
-	if ns := app.GetAnnotations()[AnnotationAppNamespace]; ns != "" {
+	if ns := app.GetAnnotations()[pullnames.AnnotationAppNamespace]; ns != "" {
 		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
-			v.errors = append(v.errors, problem{ReasonInvalidAppNamespace, fmt.Sprintf(
+			v.errors = append(v.errors, pullnames.Problem{Reason: ReasonInvalidAppNamespace, Message: fmt.Sprintf(
 				"the annotation %s is %q, which is not a namespace name (%s); fix it or remove it to use %q",
-				AnnotationAppNamespace, ns, strings.Join(errs, "; "), app.GetNamespace())})
+				pullnames.AnnotationAppNamespace, ns, strings.Join(errs, "; "), app.GetNamespace())})
 			return v, nil
 		}
 	}
@@ -113,9 +106,9 @@ func validate(ctx context.Context, app *unstructured.Unstructured, f facts) (ver
 		return v, fmt.Errorf("reading ManagedCluster %s: %w", cluster, err)
 	}
 	if !ok {
-		v.errors = append(v.errors, problem{ReasonClusterNotFound, fmt.Sprintf(
+		v.errors = append(v.errors, pullnames.Problem{Reason: ReasonClusterNotFound, Message: fmt.Sprintf(
 			"managed cluster %q named in the annotation %s does not exist on this hub; fix the annotation "+
-				"(`kubectl get managedclusters` lists the clusters)", cluster, AnnotationCluster)})
+				"(`kubectl get managedclusters` lists the clusters)", cluster, pullnames.AnnotationCluster)})
 		return v, nil
 	}
 	// The hub's own Argo CD syncs Applications for the in-cluster destination directly; the
@@ -128,18 +121,18 @@ func validate(ctx context.Context, app *unstructured.Unstructured, f facts) (ver
 		return v, err
 	}
 	if evidence.IsHub() {
-		v.errors = append(v.errors, problem{ReasonHubClusterNotPulled, fmt.Sprintf(
+		v.errors = append(v.errors, pullnames.Problem{Reason: ReasonHubClusterNotPulled, Message: fmt.Sprintf(
 			"cluster %s is the hub itself (%s): the hub's own Argo CD syncs Applications for it directly, and nothing is shipped "+
 				"there; remove the label %s and the annotations %s and %s from this Application (for an ApplicationSet, from "+
 				"spec.template.metadata, or exclude %s from its generator)",
-			cluster, evidence, LabelPull, AnnotationCluster, AnnotationSkipReconcile, cluster)})
+			cluster, evidence, pullnames.LabelPull, pullnames.AnnotationCluster, pullnames.AnnotationSkipReconcile, cluster)})
 		return v, nil
 	}
 	if ok, err = f.ClusterPlaced(ctx, app.GetNamespace(), cluster); err != nil {
 		return v, fmt.Errorf("reading PlacementDecisions in %s: %w", app.GetNamespace(), err)
 	}
 	if !ok {
-		v.errors = append(v.errors, problem{ReasonClusterNotPermitted, fmt.Sprintf(
+		v.errors = append(v.errors, pullnames.Problem{Reason: ReasonClusterNotPermitted, Message: fmt.Sprintf(
 			"no PlacementDecision in namespace %q lists cluster %q, and an Application may only target the clusters "+
 				"its own namespace's Placements select; add the cluster to a Placement in %q (for example the "+
 				"GitOpsCluster's), or move the Application", app.GetNamespace(), cluster, app.GetNamespace())})
@@ -150,16 +143,16 @@ func validate(ctx context.Context, app *unstructured.Unstructured, f facts) (ver
 		return v, err
 	}
 	if !found {
-		v.errors = append(v.errors, problem{ReasonAppProjectNotFound, fmt.Sprintf(
+		v.errors = append(v.errors, pullnames.Problem{Reason: ReasonAppProjectNotFound, Message: fmt.Sprintf(
 			"AppProject %q used by the Application does not exist in namespace %q on the hub, so it cannot be "+
 				"delivered with it; create it there, or use the project \"default\"", projectName(app), app.GetNamespace())})
 		return v, nil
 	}
 	v.project = project
-	if app.GetAnnotations()[AnnotationSkipReconcile] != "true" {
-		v.warnings = append(v.warnings, problem{ReasonSkipReconcileMissing, fmt.Sprintf(
+	if app.GetAnnotations()[pullnames.AnnotationSkipReconcile] != "true" {
+		v.warnings = append(v.warnings, pullnames.Problem{Reason: ReasonSkipReconcileMissing, Message: fmt.Sprintf(
 			"the Application lacks the annotation %s: \"true\", so the hub's own Argo CD deploys it too (onto the "+
-				"hub); add the annotation", AnnotationSkipReconcile)})
+				"hub); add the annotation", pullnames.AnnotationSkipReconcile)})
 	}
 	v.ship = true
 	return v, nil

@@ -10,10 +10,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/gitops-addon/gitops-addon/pkg/hub/localcluster"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pulltest"
 )
 
 func TestValidate(t *testing.T) {
-	blue := hubApp(`{apiVersion: argoproj.io/v1alpha1, kind: AppProject, metadata: {name: blue, namespace: openshift-gitops}}`)
+	blue := pulltest.App(`{apiVersion: argoproj.io/v1alpha1, kind: AppProject, metadata: {name: blue, namespace: openshift-gitops}}`)
 	everything := fakeFacts{
 		clusters: map[string]bool{"cluster1": true, "cluster2": true, "local-cluster": true, "hub-a": true},
 		placed:   map[string]bool{"openshift-gitops/cluster1": true, "openshift-gitops/hub-a": true},
@@ -57,23 +59,23 @@ func TestValidate(t *testing.T) {
 		{name: "seed Application ships", wantCandidate: true, wantShip: true},
 		{name: "not a pull Application at all", wantCandidate: false,
 			edit: func(u *unstructured.Unstructured) {
-				setLabel(LabelPull, "")(u)
-				setAnnotation(AnnotationCluster, "", true)(u)
+				setLabel(pullnames.LabelPull, "")(u)
+				setAnnotation(pullnames.AnnotationCluster, "", true)(u)
 			}},
 		{name: "annotation without the pull label: warned, not shipped", wantCandidate: true,
-			edit: setLabel(LabelPull, ""), wantWarnings: []string{ReasonPullLabelMissing}},
+			edit: setLabel(pullnames.LabelPull, ""), wantWarnings: []string{ReasonPullLabelMissing}},
 		{name: "pull label false counts as missing", wantCandidate: true,
-			edit: setLabel(LabelPull, "false"), wantWarnings: []string{ReasonPullLabelMissing}},
+			edit: setLabel(pullnames.LabelPull, "false"), wantWarnings: []string{ReasonPullLabelMissing}},
 		{name: "pull label without a cluster", wantCandidate: true,
-			edit: setAnnotation(AnnotationCluster, "", true), wantErrors: []string{ReasonClusterAnnotationMissing}},
+			edit: setAnnotation(pullnames.AnnotationCluster, "", true), wantErrors: []string{ReasonClusterAnnotationMissing}},
 		{name: "empty cluster annotation", wantCandidate: true,
-			edit: setAnnotation(AnnotationCluster, "  ", false), wantErrors: []string{ReasonClusterAnnotationMissing}},
+			edit: setAnnotation(pullnames.AnnotationCluster, "  ", false), wantErrors: []string{ReasonClusterAnnotationMissing}},
 		{name: "unknown cluster", wantCandidate: true,
-			edit: setAnnotation(AnnotationCluster, "nowhere", false), wantErrors: []string{ReasonClusterNotFound}},
+			edit: setAnnotation(pullnames.AnnotationCluster, "nowhere", false), wantErrors: []string{ReasonClusterNotFound}},
 		{name: "cluster not placed in the Application's namespace", wantCandidate: true,
-			edit: setAnnotation(AnnotationCluster, "cluster2", false), wantErrors: []string{ReasonClusterNotPermitted}},
+			edit: setAnnotation(pullnames.AnnotationCluster, "cluster2", false), wantErrors: []string{ReasonClusterNotPermitted}},
 		{name: "invalid spoke namespace", wantCandidate: true,
-			edit: setAnnotation(AnnotationAppNamespace, "Not_A_Namespace", false), wantErrors: []string{ReasonInvalidAppNamespace}},
+			edit: setAnnotation(pullnames.AnnotationAppNamespace, "Not_A_Namespace", false), wantErrors: []string{ReasonInvalidAppNamespace}},
 		{name: "missing AppProject", wantCandidate: true,
 			edit: func(u *unstructured.Unstructured) {
 				_ = unstructured.SetNestedField(u.Object, "red", "spec", "project")
@@ -84,15 +86,15 @@ func TestValidate(t *testing.T) {
 				_ = unstructured.SetNestedField(u.Object, "blue", "spec", "project")
 			}},
 		{name: "skip-reconcile missing: shipped with a warning", wantCandidate: true, wantShip: true,
-			edit: setAnnotation(AnnotationSkipReconcile, "", true), wantWarnings: []string{ReasonSkipReconcileMissing}},
+			edit: setAnnotation(pullnames.AnnotationSkipReconcile, "", true), wantWarnings: []string{ReasonSkipReconcileMissing}},
 		{name: "the hub by name is refused, placed or not", wantCandidate: true,
-			edit: setAnnotation(AnnotationCluster, "local-cluster", false), wantErrors: []string{ReasonHubClusterNotPulled}},
+			edit: setAnnotation(pullnames.AnnotationCluster, "local-cluster", false), wantErrors: []string{ReasonHubClusterNotPulled}},
 		{name: "the hub under another name is refused", wantCandidate: true,
-			edit: setAnnotation(AnnotationCluster, "hub-a", false), wantErrors: []string{ReasonHubClusterNotPulled}},
+			edit: setAnnotation(pullnames.AnnotationCluster, "hub-a", false), wantErrors: []string{ReasonHubClusterNotPulled}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			app := hubApp(seedApp)
+			app := pulltest.App(pulltest.SeedApp)
 			if tt.edit != nil {
 				tt.edit(app)
 			}
@@ -104,35 +106,35 @@ func TestValidate(t *testing.T) {
 			assert.Equal(t, tt.wantWarnings, reasons(v.warnings))
 			assert.Equal(t, tt.wantProject, v.project != nil)
 			for _, p := range append(v.errors, v.warnings...) {
-				assert.NotEmpty(t, p.message)
+				assert.NotEmpty(t, p.Message)
 			}
 		})
 	}
 	t.Run("the refusal of the hub names the cluster, the evidence and the fix", func(t *testing.T) {
-		app := hubApp(seedApp)
-		setAnnotation(AnnotationCluster, "hub-a", false)(app)
+		app := pulltest.App(pulltest.SeedApp)
+		setAnnotation(pullnames.AnnotationCluster, "hub-a", false)(app)
 		v, err := validate(context.Background(), app, everything)
 		require.NoError(t, err)
 		require.Len(t, v.errors, 1)
 		for _, words := range []string{
 			"cluster hub-a is the hub itself (its ClusterClaim id.k8s.io is 9f3c",
 			"the hub's own Argo CD syncs Applications for it directly",
-			"remove the label " + LabelPull, AnnotationCluster, AnnotationSkipReconcile,
+			"remove the label " + pullnames.LabelPull, pullnames.AnnotationCluster, pullnames.AnnotationSkipReconcile,
 			"exclude hub-a from its generator",
 		} {
-			assert.Contains(t, v.errors[0].message, words)
+			assert.Contains(t, v.errors[0].Message, words)
 		}
 	})
 	t.Run("a failed read is an error, not a verdict", func(t *testing.T) {
-		_, err := validate(context.Background(), hubApp(seedApp), fakeFacts{err: errors.New("cache not synced")})
+		_, err := validate(context.Background(), pulltest.App(pulltest.SeedApp), fakeFacts{err: errors.New("cache not synced")})
 		assert.ErrorContains(t, err, "cache not synced")
 	})
 }
 
-func reasons(ps []problem) []string {
+func reasons(ps []pullnames.Problem) []string {
 	var out []string
 	for _, p := range ps {
-		out = append(out, p.reason)
+		out = append(out, p.Reason)
 	}
 	return out
 }

@@ -15,87 +15,9 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
-	"github.com/gitops-addon/gitops-addon/pkg/contract/appresources"
-	"github.com/gitops-addon/gitops-addon/pkg/contract/apptree"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/feedback"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 )
-
-// Names of the status feedback values the work agent reports for a pulled Application:
-// strings only, so that they work on every OCM work agent without feature gates.
-const (
-	FeedbackHealth             = "healthStatus"
-	FeedbackSync               = "syncStatus"
-	FeedbackRevision           = "syncRevision"
-	FeedbackOperationPhase     = "operationStatePhase"
-	FeedbackOperationStartedAt = "operationStateStartedAt"
-	FeedbackOperationMessage   = "operationStateMessage"
-	FeedbackReconciledAt       = "reconciledAt"
-	// FeedbackResources is the spoke agent's summary of the Application's resources.
-	FeedbackResources = appresources.FeedbackName
-	// FeedbackTree is the spoke agent's resource tree of the Application (pkg/contract/apptree).
-	FeedbackTree = apptree.FeedbackName
-)
-
-// spokeConditionsReported is how many of the spoke Application's conditions
-// (ComparisonError, SyncError, InvalidSpecError, ...) come back to the hub: the JSONPath
-// feedback of a work agent without feature gates yields one scalar per path.
-const spokeConditionsReported = 2
-
-// maxSourcesReported bounds the revisions of a multi-source Application fed back, one
-// value per source.
-const maxSourcesReported = 20
-
-// FeedbackConditionType and FeedbackConditionMessage name the feedback values of the
-// spoke Application's i-th condition.
-func FeedbackConditionType(i int) string    { return fmt.Sprintf("condition%dType", i) }
-func FeedbackConditionMessage(i int) string { return fmt.Sprintf("condition%dMessage", i) }
-
-// FeedbackSourceRevision names the feedback value of a multi-source Application's i-th
-// revision (status.sync.revisions[i]).
-func FeedbackSourceRevision(i int) string { return fmt.Sprintf("syncRevisions%d", i) }
-
-// feedbackPaths maps each feedback value to its JSONPath in the spoke Application.
-var feedbackPaths = append([]workv1.JsonPath{
-	{Name: FeedbackHealth, Path: ".status.health.status"},
-	{Name: FeedbackSync, Path: ".status.sync.status"},
-	{Name: FeedbackRevision, Path: ".status.sync.revision"},
-	{Name: FeedbackOperationPhase, Path: ".status.operationState.phase"},
-	{Name: FeedbackOperationStartedAt, Path: ".status.operationState.startedAt"},
-	{Name: FeedbackOperationMessage, Path: ".status.operationState.message"},
-	{Name: FeedbackReconciledAt, Path: ".status.reconciledAt"},
-	{Name: FeedbackResources, Path: appresources.FeedbackPath},
-	{Name: FeedbackTree, Path: apptree.FeedbackPath},
-}, conditionPaths()...)
-
-func conditionPaths() []workv1.JsonPath {
-	var paths []workv1.JsonPath
-	for i := range spokeConditionsReported {
-		paths = append(paths,
-			workv1.JsonPath{Name: FeedbackConditionType(i), Path: fmt.Sprintf(".status.conditions[%d].type", i)},
-			workv1.JsonPath{Name: FeedbackConditionMessage(i), Path: fmt.Sprintf(".status.conditions[%d].message", i)})
-	}
-	return paths
-}
-
-// feedbackPathsFor are the feedback paths of one Application: the common ones, and one
-// revision per source of a multi-source Application.
-func feedbackPathsFor(app *unstructured.Unstructured) []workv1.JsonPath {
-	n := sourceCount(app)
-	if n == 0 {
-		return feedbackPaths
-	}
-	paths := slices.Clone(feedbackPaths)
-	for i := range n {
-		paths = append(paths, workv1.JsonPath{Name: FeedbackSourceRevision(i), Path: fmt.Sprintf(".status.sync.revisions[%d]", i)})
-	}
-	return paths
-}
-
-// sourceCount is how many sources a multi-source Application has (0 for a single source),
-// at most maxSourcesReported.
-func sourceCount(app *unstructured.Unstructured) int {
-	sources, _, _ := unstructured.NestedSlice(app.Object, "spec", "sources")
-	return min(len(sources), maxSourcesReported)
-}
 
 // workPlan is everything that goes into one pulled Application's ManifestWork.
 type workPlan struct {
@@ -103,7 +25,7 @@ type workPlan struct {
 	cluster string
 	project *unstructured.Unstructured
 	request spokeRequest
-	// baselines are the one-shot request annotations to record (see AnnotationOperationBaseline).
+	// baselines are the one-shot request annotations to record (see pullnames.AnnotationOperationBaseline).
 	baselines map[string]string
 	// credentials are the staged copies of the hub repository credentials the
 	// Application uses (pkg/hub/repocreds); the spoke agent materialises them.
@@ -131,7 +53,7 @@ func desiredWork(p workPlan) (*workv1.ManifestWork, string, error) {
 	}
 	w := &workv1.ManifestWork{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        WorkName(p.hub.GetNamespace(), p.hub.GetName()),
+			Name:        pullnames.WorkName(p.hub.GetNamespace(), p.hub.GetName()),
 			Namespace:   p.cluster,
 			Labels:      workLabels(p.hub),
 			Annotations: workAnnotations(p.hub, p.baselines),
@@ -145,21 +67,21 @@ func desiredWork(p workPlan) (*workv1.ManifestWork, string, error) {
 }
 
 func workLabels(hub *unstructured.Unstructured) map[string]string {
-	l := map[string]string{LabelPullWork: "true", contract.LabelManagedBy: contract.ManagedByValue}
+	l := map[string]string{pullnames.LabelPullWork: "true", contract.LabelManagedBy: contract.ManagedByValue}
 	if _, ok := applicationSetOwner(hub); ok {
-		l[LabelApplicationSet] = "true"
+		l[pullnames.LabelApplicationSet] = "true"
 	}
 	return l
 }
 
 func workAnnotations(hub *unstructured.Unstructured, baselines map[string]string) map[string]string {
 	a := map[string]string{
-		AnnotationHubAppNamespace: hub.GetNamespace(),
-		AnnotationHubAppName:      hub.GetName(),
+		pullnames.AnnotationHubAppNamespace: hub.GetNamespace(),
+		pullnames.AnnotationHubAppName:      hub.GetName(),
 	}
 	if owner, ok := applicationSetOwner(hub); ok {
-		a[AnnotationHostingAppSet] = hub.GetNamespace() + "/" + owner.Name
-		a[AnnotationHostingAppSetUID] = string(owner.UID)
+		a[pullnames.AnnotationHostingAppSet] = hub.GetNamespace() + "/" + owner.Name
+		a[pullnames.AnnotationHostingAppSetUID] = string(owner.UID)
 	}
 	maps.Copy(a, baselines)
 	return a
@@ -169,7 +91,7 @@ func workAnnotations(hub *unstructured.Unstructured, baselines map[string]string
 // owner references (the ApplicationSet controller sets one, as controller).
 func applicationSetOwner(app *unstructured.Unstructured) (metav1.OwnerReference, bool) {
 	for _, o := range app.GetOwnerReferences() {
-		if o.Kind == ApplicationSetGVK.Kind && o.APIVersion == ApplicationSetGVK.GroupVersion().String() {
+		if o.Kind == pullnames.ApplicationSetGVK.Kind && o.APIVersion == pullnames.ApplicationSetGVK.GroupVersion().String() {
 			return o, true
 		}
 	}
@@ -186,9 +108,9 @@ func manifestConfigs(app *unstructured.Unstructured, withProject bool) []workv1.
 	}
 	configs := []workv1.ManifestConfigOption{{
 		ResourceIdentifier: workv1.ResourceIdentifier{
-			Group: ApplicationGVK.Group, Resource: "applications", Namespace: app.GetNamespace(), Name: app.GetName(),
+			Group: pullnames.ApplicationGVK.Group, Resource: "applications", Namespace: app.GetNamespace(), Name: app.GetName(),
 		},
-		FeedbackRules: []workv1.FeedbackRule{{Type: workv1.JSONPathsType, JsonPaths: feedbackPathsFor(app)}},
+		FeedbackRules: []workv1.FeedbackRule{{Type: workv1.JSONPathsType, JsonPaths: feedback.PathsFor(app)}},
 		// Watch: the work agent reports a change of the spoke Application as it happens,
 		// instead of at its next status poll (every 10 s by default).
 		FeedbackScrapeType: workv1.FeedbackWatchType,
@@ -197,7 +119,7 @@ func manifestConfigs(app *unstructured.Unstructured, withProject bool) []workv1.
 	if withProject {
 		configs = append(configs, workv1.ManifestConfigOption{
 			ResourceIdentifier: workv1.ResourceIdentifier{
-				Group: AppProjectGVK.Group, Resource: "appprojects", Namespace: app.GetNamespace(), Name: projectName(app),
+				Group: pullnames.AppProjectGVK.Group, Resource: "appprojects", Namespace: app.GetNamespace(), Name: projectName(app),
 			},
 			// Written out, as the apiserver defaults it, so that the stored work compares equal.
 			FeedbackScrapeType: workv1.FeedbackPollType,
@@ -234,8 +156,8 @@ func workDiffers(existing, desired *workv1.ManifestWork) bool {
 
 // ownAnnotations are the annotations of a pull ManifestWork that gitops-addon decides.
 var ownAnnotations = []string{
-	AnnotationHubAppNamespace, AnnotationHubAppName, AnnotationHostingAppSet, AnnotationHostingAppSetUID,
-	AnnotationOperationBaseline, AnnotationRefreshBaseline,
+	pullnames.AnnotationHubAppNamespace, pullnames.AnnotationHubAppName, pullnames.AnnotationHostingAppSet, pullnames.AnnotationHostingAppSetUID,
+	pullnames.AnnotationOperationBaseline, pullnames.AnnotationRefreshBaseline,
 }
 
 // sameManifestConfigs compares the stored manifestConfigs with the desired ones. A stored
@@ -291,7 +213,7 @@ func stampShipped(w *workv1.ManifestWork, now time.Time) {
 	if w.Annotations == nil {
 		w.Annotations = map[string]string{}
 	}
-	w.Annotations[AnnotationShippedAt] = now.UTC().Format(time.RFC3339)
+	w.Annotations[pullnames.AnnotationShippedAt] = now.UTC().Format(time.RFC3339)
 }
 
 // sameJSON says whether two JSON documents hold the same value. Equal bytes are the

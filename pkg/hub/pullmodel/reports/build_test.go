@@ -1,4 +1,4 @@
-package pullmodel
+package reports
 
 import (
 	"context"
@@ -20,13 +20,16 @@ import (
 
 	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract/appresources"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/feedback"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pulltest"
 )
 
 var reportNow = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 
 // testReportReconciler answers from a fake hub with cluster1 (available, with the addon
 // Available) and offline (unavailable since an hour).
-func testReportReconciler(t *testing.T, objects ...client.Object) *ReportReconciler {
+func testReportReconciler(t *testing.T, objects ...client.Object) *Reconciler {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	require.NoError(t, clusterv1.Install(scheme))
@@ -45,22 +48,14 @@ func testReportReconciler(t *testing.T, objects ...client.Object) *ReportReconci
 				LastTransitionTime: hour}}}},
 	)
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).Build()
-	return &ReportReconciler{Client: c, ApplyTimeout: 5 * time.Minute, Now: func() time.Time { return reportNow }}
-}
-
-// summaryValue is the feedback value of a spoke summary with these resources.
-func summaryValue(t *testing.T, resources ...appresources.Resource) string {
-	t.Helper()
-	v, err := appresources.Of(resources...).Encode()
-	require.NoError(t, err)
-	return v
+	return &Reconciler{Client: c, ApplyTimeout: 5 * time.Minute, Now: func() time.Time { return reportNow }}
 }
 
 func TestReportResourcesAndWarnings(t *testing.T) {
 	appSet := types.NamespacedName{Namespace: "openshift-gitops", Name: "guestbook"}
 	work := func(cluster, app string, values map[string]string) workv1.ManifestWork {
-		w := reportedWork(cluster, "openshift-gitops", app, values)
-		w.Annotations[AnnotationHostingAppSet] = "openshift-gitops/guestbook"
+		w := pulltest.ReportedWork(cluster, "openshift-gitops", app, values)
+		w.Annotations[pullnames.AnnotationHostingAppSet] = "openshift-gitops/guestbook"
 		return *w
 	}
 	guestbook := []appresources.Resource{
@@ -72,8 +67,8 @@ func TestReportResourcesAndWarnings(t *testing.T) {
 
 	t.Run("each cluster's resources with health and the failed one's message; the union in ACM's list", func(t *testing.T) {
 		works := []workv1.ManifestWork{
-			work("cluster1", "gb-1", map[string]string{FeedbackSync: "OutOfSync", FeedbackResources: summaryValue(t, guestbook...)}),
-			work("cluster2", "gb-2", map[string]string{FeedbackSync: "Synced", FeedbackResources: summaryValue(t, guestbook[:2]...)}),
+			work("cluster1", "gb-1", map[string]string{feedback.KeySync: "OutOfSync", feedback.KeyResources: pulltest.Summary(t, guestbook...)}),
+			work("cluster2", "gb-2", map[string]string{feedback.KeySync: "Synced", feedback.KeyResources: pulltest.Summary(t, guestbook[:2]...)}),
 		}
 		r, _, err := testReportReconciler(t).buildReport(context.Background(), appSet, works)
 		require.NoError(t, err)
@@ -96,7 +91,7 @@ func TestReportResourcesAndWarnings(t *testing.T) {
 	})
 
 	t.Run("resources not reported by an available addon's cluster: on their way, no warning", func(t *testing.T) {
-		works := []workv1.ManifestWork{work("cluster1", "gb-1", map[string]string{FeedbackSync: "Synced"})}
+		works := []workv1.ManifestWork{work("cluster1", "gb-1", map[string]string{feedback.KeySync: "Synced"})}
 		r, _, err := testReportReconciler(t).buildReport(context.Background(), appSet, works)
 		require.NoError(t, err)
 		assert.Empty(t, r.Statuses.ClusterConditions[0].Conditions)
@@ -104,7 +99,7 @@ func TestReportResourcesAndWarnings(t *testing.T) {
 	})
 
 	t.Run("resources not reported where the addon is not enabled: said, not an empty list", func(t *testing.T) {
-		works := []workv1.ManifestWork{work("offline", "gb-1", map[string]string{FeedbackSync: "Synced"})}
+		works := []workv1.ManifestWork{work("offline", "gb-1", map[string]string{feedback.KeySync: "Synced"})}
 		r, _, err := testReportReconciler(t).buildReport(context.Background(), appSet, works)
 		require.NoError(t, err)
 		require.Len(t, r.Statuses.ClusterConditions[0].Conditions, 1)
@@ -113,7 +108,7 @@ func TestReportResourcesAndWarnings(t *testing.T) {
 	})
 
 	t.Run("an Application outside the Argo CD namespace on its cluster: no summary, and the report says why", func(t *testing.T) {
-		w := work("cluster1", "gb-1", map[string]string{FeedbackSync: "Synced"})
+		w := work("cluster1", "gb-1", map[string]string{feedback.KeySync: "Synced"})
 		w.Spec.ManifestConfigs = []workv1.ManifestConfigOption{{ResourceIdentifier: workv1.ResourceIdentifier{
 			Group: "argoproj.io", Resource: "applications", Namespace: "team-a", Name: "gb-1"}}}
 		w.Status.ResourceStatus.Manifests[0].ResourceMeta.Namespace = "team-a"
@@ -127,7 +122,7 @@ func TestReportResourcesAndWarnings(t *testing.T) {
 		unapplied := func(shipped time.Time) workv1.ManifestWork {
 			w := work("offline", "gb-1", nil)
 			w.Status = workv1.ManifestWorkStatus{}
-			w.Annotations[AnnotationShippedAt] = shipped.Format(time.RFC3339)
+			w.Annotations[pullnames.AnnotationShippedAt] = shipped.Format(time.RFC3339)
 			return w
 		}
 		r, requeue, err := testReportReconciler(t).buildReport(context.Background(), appSet, []workv1.ManifestWork{unapplied(reportNow.Add(-10 * time.Minute))})
@@ -152,10 +147,10 @@ func TestReportResourcesAndWarnings(t *testing.T) {
 		for i := range 1000 {
 			many = append(many, appresources.Resource{Version: "v1", Kind: "ConfigMap", Namespace: "ns", Name: fmt.Sprintf("cm-%04d", i), Status: "Synced"})
 		}
-		value := summaryValue(t, many...)
+		value := pulltest.Summary(t, many...)
 		var works []workv1.ManifestWork
 		for i := range 3 {
-			works = append(works, work(fmt.Sprintf("c%d", i), fmt.Sprintf("gb-%d", i), map[string]string{FeedbackResources: value}))
+			works = append(works, work(fmt.Sprintf("c%d", i), fmt.Sprintf("gb-%d", i), map[string]string{feedback.KeyResources: value}))
 		}
 		r, _, err := testReportReconciler(t).buildReport(context.Background(), appSet, works)
 		require.NoError(t, err)
@@ -173,14 +168,14 @@ func TestReportResourcesAndWarnings(t *testing.T) {
 func TestBuildReport(t *testing.T) {
 	appSet := types.NamespacedName{Namespace: "openshift-gitops", Name: "guestbook"}
 	work := func(cluster, app string, values map[string]string) workv1.ManifestWork {
-		w := reportedWork(cluster, "openshift-gitops", app, values)
-		w.Annotations[AnnotationHostingAppSet] = "openshift-gitops/guestbook"
-		w.Annotations[AnnotationHostingAppSetUID] = "uid-1"
+		w := pulltest.ReportedWork(cluster, "openshift-gitops", app, values)
+		w.Annotations[pullnames.AnnotationHostingAppSet] = "openshift-gitops/guestbook"
+		w.Annotations[pullnames.AnnotationHostingAppSetUID] = "uid-1"
 		w.Spec.ManifestConfigs = []workv1.ManifestConfigOption{{ResourceIdentifier: workv1.ResourceIdentifier{
 			Group: "argoproj.io", Resource: "applications", Namespace: "openshift-gitops", Name: app}}}
 		return *w
 	}
-	healthy := map[string]string{FeedbackHealth: "Healthy", FeedbackSync: "Synced", FeedbackRevision: "r1"}
+	healthy := map[string]string{feedback.KeyHealth: "Healthy", feedback.KeySync: "Synced", feedback.KeyRevision: "r1"}
 	tests := []struct {
 		name        string
 		works       []workv1.ManifestWork
@@ -195,14 +190,14 @@ func TestBuildReport(t *testing.T) {
 				require.Len(t, r.Statuses.ClusterConditions, 2)
 				c := r.Statuses.ClusterConditions[0]
 				assert.Equal(t, "cluster1", c.Cluster, "sorted by cluster")
-				assert.Equal(t, "openshift-gitops/gb-cluster1/cluster1/"+WorkName("openshift-gitops", "gb-cluster1"), c.App)
+				assert.Equal(t, "openshift-gitops/gb-cluster1/cluster1/"+pullnames.WorkName("openshift-gitops", "gb-cluster1"), c.App)
 				assert.Equal(t, "r1", c.SyncRevision)
 			},
 		},
 		{
 			name: "two Applications of the ApplicationSet on one cluster are two entries, one cluster",
 			works: []workv1.ManifestWork{work("cluster1", "gb-a", healthy),
-				work("cluster1", "gb-b", map[string]string{FeedbackHealth: "Progressing", FeedbackSync: "OutOfSync"})},
+				work("cluster1", "gb-b", map[string]string{feedback.KeyHealth: "Progressing", feedback.KeySync: "OutOfSync"})},
 			wantSummary: v1alpha1.ReportSummary{Clusters: "1", Synced: "1", NotSynced: "1", Healthy: "1", NotHealthy: "1", InProgress: "1"},
 		},
 		{
@@ -216,7 +211,7 @@ func TestBuildReport(t *testing.T) {
 		{
 			name: "a failed sync and a failed apply are conditions of the entry",
 			works: func() []workv1.ManifestWork {
-				failed := work("cluster1", "gb-cluster1", map[string]string{FeedbackOperationPhase: "Failed", FeedbackOperationStartedAt: "t", FeedbackOperationMessage: "one or more objects failed to apply"})
+				failed := work("cluster1", "gb-cluster1", map[string]string{feedback.KeyOperationPhase: "Failed", feedback.KeyOperationStartedAt: "t", feedback.KeyOperationMessage: "one or more objects failed to apply"})
 				failed.Status.ResourceStatus.Manifests[0].Conditions = []metav1.Condition{{Type: workv1.ManifestApplied, Status: metav1.ConditionFalse, Reason: "AppliedManifestFailed", Message: "boom"}}
 				return []workv1.ManifestWork{failed}
 			}(),
@@ -236,7 +231,7 @@ func TestBuildReport(t *testing.T) {
 			assert.Zero(t, requeue, "every work is applied")
 			assert.Equal(t, "guestbook", r.Name)
 			assert.Equal(t, "openshift-gitops", r.Namespace)
-			assert.Equal(t, "openshift-gitops.guestbook", r.Labels[LabelHostingAppSetReport])
+			assert.Equal(t, "openshift-gitops.guestbook", r.Labels[pullnames.LabelHostingAppSetReport])
 			require.Len(t, r.OwnerReferences, 1)
 			assert.Equal(t, types.UID("uid-1"), r.OwnerReferences[0].UID)
 			assert.Equal(t, "ApplicationSet", r.OwnerReferences[0].Kind)

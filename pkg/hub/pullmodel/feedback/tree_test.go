@@ -1,4 +1,4 @@
-package pullmodel
+package feedback
 
 import (
 	"fmt"
@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gitops-addon/gitops-addon/pkg/contract/apptree"
-	"github.com/gitops-addon/gitops-addon/pkg/hub/treecache"
 )
 
 // wideTree is n Deployments with a Pod each: 2n nodes.
@@ -27,34 +26,34 @@ func TestTreeProblems(t *testing.T) {
 	require.NoError(t, err)
 	_, large, err := apptree.Bound(wideTree(apptree.MaxNodes))
 	require.NoError(t, err)
-	writer := &treecache.Writer{}
 	for _, tc := range []struct {
-		name   string
-		trees  *treecache.Writer
-		value  string
-		reason string
-		says   string
+		name     string
+		value    string
+		readable bool
+		reason   string
+		says     string
 	}{
-		{name: "a small tree: nothing to say", trees: writer, value: small},
-		{name: "over the bound: its managed resources, and a warning", trees: writer, value: large, reason: ReasonResourceTreeBounded,
+		{name: "a small tree: drawn, nothing to say", value: small, readable: true},
+		{name: "over the bound: its managed resources drawn, and a warning", value: large, readable: true, reason: ReasonResourceTreeBounded,
 			says: "on cluster c1 the resource tree has 2000 nodes, over the bound of 1000 nodes or 48 KiB: the hub shows its 1000 managed resources"},
-		{name: "unreadable: a warning naming the fix", trees: writer, value: "garbage!", reason: ReasonResourceTreeUnreadable, says: "upgrade the hub manager"},
-		{name: "no trees on this hub: nothing to say", value: large},
-		{name: "no tree reported (an older agent): nothing to say", trees: writer},
+		{name: "unreadable: not drawn, a warning naming the fix", value: "garbage!", reason: ReasonResourceTreeUnreadable, says: "upgrade the hub manager"},
+		{name: "no tree reported (an older agent): nothing to draw, nothing to say"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := spokeStatus{values: map[string]string{}}
+			s := Status{values: map[string]string{}}
 			if tc.value != "" {
-				s.values[FeedbackTree] = tc.value
+				s.values[KeyTree] = tc.value
 			}
-			problems := treeProblems(tc.trees, "c1", s.tree())
+			tree := s.Tree()
+			assert.Equal(t, tc.readable, tree.Readable())
+			problems := tree.Problems("c1")
 			if tc.reason == "" {
 				assert.Empty(t, problems)
 				return
 			}
 			require.Len(t, problems, 1)
-			assert.Equal(t, tc.reason, problems[0].reason)
-			assert.Contains(t, problems[0].message, tc.says)
+			assert.Equal(t, tc.reason, problems[0].Reason)
+			assert.Contains(t, problems[0].Message, tc.says)
 		})
 	}
 }

@@ -1,13 +1,15 @@
-// Package pullmodel delivers hub Argo CD Applications to managed clusters through OCM
-// ManifestWorks (the "pull model"), brings the spoke's health and sync status back to the
-// hub Application, and aggregates it per ApplicationSet in MulticlusterApplicationSetReports.
-package pullmodel
+// Package pullnames holds what every part of the pull model names alike: the labels and
+// annotations on hub Applications, pull ManifestWorks and MulticlusterApplicationSetReports
+// (Red Hat ACM's names, so that existing ApplicationSets and tools work unchanged), Argo
+// CD's kinds, the names of ManifestWorks and report labels, the pull model's condition
+// types, and the Problem those conditions list. It imports no other part of the pull
+// model, so that each can import it.
+package pullnames
 
 import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
-	"github.com/gitops-addon/gitops-addon/pkg/hub/localcluster"
 )
 
 // What a user puts on a hub Application to have it pulled by a managed cluster. The
@@ -75,13 +77,3 @@ var (
 	ApplicationSetGVK = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "ApplicationSet"}
 	AppProjectGVK     = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "AppProject"}
 )
-
-// ApplicationCRDName is the CRD whose presence starts the pull model.
-const ApplicationCRDName = "applications.argoproj.io"
-
-// InClusterServer is the destination every pulled Application gets on its spoke: Argo
-// CD's in-cluster address.
-const InClusterServer = localcluster.InClusterServer
-
-// FieldManager is the field manager of our writes to hub Applications.
-const FieldManager = "gitops-addon-pull"

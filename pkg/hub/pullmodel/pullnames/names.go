@@ -1,4 +1,4 @@
-package pullmodel
+package pullnames
 
 import (
 	"crypto/sha256"

@@ -1,10 +1,16 @@
-package pullmodel
+// Package feedback decodes what a spoke reports of a pulled Application through its
+// ManifestWork's status feedback, and nothing else: the keys and JSONPaths the work agent
+// is asked for, the reported values (made printable and bounded), the apply failure, the
+// spoke Application's conditions, its resource summary and tree (pkg/contract), the hub
+// Application's status built from them, and the warnings that explain a report (the
+// ManifestWork not applied in time, resources not reported, a tree bounded), with what
+// the hub reads of the cluster for them. It writes nothing: the propagation controller
+// (pkg/hub/pullmodel) and the report controller (pullmodel/reports) write what it decodes.
+package feedback
 
 import (
 	"fmt"
 	"slices"
-	"strings"
-	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -14,12 +20,13 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/gitops-addon/gitops-addon/pkg/bounded"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 )
 
-// spokeStatus is what the spoke reported about one pulled Application: the feedback
+// Status is what the spoke reported about one pulled Application: the feedback
 // values present (a value Argo CD has not written yet is absent, not empty) and whether
-// the work agent could apply the Application.
-type spokeStatus struct {
+// the work agent could apply the Application. The zero Status has reported nothing.
+type Status struct {
 	values map[string]string
 	// applyFailure is a sentence saying why the Application is not applied, if it is not.
 	applyFailure string
@@ -35,27 +42,36 @@ const maxFeedbackValue = 4 << 10
 // maxFeedbackValue, cut with an ellipsis.
 func cutFeedback(v string) string { return bounded.Cut(bounded.Printable(v), maxFeedbackValue) }
 
-func (s spokeStatus) get(name string) (string, bool) {
-	v, ok := s.values[name]
+// Get is the reported value of a feedback key (Key*), and whether it was reported.
+func (s Status) Get(key string) (string, bool) {
+	v, ok := s.values[key]
 	return v, ok
 }
 
-// spokeStatusOf reads a ManifestWork's status for the Application it carries. A nil work
+// Values are the reported values by key, as they are: the latency metrics compare a
+// report with an earlier one.
+func (s Status) Values() map[string]string { return s.values }
+
+// ApplyFailure is a sentence saying why the work agent could not apply the
+// Application, "" when it could (or has not said).
+func (s Status) ApplyFailure() string { return s.applyFailure }
+
+// Of reads a ManifestWork's status for the Application it carries. A nil work
 // (not created yet) has reported nothing.
-func spokeStatusOf(w *workv1.ManifestWork, appNamespace, appName string) spokeStatus {
-	s := spokeStatus{values: map[string]string{}}
+func Of(w *workv1.ManifestWork, appNamespace, appName string) Status {
+	s := Status{values: map[string]string{}}
 	if w == nil {
 		return s
 	}
 	for _, m := range w.Status.ResourceStatus.Manifests {
-		if m.ResourceMeta.Group != ApplicationGVK.Group || m.ResourceMeta.Resource != "applications" ||
+		if m.ResourceMeta.Group != pullnames.ApplicationGVK.Group || m.ResourceMeta.Resource != "applications" ||
 			m.ResourceMeta.Namespace != appNamespace || m.ResourceMeta.Name != appName {
 			continue
 		}
 		for _, v := range m.StatusFeedbacks.Values {
 			if v.Value.Type == workv1.String && v.Value.String != nil {
 				s.values[v.Name] = *v.Value.String
-				if v.Name != FeedbackResources && v.Name != FeedbackTree { // bounded by their own decoders
+				if v.Name != KeyResources && v.Name != KeyTree { // bounded by their own decoders
 					s.values[v.Name] = cutFeedback(*v.Value.String)
 				}
 			}
@@ -74,19 +90,20 @@ func spokeStatusOf(w *workv1.ManifestWork, appNamespace, appName string) spokeSt
 	return s
 }
 
-// desiredHubStatus is the hub Application's status with what the spoke reported and the
-// pull model's conditions: the fields the spoke did not report are left as they are, so
-// the hub never shows a value the spoke did not send.
-func desiredHubStatus(app *unstructured.Unstructured, s spokeStatus, conditions []any) map[string]any {
+// HubStatus is the hub Application's status with what the spoke reported and the
+// pull model's conditions (ours: PullModelError, PullModelWarning): the fields the spoke
+// did not report are left as they are, so the hub never shows a value the spoke did not
+// send.
+func HubStatus(app *unstructured.Unstructured, s Status, ours []any) map[string]any {
 	current, _, _ := unstructured.NestedMap(app.Object, "status")
 	status := runtime.DeepCopyJSON(orEmpty(current))
-	if v, ok := s.get(FeedbackHealth); ok {
+	if v, ok := s.Get(KeyHealth); ok {
 		setPath(status, v, "health", "status")
 	}
-	if v, ok := s.get(FeedbackSync); ok {
+	if v, ok := s.Get(KeySync); ok {
 		setPath(status, v, "sync", "status")
 	}
-	if v, ok := s.get(FeedbackRevision); ok {
+	if v, ok := s.Get(KeyRevision); ok {
 		// sync.status is required by Argo CD's schema whenever sync is set.
 		if _, has, _ := unstructured.NestedString(status, "sync", "status"); has {
 			setPath(status, v, "sync", "revision")
@@ -95,29 +112,29 @@ func desiredHubStatus(app *unstructured.Unstructured, s spokeStatus, conditions 
 	setSourceRevisions(status, app, s)
 	setOperationState(status, s)
 	setResources(status, s)
-	if v, ok := s.get(FeedbackReconciledAt); ok {
+	if v, ok := s.Get(KeyReconciledAt); ok {
 		status["reconciledAt"] = v
 	}
-	if app.GetAnnotations()[AnnotationSkipReconcile] == "true" {
+	if app.GetAnnotations()[pullnames.AnnotationSkipReconcile] == "true" {
 		// Nobody else writes the conditions of an Application the hub's Argo CD skips:
 		// the spoke's stand in for them.
-		conditions = append(appConditions(s.conditions()), conditions...)
+		ours = append(appConditions(s.Conditions()), ours...)
 		status["conditions"] = []any{}
 	}
-	setConditions(status, conditions)
+	setConditions(status, ours)
 	return status
 }
 
 // setSourceRevisions copies a multi-source Application's revisions, once the spoke
 // reports one for every source.
-func setSourceRevisions(status map[string]any, app *unstructured.Unstructured, s spokeStatus) {
+func setSourceRevisions(status map[string]any, app *unstructured.Unstructured, s Status) {
 	n := sourceCount(app)
 	if n == 0 {
 		return
 	}
 	revisions := make([]any, 0, n)
 	for i := range n {
-		v, ok := s.get(FeedbackSourceRevision(i))
+		v, ok := s.Get(KeySourceRevision(i))
 		if !ok {
 			return
 		}
@@ -131,8 +148,8 @@ func setSourceRevisions(status map[string]any, app *unstructured.Unstructured, s
 // setResources copies the spoke's resource summary into status.resources and
 // status.summary, and its failed resources into the last sync's result. Without a summary
 // (not reported, or unreadable) they are left as they are: a warning says why.
-func setResources(status map[string]any, s spokeStatus) {
-	summary, ok, _ := s.resources()
+func setResources(status map[string]any, s Status) {
+	summary, ok, _ := s.Resources()
 	if !ok {
 		return
 	}
@@ -147,29 +164,29 @@ func setResources(status map[string]any, s spokeStatus) {
 		delete(op, "syncResult")
 		return
 	}
-	revision, _ := s.get(FeedbackRevision)
+	revision, _ := s.Get(KeyRevision)
 	op["syncResult"] = map[string]any{"revision": revision, "resources": failed}
 }
 
-// spokeCondition is one of the spoke Application's conditions.
-type spokeCondition struct{ Type, Message string }
+// Condition is one of the spoke Application's conditions.
+type Condition struct{ Type, Message string }
 
-// conditions are the spoke Application's reported conditions, in its order.
-func (s spokeStatus) conditions() []spokeCondition {
-	var out []spokeCondition
+// Conditions are the spoke Application's reported conditions, in its order.
+func (s Status) Conditions() []Condition {
+	var out []Condition
 	for i := range spokeConditionsReported {
-		t, ok := s.get(FeedbackConditionType(i))
+		t, ok := s.Get(KeyConditionType(i))
 		if !ok || t == "" {
 			break
 		}
-		msg, _ := s.get(FeedbackConditionMessage(i))
-		out = append(out, spokeCondition{Type: t, Message: msg})
+		msg, _ := s.Get(KeyConditionMessage(i))
+		out = append(out, Condition{Type: t, Message: msg})
 	}
 	return out
 }
 
 // appConditions are conditions as Argo CD ApplicationConditions.
-func appConditions(cs []spokeCondition) []any {
+func appConditions(cs []Condition) []any {
 	out := make([]any, 0, len(cs))
 	for _, c := range cs {
 		out = append(out, map[string]any{"type": c.Type, "message": c.Message})
@@ -180,9 +197,9 @@ func appConditions(cs []spokeCondition) []any {
 // setOperationState copies the spoke's operation phase, start and message. Argo CD's
 // schema requires operation, phase and startedAt together; the operation itself stays on
 // the spoke, so an empty one stands in for it, as ACM does.
-func setOperationState(status map[string]any, s spokeStatus) {
-	phase, hasPhase := s.get(FeedbackOperationPhase)
-	started, hasStarted := s.get(FeedbackOperationStartedAt)
+func setOperationState(status map[string]any, s Status) {
+	phase, hasPhase := s.Get(KeyOperationPhase)
+	started, hasStarted := s.Get(KeyOperationStartedAt)
 	if !hasPhase || !hasStarted {
 		return
 	}
@@ -190,7 +207,7 @@ func setOperationState(status map[string]any, s spokeStatus) {
 	op = orEmpty(op)
 	op["phase"] = phase
 	op["startedAt"] = started
-	if msg, ok := s.get(FeedbackOperationMessage); ok {
+	if msg, ok := s.Get(KeyOperationMessage); ok {
 		op["message"] = msg
 	} else {
 		delete(op, "message")
@@ -207,7 +224,7 @@ func setConditions(status map[string]any, ours []any) {
 	kept := slices.DeleteFunc(slices.Clone(existing), func(c any) bool {
 		m, _ := c.(map[string]any)
 		t, _ := m["type"].(string)
-		return t == ConditionPullError || t == ConditionPullWarning
+		return t == pullnames.ConditionPullError || t == pullnames.ConditionPullWarning
 	})
 	all := slices.Concat(kept, ours)
 	if len(all) == 0 {
@@ -217,52 +234,17 @@ func setConditions(status map[string]any, ours []any) {
 	status["conditions"] = all
 }
 
-// pullConditions are the Argo CD ApplicationConditions the pull model reports: one
-// error condition and one warning condition at most, each listing every problem. The
-// transition time is kept while the message is unchanged, so a steady state writes nothing.
-func pullConditions(app *unstructured.Unstructured, errs, warnings []problem, now metav1.Time) []any {
-	var out []any
-	for _, c := range []struct {
-		kind     string
-		problems []problem
-	}{{ConditionPullError, errs}, {ConditionPullWarning, warnings}} {
-		if len(c.problems) == 0 {
-			continue
-		}
-		msg := joinProblems(c.problems)
-		ts := now.UTC().Format(time.RFC3339)
-		if old := findAppCondition(app, c.kind); old != nil && old["message"] == msg {
-			if t, ok := old["lastTransitionTime"].(string); ok {
-				ts = t
-			}
-		}
-		out = append(out, map[string]any{"type": c.kind, "message": msg, "lastTransitionTime": ts})
-	}
-	return out
-}
-
-func joinProblems(ps []problem) string {
-	parts := make([]string, len(ps))
-	for i, p := range ps {
-		parts[i] = p.String()
-	}
-	return strings.Join(parts, "; ")
-}
-
-func findAppCondition(app *unstructured.Unstructured, conditionType string) map[string]any {
-	conds, _, _ := unstructured.NestedSlice(app.Object, "status", "conditions")
-	for _, c := range conds {
-		if m, ok := c.(map[string]any); ok && m["type"] == conditionType {
-			return m
-		}
-	}
-	return nil
-}
-
-// statusDiffers says whether the desired status differs from the Application's.
-func statusDiffers(app *unstructured.Unstructured, desired map[string]any) bool {
+// HubStatusDiffers says whether the desired status differs from the Application's.
+func HubStatusDiffers(app *unstructured.Unstructured, desired map[string]any) bool {
 	current, _, _ := unstructured.NestedMap(app.Object, "status")
 	return !equality.Semantic.DeepEqual(orEmpty(current), desired)
+}
+
+func orEmpty(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
 }
 
 func setPath(m map[string]any, value string, path ...string) {

@@ -1,4 +1,4 @@
-package pullmodel
+package feedback
 
 import (
 	"context"
@@ -11,41 +11,45 @@ import (
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 )
 
 // ReasonNotApplied: the ManifestWork of a pulled Application was not applied within the
 // apply timeout (the cluster is unavailable, or has no work agent).
 const ReasonNotApplied = "NotApplied"
 
-// pendingApply says whether a ManifestWork's current spec awaits its work agent and
+// PendingApply says whether a ManifestWork's current spec awaits its work agent and
 // since when: the work agent has not yet reported Applied (true or false) for the
 // generation gitops-addon wrote last.
-type pendingApply struct {
-	pending bool
-	since   time.Time
+type PendingApply struct {
+	Pending bool
+	Since   time.Time
 }
 
-func pendingApplyOf(w *workv1.ManifestWork) pendingApply {
+// PendingApplyOf says whether, and since when, w awaits its work agent; a nil work, or
+// one being deleted, awaits nothing.
+func PendingApplyOf(w *workv1.ManifestWork) PendingApply {
 	if w == nil || !w.DeletionTimestamp.IsZero() {
-		return pendingApply{}
+		return PendingApply{}
 	}
 	if c := meta.FindStatusCondition(w.Status.Conditions, workv1.WorkApplied); c != nil && c.ObservedGeneration >= w.Generation {
-		return pendingApply{}
+		return PendingApply{}
 	}
 	since := w.CreationTimestamp.Time
-	if t, err := time.Parse(time.RFC3339, w.Annotations[AnnotationShippedAt]); err == nil && t.After(since) {
+	if t, err := time.Parse(time.RFC3339, w.Annotations[pullnames.AnnotationShippedAt]); err == nil && t.After(since) {
 		since = t
 	}
-	return pendingApply{pending: true, since: since}
+	return PendingApply{Pending: true, Since: since}
 }
 
 // overdue says whether the work has waited longer than timeout; if it has not (yet),
 // wait is how long until it will have, 0 when it is not pending at all.
-func (p pendingApply) overdue(now time.Time, timeout time.Duration) (overdue bool, wait time.Duration) {
-	if !p.pending {
+func (p PendingApply) overdue(now time.Time, timeout time.Duration) (overdue bool, wait time.Duration) {
+	if !p.Pending {
 		return false, 0
 	}
-	left := p.since.Add(timeout).Sub(now)
+	left := p.Since.Add(timeout).Sub(now)
 	if left <= 0 {
 		return true, 0
 	}
@@ -53,8 +57,8 @@ func (p pendingApply) overdue(now time.Time, timeout time.Duration) (overdue boo
 }
 
 // notAppliedProblem says that a work is not applied, and why as far as the hub knows.
-func notAppliedProblem(w *workv1.ManifestWork, since time.Time, state string) problem {
-	return problem{ReasonNotApplied, fmt.Sprintf(
+func notAppliedProblem(w *workv1.ManifestWork, since time.Time, state string) pullnames.Problem {
+	return pullnames.Problem{Reason: ReasonNotApplied, Message: fmt.Sprintf(
 		"ManifestWork %s/%s has not been applied on cluster %s since %s: %s",
 		w.Namespace, w.Name, w.Namespace, since.UTC().Format(time.RFC3339), state)}
 }

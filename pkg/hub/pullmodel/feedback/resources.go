@@ -1,4 +1,4 @@
-package pullmodel
+package feedback
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/bounded"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/contract/appresources"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 )
 
 // Reasons of the warnings about an Application's resources.
@@ -30,8 +31,8 @@ const (
 )
 
 // resources decodes the spoke agent's summary, if the spoke reported one.
-func (s spokeStatus) resources() (appresources.Summary, bool, error) {
-	v, ok := s.get(FeedbackResources)
+func (s Status) Resources() (appresources.Summary, bool, error) {
+	v, ok := s.Get(KeyResources)
 	if !ok || v == "" {
 		return appresources.Summary{}, false, nil
 	}
@@ -67,19 +68,19 @@ func printableSummary(s appresources.Summary) appresources.Summary {
 }
 
 // reported says whether the spoke's Argo CD has reported anything about the Application.
-func (s spokeStatus) reported() bool {
-	_, synced := s.get(FeedbackSync)
-	_, reconciled := s.get(FeedbackReconciledAt)
+func (s Status) reported() bool {
+	_, synced := s.Get(KeySync)
+	_, reconciled := s.Get(KeyReconciledAt)
 	return synced || reconciled
 }
 
 // resourceProblems are the warnings about what the hub shows of an Application's
 // resources on cluster: not reported where no agent of ours summarises them, capped,
 // without health. None while the spoke has reported nothing yet.
-func resourceProblems(ctx context.Context, c client.Reader, hubOnly bool, cluster, spokeNamespace string, s spokeStatus) ([]problem, error) {
-	summary, ok, err := s.resources()
+func resourceProblems(ctx context.Context, c client.Reader, hubOnly bool, cluster, spokeNamespace string, s Status) ([]pullnames.Problem, error) {
+	summary, ok, err := s.Resources()
 	if err != nil {
-		return []problem{{ReasonResourcesUnreadable, fmt.Sprintf("the resources cluster %s reports cannot be read (%v): "+
+		return []pullnames.Problem{{Reason: ReasonResourcesUnreadable, Message: fmt.Sprintf("the resources cluster %s reports cannot be read (%v): "+
 			"upgrade the hub manager to the version of the cluster's gitops-addon agent", cluster, err)}}, nil
 	}
 	if !ok {
@@ -90,17 +91,17 @@ func resourceProblems(ctx context.Context, c client.Reader, hubOnly bool, cluste
 		if why == "" || err != nil {
 			return nil, err
 		}
-		return []problem{{ReasonResourcesNotReported, fmt.Sprintf("cluster %s reports the Application's sync and health but "+
+		return []pullnames.Problem{{Reason: ReasonResourcesNotReported, Message: fmt.Sprintf("cluster %s reports the Application's sync and health but "+
 			"not its resources (status.resources is left as it was): %s", cluster, why)}}, nil
 	}
-	var out []problem
+	var out []pullnames.Problem
 	if n := summary.Omitted(); n > 0 {
-		out = append(out, problem{ReasonResourcesCapped, fmt.Sprintf("the Application has %d resources on cluster %s; "+
+		out = append(out, pullnames.Problem{Reason: ReasonResourcesCapped, Message: fmt.Sprintf("the Application has %d resources on cluster %s; "+
 			"status.resources lists %d of them, the failed and unhealthy first (all, by kind: %s)",
 			summary.Total, cluster, len(summary.Resources), summary.KindCounts())})
 	}
 	if summary.HealthSource == appresources.HealthSourceAppTree {
-		out = append(out, problem{ReasonResourceHealthNotPersisted, fmt.Sprintf("the Argo CD of cluster %s does not keep "+
+		out = append(out, pullnames.Problem{Reason: ReasonResourceHealthNotPersisted, Message: fmt.Sprintf("the Argo CD of cluster %s does not keep "+
 			"each resource's health in the Application (controller.resource.health.persist is false), so status.resources "+
 			"has sync statuses only; set it to \"true\" in the ArgoCD's spec.cmdParams", cluster)})
 	}
@@ -183,9 +184,9 @@ func hubSummary(s appresources.Summary) map[string]any {
 	return m
 }
 
-// failedResourcesMessage names the failed and degraded resources of a summary, at most
+// FailedResourcesMessage names the failed and degraded resources of a summary, at most
 // five, with their messages.
-func failedResourcesMessage(s appresources.Summary) string {
+func FailedResourcesMessage(s appresources.Summary) string {
 	failed := s.Failed()
 	if len(failed) == 0 {
 		return ""
