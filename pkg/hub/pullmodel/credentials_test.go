@@ -11,8 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	workv1 "open-cluster-management.io/api/work/v1"
@@ -24,6 +22,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pulltest"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/repocreds"
+	"github.com/gitops-addon/gitops-addon/test/fixtures"
 )
 
 func hubCredential(name, typ, url string, optIn bool) *corev1.Secret {
@@ -41,12 +40,7 @@ func hubCredential(name, typ, url string, optIn bool) *corev1.Secret {
 // https://example.com/repo.git) aimed at cluster1, and objs.
 func fakeHubReconciler(t *testing.T, objs ...client.Object) (*Reconciler, client.Client, *unstructured.Unstructured) {
 	t.Helper()
-	scheme := runtime.NewScheme()
-	require.NoError(t, corev1.AddToScheme(scheme))
-	require.NoError(t, clusterv1.Install(scheme))
-	require.NoError(t, clusterv1beta1.Install(scheme))
-	require.NoError(t, workv1.Install(scheme))
-	require.NoError(t, addonv1beta1.Install(scheme))
+	scheme := fixtures.HubScheme(t)
 	scheme.AddKnownTypeWithName(pullnames.ApplicationGVK, &unstructured.Unstructured{})
 	scheme.AddKnownTypeWithName(pullnames.ApplicationGVK.GroupVersion().WithKind("ApplicationList"), &unstructured.UnstructuredList{})
 	app := pulltest.App(pulltest.SeedApp)

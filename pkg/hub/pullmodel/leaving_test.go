@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pulltest"
+	"github.com/gitops-addon/gitops-addon/test/fixtures"
 )
 
 // seedAppSet generates pulltest.SeedApp (guestbook-cluster1) over the placement's decisions.
@@ -41,9 +41,7 @@ func decision(placement string, clusters ...string) *clusterv1beta1.PlacementDec
 }
 
 func departuresOver(t *testing.T, objs ...client.Object) *Departures {
-	s := runtime.NewScheme()
-	require.NoError(t, clusterv1beta1.Install(s))
-	require.NoError(t, workv1.Install(s))
+	s := fixtures.HubScheme(t)
 	for _, gvk := range []struct{ kind, list string }{{"Application", "ApplicationList"}, {"ApplicationSet", "ApplicationSetList"}} {
 		s.AddKnownTypeWithName(pullnames.ApplicationGVK.GroupVersion().WithKind(gvk.kind), &unstructured.Unstructured{})
 		s.AddKnownTypeWithName(pullnames.ApplicationGVK.GroupVersion().WithKind(gvk.list), &unstructured.UnstructuredList{})

@@ -7,21 +7,20 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
+	"github.com/gitops-addon/gitops-addon/test/fixtures"
 )
 
 // TestReportIsTakenOverInPlace: ACM's report of an ApplicationSet becomes ours, with its
 // other labels kept; a report ours already is left to the next reconcile.
 func TestReportIsTakenOverInPlace(t *testing.T) {
 	ctx := context.Background()
-	scheme := runtime.NewScheme()
-	require.NoError(t, v1alpha1.AddToScheme(scheme))
+	scheme := fixtures.HubScheme(t)
 	acm := &v1alpha1.MulticlusterApplicationSetReport{ObjectMeta: metav1.ObjectMeta{Namespace: "openshift-gitops", Name: "guestbook",
 		Labels: map[string]string{pullnames.LabelHostingAppSetReport: "openshift-gitops.guestbook", "acm": "kept"}}}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(acm).Build()

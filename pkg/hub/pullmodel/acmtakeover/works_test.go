@@ -11,12 +11,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
+	"github.com/gitops-addon/gitops-addon/test/fixtures"
 )
 
 // acmWork is a pull ManifestWork as Red Hat ACM's pull controller writes it for the hub
@@ -44,8 +44,7 @@ func ourWork(applied bool) *workv1.ManifestWork {
 // Events into events.
 func takeover(t *testing.T) (*Works, client.Client, *[]string) {
 	t.Helper()
-	scheme := runtime.NewScheme()
-	require.NoError(t, workv1.Install(scheme))
+	scheme := fixtures.HubScheme(t)
 	ours := acmWork("cluster1", "ours")
 	ours.Annotations[pullnames.AnnotationHubAppName], ours.Labels[pullnames.LabelPullWork] = "guestbook", "true"
 	c := fake.NewClientBuilder().WithScheme(scheme).

@@ -8,14 +8,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pulltest"
+	"github.com/gitops-addon/gitops-addon/test/fixtures"
 )
 
 // TestWarningsExplainTheReport: what the hub says of a report it cannot show whole, from
@@ -23,9 +22,7 @@ import (
 func TestWarningsExplainTheReport(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
-	scheme := runtime.NewScheme()
-	require.NoError(t, clusterv1.Install(scheme))
-	require.NoError(t, addonv1beta1.Install(scheme))
+	scheme := fixtures.HubScheme(t)
 	lost := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "cluster1"}, Spec: clusterv1.ManagedClusterSpec{HubAcceptsClient: true},
 		Status: clusterv1.ManagedClusterStatus{Conditions: []metav1.Condition{{Type: clusterv1.ManagedClusterConditionAvailable,
 			Status: metav1.ConditionUnknown, Reason: "ManagedClusterLeaseUpdateStopped", LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))}}}}

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
@@ -23,6 +22,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/feedback"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pulltest"
+	"github.com/gitops-addon/gitops-addon/test/fixtures"
 )
 
 var reportNow = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
@@ -31,9 +31,7 @@ var reportNow = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 // Available) and offline (unavailable since an hour).
 func testReportReconciler(t *testing.T, objects ...client.Object) *Reconciler {
 	t.Helper()
-	scheme := runtime.NewScheme()
-	require.NoError(t, clusterv1.Install(scheme))
-	require.NoError(t, addonv1beta1.Install(scheme))
+	scheme := fixtures.HubScheme(t)
 	hour := metav1.NewTime(reportNow.Add(-time.Hour))
 	objects = append(objects,
 		&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "cluster1"}, Spec: clusterv1.ManagedClusterSpec{HubAcceptsClient: true},
