@@ -44,7 +44,7 @@ type Images struct {
 	ArgoCDAgent string // argocd-agent, used only in agent mode
 }
 
-// ArgoCDAgentSettings are what an agent-mode cluster's argocd-agent needs from the hub.
+// ArgoCDAgentSettings are what an Argo CD Agent mode cluster's argocd-agent needs from the hub.
 type ArgoCDAgentSettings struct {
 	// Mode is managed or autonomous.
 	Mode string

@@ -70,7 +70,7 @@ const (
 	// connect.
 	ReasonPrincipalAddressUnknown = "PrincipalAddressUnknown"
 	// ReasonArgoCDAgentsNotConnected: every addon is Available, but the argocd-agent of
-	// some agent-mode cluster has no client certificate yet or is not connected to the
+	// some Argo CD Agent mode cluster has no client certificate yet or is not connected to the
 	// principal.
 	ReasonArgoCDAgentsNotConnected = "ArgoCDAgentsNotConnected"
 	// ReasonHubCluster: a selected cluster is the hub itself (local-cluster); nothing is

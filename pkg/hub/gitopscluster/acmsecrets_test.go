@@ -53,7 +53,7 @@ func TestACMClusterSecretsAreTakenOverNeverDoubled(t *testing.T) {
 		wantProblem string
 	}{
 		{name: "ACM 2.9+ name, adopted in place", adopt: true, acm: []string{"c1-application-manager-cluster-secret"}, wantKept: "c1-application-manager-cluster-secret"},
-		{name: "ACM's agent-mode name, adopted in place", adopt: true, acm: []string{"cluster-c1"}, wantKept: "cluster-c1"},
+		{name: "ACM's Argo CD Agent mode name, adopted in place", adopt: true, acm: []string{"cluster-c1"}, wantKept: "cluster-c1"},
 		{name: "both of ACM's names: one adopted, the other removed", adopt: true,
 			acm: []string{"c1-application-manager-cluster-secret", "cluster-c1"}, wantKept: "c1-application-manager-cluster-secret"},
 		{name: "ours beside ACM's (an earlier gitops-addon): ours kept, ACM's removed", adopt: true, oursFirst: true,

@@ -193,10 +193,10 @@ type addonState struct {
 	available bool
 	// modeProblem says why the cluster's Argo CD Agent mode label was not used.
 	modeProblem string
-	// agentMode: the cluster is in Argo CD Agent mode; agentCertificate: its agent
-	// reported the client certificate in place; agentConnected: that argocd-agent is
+	// argoCDAgentMode: the cluster is in Argo CD Agent mode; argoCDAgentCertificate: its agent
+	// reported the client certificate in place; argoCDAgentConnected: that argocd-agent is
 	// connected to the principal.
-	agentMode, agentCertificate, agentConnected bool
+	argoCDAgentMode, argoCDAgentCertificate, argoCDAgentConnected bool
 	// existing is what the cluster's addon reports of an Argo CD gitops-addon did not
 	// create there (its ExistingArgoCD condition True), and the choice in force; nil when
 	// it reports none.
@@ -222,10 +222,10 @@ func (r *Reconciler) managedCluster(ctx context.Context, cluster string) (*clust
 	return mc, nil
 }
 
-// agentModeOf is the Argo CD Agent mode of one cluster: its ManagedCluster's
+// argoCDAgentModeOf is the Argo CD Agent mode of one cluster: its ManagedCluster's
 // ArgoCDAgentMode label when set to a valid mode, else the GitOpsCluster's; "" when agent
 // mode is off. A label with another value is reported (problem) and not used.
-func agentModeOf(gc *appsv1beta1.GitOpsCluster, mc *clusterv1.ManagedCluster) (mode, problem string) {
+func argoCDAgentModeOf(gc *appsv1beta1.GitOpsCluster, mc *clusterv1.ManagedCluster) (mode, problem string) {
 	mode = gc.ArgoCDAgentMode()
 	if mode == "" || mc == nil {
 		return mode, ""
@@ -263,15 +263,15 @@ func (res *addonResult) add(cluster string, state addonState) {
 	// is no fault, and counting it would keep AddOnsReady, and Ready, False for as long as
 	// that Argo CD runs. Available still counts: the spoke agent runs and reports either
 	// way, and an addon that is not Available is a fault there like anywhere.
-	if state.agentMode && state.existing == nil {
-		res.agentMode++
-		if state.agentCertificate {
-			res.agentCertificates++
+	if state.argoCDAgentMode && state.existing == nil {
+		res.argoCDAgentMode++
+		if state.argoCDAgentCertificate {
+			res.argoCDAgentCertificates++
 		} else {
-			res.agentWithoutCertificate = append(res.agentWithoutCertificate, cluster)
+			res.argoCDAgentWithoutCertificate = append(res.argoCDAgentWithoutCertificate, cluster)
 		}
-		if state.agentConnected {
-			res.agentConnected++
+		if state.argoCDAgentConnected {
+			res.argoCDAgentConnected++
 		} else {
 			res.agentNotConnected = append(res.agentNotConnected, cluster)
 		}
@@ -295,7 +295,7 @@ func (r *Reconciler) ensureAddon(
 	if err != nil {
 		return addonState{}, err
 	}
-	mode, modeProblem := agentModeOf(gc, mc)
+	mode, modeProblem := argoCDAgentModeOf(gc, mc)
 	choice, choiceProblem := existingArgoCDChoiceOf(gc, mc)
 	settings := addonSettings(gc, mode, trust)
 	settings.ExistingArgoCD = choice.setting()
@@ -309,14 +309,14 @@ func (r *Reconciler) ensureAddon(
 		current = outcome.Existing.(*addonv1beta1.ManagedClusterAddOn)
 	}
 	available := meta.IsStatusConditionTrue(current.Status.Conditions, addonv1beta1.ManagedClusterAddOnConditionAvailable)
-	state := addonState{outcome: outcome, available: available, modeProblem: modeProblem, agentMode: mode != "", choiceProblem: choiceProblem,
+	state := addonState{outcome: outcome, available: available, modeProblem: modeProblem, argoCDAgentMode: mode != "", choiceProblem: choiceProblem,
 		existing: existingArgoCDReported(cluster, current, choice)}
 	if failure := stackApplyFailure(current); failure != "" {
 		state.applyProblem = fmt.Sprintf("Cluster %s: %s", cluster, failure)
 	}
-	if state.agentMode {
-		state.agentCertificate = meta.IsStatusConditionTrue(current.Status.Conditions, contract.ConditionArgoCDAgentCertificate)
-		state.agentConnected = meta.IsStatusConditionTrue(current.Status.Conditions, contract.ConditionArgoCDAgentConnected)
+	if state.argoCDAgentMode {
+		state.argoCDAgentCertificate = meta.IsStatusConditionTrue(current.Status.Conditions, contract.ConditionArgoCDAgentCertificate)
+		state.argoCDAgentConnected = meta.IsStatusConditionTrue(current.Status.Conditions, contract.ConditionArgoCDAgentConnected)
 	}
 	return state, nil
 }

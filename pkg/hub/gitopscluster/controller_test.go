@@ -222,19 +222,19 @@ func TestDisablingTheAddonRemovesOnlyOurAddons(t *testing.T) {
 // condition that says so and how to fix it, and nothing is written for it.
 func TestArgoNamespaceOutsideTheManagersIsRefused(t *testing.T) {
 	tests := []struct {
-		name       string
-		allowed    []string
-		agentMode  bool
-		emptyArgo  bool // spec.argoServer.argoNamespace "": the GitOpsCluster's own namespace (gitops)
-		wantReason string
-		refusedOn  string
-		refusedAs  string
+		name            string
+		allowed         []string
+		argoCDAgentMode bool
+		emptyArgo       bool // spec.argoServer.argoNamespace "": the GitOpsCluster's own namespace (gitops)
+		wantReason      string
+		refusedOn       string
+		refusedAs       string
 	}{
 		{name: "any namespace when none is configured", wantReason: appsv1beta1.ReasonRegistered},
 		{name: "a listed namespace", allowed: []string{"openshift-gitops", "gitops"}, wantReason: appsv1beta1.ReasonRegistered},
 		{name: "an unlisted namespace", allowed: []string{"openshift-gitops"}, wantReason: appsv1beta1.ReasonArgoNamespaceNotAllowed, refusedOn: appsv1beta1.ConditionClustersRegistered,
 			refusedAs: `spec.argoServer.argoNamespace "gitops" is not one of`},
-		{name: "an unlisted namespace in agent mode", allowed: []string{"openshift-gitops"}, agentMode: true, wantReason: appsv1beta1.ReasonArgoNamespaceNotAllowed, refusedOn: appsv1beta1.ConditionArgoCDAgentTrust,
+		{name: "an unlisted namespace in agent mode", allowed: []string{"openshift-gitops"}, argoCDAgentMode: true, wantReason: appsv1beta1.ReasonArgoNamespaceNotAllowed, refusedOn: appsv1beta1.ConditionArgoCDAgentTrust,
 			refusedAs: `spec.argoServer.argoNamespace "gitops" is not one of`},
 		{name: "empty argoNamespace: the GitOpsCluster's own namespace, listed", allowed: []string{"openshift-gitops", "gitops"}, emptyArgo: true, wantReason: appsv1beta1.ReasonRegistered},
 		{name: "empty argoNamespace: the GitOpsCluster's own namespace, unlisted", allowed: []string{"openshift-gitops"}, emptyArgo: true,
@@ -244,7 +244,7 @@ func TestArgoNamespaceOutsideTheManagersIsRefused(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			gc := gitOpsCluster("gc", "p", true)
-			if tt.agentMode {
+			if tt.argoCDAgentMode {
 				gc.Spec.GitOpsAddon.ArgoCDAgent = &appsv1beta1.ArgoCDAgentSpec{Enabled: ptr.To(true)}
 			}
 			if tt.emptyArgo {
@@ -363,10 +363,10 @@ func TestHandoverResolvesOtherGitOpsClustersOnce(t *testing.T) {
 	assert.LessOrEqual(t, lists.Load(), int32(3), "GitOpsClusters listed %d times for 20 handovers", lists.Load())
 }
 
-// TestAgentModeAnnotationsCarryThePrincipalAndItsCA: an agent-mode cluster's
+// TestArgoCDAgentModeAnnotationsCarryThePrincipalAndItsCA: an Argo CD Agent mode cluster's
 // ManagedClusterAddOn tells the spoke where the principal is and the CA to trust it by;
 // the CA stays on the hub with propagateHubCA: false or ACM's skip annotation.
-func TestAgentModeAnnotationsCarryThePrincipalAndItsCA(t *testing.T) {
+func TestArgoCDAgentModeAnnotationsCarryThePrincipalAndItsCA(t *testing.T) {
 	tests := []struct {
 		name        string
 		agent       appsv1beta1.ArgoCDAgentSpec
@@ -508,10 +508,10 @@ func TestPrincipalAddressIsSetOrDiscovered(t *testing.T) {
 	}
 }
 
-// TestAgentCertificatesAndConnectionsAreCountedPerCluster: the GitOpsCluster says on how
-// many agent-mode clusters argocd-agent has its client certificate and is connected,
+// TestArgoCDAgentCertificatesAndConnectionsAreCountedPerCluster: the GitOpsCluster says on how
+// many Argo CD Agent mode clusters argocd-agent has its client certificate and is connected,
 // names the others, and is not ready while an Available cluster's agent is not connected.
-func TestAgentCertificatesAndConnectionsAreCountedPerCluster(t *testing.T) {
+func TestArgoCDAgentCertificatesAndConnectionsAreCountedPerCluster(t *testing.T) {
 	type agentReport struct{ available, certificate, connected bool }
 	for _, tt := range []struct {
 		name         string
@@ -522,14 +522,14 @@ func TestAgentCertificatesAndConnectionsAreCountedPerCluster(t *testing.T) {
 	}{
 		{name: "one certificate, no connection", c1: agentReport{true, true, false}, c2: agentReport{true, false, false},
 			wantStatus: metav1.ConditionFalse, wantReason: appsv1beta1.ReasonArgoCDAgentsNotConnected,
-			wantMessages: []string{"Argo CD Agent client certificate in place on 1 of 2 agent-mode cluster(s); not yet on: c2",
+			wantMessages: []string{"Argo CD Agent client certificate in place on 1 of 2 Argo CD Agent mode cluster(s); not yet on: c2",
 				"argocd-agent connected to the principal on 0 of 2; not connected: c1, c2 (see their ManagedClusterAddOn's ArgoCDAgentConnected condition)"}},
 		{name: "one connected", c1: agentReport{true, true, true}, c2: agentReport{true, true, false},
 			wantStatus: metav1.ConditionFalse, wantReason: appsv1beta1.ReasonArgoCDAgentsNotConnected,
 			wantMessages: []string{"connected to the principal on 1 of 2; not connected: c2"}},
 		{name: "all connected", c1: agentReport{true, true, true}, c2: agentReport{true, true, true},
 			wantStatus: metav1.ConditionTrue, wantReason: appsv1beta1.ReasonAddOnsAvailable,
-			wantMessages: []string{"2 of 2 addon(s) Available. Argo CD Agent client certificate in place on 2 of 2 agent-mode cluster(s); argocd-agent connected to the principal on 2 of 2."}},
+			wantMessages: []string{"2 of 2 addon(s) Available. Argo CD Agent client certificate in place on 2 of 2 Argo CD Agent mode cluster(s); argocd-agent connected to the principal on 2 of 2."}},
 		{name: "an addon not Available is named first", c1: agentReport{true, true, true}, c2: agentReport{false, false, false},
 			wantStatus: metav1.ConditionFalse, wantReason: appsv1beta1.ReasonAddOnsProgressing,
 			wantMessages: []string{"waiting for: c2", "not connected: c2"}},
@@ -566,7 +566,7 @@ func TestAgentCertificatesAndConnectionsAreCountedPerCluster(t *testing.T) {
 	}
 }
 
-// TestGitOpsClustersSharingAPrincipalDoNotReissueItsCertificateInTurn: two agent-mode
+// TestGitOpsClustersSharingAPrincipalDoNotReissueItsCertificateInTurn: two Argo CD Agent mode
 // GitOpsClusters of one Argo CD namespace (one principal) with different serverAddresses
 // get one principal certificate naming both, issued once, not again by each reconcile.
 func TestGitOpsClustersSharingAPrincipalDoNotReissueItsCertificateInTurn(t *testing.T) {

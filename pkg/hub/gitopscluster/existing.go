@@ -42,7 +42,7 @@ func (c existingArgoCDChoice) String() string {
 // existingArgoCDChoiceOf is one cluster's choice: its ManagedCluster's
 // contract.ExistingArgoCDPolicy label when set to a valid choice, else the
 // GitOpsCluster's spec.gitopsAddon.existingArgoCD. A label with another value is
-// reported (problem) and not used, as an invalid agent-mode label is.
+// reported (problem) and not used, as an invalid Argo CD Agent mode label is.
 func existingArgoCDChoiceOf(gc *appsv1beta1.GitOpsCluster, mc *clusterv1.ManagedCluster) (existingArgoCDChoice, string) {
 	spec := existingArgoCDChoice{value: gc.ExistingArgoCDChoice(), source: "spec.gitopsAddon.existingArgoCD"}
 	if mc == nil {

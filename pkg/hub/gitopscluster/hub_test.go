@@ -256,24 +256,24 @@ func TestExistingArgoCDIsCountedFromTheAddons(t *testing.T) {
 		Message: "OpenShift GitOps 1.16 via OLM, ArgoCD openshift-gitops/openshift-gitops"}
 	none := metav1.Condition{Type: contract.ConditionExistingArgoCD, Status: metav1.ConditionFalse, Reason: contract.ExistingArgoCDNone, Message: "none"}
 	tests := []struct {
-		name       string
-		withHub    bool
-		agentMode  bool
-		wantReason string
-		wantCount  int32
-		wantWords  []string
+		name            string
+		withHub         bool
+		argoCDAgentMode bool
+		wantReason      string
+		wantCount       int32
+		wantWords       []string
 	}{
 		{name: "one cluster runs its own", wantReason: appsv1beta1.ReasonExistingArgoCDFound, wantCount: 1,
 			wantWords: []string{"1 cluster(s) already run an Argo CD gitops-addon did not create", "cluster c1 (OpenShift GitOps 1.16 via OLM, ArgoCD openshift-gitops/openshift-gitops; Skip, by spec.gitopsAddon.existingArgoCD"}},
 		{name: "and the hub", withHub: true, wantReason: appsv1beta1.ReasonExistingArgoCDFound, wantCount: 2,
 			wantWords: []string{"Cluster local-cluster is the hub itself", "cluster c1 (OpenShift GitOps 1.16"}},
-		{name: "in Argo CD Agent mode", agentMode: true, wantReason: appsv1beta1.ReasonExistingArgoCDFound, wantCount: 1,
+		{name: "in Argo CD Agent mode", argoCDAgentMode: true, wantReason: appsv1beta1.ReasonExistingArgoCDFound, wantCount: 1,
 			wantWords: []string{"cluster c1 (OpenShift GitOps 1.16"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			gc := gitOpsCluster("gc", "p", true)
-			if tt.agentMode {
+			if tt.argoCDAgentMode {
 				gc.Spec.GitOpsAddon.ArgoCDAgent = &appsv1beta1.ArgoCDAgentSpec{Enabled: ptr.To(true), ServerAddress: "principal.example.com"}
 			}
 			clusters := []string{"c1", "c2"}
@@ -281,13 +281,13 @@ func TestExistingArgoCDIsCountedFromTheAddons(t *testing.T) {
 				clusters = append(clusters, "local-cluster")
 			}
 			r, c, _ := hubReconciler(t, append(placementObjects("p", clusters...), gc)...)
-			if tt.agentMode {
+			if tt.argoCDAgentMode {
 				r.Trust = &argocdagent.Keeper{Client: c, APIReader: c}
 			}
 			got := reconcileOnce(t, r, gc)
 			markAddonAvailable(t, c, "c1", found)
 			agentUp := []metav1.Condition{none}
-			if tt.agentMode {
+			if tt.argoCDAgentMode {
 				agentUp = append(agentUp,
 					metav1.Condition{Type: contract.ConditionArgoCDAgentCertificate, Status: metav1.ConditionTrue, Reason: "InPlace"},
 					metav1.Condition{Type: contract.ConditionArgoCDAgentConnected, Status: metav1.ConditionTrue, Reason: "Connected"})

@@ -60,11 +60,11 @@ type addonResult struct {
 	draining []string
 	// recheckAfter is when a ManagedClusterAddOn being removed will have waited StuckAfter.
 	recheckAfter time.Duration
-	// agentMode clusters in Argo CD Agent mode, of which agentCertificates reported their
-	// client certificate in place (agentWithoutCertificate the others) and agentConnected
+	// argoCDAgentMode clusters in Argo CD Agent mode, of which argoCDAgentCertificates reported their
+	// client certificate in place (argoCDAgentWithoutCertificate the others) and argoCDAgentConnected
 	// their argocd-agent connected to the principal (agentNotConnected the others).
-	agentMode, agentCertificates, agentConnected int
-	agentWithoutCertificate, agentNotConnected   []string
+	argoCDAgentMode, argoCDAgentCertificates, argoCDAgentConnected int
+	argoCDAgentWithoutCertificate, agentNotConnected               []string
 	// existing are the clusters whose addon reports an Argo CD gitops-addon did not create.
 	existing []existingArgoCD
 }
@@ -293,14 +293,14 @@ func addonsCondition(obs observation) metav1.Condition {
 		c.Status, c.Reason = metav1.ConditionTrue, appsv1beta1.ReasonAddOnsAvailable
 		c.Message = fmt.Sprintf("%d of %d addon(s) Available.", a.available, a.withAddon)
 	}
-	if a.enabled && obs.placement.resolved && a.agentMode > 0 {
-		c.Message += fmt.Sprintf(" Argo CD Agent client certificate in place on %d of %d agent-mode cluster(s)", a.agentCertificates, a.agentMode)
-		if len(a.agentWithoutCertificate) > 0 {
+	if a.enabled && obs.placement.resolved && a.argoCDAgentMode > 0 {
+		c.Message += fmt.Sprintf(" Argo CD Agent client certificate in place on %d of %d Argo CD Agent mode cluster(s)", a.argoCDAgentCertificates, a.argoCDAgentMode)
+		if len(a.argoCDAgentWithoutCertificate) > 0 {
 			c.Message += "; not yet on: " + listNames(
-				a.agentWithoutCertificate,
+				a.argoCDAgentWithoutCertificate,
 			) + " (see their ManagedClusterAddOn's " + contract.ConditionArgoCDAgentCertificate + " condition)"
 		}
-		c.Message += fmt.Sprintf("; argocd-agent connected to the principal on %d of %d", a.agentConnected, a.agentMode)
+		c.Message += fmt.Sprintf("; argocd-agent connected to the principal on %d of %d", a.argoCDAgentConnected, a.argoCDAgentMode)
 		if len(a.agentNotConnected) > 0 {
 			c.Message += "; not connected: " + listNames(
 				a.agentNotConnected,

@@ -111,7 +111,7 @@ func TestUnsupportedFieldsAreNamed(t *testing.T) {
 	assert.Contains(t, st.Message, "spec.managedServiceAccountRef")
 }
 
-// TestAgentModeStatusMessageSaysWhatIsActedUpon reads status.message of agent-mode
+// TestAgentModeStatusMessageSaysWhatIsActedUpon reads status.message of Argo CD Agent mode
 // GitOpsClusters: agent mode itself is acted upon, so only its unused fields are named.
 func TestAgentModeStatusMessageSaysWhatIsActedUpon(t *testing.T) {
 	tests := []struct {
