@@ -38,7 +38,6 @@ const (
 	ReasonRegistered         = "Registered"
 	ReasonRegistrationFailed = "RegistrationFailed"
 	ReasonOwnedByOther       = "OwnedByAnotherGitOpsCluster"
-	ReasonNotOwned           = "ExistingObjectNotOwned"
 	ReasonAddOnsAvailable    = "AddOnsAvailable"
 	ReasonAddOnsProgressing  = "AddOnsProgressing"
 	ReasonAddOnDisabled      = "AddOnDisabled"
@@ -56,7 +55,6 @@ const (
 	ReasonReady                  = "Ready"
 	ReasonNotReady               = "NotReady"
 	ReasonPlacementUnresolved    = "PlacementUnresolved"
-	ReasonWaitingForPlacement    = "WaitingForPlacement"
 	// ReasonReconcileError: a step failed on an API error; the message has the error and
 	// the fix, and the controller retries with backoff.
 	ReasonReconcileError = "ReconcileError"

@@ -25,7 +25,6 @@ const (
 	ReasonSkipReconcileMissing     = "SkipReconcileMissing"
 	ReasonDestinationRewritten     = "DestinationNameCleared"
 	ReasonSpokeApplyFailed         = "SpokeApplyFailed"
-	ReasonDelivered                = "Delivered"
 	// ReasonHubClusterNotPulled: the Application is aimed at the hub itself
 	// (local-cluster), whose own Argo CD syncs Applications for it directly; no
 	// ManifestWork is made.
