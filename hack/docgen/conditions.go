@@ -939,6 +939,7 @@ func writeConditions(root, out string) error {
 	if err := idx.scan(); err != nil {
 		return err
 	}
+	idx.leaveToTables()
 	conditions, err := idx.conditionsPage()
 	if err != nil {
 		return err
@@ -951,4 +952,24 @@ func writeConditions(root, out string) error {
 		return err
 	}
 	return writeFile(filepath.Join(out, "events.md"), []byte(events))
+}
+
+// leaveToTables drops what a table documents: the condition types, reasons and Events
+// whose constants a table's package declares.
+func (idx *codeIndex) leaveToTables() {
+	for value, t := range idx.conditionTypes {
+		if fromTable(t.pkg) {
+			delete(idx.conditionTypes, value)
+		}
+	}
+	for key, r := range idx.reasons {
+		if fromTable(r.pkg) {
+			delete(idx.reasons, key)
+		}
+	}
+	for value, e := range idx.events {
+		if e.def != nil && fromTable(e.def.pkg.dir) {
+			delete(idx.events, value)
+		}
+	}
 }

@@ -9,11 +9,13 @@ import (
 // conditionsPage renders conditions.md: the condition types, then every reason, grouped
 // by the package that declares it and, within it, by its const group.
 func (idx *codeIndex) conditionsPage() (string, error) {
-	b := page("Conditions and reasons", "Every condition type and reason gitops-addon sets, read from the constants in `pkg/` and from "+
-		"the code that sets them. A message template is the text a user sees, with `<expression>` where the code puts a value "+
+	b := page("Conditions and reasons", "Every condition type and reason gitops-addon sets. Those of a table (`pkg/api/reasons`: "+
+		"the GitOpsCluster's so far) come from it, with what each means and what to do; the others are read from the constants in "+
+		"`pkg/` and from the code that sets them. A message template is the text a user sees, with `<expression>` where the code puts a value "+
 		"computed at run time (the Go expression that computes it); a reason whose message is built elsewhere has none here. "+
 		"What to do about each reason: [troubleshooting](../troubleshooting.md).\n\n")
 
+	tableConditions(b)
 	b.WriteString("## Condition types\n\n")
 	b.WriteString("| Type | Shown on | Meaning | Reasons |\n| --- | --- | --- | --- |\n")
 	for _, t := range idx.sortedConditionTypes() {
@@ -73,7 +75,8 @@ func (idx *codeIndex) eventsPage() (string, error) {
 		"message template (`<expression>`: a value computed at run time). `kubectl describe` shows an object's Events; "+
 		"`kubectl get events -A --field-selector type=Warning` lists the warnings. The pull model also records each "+
 		"[reason of a hub Application's condition](conditions.md#pkghubpullmodel) as an Event on it, and the GitOpsCluster "+
-		"controller each failed step's [condition reason](conditions.md#pkgapiv1beta1).\n")
+		"controller each failed step's [condition reason](conditions.md#gitopscluster).\n")
+	tableEvents(b)
 	byPkg := map[string][]*reasonDef{}
 	for _, value := range sortedKeys(idx.events) {
 		r := idx.events[value]

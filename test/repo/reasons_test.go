@@ -43,7 +43,7 @@ func TestEveryReasonSetIsDocumented(t *testing.T) {
 	}
 	sort.Strings(missing)
 	for _, m := range missing {
-		t.Errorf("reason %s is in neither docs/reference/conditions.md nor events.md: declare it where hack/docgen finds it, and run make docs", m)
+		t.Errorf("reason %s is in neither docs/reference/conditions.md nor events.md: add it to its table (pkg/api/v1beta1.Reasons for the GitOpsCluster and the hub's Events), or declare it where hack/docgen finds it; then make docs", m)
 	}
 }
 

@@ -173,7 +173,8 @@ func (r *Reconciler) adopt(ctx context.Context, w *wanted, current client.Object
 	if err := r.Client.Update(ctx, current); err != nil {
 		return fmt.Errorf("adopting %s: %w", w.key, err)
 	}
-	r.event(adopter, corev1.EventTypeNormal, "Adopted", "Adopted %s (it was not created by gitops-addon; %s is \"true\")", w.key, appsv1beta1.AnnotationAdopt)
+	r.event(adopter, corev1.EventTypeNormal, appsv1beta1.ReasonAdopted, "Adopted %s (it was not created by gitops-addon; %s is \"true\")",
+		w.key, appsv1beta1.AnnotationAdopt)
 	return nil
 }
 
@@ -217,11 +218,11 @@ func (r *Reconciler) remove(ctx context.Context, obj client.Object, users []*app
 	err := client.IgnoreNotFound(r.Client.Delete(ctx, obj, client.Preconditions{UID: &uid}))
 	for _, regarding := range concerned(obj, users) {
 		if err != nil {
-			r.event(regarding, corev1.EventTypeWarning, "SharedObjectNotRemoved", "Could not remove %s, which no GitOpsCluster needs any more: %v. "+
+			r.event(regarding, corev1.EventTypeWarning, appsv1beta1.ReasonSharedObjectNotRemoved, "Could not remove %s, which no GitOpsCluster needs any more: %v. "+
 				"Retrying with backoff.", key, err)
 			continue
 		}
-		r.event(regarding, corev1.EventTypeNormal, "SharedObjectRemoved", "Removed %s, which no GitOpsCluster needs any more", key)
+		r.event(regarding, corev1.EventTypeNormal, appsv1beta1.ReasonSharedObjectRemoved, "Removed %s, which no GitOpsCluster needs any more", key)
 	}
 	if err != nil {
 		return fmt.Errorf("deleting %s: %w", key, err)

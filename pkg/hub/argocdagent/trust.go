@@ -12,10 +12,6 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/hub/argocdagent/pki"
 )
 
-// ReasonTrustPending is the ArgoCDAgentTrust condition's reason (Unknown) while the trust
-// controller has not issued every trust Secret of the Argo CD namespace yet.
-const ReasonTrustPending = "TrustPending"
-
 // Trust is the Argo CD Agent trust of an Argo CD namespace: where its trust Secrets stand
 // and the CA that signs. The trust controller keeps it (Keeper.Ensure, which says what it
 // Issued); a GitOpsCluster in Argo CD Agent mode only reads it (TrustReader: Keeper.Read,

@@ -26,10 +26,6 @@ import (
 // TrustControllerName names the trust controller in logs, metrics and events.
 const TrustControllerName = "argocdagent-trust"
 
-// ReasonTrustFailed is the reason of the Warning Event on the GitOpsClusters of a
-// namespace whose trust could not be kept.
-const ReasonTrustFailed = "ArgoCDAgentTrustFailed"
-
 // TrustReconciler keeps the Argo CD Agent trust of every Argo CD namespace that has
 // GitOpsClusters in Argo CD Agent mode: the principal's CA, serving certificates and JWT key. It
 // reconciles a namespace, not a GitOpsCluster, so that one writer issues them for the
@@ -70,7 +66,7 @@ func (r *TrustReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		}
 	}
 	for _, gc := range sharing {
-		r.event(gc, corev1.EventTypeWarning, ReasonTrustFailed, "Keeping the Argo CD Agent certificates of %s: %v", ns, err)
+		r.event(gc, corev1.EventTypeWarning, appsv1beta1.ReasonTrustFailed, "Keeping the Argo CD Agent certificates of %s: %v", ns, err)
 	}
 	return ctrl.Result{}, fmt.Errorf("keeping the Argo CD Agent certificates of %s: %w", ns, err)
 }
@@ -109,7 +105,7 @@ func (r *TrustReconciler) announceIssued(sharing []*appsv1beta1.GitOpsCluster, n
 				cmp.Or(service, "<the principal's Deployment>") + ")"
 		}
 		for _, gc := range sharing {
-			r.event(gc, corev1.EventTypeNormal, "AgentCertificateIssued", "Issued Secret %s/%s (%s)", ns, name, why)
+			r.event(gc, corev1.EventTypeNormal, appsv1beta1.ReasonCertificateIssued, "Issued Secret %s/%s (%s)", ns, name, why)
 		}
 	}
 }

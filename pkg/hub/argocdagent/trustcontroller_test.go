@@ -121,7 +121,7 @@ func TestTrustFailureIsAWarningOnEachGitOpsCluster(t *testing.T) {
 	assert.Contains(t, err.Error(), "was not created by gitops-addon")
 	warnings := 0
 	for len(recorder.Events) > 0 {
-		if e := <-recorder.Events; assert.Contains(t, e, ReasonTrustFailed) {
+		if e := <-recorder.Events; assert.Contains(t, e, appsv1beta1.ReasonTrustFailed) {
 			warnings++
 		}
 	}

@@ -15,6 +15,8 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 )
 
 // establishTimeout bounds the wait for a CRD the manager created to be served.
@@ -77,9 +79,9 @@ func Ensure(ctx context.Context, c client.Client, recorder events.EventRecorder)
 
 func reason(a action) string {
 	if a == refuse {
-		return "CRDUpgradeRefused"
+		return appsv1beta1.ReasonCRDUpgradeRefused
 	}
-	return "CRDOwnedByOthers"
+	return appsv1beta1.ReasonCRDOwnedByOthers
 }
 
 func get(ctx context.Context, c client.Client, name string) (*apiextensionsv1.CustomResourceDefinition, error) {

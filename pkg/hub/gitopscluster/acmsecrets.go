@@ -163,13 +163,13 @@ func (r *Reconciler) acmSecrets(ctx context.Context, gc *appsv1beta1.GitOpsClust
 // and go with the searches.
 func (r *Reconciler) removeDuplicates(ctx context.Context, gc *appsv1beta1.GitOpsCluster, kept, doubled string, duplicates []*corev1.Secret) error {
 	if doubled != "" {
-		r.event(gc, corev1.EventTypeWarning, "DoubleRegistration", "%s", doubled)
+		r.event(gc, corev1.EventTypeWarning, appsv1beta1.ReasonDoubleRegistration, "%s", doubled)
 	}
 	for _, s := range duplicates {
 		if err := r.owned().DeleteExact(ctx, s); err != nil {
 			return err
 		}
-		r.event(gc, corev1.EventTypeNormal, "DuplicateRemoved",
+		r.event(gc, corev1.EventTypeNormal, appsv1beta1.ReasonACMSecretRemoved,
 			"Removed Red Hat ACM's cluster secret %s/%s: %s/%s, adopted, registers the same cluster (%s is \"true\")",
 			s.Namespace, s.Name, s.Namespace, kept, appsv1beta1.AnnotationAdopt)
 	}

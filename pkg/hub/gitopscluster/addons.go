@@ -405,7 +405,7 @@ func (r *Reconciler) removeAddons(ctx context.Context, gc *appsv1beta1.GitOpsClu
 		if err := r.owned().DeleteExact(ctx, addon); err != nil {
 			return res, err
 		}
-		r.event(gc, corev1.EventTypeNormal, "AddOnRemoved", "Removed ManagedClusterAddOn %s from cluster %s", addon.Name, addon.Namespace)
+		r.event(gc, corev1.EventTypeNormal, appsv1beta1.ReasonAddOnRemoved, "Removed ManagedClusterAddOn %s from cluster %s", addon.Name, addon.Namespace)
 		res.deleted = append(res.deleted, *addon)
 	}
 	return res, nil

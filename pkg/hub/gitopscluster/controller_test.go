@@ -628,7 +628,7 @@ func TestAgentModeWaitsForTheTrustItDoesNotIssue(t *testing.T) {
 		cond := meta.FindStatusCondition(got.Status.Conditions, condition)
 		require.NotNil(t, cond, condition)
 		assert.Equal(t, metav1.ConditionUnknown, cond.Status, condition)
-		assert.Equal(t, argocdagent.ReasonTrustPending, cond.Reason, condition)
+		assert.Equal(t, appsv1beta1.ReasonTrustPending, cond.Reason, condition)
 	}
 	trustCond := meta.FindStatusCondition(got.Status.Conditions, appsv1beta1.ConditionArgoCDAgentTrust)
 	assert.Contains(t, trustCond.Message, "Waiting for gitops-addon to issue argocd-agent-ca")

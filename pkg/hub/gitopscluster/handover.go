@@ -98,7 +98,7 @@ func (r *Reconciler) handOver(ctx context.Context, gc, next *appsv1beta1.GitOpsC
 	if err := r.Client.Update(ctx, obj); err != nil {
 		return fmt.Errorf("handing %s %s over to GitOpsCluster %s/%s: %w", ownership.KindOf(obj), client.ObjectKeyFromObject(obj), next.Namespace, next.Name, err)
 	}
-	r.event(gc, corev1.EventTypeNormal, "HandedOver", "Handed %s %s over to GitOpsCluster %s/%s, which selects the cluster too",
+	r.event(gc, corev1.EventTypeNormal, appsv1beta1.ReasonHandedOver, "Handed %s %s over to GitOpsCluster %s/%s, which selects the cluster too",
 		ownership.KindOf(obj), client.ObjectKeyFromObject(obj), next.Namespace, next.Name)
 	return nil
 }

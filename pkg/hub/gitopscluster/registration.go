@@ -202,7 +202,7 @@ func (r *Reconciler) removeStaleSecrets(ctx context.Context, gc *appsv1beta1.Git
 		if err := r.owned().DeleteExact(ctx, s); err != nil {
 			return err
 		}
-		r.event(gc, corev1.EventTypeNormal, "ClusterUnregistered", "Removed Argo CD cluster secret %s/%s", s.Namespace, s.Name)
+		r.event(gc, corev1.EventTypeNormal, appsv1beta1.ReasonClusterUnregistered, "Removed Argo CD cluster secret %s/%s", s.Namespace, s.Name)
 	}
 	return nil
 }

@@ -125,10 +125,10 @@ func applyFailure(conds []metav1.Condition, f *stepFailure) {
 			}
 			switch {
 			case t == f.condition && f.pending:
-				conds[i].Status, conds[i].Reason, conds[i].Message = metav1.ConditionUnknown, argocdagent.ReasonTrustPending, sentence(f.err.Error())
+				conds[i].Status, conds[i].Reason, conds[i].Message = metav1.ConditionUnknown, appsv1beta1.ReasonTrustPending, sentence(f.err.Error())
 				after = true
 			case after && f.pending:
-				conds[i].Status, conds[i].Reason = metav1.ConditionUnknown, argocdagent.ReasonTrustPending
+				conds[i].Status, conds[i].Reason = metav1.ConditionUnknown, appsv1beta1.ReasonTrustPending
 				conds[i].Message = "Not evaluated yet: " + f.err.Error() + "."
 			case t == f.condition && f.reason != "":
 				conds[i].Status, conds[i].Reason, conds[i].Message = metav1.ConditionFalse, f.reason, f.err.Error()

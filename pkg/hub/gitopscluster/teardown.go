@@ -59,10 +59,6 @@ func (r *Reconciler) deleteOwnedAddons(ctx context.Context, gc *appsv1beta1.GitO
 // before its status and an Event say what it waits for.
 const StuckAfter = 5 * time.Minute
 
-// ReasonWaitingForAddOnRemoval is the Ready condition's reason on a GitOpsCluster whose
-// deletion has waited longer than StuckAfter.
-const ReasonWaitingForAddOnRemoval = "WaitingForAddOnRemoval"
-
 // explainWait says, once a deletion has waited longer than StuckAfter, on the status and
 // in a Warning Event, which clusters' ManagedClusterAddOns it waits for and why they may
 // not go. Before that it only asks to be woken when the threshold passes: the
@@ -79,11 +75,11 @@ func (r *Reconciler) explainWait(ctx context.Context, gc *appsv1beta1.GitOpsClus
 	status := gc.Status.DeepCopy()
 	if !meta.SetStatusCondition(&status.Conditions, metav1.Condition{
 		Type: appsv1beta1.ConditionReady, Status: metav1.ConditionFalse, ObservedGeneration: gc.Generation,
-		Reason: ReasonWaitingForAddOnRemoval, Message: message,
+		Reason: appsv1beta1.ReasonWaitingForAddOnRemoval, Message: message,
 	}) {
 		return ctrl.Result{}, nil
 	}
-	r.event(gc, corev1.EventTypeWarning, ReasonWaitingForAddOnRemoval, "%s", message)
+	r.event(gc, corev1.EventTypeWarning, appsv1beta1.ReasonWaitingForAddOnRemoval, "%s", message)
 	gc.Status = *status
 	if err := r.Client.Status().Update(ctx, gc); err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, fmt.Errorf("updating status of %s/%s: %w", gc.Namespace, gc.Name, err)

@@ -51,7 +51,7 @@ func TestAStuckDeletionIsExplained(t *testing.T) {
 		ready := meta.FindStatusCondition(got.Status.Conditions, appsv1beta1.ConditionReady)
 		require.NotNil(t, ready)
 		assert.Equal(t, metav1.ConditionFalse, ready.Status)
-		assert.Equal(t, ReasonWaitingForAddOnRemoval, ready.Reason)
+		assert.Equal(t, appsv1beta1.ReasonWaitingForAddOnRemoval, ready.Reason)
 		assert.Contains(t, ready.Message, "cluster c1 (finalizers cluster.open-cluster-management.io/addon-pre-delete)")
 		assert.Contains(t, got.Finalizers, Finalizer, "still waiting: the finalizer stays")
 

@@ -150,7 +150,7 @@ func (r *Store) adopt(ctx context.Context, gc *appsv1beta1.GitOpsCluster, desire
 	}
 	r.foreign.forget(kind, key)
 	r.recent.add(kind, key) // the cache sees it only now
-	r.event(gc, "Adopted", "Adopted %s %s (it was not created by gitops-addon; %s is \"true\")", kind, key, appsv1beta1.AnnotationAdopt)
+	r.event(gc, appsv1beta1.ReasonAdopted, "Adopted %s %s (it was not created by gitops-addon; %s is \"true\")", kind, key, appsv1beta1.AnnotationAdopt)
 	return Outcome{}, nil
 }
 
