@@ -74,7 +74,7 @@ func (idx *codeIndex) eventsPage() (string, error) {
 	b := page("Events", "Every Event reason gitops-addon records by name, read from the code's `Eventf` and `event` calls, with the "+
 		"message template (`<expression>`: a value computed at run time). `kubectl describe` shows an object's Events; "+
 		"`kubectl get events -A --field-selector type=Warning` lists the warnings. The pull model also records each "+
-		"[reason of a hub Application's condition](conditions.md#pkghubpullmodel) as an Event on it, and the GitOpsCluster "+
+		"[reason of a hub Application's condition](conditions.md#hub-application-pull-model) as an Event on it, and the GitOpsCluster "+
 		"controller each failed step's [condition reason](conditions.md#gitopscluster).\n")
 	tableEvents(b)
 	byPkg := map[string][]*reasonDef{}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gitops-addon/gitops-addon/pkg/api/reasons"
+	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	"github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 )
 
@@ -16,8 +17,8 @@ import (
 // tables are the tables rendered, and tablePackages the packages whose constants they
 // hold (the code reader leaves those out).
 var (
-	tables        = []reasons.Table{v1beta1.Reasons}
-	tablePackages = []string{"pkg/api/v1beta1"}
+	tables        = []reasons.Table{v1beta1.Reasons, v1alpha1.Reasons, v1alpha1.ReportReasons}
+	tablePackages = []string{"pkg/api/v1beta1", "pkg/api/v1alpha1"}
 )
 
 // fromTable says whether the code reader leaves a constant of pkg to a table.
@@ -26,7 +27,11 @@ func fromTable(pkg string) bool { return slices.Contains(tablePackages, pkg) }
 // tableConditions renders each table's condition types and reasons.
 func tableConditions(b *strings.Builder) {
 	for _, t := range tables {
-		fmt.Fprintf(b, "## %s\n\nShown on %s. Events on %s.\n\n", t.Name, t.ShownOn, t.EventsOn)
+		fmt.Fprintf(b, "## %s\n\nShown on %s.", t.Name, t.ShownOn)
+		if t.EventsOn != "" {
+			fmt.Fprintf(b, " Events on %s.", t.EventsOn)
+		}
+		b.WriteString("\n\n")
 		b.WriteString("| Condition | Meaning | Reasons |\n| --- | --- | --- |\n")
 		for _, c := range t.Conditions {
 			var names []string
@@ -36,6 +41,10 @@ func tableConditions(b *strings.Builder) {
 				}
 			}
 			fmt.Fprintf(b, "| %s | %s | %s |\n", code(c.Type), cell(c.Meaning), orDash(strings.Join(names, ", ")))
+		}
+		if len(t.Reasons) == 0 {
+			b.WriteString("\n")
+			continue
 		}
 		b.WriteString("\n| Reason | Conditions | Event | Meaning | What to do |\n| --- | --- | --- | --- | --- |\n")
 		for _, r := range t.Reasons {
@@ -53,6 +62,9 @@ func tableConditions(b *strings.Builder) {
 // tableEvents renders each table's Event reasons, with the object they are on.
 func tableEvents(b *strings.Builder) {
 	for _, t := range tables {
+		if !slices.ContainsFunc(t.Reasons, func(r reasons.Reason) bool { return r.Event != "" }) {
+			continue
+		}
 		fmt.Fprintf(b, "\n## %s\n\n| Reason | Type | On | Meaning | What to do |\n| --- | --- | --- | --- | --- |\n", t.Name)
 		for _, r := range t.Reasons {
 			if r.Event == "" {

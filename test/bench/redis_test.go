@@ -18,6 +18,7 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	"github.com/gitops-addon/gitops-addon/pkg/argocdcache"
 	"github.com/gitops-addon/gitops-addon/pkg/contract/apptree"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/feedback"
@@ -124,7 +125,7 @@ func boundedTreeOnTheHub(b *testing.B, ctx context.Context, c client.Client, r *
 		if c.Get(ctx, types.NamespacedName{Namespace: argoNS, Name: a.GetName()}, app) != nil {
 			return false
 		}
-		return strings.Contains(fmt.Sprint(app.Object["status"]), feedback.ReasonResourceTreeBounded)
+		return strings.Contains(fmt.Sprint(app.Object["status"]), v1alpha1.ReasonResourceTreeBounded)
 	}, time.Minute, 100*time.Millisecond, "the hub Application warns that its tree is bounded")
 	var raw []byte
 	require.Eventually(b, func() bool {

@@ -18,10 +18,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	"github.com/gitops-addon/gitops-addon/pkg/argocdcache"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/contract/apptree"
-	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/feedback"
 	"github.com/gitops-addon/gitops-addon/test/harness"
 )
 
@@ -38,7 +38,7 @@ func resourceTreeScenario(t *testing.T, ctx context.Context, a *argoFleet) {
 		waitHubTree(t, ctx, a, cluster, func(spoke []string) bool { return slices.Contains(spoke, "Service guestbook/guestbook-ui") })
 		hubApp := application(contract.GitOpsNamespace, name)
 		require.NoError(t, a.f.Hub.Client.Get(ctx, client.ObjectKeyFromObject(hubApp), hubApp))
-		assert.NotContains(t, fmt.Sprint(hubApp.Object["status"]), feedback.ReasonResourceTreeBounded, "a small tree is shown whole")
+		assert.NotContains(t, fmt.Sprint(hubApp.Object["status"]), v1alpha1.ReasonResourceTreeBounded, "a small tree is shown whole")
 		logOtherCalls(t, ctx, a, token, name)
 	}
 	assertHubHoldsNoSpokeWriter(t, ctx, a)

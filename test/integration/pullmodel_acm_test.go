@@ -20,7 +20,6 @@ import (
 
 	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
-	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/acmtakeover"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/feedback"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 	"github.com/gitops-addon/gitops-addon/test/install"
@@ -115,7 +114,7 @@ func TestPullModelTakesOverACMsManifestWorks(t *testing.T) {
 		require.NotNil(t, got.Spec.DeleteOption, "the Orphan policy was set before the delete")
 		assert.Equal(t, workv1.DeletePropagationPolicyTypeOrphan, got.Spec.DeleteOption.PropagationPolicy,
 			"the work agent leaves the spoke Application (same UID) to ours")
-		p.waitEvent("openshift-gitops", "migrated", acmtakeover.ReasonWorkRetired)
+		p.waitEvent("openshift-gitops", "migrated", v1alpha1.ReasonACMWorkRetired)
 	})
 
 	t.Run("ACM's ManifestWork of another Application is untouched", func(t *testing.T) {

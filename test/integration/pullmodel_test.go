@@ -444,7 +444,7 @@ func TestPullModelCreation(t *testing.T) {
 		assert.Equal(t, map[string]any{"server": pullmodel.InClusterServer, "namespace": "guestbook"}, dest)
 		assert.Equal(t, map[string]string{"team": "blue"}, app.GetLabels())
 		assert.Empty(t, app.GetAnnotations())
-		s.waitEvent(s.ns, s.guestbookApp(), pullmodel.ReasonDestinationRewritten)
+		s.waitEvent(s.ns, s.guestbookApp(), v1alpha1.ReasonDestinationNameCleared)
 	})
 }
 
@@ -558,14 +558,14 @@ func TestPullModelTenantIsolation(t *testing.T) {
 	t.Run("tenant isolation: a cluster no PlacementDecision of the namespace lists", func(t *testing.T) {
 		s := s.with(t)
 		s.application(pullApp("sneaky", other, s.cluster1), nil)
-		s.waitAppCondition(other, "sneaky", pullnames.ConditionPullError, pullmodel.ReasonClusterNotPermitted)
-		s.waitEvent(other, "sneaky", pullmodel.ReasonClusterNotPermitted)
+		s.waitAppCondition(other, "sneaky", v1alpha1.ConditionPullModelError, v1alpha1.ReasonClusterNotPermitted)
+		s.waitEvent(other, "sneaky", v1alpha1.ReasonClusterNotPermitted)
 		s.assertNoWorkFor(t, other, "sneaky")
 		// Once the namespace's own Placement selects the cluster, it is delivered.
 		s.placement(other, other, s.cluster1)
 		s.waitWork(s.cluster1, other, "sneaky", func(*workv1.ManifestWork) bool { return true }, "delivered once placed")
 		require.Eventually(t, func() bool {
-			return findCondition(s.getApp(other, "sneaky"), pullnames.ConditionPullError) == nil
+			return findCondition(s.getApp(other, "sneaky"), v1alpha1.ConditionPullModelError) == nil
 		}, timeout, poll, "error condition cleared")
 	})
 }
@@ -576,8 +576,8 @@ func TestPullModelAnnotationWithoutLabel(t *testing.T) {
 		s := s.with(t)
 		doc := strings.Replace(pullApp("unlabelled", s.ns, s.cluster1), `apps.open-cluster-management.io/pull-to-ocm-managed-cluster: "true", `, "", 1)
 		s.application(doc, nil)
-		s.waitAppCondition(s.ns, "unlabelled", pullnames.ConditionPullWarning, pullmodel.ReasonPullLabelMissing)
-		s.waitEvent(s.ns, "unlabelled", pullmodel.ReasonPullLabelMissing)
+		s.waitAppCondition(s.ns, "unlabelled", v1alpha1.ConditionPullModelWarning, v1alpha1.ReasonPullLabelMissing)
+		s.waitEvent(s.ns, "unlabelled", v1alpha1.ReasonPullLabelMissing)
 		s.assertNoWorkFor(t, s.ns, "unlabelled")
 	})
 }
@@ -587,7 +587,7 @@ func TestPullModelUnknownCluster(t *testing.T) {
 	t.Run("an unknown cluster", func(t *testing.T) {
 		s := s.with(t)
 		s.application(pullApp("lost", s.ns, s.ns+"-9"), nil)
-		s.waitAppCondition(s.ns, "lost", pullnames.ConditionPullError, pullmodel.ReasonClusterNotFound)
+		s.waitAppCondition(s.ns, "lost", v1alpha1.ConditionPullModelError, v1alpha1.ReasonClusterNotFound)
 		s.assertNoWorkFor(t, s.ns, "lost")
 	})
 }
@@ -605,7 +605,7 @@ func TestPullModelSkipReconcileMissing(t *testing.T) {
 	t.Run("skip-reconcile missing: shipped with a warning", func(t *testing.T) {
 		s := s.with(t)
 		s.shipUnskipped()
-		s.waitAppCondition(s.ns, "unskipped", pullnames.ConditionPullWarning, pullmodel.ReasonSkipReconcileMissing)
+		s.waitAppCondition(s.ns, "unskipped", v1alpha1.ConditionPullModelWarning, v1alpha1.ReasonSkipReconcileMissing)
 	})
 }
 
@@ -617,7 +617,7 @@ func TestPullModelSpokeCannotApply(t *testing.T) {
 		w := s.waitWork(s.cluster2, s.ns, "unskipped", func(*workv1.ManifestWork) bool { return true }, "exists")
 		s.report(w, nil, &metav1.Condition{Type: workv1.ManifestApplied, Status: metav1.ConditionFalse, Reason: "AppliedManifestFailed",
 			Message: `failed to apply: no matches for kind "Application" in version "argoproj.io/v1alpha1"`})
-		s.waitAppCondition(s.ns, "unskipped", pullnames.ConditionPullError, "the gitops addon is not enabled on cluster "+s.cluster2)
+		s.waitAppCondition(s.ns, "unskipped", v1alpha1.ConditionPullModelError, "the gitops addon is not enabled on cluster "+s.cluster2)
 	})
 }
 
@@ -674,9 +674,9 @@ func TestPullModelNoWritesWhileTriggered(t *testing.T) {
 	s.application(pullApp("guestbook-extra", s.ns, s.cluster1), appSet)
 	s.waitWork(s.cluster1, s.ns, "guestbook-extra", func(*workv1.ManifestWork) bool { return true }, "created")
 	s.shipUnskipped()
-	s.waitAppCondition(s.ns, "unskipped", pullnames.ConditionPullWarning, pullmodel.ReasonSkipReconcileMissing)
+	s.waitAppCondition(s.ns, "unskipped", v1alpha1.ConditionPullModelWarning, v1alpha1.ReasonSkipReconcileMissing)
 	s.application(pullApp("lost", s.ns, s.ns+"-9"), nil)
-	s.waitAppCondition(s.ns, "lost", pullnames.ConditionPullError, pullmodel.ReasonClusterNotFound)
+	s.waitAppCondition(s.ns, "lost", v1alpha1.ConditionPullModelError, v1alpha1.ReasonClusterNotFound)
 	t.Run("zero writes while reconciles are triggered", func(t *testing.T) {
 		s.with(t).assertNoWritesWhileTriggering()
 	})

@@ -38,8 +38,8 @@ func TestPullModelResourcesAndUnappliedWorks(t *testing.T) {
 	assert.NotEmpty(t, w.Annotations[pullnames.AnnotationShippedAt], "the time the spec was shipped")
 
 	t.Run("not applied within the timeout: a warning naming the cluster's state, and a report entry", func(t *testing.T) {
-		p.waitAppCondition("openshift-gitops", "shop-cluster1", pullnames.ConditionPullWarning, "has never reported")
-		p.waitEvent("openshift-gitops", "shop-cluster1", feedback.ReasonNotApplied)
+		p.waitAppCondition("openshift-gitops", "shop-cluster1", v1alpha1.ConditionPullModelWarning, "has never reported")
+		p.waitEvent("openshift-gitops", "shop-cluster1", v1alpha1.ReasonNotApplied)
 		report := p.waitReport("guestbook", func(r *v1alpha1.MulticlusterApplicationSetReport) bool {
 			return len(r.Statuses.ClusterConditions) == 1 && len(r.Statuses.ClusterConditions[0].Conditions) == 1
 		}, "an entry with the apply warning")
@@ -51,12 +51,12 @@ func TestPullModelResourcesAndUnappliedWorks(t *testing.T) {
 		mc.Status.Conditions = []metav1.Condition{{Type: clusterv1.ManagedClusterConditionAvailable, Status: metav1.ConditionUnknown,
 			Reason: "ManagedClusterLeaseUpdateStopped", Message: "Registration agent stopped updating its lease.", LastTransitionTime: metav1.Now()}}
 		require.NoError(t, p.c.Status().Update(p.ctx, mc))
-		p.waitAppCondition("openshift-gitops", "shop-cluster1", pullnames.ConditionPullWarning, "Registration agent stopped updating its lease")
+		p.waitAppCondition("openshift-gitops", "shop-cluster1", v1alpha1.ConditionPullModelWarning, "Registration agent stopped updating its lease")
 
 		// Applied at last: the warning goes.
 		p.markApplied(w)
 		require.Eventually(t, func() bool {
-			return findCondition(p.getApp("openshift-gitops", "shop-cluster1"), pullnames.ConditionPullWarning) == nil
+			return findCondition(p.getApp("openshift-gitops", "shop-cluster1"), v1alpha1.ConditionPullModelWarning) == nil
 		}, timeout, poll, "the warning is cleared once the work is applied")
 	})
 
@@ -116,8 +116,8 @@ func TestPullModelResourcesAndUnappliedWorks(t *testing.T) {
 		w2 := p.waitWork("cluster2", "openshift-gitops", "shop-cluster2", func(*workv1.ManifestWork) bool { return true }, "created")
 		p.markApplied(w2)
 		p.report(w2, map[string]string{feedback.KeySync: "Synced", feedback.KeyHealth: "Healthy"}, nil)
-		p.waitAppCondition("openshift-gitops", "shop-cluster2", pullnames.ConditionPullWarning, feedback.ReasonResourcesNotReported)
-		p.waitAppCondition("openshift-gitops", "shop-cluster2", pullnames.ConditionPullWarning, "the gitops addon, whose agent summarises them, is not enabled")
+		p.waitAppCondition("openshift-gitops", "shop-cluster2", v1alpha1.ConditionPullModelWarning, v1alpha1.ReasonResourcesNotReported)
+		p.waitAppCondition("openshift-gitops", "shop-cluster2", v1alpha1.ConditionPullModelWarning, "the gitops addon, whose agent summarises them, is not enabled")
 		_, has, _ := unstructured.NestedSlice(p.getApp("openshift-gitops", "shop-cluster2").Object, "status", "resources")
 		assert.False(t, has, "no empty list standing for resources nobody reported")
 	})

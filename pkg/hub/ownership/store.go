@@ -150,7 +150,8 @@ func (r *Store) adopt(ctx context.Context, gc *appsv1beta1.GitOpsCluster, desire
 	}
 	r.foreign.forget(kind, key)
 	r.recent.add(kind, key) // the cache sees it only now
-	r.event(gc, appsv1beta1.ReasonAdopted, "Adopted %s %s (it was not created by gitops-addon; %s is \"true\")", kind, key, appsv1beta1.AnnotationAdopt)
+	r.event(gc, corev1.EventTypeNormal, appsv1beta1.ReasonAdopted, "Adopted %s %s (it was not created by gitops-addon; %s is \"true\")",
+		kind, key, appsv1beta1.AnnotationAdopt)
 	return Outcome{}, nil
 }
 
@@ -200,8 +201,8 @@ func (r *Store) DeleteExact(ctx context.Context, obj client.Object) error {
 	return nil
 }
 
-func (r *Store) event(gc *appsv1beta1.GitOpsCluster, reason, format string, args ...any) {
+func (r *Store) event(gc *appsv1beta1.GitOpsCluster, eventType, reason, format string, args ...any) {
 	if r.Recorder != nil {
-		r.Recorder.Eventf(gc, nil, corev1.EventTypeNormal, reason, "Reconcile", format, args...)
+		r.Recorder.Eventf(gc, nil, eventType, reason, "Reconcile", format, args...)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 )
 
@@ -18,7 +19,7 @@ func pullConditions(app *unstructured.Unstructured, errs, warnings []pullnames.P
 	for _, c := range []struct {
 		kind     string
 		problems []pullnames.Problem
-	}{{pullnames.ConditionPullError, errs}, {pullnames.ConditionPullWarning, warnings}} {
+	}{{v1alpha1.ConditionPullModelError, errs}, {v1alpha1.ConditionPullModelWarning, warnings}} {
 		if len(c.problems) == 0 {
 			continue
 		}
@@ -55,7 +56,7 @@ func findAppCondition(app *unstructured.Unstructured, conditionType string) map[
 // pullConditionsOf are the pull model's conditions an Application carries now.
 func pullConditionsOf(app *unstructured.Unstructured) []any {
 	var ours []any
-	for _, t := range []string{pullnames.ConditionPullError, pullnames.ConditionPullWarning} {
+	for _, t := range []string{v1alpha1.ConditionPullModelError, v1alpha1.ConditionPullModelWarning} {
 		if c := findAppCondition(app, t); c != nil {
 			ours = append(ours, c)
 		}

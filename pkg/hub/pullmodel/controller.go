@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	"github.com/gitops-addon/gitops-addon/pkg/bounded"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/localcluster"
@@ -328,7 +329,7 @@ func (r *Reconciler) applyWork(ctx context.Context, app *unstructured.Unstructur
 	r.latency.shipped(appKey, seen)
 	r.latency.wrote(appKey, existing)
 	if clearedDestName != "" {
-		r.event(app, corev1.EventTypeNormal, ReasonDestinationRewritten,
+		r.event(app, corev1.EventTypeNormal, v1alpha1.ReasonDestinationNameCleared,
 			"destination.name %q is replaced on cluster %s by server %s, the cluster the Application runs on",
 			clearedDestName, plan.cluster, InClusterServer)
 	}
@@ -343,15 +344,15 @@ func (r *Reconciler) applyFailureProblem(ctx context.Context, cluster string, w 
 	enabled, err := r.addonEnabled(ctx, cluster)
 	switch {
 	case err == nil && !enabled:
-		return pullnames.Problem{Reason: ReasonSpokeApplyFailed, Message: where + ": the gitops addon is not enabled on cluster " + cluster +
+		return pullnames.Problem{Reason: v1alpha1.ReasonSpokeApplyFailed, Message: where + ": the gitops addon is not enabled on cluster " + cluster +
 			", so it has no Argo CD; enable it (GitOpsCluster spec.gitopsAddon.enabled: true, or a ManagedClusterAddOn " +
 			"gitops-addon in namespace " + cluster + ")"}
 	case !missingApplicationAPI(failure):
-		return pullnames.Problem{Reason: ReasonSpokeApplyFailed, Message: where}
+		return pullnames.Problem{Reason: v1alpha1.ReasonSpokeApplyFailed, Message: where}
 	case err != nil:
-		return pullnames.Problem{Reason: ReasonSpokeApplyFailed, Message: where + ": cluster " + cluster + " has no Argo CD Application API"}
+		return pullnames.Problem{Reason: v1alpha1.ReasonSpokeApplyFailed, Message: where + ": cluster " + cluster + " has no Argo CD Application API"}
 	default:
-		return pullnames.Problem{Reason: ReasonSpokeApplyFailed, Message: where + ": the gitops addon on cluster " + cluster +
+		return pullnames.Problem{Reason: v1alpha1.ReasonSpokeApplyFailed, Message: where + ": the gitops addon on cluster " + cluster +
 			" has not installed Argo CD yet; see `kubectl get managedclusteraddon gitops-addon -n " + cluster + "`"}
 	}
 }
@@ -418,7 +419,7 @@ func (r *Reconciler) announceProblems(app *unstructured.Unstructured, v verdict)
 	for _, group := range []struct {
 		kind, eventType string
 		problems        []pullnames.Problem
-	}{{pullnames.ConditionPullError, corev1.EventTypeWarning, v.errors}, {pullnames.ConditionPullWarning, corev1.EventTypeWarning, v.warnings}} {
+	}{{v1alpha1.ConditionPullModelError, corev1.EventTypeWarning, v.errors}, {v1alpha1.ConditionPullModelWarning, corev1.EventTypeWarning, v.warnings}} {
 		old := ""
 		if c := findAppCondition(app, group.kind); c != nil {
 			old, _ = c["message"].(string)
@@ -450,7 +451,7 @@ func (r *Reconciler) finalize(ctx context.Context, app *unstructured.Unstructure
 	if err := r.Client.Patch(ctx, updated, client.MergeFromWithOptions(app, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldManager)); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	r.event(app, corev1.EventTypeNormal, "FinalizerReleased",
+	r.event(app, corev1.EventTypeNormal, v1alpha1.ReasonFinalizerReleased,
 		"the Application's ManifestWork is gone and the spoke Application with it; the Argo CD resources finalizer is released on the hub")
 	return nil
 }

@@ -8,18 +8,9 @@ import (
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
-)
-
-// Reasons an Application is not delivered to a cluster because of the Argo CD there.
-const (
-	// ReasonExistingArgoCDSkipped: the cluster runs an Argo CD gitops-addon did not create
-	// and the choice for it is Skip: nothing is delivered to that Argo CD unasked.
-	ReasonExistingArgoCDSkipped = "ExistingArgoCDSkipped"
-	// ReasonWaitingForAgentReport: the cluster's agent has not yet said whether an Argo CD
-	// gitops-addon did not create runs there; a first delivery waits for it (seconds).
-	ReasonWaitingForAgentReport = "WaitingForAgentReport"
 )
 
 // argoCDThere is what a cluster's addon says of the Argo CD that would run a pulled
@@ -69,13 +60,13 @@ func (r *Reconciler) existingArgoCDProblem(ctx context.Context, cluster string, 
 	case err != nil || !ok:
 		return nil, err
 	case there.Found && !there.use:
-		return &pullnames.Problem{Reason: ReasonExistingArgoCDSkipped, Message: fmt.Sprintf(
+		return &pullnames.Problem{Reason: v1alpha1.ReasonExistingArgoCDSkipped, Message: fmt.Sprintf(
 			"cluster %s already runs an Argo CD gitops-addon did not create (%s), and the choice for it is %s: nothing is delivered to that "+
 				"Argo CD unasked. To run pulled Applications there, set the GitOpsCluster's spec.gitopsAddon.existingArgoCD to %s, or label the "+
 				"ManagedCluster %s=%s", cluster, there.Message, contract.ExistingArgoCDSkip, contract.ExistingArgoCDUse,
 			contract.ExistingArgoCDPolicy, contract.ExistingArgoCDUse)}, nil
 	case !there.Reported && firstDelivery:
-		return &pullnames.Problem{Reason: ReasonWaitingForAgentReport, Message: fmt.Sprintf(
+		return &pullnames.Problem{Reason: v1alpha1.ReasonWaitingForAgentReport, Message: fmt.Sprintf(
 			"waiting for the gitops addon's agent on cluster %s to report whether an Argo CD it did not create runs there (condition %s on "+
 				"`kubectl get managedclusteraddon %s -n %s`); the Application is delivered as soon as it has", cluster,
 			contract.ConditionExistingArgoCD, contract.AddonName, cluster)}, nil

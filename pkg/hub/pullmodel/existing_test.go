@@ -12,8 +12,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
-	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 )
 
 // TestAnArgoCDWeDidNotCreateGetsNothingUnasked: a cluster whose agent found an Argo CD
@@ -36,12 +36,12 @@ func TestAnArgoCDWeDidNotCreateGetsNothingUnasked(t *testing.T) {
 		wantReason  string
 	}{
 		{name: "no Argo CD of someone else", conditions: []metav1.Condition{none}, wantWork: true},
-		{name: "OLM's, Skip", conditions: []metav1.Condition{olm}, wantReason: ReasonExistingArgoCDSkipped},
-		{name: "OLM's, Skip, delivered before: taken back", conditions: []metav1.Condition{olm}, workBefore: true, wantReason: ReasonExistingArgoCDSkipped},
+		{name: "OLM's, Skip", conditions: []metav1.Condition{olm}, wantReason: v1alpha1.ReasonExistingArgoCDSkipped},
+		{name: "OLM's, Skip, delivered before: taken back", conditions: []metav1.Condition{olm}, workBefore: true, wantReason: v1alpha1.ReasonExistingArgoCDSkipped},
 		{name: "OLM's, UseExisting", conditions: []metav1.Condition{olm}, annotations: use, wantWork: true},
-		{name: "not reported yet: the first delivery waits", wantReason: ReasonWaitingForAgentReport},
+		{name: "not reported yet: the first delivery waits", wantReason: v1alpha1.ReasonWaitingForAgentReport},
 		{name: "the agent cannot tell: the first delivery waits", conditions: []metav1.Condition{cannotTell}, annotations: use,
-			wantReason: ReasonWaitingForAgentReport},
+			wantReason: v1alpha1.ReasonWaitingForAgentReport},
 		{name: "not reported yet, delivered before: kept", workBefore: true, wantWork: true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -63,7 +63,7 @@ func TestAnArgoCDWeDidNotCreateGetsNothingUnasked(t *testing.T) {
 			assert.Equal(t, tt.wantWork, len(works.Items) == 1, "ManifestWorks: %d", len(works.Items))
 			got := newApplication()
 			require.NoError(t, c.Get(ctx, req.NamespacedName, got))
-			refused := findAppCondition(got, pullnames.ConditionPullError)
+			refused := findAppCondition(got, v1alpha1.ConditionPullModelError)
 			if tt.wantReason == "" {
 				assert.Nil(t, refused)
 				return
@@ -71,7 +71,7 @@ func TestAnArgoCDWeDidNotCreateGetsNothingUnasked(t *testing.T) {
 			require.NotNil(t, refused)
 			message, _ := refused["message"].(string)
 			assert.Contains(t, message, tt.wantReason+": ")
-			if tt.wantReason == ReasonExistingArgoCDSkipped {
+			if tt.wantReason == v1alpha1.ReasonExistingArgoCDSkipped {
 				assert.Contains(t, message, "OpenShift GitOps v1.16.0 via OLM")
 				assert.Contains(t, message, "spec.gitopsAddon.existingArgoCD to UseExisting")
 			}

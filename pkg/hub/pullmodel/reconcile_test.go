@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/localcluster"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 )
@@ -103,12 +104,12 @@ func TestApplicationAimedAtTheHubIsRefused(t *testing.T) {
 			assert.Empty(t, works.Items, "no ManifestWork for the hub")
 			got := newApplication()
 			require.NoError(t, c.Get(ctx, req.NamespacedName, got))
-			refused := findAppCondition(got, pullnames.ConditionPullError)
+			refused := findAppCondition(got, v1alpha1.ConditionPullModelError)
 			require.NotNil(t, refused)
 			message, _ := refused["message"].(string)
-			assert.Contains(t, message, ReasonHubClusterNotPulled+": cluster cluster1 is the hub itself ("+tt.evidence)
+			assert.Contains(t, message, v1alpha1.ReasonHubClusterNotPulled+": cluster cluster1 is the hub itself ("+tt.evidence)
 			assert.Contains(t, message, "remove the label "+pullnames.LabelPull)
-			assert.Contains(t, <-recorder.Events, ReasonHubClusterNotPulled)
+			assert.Contains(t, <-recorder.Events, v1alpha1.ReasonHubClusterNotPulled)
 		})
 	}
 }

@@ -8,27 +8,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/localcluster"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
-)
-
-// Reasons a hub Application is not delivered, or delivered with a warning. Each appears
-// as the reason of an Event on the Application and at the start of the message of its
-// PullModelError/PullModelWarning condition.
-const (
-	ReasonPullLabelMissing         = "PullLabelMissing"
-	ReasonClusterAnnotationMissing = "ClusterAnnotationMissing"
-	ReasonInvalidAppNamespace      = "InvalidAppNamespace"
-	ReasonClusterNotFound          = "ClusterNotFound"
-	ReasonClusterNotPermitted      = "ClusterNotPermitted"
-	ReasonAppProjectNotFound       = "AppProjectNotFound"
-	ReasonSkipReconcileMissing     = "SkipReconcileMissing"
-	ReasonDestinationRewritten     = "DestinationNameCleared"
-	ReasonSpokeApplyFailed         = "SpokeApplyFailed"
-	// ReasonHubClusterNotPulled: the Application is aimed at the hub itself
-	// (local-cluster), whose own Argo CD syncs Applications for it directly; no
-	// ManifestWork is made.
-	ReasonHubClusterNotPulled = "HubClusterNotPulled"
 )
 
 // verdict is what validation decided for a hub Application.
@@ -79,14 +61,14 @@ func validate(ctx context.Context, app *unstructured.Unstructured, f facts) (ver
 	cluster := strings.TrimSpace(app.GetAnnotations()[pullnames.AnnotationCluster])
 	v.cluster = cluster
 	if !IsPullApplication(app) {
-		v.warnings = append(v.warnings, pullnames.Problem{Reason: ReasonPullLabelMissing, Message: fmt.Sprintf(
+		v.warnings = append(v.warnings, pullnames.Problem{Reason: v1alpha1.ReasonPullLabelMissing, Message: fmt.Sprintf(
 			"the Application names cluster %q in the annotation %s but lacks the label %s: \"true\", so it is delivered "+
 				"to no cluster; add the label (for an ApplicationSet, in spec.template.metadata.labels)",
 			cluster, pullnames.AnnotationCluster, pullnames.LabelPull)})
 		return v, nil
 	}
 	if cluster == "" {
-		v.errors = append(v.errors, pullnames.Problem{Reason: ReasonClusterAnnotationMissing, Message: fmt.Sprintf(
+		v.errors = append(v.errors, pullnames.Problem{Reason: v1alpha1.ReasonClusterAnnotationMissing, Message: fmt.Sprintf(
 			"the Application has the label %s: \"true\" but no cluster in the annotation %s; set it to the managed "+
 				"cluster's name (for an ApplicationSet with the clusterDecisionResource generator: '{{name}}')",
 			pullnames.LabelPull, pullnames.AnnotationCluster)})
@@ -94,7 +76,7 @@ func validate(ctx context.Context, app *unstructured.Unstructured, f facts) (ver
 	}
 	if ns := app.GetAnnotations()[pullnames.AnnotationAppNamespace]; ns != "" {
 		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
-			v.errors = append(v.errors, pullnames.Problem{Reason: ReasonInvalidAppNamespace, Message: fmt.Sprintf(
+			v.errors = append(v.errors, pullnames.Problem{Reason: v1alpha1.ReasonInvalidAppNamespace, Message: fmt.Sprintf(
 				"the annotation %s is %q, which is not a namespace name (%s); fix it or remove it to use %q",
 				pullnames.AnnotationAppNamespace, ns, strings.Join(errs, "; "), app.GetNamespace())})
 			return v, nil
@@ -105,7 +87,7 @@ func validate(ctx context.Context, app *unstructured.Unstructured, f facts) (ver
 		return v, fmt.Errorf("reading ManagedCluster %s: %w", cluster, err)
 	}
 	if !ok {
-		v.errors = append(v.errors, pullnames.Problem{Reason: ReasonClusterNotFound, Message: fmt.Sprintf(
+		v.errors = append(v.errors, pullnames.Problem{Reason: v1alpha1.ReasonClusterNotFound, Message: fmt.Sprintf(
 			"managed cluster %q named in the annotation %s does not exist on this hub; fix the annotation "+
 				"(`kubectl get managedclusters` lists the clusters)", cluster, pullnames.AnnotationCluster)})
 		return v, nil
@@ -120,7 +102,7 @@ func validate(ctx context.Context, app *unstructured.Unstructured, f facts) (ver
 		return v, err
 	}
 	if evidence.IsHub() {
-		v.errors = append(v.errors, pullnames.Problem{Reason: ReasonHubClusterNotPulled, Message: fmt.Sprintf(
+		v.errors = append(v.errors, pullnames.Problem{Reason: v1alpha1.ReasonHubClusterNotPulled, Message: fmt.Sprintf(
 			"cluster %s is the hub itself (%s): the hub's own Argo CD syncs Applications for it directly, and nothing is shipped "+
 				"there; remove the label %s and the annotations %s and %s from this Application (for an ApplicationSet, from "+
 				"spec.template.metadata, or exclude %s from its generator)",
@@ -131,7 +113,7 @@ func validate(ctx context.Context, app *unstructured.Unstructured, f facts) (ver
 		return v, fmt.Errorf("reading PlacementDecisions in %s: %w", app.GetNamespace(), err)
 	}
 	if !ok {
-		v.errors = append(v.errors, pullnames.Problem{Reason: ReasonClusterNotPermitted, Message: fmt.Sprintf(
+		v.errors = append(v.errors, pullnames.Problem{Reason: v1alpha1.ReasonClusterNotPermitted, Message: fmt.Sprintf(
 			"no PlacementDecision in namespace %q lists cluster %q, and an Application may only target the clusters "+
 				"its own namespace's Placements select; add the cluster to a Placement in %q (for example the "+
 				"GitOpsCluster's), or move the Application", app.GetNamespace(), cluster, app.GetNamespace())})
@@ -142,14 +124,14 @@ func validate(ctx context.Context, app *unstructured.Unstructured, f facts) (ver
 		return v, err
 	}
 	if !found {
-		v.errors = append(v.errors, pullnames.Problem{Reason: ReasonAppProjectNotFound, Message: fmt.Sprintf(
+		v.errors = append(v.errors, pullnames.Problem{Reason: v1alpha1.ReasonAppProjectNotFound, Message: fmt.Sprintf(
 			"AppProject %q used by the Application does not exist in namespace %q on the hub, so it cannot be "+
 				"delivered with it; create it there, or use the project \"default\"", projectName(app), app.GetNamespace())})
 		return v, nil
 	}
 	v.project = project
 	if app.GetAnnotations()[pullnames.AnnotationSkipReconcile] != "true" {
-		v.warnings = append(v.warnings, pullnames.Problem{Reason: ReasonSkipReconcileMissing, Message: fmt.Sprintf(
+		v.warnings = append(v.warnings, pullnames.Problem{Reason: v1alpha1.ReasonSkipReconcileMissing, Message: fmt.Sprintf(
 			"the Application lacks the annotation %s: \"true\", so the hub's own Argo CD deploys it too (onto the "+
 				"hub); add the annotation", pullnames.AnnotationSkipReconcile)})
 	}

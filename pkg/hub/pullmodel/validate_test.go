@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/localcluster"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pulltest"
@@ -63,34 +64,34 @@ func TestValidate(t *testing.T) {
 				setAnnotation(pullnames.AnnotationCluster, "", true)(u)
 			}},
 		{name: "annotation without the pull label: warned, not shipped", wantCandidate: true,
-			edit: setLabel(pullnames.LabelPull, ""), wantWarnings: []string{ReasonPullLabelMissing}},
+			edit: setLabel(pullnames.LabelPull, ""), wantWarnings: []string{v1alpha1.ReasonPullLabelMissing}},
 		{name: "pull label false counts as missing", wantCandidate: true,
-			edit: setLabel(pullnames.LabelPull, "false"), wantWarnings: []string{ReasonPullLabelMissing}},
+			edit: setLabel(pullnames.LabelPull, "false"), wantWarnings: []string{v1alpha1.ReasonPullLabelMissing}},
 		{name: "pull label without a cluster", wantCandidate: true,
-			edit: setAnnotation(pullnames.AnnotationCluster, "", true), wantErrors: []string{ReasonClusterAnnotationMissing}},
+			edit: setAnnotation(pullnames.AnnotationCluster, "", true), wantErrors: []string{v1alpha1.ReasonClusterAnnotationMissing}},
 		{name: "empty cluster annotation", wantCandidate: true,
-			edit: setAnnotation(pullnames.AnnotationCluster, "  ", false), wantErrors: []string{ReasonClusterAnnotationMissing}},
+			edit: setAnnotation(pullnames.AnnotationCluster, "  ", false), wantErrors: []string{v1alpha1.ReasonClusterAnnotationMissing}},
 		{name: "unknown cluster", wantCandidate: true,
-			edit: setAnnotation(pullnames.AnnotationCluster, "nowhere", false), wantErrors: []string{ReasonClusterNotFound}},
+			edit: setAnnotation(pullnames.AnnotationCluster, "nowhere", false), wantErrors: []string{v1alpha1.ReasonClusterNotFound}},
 		{name: "cluster not placed in the Application's namespace", wantCandidate: true,
-			edit: setAnnotation(pullnames.AnnotationCluster, "cluster2", false), wantErrors: []string{ReasonClusterNotPermitted}},
+			edit: setAnnotation(pullnames.AnnotationCluster, "cluster2", false), wantErrors: []string{v1alpha1.ReasonClusterNotPermitted}},
 		{name: "invalid spoke namespace", wantCandidate: true,
-			edit: setAnnotation(pullnames.AnnotationAppNamespace, "Not_A_Namespace", false), wantErrors: []string{ReasonInvalidAppNamespace}},
+			edit: setAnnotation(pullnames.AnnotationAppNamespace, "Not_A_Namespace", false), wantErrors: []string{v1alpha1.ReasonInvalidAppNamespace}},
 		{name: "missing AppProject", wantCandidate: true,
 			edit: func(u *unstructured.Unstructured) {
 				_ = unstructured.SetNestedField(u.Object, "red", "spec", "project")
 			},
-			wantErrors: []string{ReasonAppProjectNotFound}},
+			wantErrors: []string{v1alpha1.ReasonAppProjectNotFound}},
 		{name: "non-default AppProject ships along", wantCandidate: true, wantShip: true, wantProject: true,
 			edit: func(u *unstructured.Unstructured) {
 				_ = unstructured.SetNestedField(u.Object, "blue", "spec", "project")
 			}},
 		{name: "skip-reconcile missing: shipped with a warning", wantCandidate: true, wantShip: true,
-			edit: setAnnotation(pullnames.AnnotationSkipReconcile, "", true), wantWarnings: []string{ReasonSkipReconcileMissing}},
+			edit: setAnnotation(pullnames.AnnotationSkipReconcile, "", true), wantWarnings: []string{v1alpha1.ReasonSkipReconcileMissing}},
 		{name: "the hub by name is refused, placed or not", wantCandidate: true,
-			edit: setAnnotation(pullnames.AnnotationCluster, "local-cluster", false), wantErrors: []string{ReasonHubClusterNotPulled}},
+			edit: setAnnotation(pullnames.AnnotationCluster, "local-cluster", false), wantErrors: []string{v1alpha1.ReasonHubClusterNotPulled}},
 		{name: "the hub under another name is refused", wantCandidate: true,
-			edit: setAnnotation(pullnames.AnnotationCluster, "hub-a", false), wantErrors: []string{ReasonHubClusterNotPulled}},
+			edit: setAnnotation(pullnames.AnnotationCluster, "hub-a", false), wantErrors: []string{v1alpha1.ReasonHubClusterNotPulled}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

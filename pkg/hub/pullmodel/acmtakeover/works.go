@@ -22,6 +22,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 )
 
@@ -33,9 +34,6 @@ import (
 // applied, ACM's is deleted with the Orphan policy, so the spoke Application (same UID)
 // and its resources never go away; ACM's ManifestWorks of an Application deleted, moved
 // or no longer pulled are deleted as ours are, with the spoke's copy.
-
-// ReasonWorkRetired is the Event reason when ACM's ManifestWork of an Application goes.
-const ReasonWorkRetired = "ACMManifestWorkRetired"
 
 // Recorder records an Event on a hub Application: the propagation controller's, so that
 // the retirements are told where its own Events are.
@@ -145,7 +143,7 @@ func (w *Works) retire(ctx context.Context, app types.NamespacedName, fateOf fun
 func (w *Works) announce(app *unstructured.Unstructured, done []retired) {
 	for _, r := range done {
 		workKey, how := r.key, r.fate.how()
-		w.event(app, corev1.EventTypeNormal, ReasonWorkRetired, "Red Hat ACM's ManifestWork %s %s", workKey, how)
+		w.event(app, corev1.EventTypeNormal, v1alpha1.ReasonACMWorkRetired, "Red Hat ACM's ManifestWork %s %s", workKey, how)
 	}
 }
 

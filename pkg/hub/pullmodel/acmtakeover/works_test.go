@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 	"github.com/gitops-addon/gitops-addon/test/fixtures"
 )
@@ -102,8 +103,8 @@ func TestHandOverWaitsForOursThenOrphans(t *testing.T) {
 	assert.Equal(t, "there", state(t, c, "cluster1", "other"), "another Application's")
 	assert.Equal(t, "there", state(t, c, "cluster1", "ours"), "ours, labelled as ACM's")
 	assert.Equal(t, []string{
-		corev1.EventTypeNormal + " " + ReasonWorkRetired + " Red Hat ACM's ManifestWork cluster2/guestbook-1a2b3 deleted with its spoke Application",
-		corev1.EventTypeNormal + " " + ReasonWorkRetired + " Red Hat ACM's ManifestWork cluster1/guestbook-1a2b3 deleted with the Orphan policy: " +
+		corev1.EventTypeNormal + " " + v1alpha1.ReasonACMWorkRetired + " Red Hat ACM's ManifestWork cluster2/guestbook-1a2b3 deleted with its spoke Application",
+		corev1.EventTypeNormal + " " + v1alpha1.ReasonACMWorkRetired + " Red Hat ACM's ManifestWork cluster1/guestbook-1a2b3 deleted with the Orphan policy: " +
 			"the spoke Application stays, now carried by " + ourWork(true).Name,
 	}, *events)
 

@@ -12,12 +12,9 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 )
-
-// ReasonNotApplied: the ManifestWork of a pulled Application was not applied within the
-// apply timeout (the cluster is unavailable, or has no work agent).
-const ReasonNotApplied = "NotApplied"
 
 // PendingApply says whether a ManifestWork's current spec awaits its work agent and
 // since when: the work agent has not yet reported Applied (true or false) for the
@@ -58,7 +55,7 @@ func (p PendingApply) overdue(now time.Time, timeout time.Duration) (overdue boo
 
 // notAppliedProblem says that a work is not applied, and why as far as the hub knows.
 func notAppliedProblem(w *workv1.ManifestWork, since time.Time, state string) pullnames.Problem {
-	return pullnames.Problem{Reason: ReasonNotApplied, Message: fmt.Sprintf(
+	return pullnames.Problem{Reason: v1alpha1.ReasonNotApplied, Message: fmt.Sprintf(
 		"ManifestWork %s/%s has not been applied on cluster %s since %s: %s",
 		w.Namespace, w.Name, w.Namespace, since.UTC().Format(time.RFC3339), state)}
 }

@@ -10,24 +10,11 @@ import (
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	"github.com/gitops-addon/gitops-addon/pkg/bounded"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/contract/appresources"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
-)
-
-// Reasons of the warnings about an Application's resources.
-const (
-	// ReasonResourcesNotReported: the spoke reports the Application's status but not its
-	// resources: no gitops-addon agent of ours summarises them there.
-	ReasonResourcesNotReported = "ResourcesNotReported"
-	// ReasonResourcesCapped: the Application has more resources than are listed.
-	ReasonResourcesCapped = "ResourcesCapped"
-	// ReasonResourceHealthNotPersisted: the spoke's Argo CD keeps each resource's health
-	// out of the Application, so the resources come with their sync status only.
-	ReasonResourceHealthNotPersisted = "ResourceHealthNotPersisted"
-	// ReasonResourcesUnreadable: the summary could not be decoded (a newer agent's format).
-	ReasonResourcesUnreadable = "ResourcesUnreadable"
 )
 
 // resources decodes the spoke agent's summary, if the spoke reported one.
@@ -80,7 +67,7 @@ func (s Status) reported() bool {
 func resourceProblems(ctx context.Context, c client.Reader, hubOnly bool, cluster, spokeNamespace string, s Status) ([]pullnames.Problem, error) {
 	summary, ok, err := s.Resources()
 	if err != nil {
-		return []pullnames.Problem{{Reason: ReasonResourcesUnreadable, Message: fmt.Sprintf("the resources cluster %s reports cannot be read (%v): "+
+		return []pullnames.Problem{{Reason: v1alpha1.ReasonResourcesUnreadable, Message: fmt.Sprintf("the resources cluster %s reports cannot be read (%v): "+
 			"upgrade the hub manager to the version of the cluster's gitops-addon agent", cluster, err)}}, nil
 	}
 	if !ok {
@@ -91,17 +78,17 @@ func resourceProblems(ctx context.Context, c client.Reader, hubOnly bool, cluste
 		if why == "" || err != nil {
 			return nil, err
 		}
-		return []pullnames.Problem{{Reason: ReasonResourcesNotReported, Message: fmt.Sprintf("cluster %s reports the Application's sync and health but "+
+		return []pullnames.Problem{{Reason: v1alpha1.ReasonResourcesNotReported, Message: fmt.Sprintf("cluster %s reports the Application's sync and health but "+
 			"not its resources (status.resources is left as it was): %s", cluster, why)}}, nil
 	}
 	var out []pullnames.Problem
 	if n := summary.Omitted(); n > 0 {
-		out = append(out, pullnames.Problem{Reason: ReasonResourcesCapped, Message: fmt.Sprintf("the Application has %d resources on cluster %s; "+
+		out = append(out, pullnames.Problem{Reason: v1alpha1.ReasonResourcesCapped, Message: fmt.Sprintf("the Application has %d resources on cluster %s; "+
 			"status.resources lists %d of them, the failed and unhealthy first (all, by kind: %s)",
 			summary.Total, cluster, len(summary.Resources), summary.KindCounts())})
 	}
 	if summary.HealthSource == appresources.HealthSourceAppTree {
-		out = append(out, pullnames.Problem{Reason: ReasonResourceHealthNotPersisted, Message: fmt.Sprintf("the Argo CD of cluster %s does not keep "+
+		out = append(out, pullnames.Problem{Reason: v1alpha1.ReasonResourceHealthNotPersisted, Message: fmt.Sprintf("the Argo CD of cluster %s does not keep "+
 			"each resource's health in the Application (controller.resource.health.persist is false), so status.resources "+
 			"has sync statuses only; set it to \"true\" in the ArgoCD's spec.cmdParams", cluster)})
 	}

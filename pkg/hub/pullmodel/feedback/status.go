@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	workv1 "open-cluster-management.io/api/work/v1"
 
+	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	"github.com/gitops-addon/gitops-addon/pkg/bounded"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 )
@@ -224,7 +225,7 @@ func setConditions(status map[string]any, ours []any) {
 	kept := slices.DeleteFunc(slices.Clone(existing), func(c any) bool {
 		m, _ := c.(map[string]any)
 		t, _ := m["type"].(string)
-		return t == pullnames.ConditionPullError || t == pullnames.ConditionPullWarning
+		return t == v1alpha1.ConditionPullModelError || t == v1alpha1.ConditionPullModelWarning
 	})
 	all := slices.Concat(kept, ours)
 	if len(all) == 0 {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	workv1 "open-cluster-management.io/api/work/v1"
 
+	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract/appresources"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pulltest"
@@ -121,10 +122,10 @@ func TestSpokeStatusOf(t *testing.T) {
 // TestSetConditions: the pull model's conditions are replaced or removed, everybody
 // else's are kept.
 func TestSetConditions(t *testing.T) {
-	ours := []any{map[string]any{"type": pullnames.ConditionPullError, "message": "ClusterNotFound: gone"}}
+	ours := []any{map[string]any{"type": v1alpha1.ConditionPullModelError, "message": "ClusterNotFound: gone"}}
 	status := map[string]any{"conditions": []any{
 		map[string]any{"type": "SyncError", "message": "x"},
-		map[string]any{"type": pullnames.ConditionPullError, "message": "old"},
+		map[string]any{"type": v1alpha1.ConditionPullModelError, "message": "old"},
 	}}
 	setConditions(status, nil)
 	assert.Equal(t, []any{map[string]any{"type": "SyncError", "message": "x"}}, status["conditions"])

@@ -3,18 +3,9 @@ package feedback
 import (
 	"fmt"
 
+	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract/apptree"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
-)
-
-// Reasons of the warnings about an Application's resource tree.
-const (
-	// ReasonResourceTreeBounded: the tree is over apptree's bounds; the hub's Argo CD UI
-	// shows its managed resources only.
-	ReasonResourceTreeBounded = "ResourceTreeBounded"
-	// ReasonResourceTreeUnreadable: the tree could not be decoded (a newer agent's format,
-	// or out of bounds).
-	ReasonResourceTreeUnreadable = "ResourceTreeUnreadable"
 )
 
 // Tree is the spoke agent's resource tree of an Application, decoded once.
@@ -47,11 +38,11 @@ func (t Tree) Problems(cluster string) []pullnames.Problem {
 	shipped, ok, err := t.Shipped, t.ok, t.err
 	switch {
 	case err != nil:
-		return []pullnames.Problem{{Reason: ReasonResourceTreeUnreadable, Message: fmt.Sprintf(
+		return []pullnames.Problem{{Reason: v1alpha1.ReasonResourceTreeUnreadable, Message: fmt.Sprintf(
 			"the resource tree cluster %s reports cannot be read (%v): upgrade the hub manager to the version of the cluster's gitops-addon agent",
 			cluster, err)}}
 	case ok && (shipped.ManagedOnly || shipped.Omitted > 0):
-		return []pullnames.Problem{{Reason: ReasonResourceTreeBounded, Message: fmt.Sprintf("on cluster %s %s", cluster, shipped.Summary())}}
+		return []pullnames.Problem{{Reason: v1alpha1.ReasonResourceTreeBounded, Message: fmt.Sprintf("on cluster %s %s", cluster, shipped.Summary())}}
 	}
 	return nil
 }

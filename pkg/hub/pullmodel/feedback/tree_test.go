@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract/apptree"
 )
 
@@ -34,9 +35,9 @@ func TestTreeProblems(t *testing.T) {
 		says     string
 	}{
 		{name: "a small tree: drawn, nothing to say", value: small, readable: true},
-		{name: "over the bound: its managed resources drawn, and a warning", value: large, readable: true, reason: ReasonResourceTreeBounded,
+		{name: "over the bound: its managed resources drawn, and a warning", value: large, readable: true, reason: v1alpha1.ReasonResourceTreeBounded,
 			says: "on cluster c1 the resource tree has 2000 nodes, over the bound of 1000 nodes or 48 KiB: the hub shows its 1000 managed resources"},
-		{name: "unreadable: not drawn, a warning naming the fix", value: "garbage!", reason: ReasonResourceTreeUnreadable, says: "upgrade the hub manager"},
+		{name: "unreadable: not drawn, a warning naming the fix", value: "garbage!", reason: v1alpha1.ReasonResourceTreeUnreadable, says: "upgrade the hub manager"},
 		{name: "no tree reported (an older agent): nothing to draw, nothing to say"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

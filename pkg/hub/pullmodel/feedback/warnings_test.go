@@ -12,6 +12,7 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pulltest"
 	"github.com/gitops-addon/gitops-addon/test/fixtures"
@@ -52,9 +53,9 @@ func TestWarningsExplainTheReport(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, wait)
 	require.Len(t, problems, 2)
-	assert.Equal(t, ReasonNotApplied, problems[0].Reason)
+	assert.Equal(t, v1alpha1.ReasonNotApplied, problems[0].Reason)
 	assert.Contains(t, problems[0].Message, "the cluster is unavailable (ManagedClusterConditionAvailable Unknown since 2026-11-25T11:00:00Z")
-	assert.Equal(t, ReasonResourcesNotReported, problems[1].Reason)
+	assert.Equal(t, v1alpha1.ReasonResourcesNotReported, problems[1].Reason)
 	assert.Contains(t, problems[1].Message, "the gitops addon, whose agent summarises them, is not enabled on the cluster")
 
 	e.HubOnly = true

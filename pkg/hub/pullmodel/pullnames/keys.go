@@ -63,13 +63,6 @@ const (
 // "<namespace>.<name>", as ACM writes it.
 const LabelHostingAppSetReport = "apps.open-cluster-management.io/hosting-applicationset"
 
-// Condition types written into the hub Application's status.conditions. Argo CD shows a
-// type ending in "Error" as an error and one ending in "Warning" as a warning.
-const (
-	ConditionPullError   = "PullModelError"
-	ConditionPullWarning = "PullModelWarning"
-)
-
 // Argo CD kinds, read and written as unstructured objects: the manager does not link
 // Argo CD's Go module.
 var (

@@ -93,7 +93,7 @@ func (r *Reconciler) entry(ctx context.Context, w *workv1.ManifestWork) (reportE
 		e.resources = summary.Resources
 		e.ResourceCount = ptr.To(int32(min(summary.Total, math.MaxInt32))) //nolint:gosec // bounded on the line
 		if msg := feedback.FailedResourcesMessage(summary); msg != "" {
-			e.Conditions = append(e.Conditions, v1alpha1.Condition{Type: "ResourceError", Message: truncateMessage(msg)})
+			e.Conditions = append(e.Conditions, v1alpha1.Condition{Type: v1alpha1.ReportConditionResourceError, Message: truncateMessage(msg)})
 		}
 	}
 	// Explained as on the hub Application, so that both say the same.
@@ -103,7 +103,7 @@ func (r *Reconciler) entry(ctx context.Context, w *workv1.ManifestWork) (reportE
 		return reportEntry{}, 0, err
 	}
 	for _, p := range warnings {
-		if p.Reason == feedback.ReasonResourcesCapped {
+		if p.Reason == v1alpha1.ReasonResourcesCapped {
 			continue // resourceCount says it
 		}
 		e.Conditions = append(e.Conditions, v1alpha1.Condition{Type: warningType(p.Reason), Message: truncateMessage(p.String())})
@@ -113,10 +113,10 @@ func (r *Reconciler) entry(ctx context.Context, w *workv1.ManifestWork) (reportE
 
 // warningType is the report condition type of a warning, ending in Warning as ACM's do.
 func warningType(reason string) string {
-	if reason == feedback.ReasonNotApplied {
-		return "ApplyWarning"
+	if reason == v1alpha1.ReasonNotApplied {
+		return v1alpha1.ReportConditionApplyWarning
 	}
-	return "ResourcesWarning"
+	return v1alpha1.ReportConditionResourcesWarning
 }
 
 func truncateMessage(s string) string {
@@ -177,11 +177,11 @@ func clusterCondition(w *workv1.ManifestWork, s feedback.Status) v1alpha1.Cluste
 	c.OperationStatePhase, _ = s.Get(feedback.KeyOperationPhase)
 	c.OperationStateStartedAt, _ = s.Get(feedback.KeyOperationStartedAt)
 	if s.ApplyFailure() != "" {
-		c.Conditions = append(c.Conditions, v1alpha1.Condition{Type: "ApplyError", Message: s.ApplyFailure()})
+		c.Conditions = append(c.Conditions, v1alpha1.Condition{Type: v1alpha1.ReportConditionApplyError, Message: s.ApplyFailure()})
 	}
 	if c.OperationStatePhase == "Failed" || c.OperationStatePhase == "Error" {
 		msg, _ := s.Get(feedback.KeyOperationMessage)
-		c.Conditions = append(c.Conditions, v1alpha1.Condition{Type: "SyncError", Message: msg})
+		c.Conditions = append(c.Conditions, v1alpha1.Condition{Type: v1alpha1.ReportConditionSyncError, Message: msg})
 	}
 	for _, sc := range s.Conditions() {
 		// Argo CD's error conditions end in "Error"; its warnings are no problem of the report.
