@@ -5,8 +5,7 @@
 //   - api.md: the GitOpsCluster and MulticlusterApplicationSetReport API, from the Go
 //     types' comments and kubebuilder markers (crd-ref-docs, pinned in hack/tools/docs);
 //   - conditions.md and events.md: every condition type and reason, and every Event
-//     reason, from the constants in pkg/ and the message templates of the code that sets
-//     them (go/ast);
+//     reason, from the tables that declare them (pkg/api/reasons; tables.go);
 //   - cli/: the commands of the gitops-addon binary and their flags (cobra's doc
 //     generator, over pkg/cmd's command tree);
 //   - chart-values.md: the manager chart's values (helm-docs over values.yaml's `# --`

@@ -167,7 +167,7 @@ func argoCDAgentMode(t *testing.T, ctx context.Context, a *argoFleet) {
 			return c.Status == metav1.ConditionTrue && strings.Contains(c.Message, "runs with it")
 		}, "the agent reports the certificate in place")
 		waitAddonCondition(t, ctx, a.f.Hub, s.spoke.Name, contract.ConditionArgoCDAgentConnected, func(c metav1.Condition) bool {
-			return c.Status == metav1.ConditionFalse && c.Reason == argocdagent.ReasonUnreachable
+			return c.Status == metav1.ConditionFalse && c.Reason == contract.ReasonHealthEndpointUnreachable
 		}, "no argocd-agent answers yet: the agent says so")
 	}
 	waitAgentFleetSays(t, ctx, a, appsv1beta1.ReasonArgoCDAgentsNotConnected, "Argo CD Agent client certificate in place on 2 of 2",

@@ -23,7 +23,6 @@ import (
 
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
-	"github.com/gitops-addon/gitops-addon/pkg/spoke/repocreds"
 )
 
 // privateGit serves a bare copy of the fleet's repository over HTTP on loopback, through
@@ -173,7 +172,7 @@ func repositoryCredentialsScenario(t *testing.T, ctx context.Context, a *argoFle
 		t.Logf("spoke Application without the credential: %s", last)
 		assert.False(t, exists(ctx, spoke.Client, &corev1.Secret{}, contract.GitOpsNamespace+"/private-apps"), "not opted in: not on vanilla")
 		waitAddonCondition(t, ctx, a.f.Hub, vanilla, contract.ConditionRepositoryCredentials, func(c metav1.Condition) bool {
-			return c.Reason == repocreds.ReasonForeignSecret && strings.Contains(c.Message, "private-template")
+			return c.Reason == contract.ReasonForeignSecret && strings.Contains(c.Message, "private-template")
 		}, "the agent names the Secret it did not overwrite")
 		stored := &corev1.Secret{}
 		require.NoError(t, spoke.Client.Get(ctx, client.ObjectKeyFromObject(foreign), stored))

@@ -160,7 +160,7 @@ func TestArgoCDAgentCertificateReachesArgoCDAgent(t *testing.T) {
 	}
 
 	t.Run("before OCM issued the certificate, the condition says what it waits for", func(t *testing.T) {
-		c := condition(t, argocdagent.ReasonWaitingForOCM)
+		c := condition(t, contract.ReasonWaitingForCertificate)
 		assert.Contains(t, c.Message, sourceName)
 	})
 
@@ -170,7 +170,7 @@ func TestArgoCDAgentCertificateReachesArgoCDAgent(t *testing.T) {
 			ObjectMeta: metav1.ObjectMeta{Namespace: addon.DefaultInstallNamespace, Name: sourceName},
 			Type:       corev1.SecretTypeTLS, Data: map[string][]byte{corev1.TLSCertKey: first, corev1.TLSPrivateKeyKey: firstKey},
 		}))
-		c := condition(t, argocdagent.ReasonInPlace)
+		c := condition(t, contract.ReasonCertificateInPlace)
 		assert.Contains(t, c.Message, "Certificate for spoke1")
 		assert.Contains(t, c.Message, "is not deployed yet")
 		s := clientTLS()
@@ -204,7 +204,7 @@ func TestArgoCDAgentCertificateReachesArgoCDAgent(t *testing.T) {
 		}, 30*time.Second, 100*time.Millisecond, "argocd-agent-client-tls renewed and argocd-agent restarted")
 		require.Eventually(t, func() bool {
 			c, _ := o.Report.Condition(argocdagent.ConditionCertificate)
-			return c.Reason == argocdagent.ReasonInPlace && strings.Contains(c.Message, "runs with it")
+			return c.Reason == contract.ReasonCertificateInPlace && strings.Contains(c.Message, "runs with it")
 		}, 30*time.Second, 100*time.Millisecond, "the report says argocd-agent runs with the renewed certificate")
 	})
 
@@ -223,7 +223,7 @@ func TestArgoCDAgentCertificateReachesArgoCDAgent(t *testing.T) {
 		theirs.Data = map[string][]byte{corev1.TLSCertKey: first, corev1.TLSPrivateKeyKey: firstKey}
 		require.NoError(t, env.Client.Update(ctx, theirs))
 		renew(t) // wakes the controller
-		c := condition(t, argocdagent.ReasonFailed)
+		c := condition(t, contract.ReasonCertificateFailed)
 		assert.Contains(t, c.Message, "was not created by gitops-addon")
 		assert.Equal(t, first, clientTLS().Data[corev1.TLSCertKey], "theirs is kept")
 	})
@@ -234,7 +234,7 @@ func TestArgoCDAgentCertificateReachesArgoCDAgent(t *testing.T) {
 		// the controller would otherwise keep naming; ours is removed the same way).
 		require.NoError(t, env.Client.Delete(ctx, clientTLS()))
 		renew(t) // wakes the controller
-		c := condition(t, argocdagent.ReasonNoInstance)
+		c := condition(t, contract.ReasonNoArgoCDInstance)
 		assert.Contains(t, c.Message, "being deleted")
 		wake(t)
 		assert.Nil(t, clientTLS(), "not written again while the instance goes")

@@ -120,7 +120,7 @@ func TestCRDInstallerOnAKubernetesCluster(t *testing.T) {
 	inst := startInstaller(t, env.env.Config, false)
 
 	t.Run("installs every Argo CD CRD and the Routes CRD, whole, with its own identity", func(t *testing.T) {
-		inst.waitCondition(t, crdinstall.ReasonInstalled)
+		inst.waitCondition(t, contract.ReasonCRDsInstalled)
 		for _, name := range embedded.Names() {
 			crd, err := getCRD(ctx, c, name)
 			require.NoError(t, err, name)
@@ -145,7 +145,7 @@ func TestCRDInstallerOnAKubernetesCluster(t *testing.T) {
 			after, err := getCRD(ctx, c, "appprojects.argoproj.io")
 			return err == nil && after.UID != before.UID && after.DeletionTimestamp == nil
 		}, 4*time.Minute, 100*time.Millisecond, "appprojects.argoproj.io is back")
-		inst.waitCondition(t, crdinstall.ReasonInstalled)
+		inst.waitCondition(t, contract.ReasonCRDsInstalled)
 	})
 
 	t.Run("an edited CRD is repaired", func(t *testing.T) {
@@ -165,7 +165,7 @@ func TestCRDInstallerOnAKubernetesCluster(t *testing.T) {
 		require.NoError(t, err)
 		crd.Labels = map[string]string{"olm.managed": "true"}
 		require.NoError(t, c.Update(ctx, crd))
-		cond := inst.waitCondition(t, crdinstall.ReasonProvidedByOthers)
+		cond := inst.waitCondition(t, contract.ReasonCRDsProvidedByOthers)
 		assert.Contains(t, cond.Message, "notificationsconfigurations.argoproj.io provided by OLM")
 		// The positive control: a change to the CRD (another tool's annotation) makes the
 		// installer reconcile, and it is waited for.
@@ -225,7 +225,7 @@ func TestRoutesCRDOnlyWhereNoRouteAPIIsServed(t *testing.T) {
 
 	neverInstalled := func(t *testing.T, openShift bool, why string) {
 		inst := startInstaller(t, s.env.Config, openShift)
-		cond := inst.waitCondition(t, crdinstall.ReasonInstalled)
+		cond := inst.waitCondition(t, contract.ReasonCRDsInstalled)
 		assert.Contains(t, cond.Message, why)
 		assert.False(t, routesCRDExists())
 		inst.stop()
@@ -243,7 +243,7 @@ func TestRoutesCRDOnlyWhereNoRouteAPIIsServed(t *testing.T) {
 		require.NoError(t, s.c.Delete(ctx, &apiregistrationv1.APIService{ObjectMeta: metav1.ObjectMeta{Name: fakeroute.APIServiceName}}))
 		inst := startInstaller(t, s.env.Config, false)
 		require.Eventually(t, routesCRDExists, 60*time.Second, 100*time.Millisecond)
-		cond := inst.waitCondition(t, crdinstall.ReasonInstalled)
+		cond := inst.waitCondition(t, contract.ReasonCRDsInstalled)
 		assert.Contains(t, cond.Message, "Routes CRD: wanted")
 	})
 }

@@ -26,7 +26,6 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/manager"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/agent"
-	"github.com/gitops-addon/gitops-addon/pkg/spoke/routeguard"
 	"github.com/gitops-addon/gitops-addon/test/agentchart"
 	"github.com/gitops-addon/gitops-addon/test/fakeroute"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
@@ -115,7 +114,7 @@ func TestOnTheOldestSupportedKubernetes(t *testing.T) {
 		crds := h.waitAgentCondition(cluster, contract.ConditionArgoCDCRDsInstalled, metav1.ConditionTrue)
 		assert.Contains(t, crds.Message, "serves no admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy", "the missing CRD policy is said")
 		guard := h.waitAgentCondition(cluster, contract.ConditionRoutesCRDGuard, metav1.ConditionFalse)
-		assert.Equal(t, routeguard.ReasonGuardUnavailable, guard.Reason, guard.Message)
+		assert.Equal(t, contract.ReasonGuardUnavailable, guard.Reason, guard.Message)
 	})
 
 	step("every object of the ManifestWork is accepted as rendered", func(t *testing.T) {

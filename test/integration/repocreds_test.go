@@ -75,7 +75,7 @@ func TestRepositoryCredentialsOnARealAPIServer(t *testing.T) {
 	assert.Equal(t, map[string]string{"team": "a"}, theirs.Labels)
 	c, ok := report.Condition(contract.ConditionRepositoryCredentials)
 	require.True(t, ok)
-	assert.Equal(t, repocreds.ReasonForeignSecret, c.Reason)
+	assert.Equal(t, contract.ReasonForeignSecret, c.Reason)
 	assert.Contains(t, c.Message, "taken")
 
 	// The Applications leave: their staged copies go (the work agent), and so does ours.

@@ -324,10 +324,10 @@ func TestRouteGuardOnARealAggregatedRouteAPI(t *testing.T) {
 
 	t.Run("classifies Native; the admission guard is off on request", func(t *testing.T) {
 		s.waitReport(t, contract.ConditionRouteAPI, contract.RouteAPINative)
-		c := s.waitReport(t, contract.ConditionRoutesCRDGuard, routeguard.ReasonGuardDisabled)
+		c := s.waitReport(t, contract.ConditionRoutesCRDGuard, contract.ReasonGuardDisabled)
 		assert.Equal(t, metav1.ConditionFalse, c.Status)
-		s.waitReport(t, contract.ConditionDuplicateAPISurfaces, routeguard.ReasonNoDuplicates)
-		s.waitReport(t, contract.ConditionOpenAPIV2Available, routeguard.ReasonOpenAPIV2OK)
+		s.waitReport(t, contract.ConditionDuplicateAPISurfaces, contract.ReasonNoDuplicates)
+		s.waitReport(t, contract.ConditionOpenAPIV2Available, contract.ReasonOpenAPIV2Served)
 		assert.False(t, s.guardExists())
 	})
 
@@ -345,7 +345,7 @@ func TestRouteGuardOnARealAggregatedRouteAPI(t *testing.T) {
 		lists, misses := stopWatching()
 		assert.Positive(t, lists)
 		assert.Zero(t, misses, "every Route list was answered by the aggregated server")
-		c := s.waitReport(t, contract.ConditionRoutesCRDGuard, routeguard.ReasonDuplicateRemoved)
+		c := s.waitReport(t, contract.ConditionRoutesCRDGuard, contract.ReasonDuplicateRemoved)
 		assert.Contains(t, c.Message, "Deleted a duplicate")
 		a := &apiregistrationv1.APIService{}
 		require.NoError(t, s.c.Get(s.ctx, types.NamespacedName{Name: "v1.route.openshift.io"}, a))
@@ -377,13 +377,13 @@ func TestRouteGuardOnARealAggregatedRouteAPI(t *testing.T) {
 			return len(got) == 4
 		}, 30*time.Second, 200*time.Millisecond, "conditions on the hub: %+v", &got)
 		assert.Equal(t, contract.RouteAPINative, meta.FindStatusCondition(got, contract.ConditionRouteAPI).Reason)
-		assert.Equal(t, routeguard.ReasonDuplicateRemoved, meta.FindStatusCondition(got, contract.ConditionRoutesCRDGuard).Reason)
+		assert.Equal(t, contract.ReasonDuplicateRemoved, meta.FindStatusCondition(got, contract.ConditionRoutesCRDGuard).Reason)
 	})
 
 	t.Run("with the admission guard, creating the duplicate is rejected with its message", func(t *testing.T) {
 		s.stopGuard()
 		s.startGuard(routeguard.Options{})
-		s.waitReport(t, contract.ConditionRoutesCRDGuard, routeguard.ReasonGuardInstalled)
+		s.waitReport(t, contract.ConditionRoutesCRDGuard, contract.ReasonGuardInstalled)
 		var err error
 		require.Eventually(t, func() bool {
 			err = s.c.Create(s.ctx, routesCRD())
@@ -449,7 +449,7 @@ func TestRouteGuardOnARealAggregatedRouteAPI(t *testing.T) {
 			return status == http.StatusOK && bytes.Contains(body, []byte("/apis/canary.gitops-addon.test/v1/")) &&
 				bytes.Contains(body, []byte("/apis/route.openshift.io/v1/namespaces/{namespace}/routes"))
 		}, 30*time.Second, 250*time.Millisecond, "v2 has the canary and the aggregated Route paths again")
-		s.waitReport(t, contract.ConditionOpenAPIV2Available, routeguard.ReasonOpenAPIV2OK)
+		s.waitReport(t, contract.ConditionOpenAPIV2Available, contract.ReasonOpenAPIV2Served)
 		code, out := s.doctor()
 		assert.Equal(t, doctor.Healthy, code, out)
 		assert.True(t, s.routesServedByAggregatedServer())
@@ -484,7 +484,7 @@ func TestRouteGuardOnARealAggregatedRouteAPI(t *testing.T) {
 		lists, misses := stopWatching()
 		assert.Positive(t, lists)
 		assert.Zero(t, misses, "every Route list was answered by the aggregated server")
-		s.waitReport(t, contract.ConditionOpenAPIV2Available, routeguard.ReasonOpenAPIV2OK)
+		s.waitReport(t, contract.ConditionOpenAPIV2Available, contract.ReasonOpenAPIV2Served)
 		code, out = s.doctor()
 		assert.Equal(t, doctor.Healthy, code, out)
 	})
@@ -501,7 +501,7 @@ func TestRouteGuardOnARealAggregatedRouteAPI(t *testing.T) {
 		require.Eventually(t, func() bool { return !s.guardExists() }, 10*time.Second, 100*time.Millisecond, "our guard is removed where the CRD is legitimate")
 		require.Eventually(t, func() bool { return s.c.Create(s.ctx, routesCRD()) == nil }, 30*time.Second, 100*time.Millisecond)
 		s.waitReport(t, contract.ConditionRouteAPI, contract.RouteAPICRD)
-		s.waitReport(t, contract.ConditionRoutesCRDGuard, routeguard.ReasonNotNative)
+		s.waitReport(t, contract.ConditionRoutesCRDGuard, contract.ReasonNotNative)
 		// The positive control: a change to the CRD (another tool's annotation) makes the
 		// guard reconcile, and it is waited for.
 		waitReconcileAfter(t, "routeguard", func() {

@@ -6,9 +6,7 @@ import (
 	"go/constant"
 	"go/token"
 	"go/types"
-	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -17,59 +15,67 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/tools/go/packages"
 
+	"github.com/gitops-addon/gitops-addon/pkg/api/reasons"
+	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
+	"github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
 )
 
-// TestEveryReasonSetIsDocumented: every condition or Event reason the code under pkg/
-// can set is in the generated reference (docs/reference/conditions.md or events.md), so
-// a user who meets one can look it up. The reasons are found by following each place a
-// reason is set back to its constants, with the type checker: a Reason field of any
-// struct (metav1.Condition, the pull model's Problem, ...), and an argument to a
-// parameter named reason (Events, and the helpers that record them); through variables,
-// struct fields, parameters and returned values. A reason the analysis cannot follow to
-// constants fails the test too, naming the place.
-func TestEveryReasonSetIsDocumented(t *testing.T) {
-	reasons, untraced, _ := reasonsSetIn(t, "./pkg/...")
-	require.NotEmpty(t, reasons)
+// TestEveryReasonSetIsInATable: every condition or Event reason the code under pkg/ can
+// set is declared in a table (pkg/api/v1beta1, pkg/api/v1alpha1, pkg/contract: their
+// Reasons), with what it means and what to do, which the references are rendered from. The
+// reasons are found by following each place a reason is set back to its constants, with
+// the type checker: a Reason field of any struct (metav1.Condition, the pull model's
+// Problem, ...), and an argument to a parameter named reason of an Event API (and of the
+// helpers that record them); through variables, struct fields, parameters and returned
+// values. A reason the analysis cannot follow to constants fails the test too, naming
+// the place.
+func TestEveryReasonSetIsInATable(t *testing.T) {
+	set, untraced, _ := reasonsSetIn(t, "./pkg/...")
+	require.NotEmpty(t, set)
 	for _, u := range untraced {
 		t.Errorf("a reason set from something that is not a constant, which this test cannot follow: %s", u)
 	}
-	documented := documentedReasons(t)
+	declared := tabled()
 	var missing []string
-	for value, where := range reasons {
-		if !documented[value] {
+	for value, where := range set {
+		if !declared[value] {
 			missing = append(missing, fmt.Sprintf("%q (set at %s)", value, strings.Join(where, ", ")))
 		}
 	}
 	sort.Strings(missing)
 	for _, m := range missing {
-		t.Errorf("reason %s is in neither docs/reference/conditions.md nor events.md: add it to its table (pkg/api/v1beta1.Reasons for the GitOpsCluster and the hub's Events), or declare it where hack/docgen finds it; then make docs", m)
+		t.Errorf("reason %s is in no table: add it, with its meaning and fix, to the Reasons of pkg/api/v1beta1 (the GitOpsCluster "+
+			"and the hub's Events), pkg/api/v1alpha1 (the pull model) or pkg/contract (a cluster's addon); then make docs", m)
 	}
 }
 
-// TestNoReasonIsDeclaredAndNeverSet: a Reason* constant of pkg/ that no code sets is a
-// reason a user is told about and never sees: it goes.
+// TestNoReasonIsDeclaredAndNeverSet: a reason a table holds, or a Reason* constant of
+// pkg/, that no code sets is a reason a user is told about and never sees: it goes.
 func TestNoReasonIsDeclaredAndNeverSet(t *testing.T) {
-	reasons, _, declared := reasonsSetIn(t, "./pkg/...")
+	set, _, declared := reasonsSetIn(t, "./pkg/...")
 	for value, where := range declared {
-		if _, set := reasons[value]; !set {
+		if _, ok := set[value]; !ok {
 			t.Errorf("reason %q is declared (%s) and never set: remove it, or set it", value, where)
 		}
 	}
-}
-
-// documentedReasons are the reasons named in backquotes in the generated reference.
-func documentedReasons(t *testing.T) map[string]bool {
-	t.Helper()
-	seen := map[string]bool{}
-	for _, page := range []string{"conditions.md", "events.md"} {
-		data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "docs", "reference", page))
-		require.NoError(t, err)
-		for _, m := range regexp.MustCompile("`([A-Za-z][A-Za-z0-9]*)`").FindAllStringSubmatch(string(data), -1) {
-			seen[m[1]] = true
+	for value := range tabled() {
+		if _, ok := set[value]; !ok {
+			t.Errorf("reason %q is in a table and never set: remove it, or set it", value)
 		}
 	}
-	return seen
+}
+
+// tabled are the names of every reason the tables hold.
+func tabled() map[string]bool {
+	names := map[string]bool{}
+	for _, table := range []reasons.Table{v1beta1.Reasons, v1alpha1.Reasons, contract.Reasons} {
+		for _, r := range table.Reasons {
+			names[r.Name] = true
+		}
+	}
+	return names
 }
 
 // reasonFlow follows reason values back to their constants across a set of packages.

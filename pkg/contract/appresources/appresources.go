@@ -36,10 +36,6 @@ const (
 	FeedbackPath = `.metadata.annotations.gitops-addon\.open-cluster-management\.io/resources`
 )
 
-// ConditionNotWritten is the condition the spoke agent sets on its ManagedClusterAddOn
-// while it cannot write a summary (most often RBAC); the hub quotes it.
-const ConditionNotWritten = "ApplicationResourcesNotReported"
-
 // Version is the summary format this binary writes and reads.
 const Version = 1
 

@@ -6,11 +6,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/events"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
-)
 
-// ReasonConfigWarning is the reason of the Warning Event on a ManagedClusterAddOn whose
-// AddOnDeploymentConfig has settings gitops-addon ignores.
-const ReasonConfigWarning = "AddOnDeploymentConfigIgnored"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
+)
 
 // Warner reports, per ManagedClusterAddOn, what its render ignored. It is called on
 // every render, with an empty message when nothing was ignored.
@@ -33,7 +31,7 @@ func EventWarner(recorder events.EventRecorder) Warner {
 		}
 		mu.Unlock()
 		if changed && message != "" {
-			recorder.Eventf(addon, nil, corev1.EventTypeWarning, ReasonConfigWarning, "Render", "%s", message)
+			recorder.Eventf(addon, nil, corev1.EventTypeWarning, contract.ReasonConfigIgnored, "Render", "%s", message)
 		}
 	}
 }

@@ -57,10 +57,6 @@ const (
 	// ConditionCertificate reports, on the ManagedClusterAddOn, the certificate
 	// argocd-agent has.
 	ConditionCertificate = contract.ConditionArgoCDAgentCertificate
-	// Reasons of ConditionCertificate.
-	ReasonInPlace       = "InPlace"
-	ReasonWaitingForOCM = "WaitingForCertificate"
-	ReasonFailed        = "Failed"
 )
 
 // SourceSecretName is the Secret in which OCM's registration agent keeps the certificate
@@ -117,10 +113,6 @@ type CertificateReconciler struct {
 // argocd-agent; the spoke's teardown deletes ClientTLSSecret then, which must stay deleted.
 var errInstanceAbsent = errors.New("no ArgoCD instance to run argocd-agent")
 
-// ReasonNoInstance: the certificate is not handed over while the ArgoCD instance is
-// missing or being deleted.
-const ReasonNoInstance = "NoArgoCDInstance"
-
 // waitForInstance is how soon a hand-over held for a missing instance is tried again.
 const waitForInstance = 10 * time.Second
 
@@ -149,7 +141,7 @@ func (r *CertificateReconciler) Reconcile(ctx context.Context, _ reconcile.Reque
 	source := &corev1.Secret{}
 	err := r.Client.Get(ctx, types.NamespacedName{Namespace: r.SourceNamespace, Name: r.SourceSecret}, source)
 	if apierrors.IsNotFound(err) || (err == nil && (len(source.Data[corev1.TLSCertKey]) == 0 || len(source.Data[corev1.TLSPrivateKeyKey]) == 0)) {
-		r.report(metav1.ConditionFalse, ReasonWaitingForOCM, fmt.Sprintf(
+		r.report(metav1.ConditionFalse, contract.ReasonWaitingForCertificate, fmt.Sprintf(
 			"Waiting for OCM's registration agent to write the certificate the hub signs into Secret %s/%s (the hub approves it once the GitOpsCluster's "+
 				"argocd-agent-ca exists).",
 			r.SourceNamespace, r.SourceSecret))
@@ -163,7 +155,7 @@ func (r *CertificateReconciler) Reconcile(ctx context.Context, _ reconcile.Reque
 		return reconcile.Result{}, r.fail(fmt.Errorf("secret %s/%s: %w", r.SourceNamespace, r.SourceSecret, err))
 	}
 	if err := r.ensureClientTLS(ctx, source); errors.Is(err, errInstanceAbsent) {
-		r.report(metav1.ConditionFalse, ReasonNoInstance, fmt.Sprintf(
+		r.report(metav1.ConditionFalse, contract.ReasonNoArgoCDInstance, fmt.Sprintf(
 			"ArgoCD %s/%s is missing or being deleted: the certificate is not handed to argocd-agent until it is there.", r.ArgoNamespace, r.ArgoCD))
 		return reconcile.Result{RequeueAfter: waitForInstance}, nil
 	} else if err != nil {
@@ -173,7 +165,7 @@ func (r *CertificateReconciler) Reconcile(ctx context.Context, _ reconcile.Reque
 	if err != nil {
 		return reconcile.Result{}, r.fail(err)
 	}
-	r.report(metav1.ConditionTrue, ReasonInPlace, fmt.Sprintf("Certificate for %s issued by %s, valid until %s, in Secret %s/%s; %s.",
+	r.report(metav1.ConditionTrue, contract.ReasonCertificateInPlace, fmt.Sprintf("Certificate for %s issued by %s, valid until %s, in Secret %s/%s; %s.",
 		cert.Subject.CommonName, cert.Issuer.CommonName, cert.NotAfter.UTC().Format(time.RFC3339), r.ArgoNamespace, ClientTLSSecret, restarted))
 	return reconcile.Result{}, nil
 }
@@ -262,7 +254,7 @@ func (r *CertificateReconciler) ensureStartedWith(ctx context.Context, print str
 }
 
 func (r *CertificateReconciler) fail(err error) error {
-	r.report(metav1.ConditionFalse, ReasonFailed, err.Error()+".")
+	r.report(metav1.ConditionFalse, contract.ReasonCertificateFailed, err.Error()+".")
 	return err
 }
 

@@ -15,13 +15,6 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/addonstatus"
 )
 
-// Reasons of contract.ConditionArgoCDAgentConnected.
-const (
-	ReasonConnected    = "Connected"
-	ReasonNotConnected = "NotConnected"
-	ReasonUnreachable  = "HealthEndpointUnreachable"
-)
-
 // DefaultHealthInterval is how often argocd-agent's health endpoint is asked.
 const DefaultHealthInterval = 30 * time.Second
 
@@ -66,12 +59,13 @@ func (p *Prober) Probe(ctx context.Context) metav1.Condition {
 	c := metav1.Condition{Type: contract.ConditionArgoCDAgentConnected}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.URL, nil)
 	if err != nil {
-		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, ReasonUnreachable, fmt.Sprintf("Cannot ask argocd-agent at %s: %v.", p.URL, err)
+		c.Status, c.Reason = metav1.ConditionUnknown, contract.ReasonHealthEndpointUnreachable
+		c.Message = fmt.Sprintf("Cannot ask argocd-agent at %s: %v.", p.URL, err)
 		return c
 	}
 	resp, err := p.client().Do(req)
 	if err != nil {
-		c.Status, c.Reason = metav1.ConditionFalse, ReasonUnreachable
+		c.Status, c.Reason = metav1.ConditionFalse, contract.ReasonHealthEndpointUnreachable
 		c.Message = fmt.Sprintf("argocd-agent's health endpoint %s does not answer (%s): argocd-agent is not running or not ready. "+
 			"Check its Deployment and logs in the Argo CD namespace.", p.URL, errorKind(err))
 		return c
@@ -79,14 +73,14 @@ func (p *Prober) Probe(ctx context.Context) metav1.Condition {
 	_ = resp.Body.Close()
 	switch resp.StatusCode {
 	case http.StatusOK:
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, ReasonConnected, "argocd-agent reports it is connected to the principal."
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, contract.ReasonConnected, "argocd-agent reports it is connected to the principal."
 	case http.StatusServiceUnavailable:
-		c.Status, c.Reason = metav1.ConditionFalse, ReasonNotConnected
+		c.Status, c.Reason = metav1.ConditionFalse, contract.ReasonNotConnected
 		c.Message = "argocd-agent runs but is not connected to the principal. Check that the principal runs on the hub, that its address " +
 			"(the GitOpsCluster's spec.gitopsAddon.argoCDAgent.serverAddress/serverPort, or the discovered one) is reachable from this cluster, " +
 			"that the principal's certificate names that address, and argocd-agent's log for the TLS or authentication error."
 	default:
-		c.Status, c.Reason = metav1.ConditionUnknown, ReasonUnreachable
+		c.Status, c.Reason = metav1.ConditionUnknown, contract.ReasonHealthEndpointUnreachable
 		c.Message = fmt.Sprintf("argocd-agent's health endpoint %s answered %s, which does not say whether it is connected.", p.URL, resp.Status)
 	}
 	return c

@@ -23,10 +23,10 @@ func TestProbeReadsArgoCDAgentsHealth(t *testing.T) {
 		want   metav1.ConditionStatus
 		reason string
 	}{
-		{"200: connected", http.StatusOK, metav1.ConditionTrue, ReasonConnected},
-		{"503: running, not connected", http.StatusServiceUnavailable, metav1.ConditionFalse, ReasonNotConnected},
-		{"nothing listens: not running", 0, metav1.ConditionFalse, ReasonUnreachable},
-		{"another answer says nothing", http.StatusNotFound, metav1.ConditionUnknown, ReasonUnreachable},
+		{"200: connected", http.StatusOK, metav1.ConditionTrue, contract.ReasonConnected},
+		{"503: running, not connected", http.StatusServiceUnavailable, metav1.ConditionFalse, contract.ReasonNotConnected},
+		{"nothing listens: not running", 0, metav1.ConditionFalse, contract.ReasonHealthEndpointUnreachable},
+		{"another answer says nothing", http.StatusNotFound, metav1.ConditionUnknown, contract.ReasonHealthEndpointUnreachable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			url := unusedURL(t)
@@ -76,7 +76,7 @@ func TestProberReportsChangesOnly(t *testing.T) {
 			return ok && c.Reason == reason
 		}, 5*time.Second, 10*time.Millisecond)
 	}
-	waitFor(ReasonNotConnected)
+	waitFor(contract.ReasonNotConnected)
 	<-report.Changed()
 	// The positive control: ten more probes answered, with the same answer.
 	answered := probes.Load()
@@ -87,7 +87,7 @@ func TestProberReportsChangesOnly(t *testing.T) {
 	default:
 	}
 	status <- http.StatusOK
-	waitFor(ReasonConnected)
+	waitFor(contract.ReasonConnected)
 }
 
 // unusedURL is a loopback URL nothing listens on.

@@ -11,19 +11,6 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 )
 
-// Reasons of the ArgoCDCRDsInstalled condition.
-const (
-	// ReasonInstalled: every Argo CD CRD is the agent's, current and established.
-	ReasonInstalled = "Installed"
-	// ReasonProvidedByOthers: every Argo CD CRD is established, some of them provided by
-	// someone else or by a newer gitops-addon, and left as they are.
-	ReasonProvidedByOthers = "ProvidedByOthers"
-	// ReasonInstallFailed: the agent could not apply a CRD; the message names it and why.
-	ReasonInstallFailed = "InstallFailed"
-	// ReasonWaiting: a CRD is being deleted or not yet established.
-	ReasonWaiting = "Waiting"
-)
-
 // condition summarises the results as the ArgoCDCRDsInstalled condition. The Routes CRD,
 // when wanted, counts like an Argo CD CRD: the operator cannot start without Routes.
 func condition(argo []result, routes *result, decision routesDecision) metav1.Condition {
@@ -51,18 +38,18 @@ func condition(argo []result, routes *result, decision routesDecision) metav1.Co
 	c := metav1.Condition{Type: contract.ConditionArgoCDCRDsInstalled}
 	switch {
 	case len(failed) > 0:
-		c.Status, c.Reason = metav1.ConditionFalse, ReasonInstallFailed
+		c.Status, c.Reason = metav1.ConditionFalse, contract.ReasonCRDInstallFailed
 		c.Message = "Could not install " + strings.Join(failed, "; ") +
 			". Fix what the apiserver refused (the agent may create CRDs and change only its own: check its ClusterRole gitops-addon:agent and admission policies), " +
 			"or install the CRD yourself."
 	case len(waiting) > 0:
-		c.Status, c.Reason = metav1.ConditionFalse, ReasonWaiting
+		c.Status, c.Reason = metav1.ConditionFalse, contract.ReasonCRDsWaiting
 		c.Message = "Waiting: " + strings.Join(waiting, "; ") + "."
 	case len(others) > 0:
-		c.Status, c.Reason = metav1.ConditionTrue, ReasonProvidedByOthers
+		c.Status, c.Reason = metav1.ConditionTrue, contract.ReasonCRDsProvidedByOthers
 		c.Message = fmt.Sprintf("%d CRDs established; left as they are: %s.", len(all), strings.Join(others, "; "))
 	default:
-		c.Status, c.Reason = metav1.ConditionTrue, ReasonInstalled
+		c.Status, c.Reason = metav1.ConditionTrue, contract.ReasonCRDsInstalled
 		c.Message = fmt.Sprintf("%d CRDs installed by the agent and established.", len(all))
 	}
 	c.Message += " " + routesNote

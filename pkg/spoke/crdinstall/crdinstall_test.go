@@ -229,7 +229,7 @@ func TestInstallerInstallsThenStaysQuiet(t *testing.T) {
 	assert.Contains(t, f.applies, contract.RoutesCRDName)
 	c := f.condition(t)
 	assert.Equal(t, metav1.ConditionTrue, c.Status, c.Message)
-	assert.Equal(t, ReasonInstalled, c.Reason)
+	assert.Equal(t, contract.ReasonCRDsInstalled, c.Reason)
 
 	require.NoError(t, f.reconcile(t))
 	assert.Empty(t, f.applies, "nothing changed: no request at all")
@@ -264,7 +264,7 @@ func TestInstallerLeavesForeignAndNewerCRDsAlone(t *testing.T) {
 	assert.NotContains(t, f.applies, "applications.argoproj.io", "never downgrade a newer CRD")
 	c := f.condition(t)
 	assert.Equal(t, metav1.ConditionTrue, c.Status)
-	assert.Equal(t, ReasonProvidedByOthers, c.Reason)
+	assert.Equal(t, contract.ReasonCRDsProvidedByOthers, c.Reason)
 	assert.Contains(t, c.Message, "argocds.argoproj.io provided by OLM")
 	assert.Contains(t, c.Message, "applications.argoproj.io installed from v0.99.0")
 
@@ -280,7 +280,7 @@ func TestInstallerReportsTheCRDThatFailed(t *testing.T) {
 	require.Error(t, err, "a failure is retried")
 	c := f.condition(t)
 	assert.Equal(t, metav1.ConditionFalse, c.Status)
-	assert.Equal(t, ReasonInstallFailed, c.Reason)
+	assert.Equal(t, contract.ReasonCRDInstallFailed, c.Reason)
 	assert.Contains(t, c.Message, "applicationsets.argoproj.io")
 	assert.Contains(t, c.Message, "denied by policy X")
 	assert.Len(t, f.applies, 9, "one failure does not stop the others")
@@ -288,7 +288,7 @@ func TestInstallerReportsTheCRDThatFailed(t *testing.T) {
 	delete(f.failing, "applicationsets.argoproj.io")
 	require.NoError(t, f.reconcile(t))
 	assert.Equal(t, []string{"applicationsets.argoproj.io"}, f.applies, "only the failed one is retried")
-	assert.Equal(t, ReasonInstalled, f.condition(t).Reason)
+	assert.Equal(t, contract.ReasonCRDsInstalled, f.condition(t).Reason)
 }
 
 func TestRoutesCRDOnlyWhereNoRouteAPIIsServed(t *testing.T) {

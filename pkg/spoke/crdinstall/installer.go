@@ -219,14 +219,14 @@ func (i *Installer) ensure(ctx context.Context, crd *CRD) result {
 	if err != nil {
 		r.err = err
 		regarding := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: crd.Name()}}
-		i.Recorder.Eventf(regarding, nil, corev1.EventTypeWarning, "CRDInstallFailed", "Apply", "Could not apply CustomResourceDefinition %s (%s): "+
+		i.Recorder.Eventf(regarding, nil, corev1.EventTypeWarning, contract.ReasonCRDApplyFailed, "Apply", "Could not apply CustomResourceDefinition %s (%s): "+
 			"%v", crd.Name(), r.verdict.why, err)
 		return r
 	}
 	r.current = updated
 	ctrl.LoggerFrom(ctx).Info("applied CRD", "crd", crd.Name(), "why", r.verdict.why, "generation", updated.Generation)
 	if current == nil || current.Generation != updated.Generation || current.UID != updated.UID {
-		i.Recorder.Eventf(updated, nil, corev1.EventTypeNormal, "CRDApplied", "Apply", "Applied CustomResourceDefinition %s from %s "+
+		i.Recorder.Eventf(updated, nil, corev1.EventTypeNormal, contract.ReasonCRDApplied, "Apply", "Applied CustomResourceDefinition %s from %s "+
 			"(%s)", crd.Name(), crd.Source, r.verdict.why)
 	}
 	return r

@@ -41,20 +41,6 @@ import (
 // ControllerName names the controller in logs and metrics.
 const ControllerName = "repository-credentials"
 
-// Condition reasons of contract.ConditionRepositoryCredentials.
-const (
-	// ReasonMaterialised: every credential the Applications pulled here use is kept in
-	// the Argo CD namespace as the hub has it.
-	ReasonMaterialised = "Materialised"
-	// ReasonForeignSecret: a Secret the agent did not create holds the name of a hub
-	// credential; it is left as it is, and the Applications that need the credential use
-	// it. Delete or rename it to let gitops-addon keep the hub's.
-	ReasonForeignSecret = "ForeignSecret"
-	// ReasonWriteFailed: a credential could not be created, updated or removed (the
-	// message quotes the apiserver; most often RBAC or the admission policy).
-	ReasonWriteFailed = "WriteFailed"
-)
-
 // foreignRetry is how often a name held by a Secret we did not create is tried again:
 // its owner may delete or rename it, which this controller's cache (our Secrets only)
 // does not see.
@@ -298,7 +284,7 @@ func (r *Reconciler) noteForeign(names []string) {
 		}
 		regarding := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: name}}
 		regarding.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-		r.Recorder.Eventf(regarding, nil, corev1.EventTypeWarning, ReasonForeignSecret, "Materialise",
+		r.Recorder.Eventf(regarding, nil, corev1.EventTypeWarning, contract.ReasonForeignSecret, "Materialise",
 			"Secret %s/%s was not created by gitops-addon: the hub's repository credential of that name is not written over it; "+
 				"the Applications pulled here that need it use this Secret as it is (delete or rename it to let gitops-addon keep the hub's)",
 			r.Namespace, name)
@@ -311,15 +297,15 @@ func (r *Reconciler) report(kept int, foreign, failed []string, errs []error) {
 	if r.Report == nil {
 		return
 	}
-	c := metav1.Condition{Type: contract.ConditionRepositoryCredentials, Status: metav1.ConditionTrue, Reason: ReasonMaterialised,
+	c := metav1.Condition{Type: contract.ConditionRepositoryCredentials, Status: metav1.ConditionTrue, Reason: contract.ReasonCredentialsMaterialised,
 		Message: fmt.Sprintf("%d repository credential(s) from the hub kept in %s for the Applications pulled here", kept, r.Namespace)}
 	switch {
 	case len(foreign) > 0:
-		c.Status, c.Reason = metav1.ConditionFalse, ReasonForeignSecret
+		c.Status, c.Reason = metav1.ConditionFalse, contract.ReasonForeignSecret
 		c.Message = fmt.Sprintf("Secret(s) %s in %s were not created by gitops-addon and are not overwritten with the hub's repository "+
 			"credentials of the same name; delete or rename them to let gitops-addon keep the hub's", strings.Join(foreign, ", "), r.Namespace)
 	case len(failed) > 0:
-		c.Status, c.Reason = metav1.ConditionFalse, ReasonWriteFailed
+		c.Status, c.Reason = metav1.ConditionFalse, contract.ReasonWriteFailed
 		c.Message = fmt.Sprintf("repository credential(s) %s: %v", strings.Join(failed, ", "), errs[0])
 	}
 	r.Report.Set(c)

@@ -113,7 +113,7 @@ func TestAForeignSecretIsNeverOverwritten(t *testing.T) {
 	assert.Equal(t, "theirs", string(get(t, c, "private").Data["password"]))
 	cond, _ := r.Report.Condition(contract.ConditionRepositoryCredentials)
 	assert.Equal(t, metav1.ConditionFalse, cond.Status)
-	assert.Equal(t, ReasonForeignSecret, cond.Reason)
+	assert.Equal(t, contract.ReasonForeignSecret, cond.Reason)
 	assert.Contains(t, cond.Message, "private")
 	require.Len(t, rec.Events, 1)
 	assert.Contains(t, <-rec.Events, "Warning ForeignSecret")

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/contract/appresources"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/addonstatus"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/pulledapps"
@@ -29,7 +30,7 @@ const FieldManager = "gitops-addon-agent"
 
 // ConditionSummaryFailed is set on the agent's ManagedClusterAddOn while a summary cannot
 // be written (most often: RBAC); it is withdrawn once one is written again.
-const ConditionSummaryFailed = appresources.ConditionNotWritten
+const ConditionSummaryFailed = contract.ConditionApplicationResourcesNotReported
 
 // Controller adds the summary controller on the agent's Application cache
 // (pkg/spoke/pulledapps); report receives ConditionSummaryFailed.
@@ -92,7 +93,7 @@ func (r *Reconciler) failed(err error) {
 	if r.Report == nil {
 		return
 	}
-	r.Report.Set(metav1.Condition{Type: ConditionSummaryFailed, Status: metav1.ConditionTrue, Reason: "WriteFailed",
+	r.Report.Set(metav1.Condition{Type: ConditionSummaryFailed, Status: metav1.ConditionTrue, Reason: contract.ReasonWriteFailed,
 		Message: err.Error() + "; the hub shows these Applications without their resources until it can be written " +
 			"(the agent needs patch on applications.argoproj.io in its Argo CD namespace)"})
 }

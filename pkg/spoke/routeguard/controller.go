@@ -118,7 +118,7 @@ func (g *Guard) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.R
 	cls := routeapi.Classify(facts, err)
 	setRouteAPI(g.Report, cls)
 	if err != nil {
-		setGuard(g.Report, metav1.ConditionUnknown, ReasonGuardUnknown, "No decision while the Route API cannot be classified: "+err.Error())
+		setGuard(g.Report, metav1.ConditionUnknown, contract.ReasonGuardUnknown, "No decision while the Route API cannot be classified: "+err.Error())
 		return reconcile.Result{}, err
 	}
 	setDuplicates(g.Report, routeapi.DuplicateSurfaces(facts))
@@ -126,12 +126,12 @@ func (g *Guard) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.R
 		if err := removeGuard(ctx, g.Client); err != nil {
 			return reconcile.Result{}, err
 		}
-		setGuard(g.Report, metav1.ConditionFalse, ReasonNotNative, "Route API is "+cls.Reason+": the Routes CRD is legitimate here, no guard.")
+		setGuard(g.Report, metav1.ConditionFalse, contract.ReasonNotNative, "Route API is "+cls.Reason+": the Routes CRD is legitimate here, no guard.")
 		return reconcile.Result{}, nil
 	}
 	removed, err := g.removeDuplicate(ctx, cls)
 	if err != nil {
-		setGuard(g.Report, metav1.ConditionFalse, ReasonGuardFailed, err.Error())
+		setGuard(g.Report, metav1.ConditionFalse, contract.ReasonGuardFailed, err.Error())
 		return reconcile.Result{}, err
 	}
 	if removed {
@@ -156,7 +156,7 @@ func (g *Guard) removeDuplicate(ctx context.Context, cls routeapi.Classification
 		return false, fmt.Errorf("deleting the duplicate CRD %s: %w", contract.RoutesCRDName, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("deleted the duplicate Routes CRD", "crd", contract.RoutesCRDName, "apiService", cls.NativeAPIService.Name)
-	g.Recorder.Eventf(cls.NativeAPIService, nil, corev1.EventTypeWarning, "DuplicateRoutesCRDRemoved", "Remediate",
+	g.Recorder.Eventf(cls.NativeAPIService, nil, corev1.EventTypeWarning, contract.ReasonDuplicateRoutesCRDRemoved, "Remediate",
 		"Deleted CustomResourceDefinition %s: it duplicated route.openshift.io/v1 served by this APIService and broke /openapi/v2", contract.RoutesCRDName)
 	return true, nil
 }
@@ -166,7 +166,7 @@ func (g *Guard) removeDuplicate(ctx context.Context, cls routeapi.Classification
 func (g *Guard) guard(ctx context.Context) error {
 	status, reason, message, err := g.reconcileAdmissionGuard(ctx)
 	if !g.lastRemoval.IsZero() && err == nil {
-		reason = ReasonDuplicateRemoved
+		reason = contract.ReasonDuplicateRemoved
 		message = "Deleted a duplicate " + contract.RoutesCRDName + " CRD at " + g.lastRemoval.Format(time.RFC3339) +
 			"; Routes stay served natively. " + message
 	}
@@ -177,20 +177,20 @@ func (g *Guard) guard(ctx context.Context) error {
 func (g *Guard) reconcileAdmissionGuard(ctx context.Context) (metav1.ConditionStatus, string, string, error) {
 	if g.admissionGuardDisabled {
 		if err := removeGuard(ctx, g.Client); err != nil {
-			return metav1.ConditionFalse, ReasonGuardFailed, "Could not remove the disabled admission guard: " + err.Error(), err
+			return metav1.ConditionFalse, contract.ReasonGuardFailed, "Could not remove the disabled admission guard: " + err.Error(), err
 		}
-		return metav1.ConditionFalse, ReasonGuardDisabled,
+		return metav1.ConditionFalse, contract.ReasonGuardDisabled,
 			"The admission guard is disabled (agent flag --disable-route-crd-admission-guard); a duplicate is still removed within seconds.", nil
 	}
 	state, err := ensureGuard(ctx, g.Client)
 	switch {
 	case err != nil:
-		return metav1.ConditionFalse, ReasonGuardFailed, "Could not install the admission guard: " + err.Error(), err
+		return metav1.ConditionFalse, contract.ReasonGuardFailed, "Could not install the admission guard: " + err.Error(), err
 	case state == guardUnavailable:
-		return metav1.ConditionFalse, ReasonGuardUnavailable,
+		return metav1.ConditionFalse, contract.ReasonGuardUnavailable,
 			"The apiserver does not serve admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy; a duplicate is still removed within seconds.", nil
 	default:
-		return metav1.ConditionTrue, ReasonGuardInstalled, "ValidatingAdmissionPolicy " + GuardName + " denies creating the duplicate CRD.", nil
+		return metav1.ConditionTrue, contract.ReasonGuardInstalled, "ValidatingAdmissionPolicy " + GuardName + " denies creating the duplicate CRD.", nil
 	}
 }
 

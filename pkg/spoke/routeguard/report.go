@@ -11,23 +11,6 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/routeapi"
 )
 
-// Reasons of the RoutesCRDGuard, OpenAPIV2Available and DuplicateAPISurfaces conditions.
-const (
-	ReasonGuardInstalled    = "GuardInstalled"
-	ReasonDuplicateRemoved  = "DuplicateRemoved"
-	ReasonGuardUnavailable  = "GuardUnavailable"
-	ReasonGuardDisabled     = "GuardDisabled"
-	ReasonNotNative         = "NotNative"
-	ReasonGuardUnknown      = "RouteAPIUnknown"
-	ReasonGuardFailed       = "GuardFailed"
-	ReasonOpenAPIV2OK       = "Served"
-	ReasonOpenAPIV2Error    = "ServiceUnavailable"
-	ReasonOpenAPIV2Frozen   = "Frozen"
-	ReasonOpenAPIV2NotKnown = "CheckFailed"
-	ReasonDuplicatesFound   = "DuplicatesFound"
-	ReasonNoDuplicates      = "NoDuplicates"
-)
-
 func setRouteAPI(r *addonstatus.Report, c routeapi.Classification) {
 	status := metav1.ConditionTrue // a Route API is served
 	switch c.Reason {
@@ -45,11 +28,11 @@ func setGuard(r *addonstatus.Report, status metav1.ConditionStatus, reason, mess
 
 func setDuplicates(r *addonstatus.Report, dups []routeapi.Duplicate) {
 	if len(dups) == 0 {
-		r.Set(metav1.Condition{Type: contract.ConditionDuplicateAPISurfaces, Status: metav1.ConditionFalse, Reason: ReasonNoDuplicates,
+		r.Set(metav1.Condition{Type: contract.ConditionDuplicateAPISurfaces, Status: metav1.ConditionFalse, Reason: contract.ReasonNoDuplicates,
 			Message: "No CRD duplicates a group/version served by an aggregated APIService."})
 		return
 	}
-	r.Set(metav1.Condition{Type: contract.ConditionDuplicateAPISurfaces, Status: metav1.ConditionTrue, Reason: ReasonDuplicatesFound,
+	r.Set(metav1.Condition{Type: contract.ConditionDuplicateAPISurfaces, Status: metav1.ConditionTrue, Reason: contract.ReasonDuplicatesFound,
 		Message: routeapi.DescribeDuplicates(dups) + ". Each breaks /openapi/v2. Fix: delete the duplicating CRD (kubectl delete crd NAME)."})
 }
 
@@ -57,13 +40,13 @@ func setOpenAPI(r *addonstatus.Report, res openapicheck.Result, err error) {
 	c := metav1.Condition{Type: contract.ConditionOpenAPIV2Available}
 	switch {
 	case err != nil:
-		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, ReasonOpenAPIV2NotKnown, fmt.Sprintf("Could not check /openapi/v2: %v", err)
+		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, contract.ReasonOpenAPIV2CheckFailed, fmt.Sprintf("Could not check /openapi/v2: %v", err)
 	case res.StatusCode != 200:
-		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonOpenAPIV2Error, res.Describe()
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, contract.ReasonOpenAPIV2ServiceUnavailable, res.Describe()
 	case len(res.MissingFromV2) > 0:
-		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonOpenAPIV2Frozen, res.Describe()
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, contract.ReasonOpenAPIV2Frozen, res.Describe()
 	default:
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, ReasonOpenAPIV2OK, res.Describe()
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, contract.ReasonOpenAPIV2Served, res.Describe()
 	}
 	r.Set(c)
 }

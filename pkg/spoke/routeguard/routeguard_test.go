@@ -53,24 +53,24 @@ func TestReconcile(t *testing.T) {
 	}{
 		"native: the duplicate is deleted and the guard installed": {
 			apiServices: []apiregistrationv1.APIService{routeapitest.NativeAPIService()}, crds: []apiextensionsv1.CustomResourceDefinition{routeapitest.RoutesCRD()},
-			wantRouteAPI: contract.RouteAPINative, wantGuardReason: ReasonDuplicateRemoved, wantGuard: true, wantEvent: true,
+			wantRouteAPI: contract.RouteAPINative, wantGuardReason: contract.ReasonDuplicateRemoved, wantGuard: true, wantEvent: true,
 		},
 		"native without a duplicate: guard only": {
 			apiServices:  []apiregistrationv1.APIService{routeapitest.NativeAPIService()},
-			wantRouteAPI: contract.RouteAPINative, wantGuardReason: ReasonGuardInstalled, wantGuard: true,
+			wantRouteAPI: contract.RouteAPINative, wantGuardReason: contract.ReasonGuardInstalled, wantGuard: true,
 		},
 		"native with the admission guard disabled: the duplicate still goes, our guard is removed": {
 			apiServices: []apiregistrationv1.APIService{routeapitest.NativeAPIService()}, crds: []apiextensionsv1.CustomResourceDefinition{routeapitest.RoutesCRD()},
 			existingGuard: true, disabled: true,
-			wantRouteAPI: contract.RouteAPINative, wantGuardReason: ReasonDuplicateRemoved, wantEvent: true,
+			wantRouteAPI: contract.RouteAPINative, wantGuardReason: contract.ReasonDuplicateRemoved, wantEvent: true,
 		},
 		"vanilla with the CRD: kept, no guard, an old guard removed": {
 			apiServices: []apiregistrationv1.APIService{routeapitest.LocalAPIService("route.openshift.io", "v1")}, crds: []apiextensionsv1.CustomResourceDefinition{routeapitest.RoutesCRD()},
 			existingGuard: true,
-			wantRouteAPI:  contract.RouteAPICRD, wantGuardReason: ReasonNotNative, wantCRDKept: true,
+			wantRouteAPI:  contract.RouteAPICRD, wantGuardReason: contract.ReasonNotNative, wantCRDKept: true,
 		},
 		"absent: nothing": {
-			wantRouteAPI: contract.RouteAPIAbsent, wantGuardReason: ReasonNotNative,
+			wantRouteAPI: contract.RouteAPIAbsent, wantGuardReason: contract.ReasonNotNative,
 		},
 	}
 	for name, tc := range cases {
@@ -129,7 +129,7 @@ func TestReconcileFailsClosed(t *testing.T) {
 			assert.Equal(t, contract.RouteAPIUnknown, routeAPI.Reason)
 			assert.Equal(t, metav1.ConditionUnknown, routeAPI.Status)
 			guard, _ := g.Report.Condition(contract.ConditionRoutesCRDGuard)
-			assert.Equal(t, ReasonGuardUnknown, guard.Reason)
+			assert.Equal(t, contract.ReasonGuardUnknown, guard.Reason)
 			assert.Zero(t, deletes, "nothing is deleted while the facts are unknown")
 			assert.Empty(t, rec.Events)
 		})

@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/gitops-addon/gitops-addon/pkg/argocdcache"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/contract/apptree"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/addonstatus"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/pulledapps"
@@ -39,14 +40,6 @@ const ControllerName = "treereport"
 
 // FieldManager owns the annotation on the spoke Applications.
 const FieldManager = "gitops-addon-agent"
-
-// ConditionNotReported is set on the agent's ManagedClusterAddOn while trees cannot be
-// read or written; it is withdrawn once one is written again.
-const ConditionNotReported = "ApplicationTreeNotReported"
-
-// ReasonTreeNotReported: a tree could not be read from Argo CD's redis or written on its
-// Application; the message names which and why.
-const ReasonTreeNotReported = "TreeNotReported"
 
 // maxCachedTree bounds what the agent inflates of one tree from the spoke's redis.
 const maxCachedTree = 64 << 20
@@ -173,7 +166,7 @@ func (r *Reconciler) failed(err error) {
 	if r.Report == nil {
 		return
 	}
-	r.Report.Set(metav1.Condition{Type: ConditionNotReported, Status: metav1.ConditionTrue, Reason: ReasonTreeNotReported,
+	r.Report.Set(metav1.Condition{Type: contract.ConditionApplicationTreeNotReported, Status: metav1.ConditionTrue, Reason: contract.ReasonTreeNotReported,
 		Message: err.Error() + "; the hub's Argo CD shows these Applications without their resource tree until it is reported"})
 }
 
@@ -181,8 +174,8 @@ func (r *Reconciler) succeeded() {
 	if r.Report == nil {
 		return
 	}
-	if _, set := r.Report.Condition(ConditionNotReported); set {
-		r.Report.Withdraw(ConditionNotReported)
+	if _, set := r.Report.Condition(contract.ConditionApplicationTreeNotReported); set {
+		r.Report.Withdraw(contract.ConditionApplicationTreeNotReported)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gitops-addon/gitops-addon/pkg/argocdcache"
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/contract/apptree"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/addonstatus"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/pulledapps"
@@ -103,7 +104,7 @@ func TestReconcileShipsTheTreeOnce(t *testing.T) {
 			_, err := r.Reconcile(context.Background(), req)
 			if tc.wantErr != "" {
 				require.ErrorContains(t, err, tc.wantErr)
-				c, set := report.Condition(ConditionNotReported)
+				c, set := report.Condition(contract.ConditionApplicationTreeNotReported)
 				require.True(t, set, "the failure reaches the agent's ManagedClusterAddOn")
 				assert.Contains(t, c.Message, "without their resource tree")
 				return

@@ -22,7 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
-	"github.com/gitops-addon/gitops-addon/pkg/contract/appresources"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/localcluster"
 )
 
@@ -57,7 +56,7 @@ func OnAddonChanges(wake Wake) handler.TypedEventHandler[*addonv1beta1.ManagedCl
 // and what decides whether the Argo CD there may run pulled Applications.
 func addonView(a *addonv1beta1.ManagedClusterAddOn) string {
 	return fmt.Sprint(meta.IsStatusConditionTrue(a.Status.Conditions, addonv1beta1.ManagedClusterAddOnConditionAvailable),
-		meta.IsStatusConditionTrue(a.Status.Conditions, appresources.ConditionNotWritten),
+		meta.IsStatusConditionTrue(a.Status.Conditions, contract.ConditionApplicationResourcesNotReported),
 		contract.ExistingArgoCDOf(a.Status.Conditions), contract.SettingsOf(a.Annotations).ExistingArgoCD == contract.ExistingArgoCDUse)
 }
 

@@ -113,8 +113,8 @@ func whyNoSummary(ctx context.Context, c client.Reader, hubOnly bool, cluster, s
 		return "the gitops addon, whose agent summarises them, is not enabled on the cluster", nil
 	case err != nil:
 		return "", fmt.Errorf("reading the gitops-addon ManagedClusterAddOn of %s: %w", cluster, err)
-	case meta.IsStatusConditionTrue(addon.Status.Conditions, appresources.ConditionNotWritten):
-		c := meta.FindStatusCondition(addon.Status.Conditions, appresources.ConditionNotWritten)
+	case meta.IsStatusConditionTrue(addon.Status.Conditions, contract.ConditionApplicationResourcesNotReported):
+		c := meta.FindStatusCondition(addon.Status.Conditions, contract.ConditionApplicationResourcesNotReported)
 		return "the cluster's gitops-addon agent cannot write them: " + c.Message, nil
 	case !meta.IsStatusConditionTrue(addon.Status.Conditions, addonv1beta1.ManagedClusterAddOnConditionAvailable):
 		return "the gitops-addon agent, which summarises them, is not available on the cluster (see `kubectl get " +
