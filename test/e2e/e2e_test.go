@@ -124,8 +124,11 @@ func TestFleet(t *testing.T) {
 			require.Eventually(t, func() bool {
 				return len(install.Landed(ctx, s.Cluster)) == len(install.DeliveredObjects)
 			}, 3*time.Minute, 500*time.Millisecond, "%s has %v", name, install.Landed(ctx, s.Cluster))
+			// The agent restarts when the hub ships the full stack (after it reported no other
+			// Argo CD), so a CRD the work agent created first becomes the agent's moments later.
 			for _, crd := range argoCRDs {
-				assert.True(t, appliedByAgent(t, ctx, s, crd), "%s on %s is the agent's (server-side apply, field manager %s)", crd, name, crdinstall.FieldManager)
+				require.Eventually(t, func() bool { return appliedByAgent(t, ctx, s, crd) }, 2*time.Minute, 500*time.Millisecond,
+					"%s on %s is the agent's (server-side apply, field manager %s)", crd, name, crdinstall.FieldManager)
 			}
 			waitCondition(t, ctx, f.Hub, name, contract.ConditionArgoCDCRDsInstalled, metav1.ConditionTrue)
 		}
