@@ -9,8 +9,6 @@ import (
 	"strings"
 
 	"github.com/gitops-addon/gitops-addon/pkg/api/reasons"
-	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
-	"github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 )
 
@@ -18,14 +16,11 @@ import (
 // (pkg/api/reasons): each reason with what it means and what to do, declared once.
 // test/repo's reason tests check that the code sets no reason outside them.
 
-// tables are every table, in the order the pages show them.
-var tables = []reasons.Table{v1beta1.Reasons, v1alpha1.Reasons, v1alpha1.ReportReasons, contract.Reasons}
-
 func writeConditions(_, out string) error {
-	if err := writeFile(filepath.Join(out, "conditions.md"), []byte(conditionsPage(tables))); err != nil {
+	if err := writeFile(filepath.Join(out, "conditions.md"), []byte(conditionsPage(contract.ReasonTables))); err != nil {
 		return err
 	}
-	return writeFile(filepath.Join(out, "events.md"), []byte(eventsPage(tables)))
+	return writeFile(filepath.Join(out, "events.md"), []byte(eventsPage(contract.ReasonTables)))
 }
 
 // conditionsPage renders each table's condition types and reasons.

@@ -1,6 +1,10 @@
 package contract
 
-import "github.com/gitops-addon/gitops-addon/pkg/api/reasons"
+import (
+	"github.com/gitops-addon/gitops-addon/pkg/api/reasons"
+	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
+	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
+)
 
 // The conditions of a cluster's ManagedClusterAddOn gitops-addon (the agent's, and the
 // hub's StackApplied) and every reason set on them or on the Events of the agent and of
@@ -218,3 +222,7 @@ var Reasons = reasons.Table{
 			Fix:     "Find what installed it, so that it does not come back."},
 	},
 }
+
+// ReasonTables are every table of conditions and reasons, in the order the references
+// show them: the one list hack/docgen renders and the reason tests check.
+var ReasonTables = []reasons.Table{appsv1beta1.Reasons, v1alpha1.Reasons, v1alpha1.ReportReasons, Reasons}

@@ -12,9 +12,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gitops-addon/gitops-addon/pkg/api/reasons"
-	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
-	"github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 )
 
@@ -204,7 +201,7 @@ func TestTroubleshootingNamesEveryReason(t *testing.T) {
 	troubleshooting, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "troubleshooting.md"))
 	require.NoError(t, err)
 	checked := 0
-	for _, table := range []reasons.Table{v1beta1.Reasons, v1alpha1.Reasons, contract.Reasons} {
+	for _, table := range contract.ReasonTables {
 		for _, r := range table.Reasons {
 			if len(r.Conditions) == 0 {
 				continue

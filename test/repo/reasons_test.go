@@ -10,14 +10,12 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/tools/go/packages"
 
-	"github.com/gitops-addon/gitops-addon/pkg/api/reasons"
-	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
-	"github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
 )
@@ -32,7 +30,7 @@ import (
 // values. A reason the analysis cannot follow to constants fails the test too, naming
 // the place.
 func TestEveryReasonSetIsInATable(t *testing.T) {
-	set, untraced, _ := reasonsSetIn(t, "./pkg/...")
+	set, untraced, _ := reasonsSetInPkg(t)
 	require.NotEmpty(t, set)
 	for _, u := range untraced {
 		t.Errorf("a reason set from something that is not a constant, which this test cannot follow: %s", u)
@@ -54,7 +52,7 @@ func TestEveryReasonSetIsInATable(t *testing.T) {
 // TestNoReasonIsDeclaredAndNeverSet: a reason a table holds, or a Reason* constant of
 // pkg/, that no code sets is a reason a user is told about and never sees: it goes.
 func TestNoReasonIsDeclaredAndNeverSet(t *testing.T) {
-	set, _, declared := reasonsSetIn(t, "./pkg/...")
+	set, _, declared := reasonsSetInPkg(t)
 	for value, where := range declared {
 		if _, ok := set[value]; !ok {
 			t.Errorf("reason %q is declared (%s) and never set: remove it, or set it", value, where)
@@ -70,12 +68,28 @@ func TestNoReasonIsDeclaredAndNeverSet(t *testing.T) {
 // tabled are the names of every reason the tables hold.
 func tabled() map[string]bool {
 	names := map[string]bool{}
-	for _, table := range []reasons.Table{v1beta1.Reasons, v1alpha1.Reasons, contract.Reasons} {
+	for _, table := range contract.ReasonTables {
 		for _, r := range table.Reasons {
 			names[r.Name] = true
 		}
 	}
 	return names
+}
+
+// pkgReasons is reasonsSetIn of ./pkg/..., loaded once for both tests (type-checking
+// pkg/ is most of their time).
+var pkgReasons struct {
+	once     sync.Once
+	set      map[string][]string
+	untraced []string
+	declared map[string]string
+}
+
+func reasonsSetInPkg(t *testing.T) (map[string][]string, []string, map[string]string) {
+	t.Helper()
+	pkgReasons.once.Do(func() { pkgReasons.set, pkgReasons.untraced, pkgReasons.declared = reasonsSetIn(t, "./pkg/...") })
+	require.NotNil(t, pkgReasons.set, "loading ./pkg/... failed in an earlier test")
+	return pkgReasons.set, pkgReasons.untraced, pkgReasons.declared
 }
 
 // reasonFlow follows reason values back to their constants across a set of packages.
@@ -97,6 +111,13 @@ type reasonFlow struct {
 	// returns maps a function to its return statements.
 	returns  map[*types.Func][]*ast.ReturnStmt
 	funcInfo map[*types.Func]*types.Info
+	// params maps a parameter of one of our functions to the function and its position.
+	params map[*types.Var]paramSite
+}
+
+type paramSite struct {
+	fn    *types.Func
+	index int
 }
 
 type exprSite struct {
@@ -137,7 +158,8 @@ func reasonsSetIn(t *testing.T, pattern string) (map[string][]string, []string, 
 	}
 	f := &reasonFlow{fset: pkgs[0].Fset, pkgs: pkgs, reasons: map[string][]string{}, seen: map[any]bool{},
 		calls: map[*types.Func][]callSite{}, fieldWrites: map[*types.Var][]exprSite{}, varWrites: map[*types.Var][]exprSite{},
-		tupleWrites: map[*types.Var][]tupleSite{}, returns: map[*types.Func][]*ast.ReturnStmt{}, funcInfo: map[*types.Func]*types.Info{}}
+		tupleWrites: map[*types.Var][]tupleSite{}, returns: map[*types.Func][]*ast.ReturnStmt{}, funcInfo: map[*types.Func]*types.Info{},
+		params: map[*types.Var]paramSite{}}
 	f.index()
 	for _, s := range f.sinks() {
 		f.follow(s, f.where(s.expr))
@@ -156,6 +178,10 @@ func (f *reasonFlow) index() {
 				case *ast.FuncDecl:
 					if fn, ok := info.Defs[n.Name].(*types.Func); ok && n.Body != nil {
 						f.funcInfo[fn] = info
+						params := fn.Type().(*types.Signature).Params()
+						for i := 0; i < params.Len(); i++ {
+							f.params[params.At(i)] = paramSite{fn, i}
+						}
 						ast.Inspect(n.Body, func(m ast.Node) bool {
 							if _, lit := m.(*ast.FuncLit); lit {
 								return false
@@ -313,10 +339,10 @@ func (f *reasonFlow) followObject(obj types.Object, s exprSite, where string) {
 		return
 	}
 	f.seen[v] = true
-	if fn, i, ok := f.parameterOf(v); ok {
-		for _, c := range f.calls[fn] {
-			if i < len(c.call.Args) {
-				f.follow(exprSite{c.call.Args[i], c.info}, f.where(c.call))
+	if p, ok := f.params[v]; ok {
+		for _, c := range f.calls[p.fn] {
+			if p.index < len(c.call.Args) {
+				f.follow(exprSite{c.call.Args[p.index], c.info}, f.where(c.call))
 			}
 		}
 		return
@@ -384,19 +410,6 @@ func (f *reasonFlow) followCall(call *ast.CallExpr, s exprSite, where string) {
 	}
 	f.seen[fn] = true
 	f.followResult(call, 0, s, where)
-}
-
-// parameterOf says whether v is a parameter of one of our functions, and its position.
-func (f *reasonFlow) parameterOf(v *types.Var) (*types.Func, int, bool) {
-	for fn := range f.funcInfo {
-		params := fn.Type().(*types.Signature).Params()
-		for i := 0; i < params.Len(); i++ {
-			if params.At(i) == v {
-				return fn, i, true
-			}
-		}
-	}
-	return nil, 0, false
 }
 
 func (f *reasonFlow) untrace(s exprSite, where string) {

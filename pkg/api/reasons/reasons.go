@@ -50,13 +50,3 @@ type Table struct {
 	Conditions []Condition
 	Reasons    []Reason
 }
-
-// Find returns the reason of that name, and whether the table holds it.
-func (t Table) Find(name string) (Reason, bool) {
-	for _, r := range t.Reasons {
-		if r.Name == name {
-			return r, true
-		}
-	}
-	return Reason{}, false
-}
