@@ -250,3 +250,130 @@ func previousNonBlank(lines []string, i int) string {
 	}
 	return ""
 }
+
+// userPages are the pages written for users: README.md and every page under docs/ but the
+// developers' records in docs/dev (CONTRIBUTING.md and SECURITY.md are for contributors and
+// reporters). withReference adds the generated docs/reference.
+func userPages(t *testing.T, withReference bool) []string {
+	t.Helper()
+	var pages []string
+	for _, page := range userDocs(t) {
+		if page == "README.md" || strings.HasPrefix(page, "docs/") && !strings.HasPrefix(page, "docs/dev/") {
+			pages = append(pages, page)
+		}
+	}
+	if withReference {
+		for name := range filesUnder(t, filepath.Join(repoRoot(t), "docs", "reference")) {
+			if strings.HasSuffix(name, ".md") {
+				pages = append(pages, "docs/reference/"+name)
+			}
+		}
+	}
+	require.Contains(t, pages, "README.md")
+	require.Contains(t, pages, "docs/testing.md")
+	return pages
+}
+
+// labNotebook are the marks of a developer's notebook in a user page, each with what it is.
+// Proxies: whether a module proxy serves a module, a version or a repository is a fact of one
+// proxy on one day (proxy.golang.org, a private one, a mirror not yet synced), not of
+// gitops-addon; a user page says what our build does ("this project does not build
+// argocd-agent: build it yourself"), docs/dev/dependencies.md what the proxy served and when.
+// The patterns need "the" or "module" before "proxy", so kube-proxy, the principal's resource
+// proxy and HTTP proxies stay allowed, and so does the current fact "built from source through
+// the Go module proxy".
+var labNotebook = []struct {
+	what    string
+	pattern *regexp.Regexp
+}{
+	{"a date (of a run, of a finding)", regexp.MustCompile(`\b(19|20)\d\d-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])\b`)},
+	{"a session number", regexp.MustCompile(`(?i)\bsessions?[\s-]*\d+`)},
+	{"what a module proxy served", regexp.MustCompile(`(?i)\b(module|the)\s+proxy\s+(serves|served|lists|listed|refuses|refused|offers|offered|` +
+		`(does|did)\s+not\s+serve|doesn't\s+serve)\b|\bserved\s+by\s+the\s+(go\s+)?(module\s+)?proxy\b|` +
+		`\bnot\s+(on|in|served\s+by|listed\s+by)\s+the\s+(go\s+)?(module\s+)?proxy\b`)},
+	{"an investigation left open", regexp.MustCompile(`(?i)\bnot\s+looked\s+into|\bcause\s+is\s+(not\s+known|unknown)|\btried\s+and\s+reverted|` +
+		`\bno\s+issue\s+or\s+pull\s+request\s+can\s+be\s+opened`)},
+}
+
+// TestUserPagesHoldNoLabNotebook: the user pages (userPages, the generated reference aside)
+// hold current facts only, each with its command. A past run, its date, a session, what a
+// module proxy served on a day, an investigation not finished belong in docs/dev
+// (docs/dev/README.md). A page is read whole, so a phrase wrapped over two lines is found. A
+// timestamp in example output (2026-01-02T03:04:05Z) is not a run's date and is allowed.
+func TestUserPagesHoldNoLabNotebook(t *testing.T) {
+	root := repoRoot(t)
+	for _, page := range userPages(t, false) {
+		text := strings.Join(readLines(t, filepath.Join(root, page)), "\n")
+		for _, mark := range labNotebook {
+			for _, loc := range mark.pattern.FindAllStringIndex(text, -1) {
+				if mark.what == labNotebook[0].what && loc[1] < len(text) && text[loc[1]] == 'T' {
+					continue
+				}
+				assert.Fail(t, "a lab note in a user page", "%s:%d: %s, %q: keep the current figure with the command that "+
+					"measures it, and move the run, its date or the investigation to docs/dev/ (test-runs.md, "+
+					"benchmark-history.md, dependencies.md)", page, strings.Count(text[:loc[0]], "\n")+1, mark.what, text[loc[0]:loc[1]])
+			}
+		}
+	}
+}
+
+var (
+	linkDefinition = regexp.MustCompile(`^\s{0,3}\[[^\]]+\]:\s*<?([^\s>]+)`)
+	htmlLink       = regexp.MustCompile(`(?i)\b(?:href|src)\s*=\s*["']([^"']+)["']`)
+	githubTestURL  = regexp.MustCompile(`(?i)^https?://(?:www\.)?(?:github\.com/gitops-addon/gitops-addon/(?:blob|tree|raw)/[^/]+|` +
+		`raw\.githubusercontent\.com/gitops-addon/gitops-addon/[^/]+)/test(?:[/?#]|$)`)
+)
+
+// TestUserPagesDoNotLinkIntoTest: no user page (README.md and docs/ outside docs/dev, the
+// generated reference included) links into the repository's test/ directory, by a relative
+// link, one from the repository's root ("/test/..."), or a GitHub URL of this repository:
+// the tests' code is not documentation, and moves with them. Link the page that describes
+// what a test proves (docs/testing.md), or keep what users apply outside test/.
+// CONTRIBUTING.md, a developer's page, may.
+func TestUserPagesDoNotLinkIntoTest(t *testing.T) {
+	root := repoRoot(t)
+	for _, page := range userPages(t, true) {
+		inFence := false
+		for i, line := range readLines(t, filepath.Join(root, page)) {
+			if strings.HasPrefix(strings.TrimSpace(line), "```") {
+				inFence = !inFence
+			}
+			if inFence {
+				continue
+			}
+			line = codeSpan.ReplaceAllString(line, "``")
+			var targets []string
+			for _, re := range []*regexp.Regexp{markdownLink, linkDefinition, htmlLink} {
+				for _, m := range re.FindAllStringSubmatch(line, -1) {
+					targets = append(targets, m[1])
+				}
+			}
+			for _, target := range targets {
+				assert.False(t, linksIntoTest(root, page, target), "%s:%d: the link %s leads into test/: link the docs that "+
+					"describe it (docs/testing.md says what each test proves), or keep what users read outside test/", page, i+1, target)
+			}
+		}
+	}
+}
+
+// linksIntoTest says whether a link of page leads into the repository's test/ directory.
+func linksIntoTest(root, page, target string) bool {
+	if strings.Contains(target, "://") {
+		return githubTestURL.MatchString(target)
+	}
+	if strings.HasPrefix(target, "mailto:") || strings.HasPrefix(target, "#") {
+		return false
+	}
+	file, _, _ := strings.Cut(target, "#")
+	file, _, _ = strings.Cut(file, "?")
+	path := filepath.Join(filepath.Dir(filepath.Join(root, page)), filepath.FromSlash(file))
+	if strings.HasPrefix(file, "/") {
+		path = filepath.Join(root, filepath.FromSlash(file))
+	}
+	rel, err := filepath.Rel(root, path)
+	if err != nil {
+		return false
+	}
+	rel = filepath.ToSlash(rel)
+	return rel == "test" || strings.HasPrefix(rel, "test/")
+}
