@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"embed"
 	"errors"
 	"fmt"
 	"io"
@@ -24,6 +23,7 @@ import (
 	clusterv1alpha1 "open-cluster-management.io/api/cluster/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gitops-addon/gitops-addon/examples"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/test/fakeroute"
 	"github.com/gitops-addon/gitops-addon/test/harness"
@@ -32,17 +32,9 @@ import (
 // SelectorLabel is the ManagedCluster label the seed Placement selects.
 const SelectorLabel = "gitops"
 
-//go:embed seed/*.yaml
-var seed embed.FS
-
-// SeedYAML returns a seed file: "placement.yaml", "gitopscluster.yaml" or "applicationset.yaml".
-func SeedYAML(name string) []byte {
-	b, err := seed.ReadFile("seed/" + name)
-	if err != nil {
-		panic(err)
-	}
-	return b
-}
+// SeedYAML returns a file of the seed users apply (examples/seed): "placement.yaml",
+// "gitopscluster.yaml" or "applicationset.yaml".
+func SeedYAML(name string) []byte { return examples.Seed(name) }
 
 // ApplyYAML creates or updates every object of a multi-document YAML, unchanged.
 func ApplyYAML(ctx context.Context, c client.Client, doc []byte) error {
