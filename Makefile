@@ -159,10 +159,13 @@ bench-faults: e2e-env build ## Inject faults half-way through a GitOpsCluster ro
 test-env: ## Build kube-apiserver v1.35.4 (and v1.29.6, the oldest supported) and etcd v3.6.8 from source into ./bin (cached; versions pinned above).
 	hack/build-k8s.sh $(BIN) etcd kube-apiserver kube-apiserver@$(OLDEST_KUBE_VERSION)
 
-.PHONY: e2e-env
-e2e-env: argocd-env pods-env helm ## Build everything a local fleet runs: test-env, kube-controller-manager v1.35.4, OCM v1.2.1, Argo CD and the GitOps operator, what nodes that run real pods need, the Argo CD image's Debian root filesystem, and the helm CLI (cached in ./bin).
+.PHONY: fleet-env
+fleet-env: argocd-env ## Build what the process fleet (make demo) runs, no root needed once git and redis-server are installed: test-env, kube-controller-manager v1.35.4, OCM v1.2.1, Argo CD and the GitOps operator (cached in ./bin).
 	hack/build-k8s.sh $(BIN) etcd kube-apiserver kube-apiserver@$(OLDEST_KUBE_VERSION) kube-controller-manager
 	hack/build-ocm.sh $(BIN)
+
+.PHONY: e2e-env
+e2e-env: fleet-env pods-env helm ## Build everything the tests' fleets run: fleet-env, then what nodes that run real pods need (root), the Argo CD image's Debian root filesystem and the helm CLI (cached in ./bin).
 	hack/build-argocd-rootfs.sh $(BIN)
 
 .PHONY: pods-env
@@ -179,7 +182,7 @@ argocd-env: ## Install redis-server and git (Debian) when missing; build Argo CD
 ##@ Local fleet
 
 .PHONY: demo
-demo: e2e-env ## Start a local OCM hub + 2 spokes (vanilla, OpenShift-like), install gitops-addon, apply the seed GitOpsCluster; Ctrl-C cleans up. REAL_PODS=1: every part a real pod (root).
+demo: $(if $(REAL_PODS),e2e-env,fleet-env) ## Start a local OCM hub + 2 spokes (vanilla, OpenShift-like), install gitops-addon, apply the seed GitOpsCluster; Ctrl-C cleans up. REAL_PODS=1: every part a real pod (root).
 	go build -o $(BIN)/demo ./hack/demo
 	$(BIN)/demo $(if $(REAL_PODS),-real-pods)
 

@@ -131,7 +131,7 @@ func componentOf(binary string, f *harness.Fleet, c *harness.Cluster, role strin
 func startRedis(ctx context.Context, f *harness.Fleet, c *harness.Cluster) (*harness.Process, string, error) {
 	redisServer, err := exec.LookPath("redis-server")
 	if err != nil {
-		return nil, "", fmt.Errorf("redis-server is not installed (`make e2e-env` installs it): %w", err)
+		return nil, "", fmt.Errorf("redis-server is not installed (`make fleet-env` installs it): %w", err)
 	}
 	addr := harness.FreeAddress()
 	_, port, _ := net.SplitHostPort(addr)
@@ -369,7 +369,7 @@ func componentArgs(c corev1.Container) []string {
 func operatorRedisConfig(binDir string) (string, error) {
 	version, err := os.ReadFile(filepath.Join(binDir, "argocd-operator.version"))
 	if err != nil {
-		return "", fmt.Errorf("reading the version of the built operator (run `make e2e-env`): %w", err)
+		return "", fmt.Errorf("reading the version of the built operator (run `make fleet-env`): %w", err)
 	}
 	dir, err := testenv.ModuleDir("github.com/argoproj-labs/argocd-operator@" + strings.Fields(string(version))[0])
 	if err != nil {

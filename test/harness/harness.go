@@ -157,7 +157,7 @@ func newFleet(o Options) (*Fleet, error) {
 		o.KeepWorkDir = true
 	}
 	if missing := MissingBinaries(o.BinDir); len(missing) > 0 {
-		return nil, fmt.Errorf("%v missing from %s: run `make e2e-env` to build them from source", missing, o.BinDir)
+		return nil, fmt.Errorf("%v missing from %s: run `make fleet-env` (part of make e2e-env) to build them from source", missing, o.BinDir)
 	}
 	if o.RealPods {
 		if err := checkRealPodsHost(); err != nil {
