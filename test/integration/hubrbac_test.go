@@ -70,11 +70,33 @@ func TestHubRBACIsLeastPrivilege(t *testing.T) {
 		{"manager creates ManagedClusterAddOns", res(cluster, "addon.open-cluster-management.io", "managedclusteraddons", "create", ""), true},
 		{"manager writes ManifestWorks", res(cluster, "work.open-cluster-management.io", "manifestworks", "patch", ""), true},
 		{"manager writes GitOpsCluster status", sub(res("openshift-gitops", "apps.open-cluster-management.io", "gitopsclusters", "update", ""), "status"), true},
-		{"manager grants the agent its hub Role", res(cluster, "rbac.authorization.k8s.io", "roles", "create", ""), true},
+		{"manager grants the agent its hub RoleBinding", res(cluster, "rbac.authorization.k8s.io", "rolebindings", "create", ""), true},
+		{"manager writes the ApplicationSet placement Role", res("team-x", "rbac.authorization.k8s.io", "roles", "update", ""), true},
 		{"manager approves agent client certificates", res("", "certificates.k8s.io", "signers", "approve", "kubernetes.io/kube-apiserver-client"), true},
 		{"manager signs Argo CD Agent client certificates", res("", "certificates.k8s.io", "signers", "sign", signer.SignerName), true},
 		{"manager upgrades its own CRD", res("", "apiextensions.k8s.io", "customresourcedefinitions", "patch", "gitopsclusters.apps.open-cluster-management.io"), true},
 		{"manager reads the hub's cluster ID (kube-system's UID)", res("", "", "namespaces", "get", "kube-system"), true},
+		{"manager keeps its finalizer on GitOpsClusters", res("openshift-gitops", "apps.open-cluster-management.io", "gitopsclusters", "update", ""), true},
+		{"manager sets GitOpsClusters as owners", sub(res("openshift-gitops", "apps.open-cluster-management.io", "gitopsclusters", "update", ""), "finalizers"), true},
+		{"manager reads PlacementDecisions", res("openshift-gitops", "cluster.open-cluster-management.io", "placementdecisions", "list", ""), true},
+		{"manager watches ManagedClusters", res("", "cluster.open-cluster-management.io", "managedclusters", "watch", ""), true},
+		{"manager writes ManagedClusterAddOn status", sub(res(cluster, "addon.open-cluster-management.io", "managedclusteraddons", "patch", contract.AddonName), "status"), true},
+		{"manager sets ManagedClusterAddOns as owners", sub(res(cluster, "addon.open-cluster-management.io", "managedclusteraddons", "update", contract.AddonName), "finalizers"), true},
+		{"manager reads its ClusterManagementAddOn", res("", "addon.open-cluster-management.io", "clustermanagementaddons", "get", contract.AddonName), true},
+		{"manager writes its ClusterManagementAddOn's status", sub(res("", "addon.open-cluster-management.io", "clustermanagementaddons", "patch", contract.AddonName), "status"), true},
+		{"manager reads AddOnDeploymentConfigs", res("open-cluster-management-addon", "addon.open-cluster-management.io", "addondeploymentconfigs", "list", ""), true},
+		{"manager records Events", res(cluster, "events.k8s.io", "events", "create", ""), true},
+		{"manager holds the agent's lease rights, to grant them", res(cluster, "coordination.k8s.io", "leases", "update", contract.AddonName), true},
+		{"manager renews its leader election Lease", res(namespace, "coordination.k8s.io", "leases", "update", "gitops-addon-manager"), true},
+		{"manager records leader election Events", res(namespace, "", "events", "patch", ""), true},
+		{"manager reads certificate requests", res("", "certificates.k8s.io", "certificatesigningrequests", "list", ""), true},
+		{"manager approves certificate requests", sub(res("", "certificates.k8s.io", "certificatesigningrequests", "update", ""), "approval"), true},
+		{"manager writes signed certificates", sub(res("", "certificates.k8s.io", "certificatesigningrequests", "update", ""), "status"), true},
+		{"manager watches CRDs (Argo CD's, established)", res("", "apiextensions.k8s.io", "customresourcedefinitions", "watch", ""), true},
+		{"manager creates a missing CRD of its own (its admission policy holds it to those)", res("", "apiextensions.k8s.io", "customresourcedefinitions", "create", ""), true},
+		{"manager patches hub Applications (the pull model)", res("openshift-gitops", "argoproj.io", "applications", "patch", ""), true},
+		{"manager reads AppProjects", res("openshift-gitops", "argoproj.io", "appprojects", "list", ""), true},
+		{"manager writes MulticlusterApplicationSetReports", res("openshift-gitops", "apps.open-cluster-management.io", "multiclusterapplicationsetreports", "create", ""), true},
 		// The manager: must not.
 		{"manager writes Routes", res("openshift-gitops", "route.openshift.io", "routes", "update", ""), false},
 		{"manager cannot impersonate users", res("", "", "users", "impersonate", "admin"), false},
@@ -103,6 +125,10 @@ func TestHubRBACIsLeastPrivilege(t *testing.T) {
 		{"manager cannot write Secrets outside its argoNamespaces", res("team-x", "", "secrets", "create", ""), false},
 		{"manager cannot write ConfigMaps in kube-system", res("kube-system", "", "configmaps", "update", "kube-proxy"), false},
 		{"manager cannot write Services", res("openshift-gitops", "", "services", "patch", ""), false},
+		{"manager cannot patch RoleBindings (it creates and updates them)", res(cluster, "rbac.authorization.k8s.io", "rolebindings", "patch", ""), false},
+		{"manager cannot delete Leases outside its namespace", res(cluster, "coordination.k8s.io", "leases", "delete", contract.AddonName), false},
+		{"manager cannot ask the authorizer about others", res("", "authorization.k8s.io", "subjectaccessreviews", "create", ""), false},
+		{"manager cannot read ManagedClusterSets", res("", "cluster.open-cluster-management.io", "managedclustersets", "list", ""), false},
 	}
 	agentChecks := []struct {
 		name    string
@@ -111,6 +137,8 @@ func TestHubRBACIsLeastPrivilege(t *testing.T) {
 	}{
 		{"agent reports its addon's status", sub(res(cluster, "addon.open-cluster-management.io", "managedclusteraddons", "patch", contract.AddonName), "status"), true},
 		{"agent keeps its lease", res(cluster, "coordination.k8s.io", "leases", "update", contract.AddonName), true},
+		{"agent reads its addon", res(cluster, "addon.open-cluster-management.io", "managedclusteraddons", "get", contract.AddonName), true},
+		{"agent records Events", res(cluster, "", "events", "create", ""), true},
 		{"agent cannot change its addon's spec", res(cluster, "addon.open-cluster-management.io", "managedclusteraddons", "patch", contract.AddonName), false},
 		{"agent cannot touch another addon", sub(res(cluster, "addon.open-cluster-management.io", "managedclusteraddons", "patch", "other-addon"), "status"), false},
 		{"agent cannot read Secrets of its cluster namespace", res(cluster, "", "secrets", "get", ""), false},
@@ -134,6 +162,22 @@ func TestHubRBACIsLeastPrivilege(t *testing.T) {
 			assert.Equal(t, c.allowed, allowed, reason)
 		})
 	}
+
+	// The agent's RoleBinding binds its own user and its cluster's group, not the group every
+	// cluster's agent of the addon is in: another cluster's agent has nothing here.
+	t.Run("another cluster's agent has nothing in this cluster's namespace", func(t *testing.T) {
+		otherUser := agent.DefaultUser("cluster2", contract.AddonName, contract.AgentName)
+		otherGroups := append(agent.DefaultGroups("cluster2", contract.AddonName), "system:authenticated")
+		for _, attrs := range []authorizationv1.ResourceAttributes{
+			sub(res(cluster, "addon.open-cluster-management.io", "managedclusteraddons", "patch", contract.AddonName), "status"),
+			res(cluster, "addon.open-cluster-management.io", "managedclusteraddons", "get", contract.AddonName),
+			res(cluster, "coordination.k8s.io", "leases", "update", contract.AddonName),
+			res(cluster, "", "events", "create", ""),
+		} {
+			allowed, reason := testenv.Allowed(t, ctx, env.Client, otherUser, otherGroups, testenv.Access{Resource: attrs})
+			assert.False(t, allowed, "cluster2's agent: %+v (%s)", attrs, reason)
+		}
+	})
 
 	// Creating Roles and RoleBindings is what the manager must do; RBAC's escalation check
 	// keeps that from granting anything the manager does not hold itself.

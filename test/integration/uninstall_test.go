@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"helm.sh/helm/v3/pkg/release"
 	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -146,6 +147,38 @@ func TestUninstall(t *testing.T) {
 	// The command runs as the chart's pre-delete hook runs it: with the hook's
 	// ServiceAccount and the RBAC the chart gives it, so a missing permission fails here.
 	asHook := hookClient(t, ctx, env)
+	// What the hook's roles allow, asked of the apiserver's authorizer: docs/security.md
+	// states each of their rules, and TestSecurityPageStatesEveryRBACRule (test/chart)
+	// checks these rows against the page and the rendered roles.
+	hook := "system:serviceaccount:" + chartNamespace + ":gitops-addon-uninstall"
+	hookGroups := []string{"system:serviceaccounts", "system:serviceaccounts:" + chartNamespace, "system:authenticated"}
+	res := func(ns, group, resource, verb, name string) authorizationv1.ResourceAttributes {
+		return authorizationv1.ResourceAttributes{Namespace: ns, Group: group, Resource: resource, Verb: verb, Name: name}
+	}
+	hookChecks := []struct {
+		name    string
+		attrs   authorizationv1.ResourceAttributes
+		allowed bool
+	}{
+		{"hook orphans ManifestWorks", res("c1", "work.open-cluster-management.io", "manifestworks", "patch", ""), true},
+		{"hook deletes the pull model's ManifestWorks", res("c1", "work.open-cluster-management.io", "manifestworks", "delete", ""), true},
+		{"hook releases GitOpsClusters", res("gitops", "apps.open-cluster-management.io", "gitopsclusters", "patch", ""), true},
+		{"hook deletes ManagedClusterAddOns", res("c1", "addon.open-cluster-management.io", "managedclusteraddons", "delete", contract.AddonName), true},
+		{"hook releases pulled Applications", res("gitops", "argoproj.io", "applications", "patch", "guestbook"), true},
+		{"hook deletes the ClusterManagementAddOn", res("", "addon.open-cluster-management.io", "clustermanagementaddons", "delete", contract.AddonName), true},
+		{"hook scales the manager", res(chartNamespace, "apps", "deployments", "patch", uninstall.ManagerName), true},
+		{"hook reads the manager's leader Lease", res(chartNamespace, "coordination.k8s.io", "leases", "get", uninstall.ManagerName), true},
+		{"hook cannot delete another ClusterManagementAddOn", res("", "addon.open-cluster-management.io", "clustermanagementaddons", "delete", "other-addon"), false},
+		{"hook cannot scale another Deployment", res(chartNamespace, "apps", "deployments", "patch", "other"), false},
+		{"hook cannot create ManifestWorks", res("c1", "work.open-cluster-management.io", "manifestworks", "create", ""), false},
+		{"hook cannot delete GitOpsClusters", res("gitops", "apps.open-cluster-management.io", "gitopsclusters", "delete", ""), false},
+		{"hook cannot read Secrets", res(chartNamespace, "", "secrets", "get", ""), false},
+		{"hook cannot write RBAC", res("", "rbac.authorization.k8s.io", "clusterrolebindings", "create", ""), false},
+	}
+	for _, c := range hookChecks {
+		allowed, reason := testenv.Allowed(t, ctx, env.Client, hook, hookGroups, testenv.Access{Resource: c.attrs})
+		assert.Equal(t, c.allowed, allowed, "%s (%s)", c.name, reason)
+	}
 	run := func(yes bool, timeout time.Duration) (string, error) {
 		var out bytes.Buffer
 		err := uninstall.Run(ctx, asHook, uninstall.Options{Namespace: chartNamespace, Yes: yes, Timeout: timeout, Out: &out})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -90,10 +91,11 @@ func (a agentHubAccess) grant(ctx context.Context, cluster *clusterv1.ManagedClu
 
 // subjects are the agent's hub identities: with the CSR driver (the default) the subject
 // the addon configures, which the registration controller records as it is; with the
-// token driver the subject the agent recorded, none before it did.
+// token driver the subject the agent recorded, none before it did. Only the subjects of
+// this cluster's agent are kept (ownCluster).
 func (a agentHubAccess) subjects(ctx context.Context, cluster *clusterv1.ManagedCluster, addon *addonv1beta1.ManagedClusterAddOn) ([]rbacv1.Subject, error) {
 	if tokenDriver(addon) {
-		return utils.BuildSubjectsFromRegistration(addon, certificatesv1.KubeAPIServerClientSignerName), nil
+		return ownCluster(cluster.Name, utils.BuildSubjectsFromRegistration(addon, certificatesv1.KubeAPIServerClientSignerName)), nil
 	}
 	configs, err := a.configurations(ctx, cluster, addon)
 	if err != nil {
@@ -104,7 +106,19 @@ func (a agentHubAccess) subjects(ctx context.Context, cluster *clusterv1.Managed
 	for _, c := range configs {
 		configured.Status.Registrations = append(configured.Status.Registrations, c.RegistrationAPI())
 	}
-	return utils.BuildSubjectsFromRegistration(configured, certificatesv1.KubeAPIServerClientSignerName), nil
+	return ownCluster(cluster.Name, utils.BuildSubjectsFromRegistration(configured, certificatesv1.KubeAPIServerClientSignerName)), nil
+}
+
+// ownCluster keeps the subjects that only this cluster's agent has: its user, and the
+// groups of this cluster (system:open-cluster-management:cluster:<cluster>:...).
+// addon-framework's subjects also hold the group every cluster's agent of the addon is
+// in (system:open-cluster-management:addon:<addon>); bound in each cluster namespace, it
+// would let any cluster's agent report on every other cluster's addon.
+func ownCluster(cluster string, subjects []rbacv1.Subject) []rbacv1.Subject {
+	prefix := "system:open-cluster-management:cluster:" + cluster + ":"
+	return slices.DeleteFunc(subjects, func(s rbacv1.Subject) bool {
+		return s.Kind == rbacv1.GroupKind && !strings.HasPrefix(s.Name, prefix)
+	})
 }
 
 // tokenDriver: the cluster's registration agent authenticates the addon agent with a

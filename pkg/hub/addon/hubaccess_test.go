@@ -2,6 +2,7 @@ package addon
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -29,12 +30,14 @@ func TestAgentHubAccess(t *testing.T) {
 	csrSubjects := []rbacv1.Subject{
 		{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "system:open-cluster-management:cluster:cluster1:addon:gitops-addon:agent:gitops-addon-agent"},
 		{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:open-cluster-management:cluster:cluster1:addon:gitops-addon"},
-		{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:open-cluster-management:addon:gitops-addon"},
+		// Not system:open-cluster-management:addon:gitops-addon, which addon-framework
+		// configures too: every cluster's agent is in it.
 	}
-	tokenAddon := func(user string) *addonv1beta1.ManagedClusterAddOn {
+	tokenAddon := func(user string, groups ...string) *addonv1beta1.ManagedClusterAddOn {
 		a := addon.DeepCopy()
 		reg := addonv1beta1.RegistrationConfig{Type: addonv1beta1.KubeClient, KubeClient: &addonv1beta1.KubeClientConfig{Driver: "token"}}
 		reg.KubeClient.Subject.User = user
+		reg.KubeClient.Subject.Groups = groups
 		a.Status.Registrations = []addonv1beta1.RegistrationConfig{reg}
 		return a
 	}
@@ -44,6 +47,10 @@ func TestAgentHubAccess(t *testing.T) {
 	legacyRole := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: cluster, Name: legacyAgentHubRole}}
 	stale := current.DeepCopy()
 	stale.Subjects = csrSubjects[:1]
+	// What releases before bound: addon-framework's subjects as they were, the group that
+	// every cluster's agent is in among them.
+	shared := current.DeepCopy()
+	shared.Subjects = append(slices.Clone(csrSubjects), rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:open-cluster-management:addon:gitops-addon"})
 
 	tests := []struct {
 		name string
@@ -61,11 +68,14 @@ func TestAgentHubAccess(t *testing.T) {
 			wantActions: []string{"create rolebindings"}, wantSubjects: csrSubjects},
 		{name: "another subject: updated", cached: []runtime.Object{stale}, objects: []runtime.Object{stale}, addon: addon,
 			wantActions: []string{"update rolebindings"}, wantSubjects: csrSubjects},
+		{name: "an older release's binding of the group every cluster's agent is in: updated", cached: []runtime.Object{shared}, objects: []runtime.Object{shared}, addon: addon,
+			wantActions: []string{"update rolebindings"}, wantSubjects: csrSubjects},
 		{name: "an older release's binding to its own Role: replaced, the Role deleted",
 			cached: []runtime.Object{legacy}, objects: []runtime.Object{legacy, legacyRole}, addon: addon,
 			wantActions: []string{"delete rolebindings", "create rolebindings", "delete roles"}, wantSubjects: csrSubjects},
 		{name: "token driver before the agent recorded its subject: pending", addon: tokenAddon(""), wantNotReady: true},
-		{name: "token driver: the recorded subject", addon: tokenAddon("system:serviceaccount:open-cluster-management-agent-addon:gitops-addon-agent"),
+		{name: "token driver: the recorded subject, not its groups shared with other clusters' agents",
+			addon:        tokenAddon("system:serviceaccount:open-cluster-management-agent-addon:gitops-addon-agent", "system:serviceaccounts", "system:open-cluster-management:addon:gitops-addon"),
 			wantActions:  []string{"create rolebindings"},
 			wantSubjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "system:serviceaccount:open-cluster-management-agent-addon:gitops-addon-agent"}}},
 	}
