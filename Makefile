@@ -217,6 +217,11 @@ $(BIN)/controller-gen: hack/tools/go.mod
 
 ##@ Image and release
 
+# The charts whose version and appVersion are the release's (make release-prep sets them).
+RELEASE_CHARTS := charts/gitops-addon/Chart.yaml manifests/charts/gitops-addon-agent/Chart.yaml
+# The platforms of the gitops-addon CLI each release attaches (make cli-dist).
+CLI_PLATFORMS  ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+
 .PHONY: image
 image: ## Build the image (IMAGE, default ghcr.io/gitops-addon/gitops-addon:<version>) from the Dockerfile: with docker when a Docker engine runs, else with buildah.
 	@if docker info >/dev/null 2>&1; then \
@@ -226,21 +231,53 @@ image: ## Build the image (IMAGE, default ghcr.io/gitops-addon/gitops-addon:<ver
 	fi
 
 .PHONY: release-prep
-release-prep: ## Set both charts' version and appVersion to VERSION=vX.Y.Z (commit, then tag vX.Y.Z).
+release-prep: ## Set both charts' version and appVersion to VERSION=vX.Y.Z and say what else the release needs (CHANGELOG.md's section; commit, then tag vX.Y.Z).
 	@[[ "$(VERSION)" =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$$ ]] || { echo "VERSION must be vX.Y.Z[-pre], got $(VERSION)"; exit 2; }
-	for chart in charts/gitops-addon/Chart.yaml manifests/charts/gitops-addon-agent/Chart.yaml; do \
+	for chart in $(RELEASE_CHARTS); do \
 	  sed -i -E 's/^version: .*/version: $(patsubst v%,%,$(VERSION))/; s/^appVersion: .*/appVersion: "$(patsubst v%,%,$(VERSION))"/' $$chart; \
 	done
-	@echo "charts set to $(patsubst v%,%,$(VERSION)): run make test-unit, commit, then git tag $(VERSION)"
+	@echo "charts set to $(patsubst v%,%,$(VERSION))"
+	@if $(call changelog-has-upgrade-notes,$(patsubst v%,%,$(VERSION))); then \
+	  echo "CHANGELOG.md has its [$(patsubst v%,%,$(VERSION))] section with upgrade notes"; \
+	else \
+	  echo "CHANGELOG.md: move the entries of \`## [Unreleased]\` into a new \`## [$(patsubst v%,%,$(VERSION))] - YYYY-MM-DD\` section below it,"; \
+	  echo "  with its \`### Upgrade notes\` (what a user must do or know before upgrading; \"None.\" if nothing), and leave [Unreleased] empty;"; \
+	fi
+	@echo "then make release-check VERSION=$(VERSION), make test-unit, commit, and git tag $(VERSION)"
+
+# changelog-has-upgrade-notes,X.Y.Z: a shell condition, true when CHANGELOG.md has a
+# `## [X.Y.Z]` section (Keep a Changelog: `## [X.Y.Z] - date`) holding a `### Upgrade notes`
+# subsection with at least one line of text.
+changelog-has-upgrade-notes = awk -v v='$(1)' ' \
+	  /^\#\# / { release = index($$0, "\#\# [" v "]") == 1; notes = 0; next } \
+	  /^\#\#\# / { notes = release && $$0 ~ /^\#\#\# Upgrade notes[[:space:]]*$$/; next } \
+	  notes && NF { found = 1 } \
+	  END { exit !found }' CHANGELOG.md
 
 .PHONY: release-check
-release-check: ## Check that VERSION=vX.Y.Z (the tag being released) is both charts' version and appVersion.
-	@v=$(patsubst v%,%,$(VERSION)); for chart in charts/gitops-addon/Chart.yaml manifests/charts/gitops-addon-agent/Chart.yaml; do \
+release-check: ## Check that VERSION=vX.Y.Z (the tag being released) is both charts' version and appVersion, and that CHANGELOG.md has its section with upgrade notes.
+	@v=$(patsubst v%,%,$(VERSION)); for chart in $(RELEASE_CHARTS); do \
 	  grep -qx "version: $$v" $$chart && grep -qx "appVersion: \"$$v\"" $$chart || \
 	    { echo "$$chart is not at $$v: run make release-prep VERSION=$(VERSION), commit, and tag that commit"; exit 1; }; \
 	done; echo "both charts are at $$v"
+	@$(call changelog-has-upgrade-notes,$(patsubst v%,%,$(VERSION))) || \
+	  { echo "CHANGELOG.md has no [$(patsubst v%,%,$(VERSION))] section with a non-empty \`### Upgrade notes\`: move [Unreleased] into it (make release-prep VERSION=$(VERSION) says how), commit, and tag that commit"; exit 1; }
+	@echo "CHANGELOG.md has the upgrade notes of $(patsubst v%,%,$(VERSION))"
 
 .PHONY: chart-package
 chart-package: helm ## Package the manager chart for VERSION=vX.Y.Z into dist/ (the release pushes it as an OCI artifact).
 	@mkdir -p dist
 	$(BIN)/helm package charts/gitops-addon --destination dist --version $(patsubst v%,%,$(VERSION)) --app-version $(patsubst v%,%,$(VERSION))
+
+.PHONY: cli-dist
+cli-dist: ## Build the gitops-addon CLI of VERSION=vX.Y.Z for CLI_PLATFORMS (linux, darwin; amd64, arm64) as make build does, into dist/gitops-addon-X.Y.Z-<os>-<arch>, with dist/SHA256SUMS (the release signs and attaches them).
+	@[[ "$(VERSION)" =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$$ ]] || { echo "VERSION must be vX.Y.Z[-pre], got $(VERSION)"; exit 2; }
+	@mkdir -p dist
+	@set -e; files=(); for platform in $(CLI_PLATFORMS); do \
+	  os=$${platform%/*}; arch=$${platform#*/}; file=gitops-addon-$(patsubst v%,%,$(VERSION))-$$os-$$arch; \
+	  echo "CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -ldflags \"$(LDFLAGS)\" -o dist/$$file ./cmd/gitops-addon"; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -ldflags "$(LDFLAGS)" -o dist/$$file ./cmd/gitops-addon; \
+	  files+=("$$file"); \
+	done; \
+	cd dist; if command -v sha256sum >/dev/null; then sha256sum "$${files[@]}"; else shasum -a 256 "$${files[@]}"; fi > SHA256SUMS; \
+	echo "dist/SHA256SUMS:"; cat SHA256SUMS
