@@ -500,21 +500,14 @@ func TestPullModelManualSync(t *testing.T) {
 	s := startPullScenario(sharedPullHub(t), "pull-sync")
 	_, w := s.guestbook()
 	s.reportGuestbookHealthy(w)
-	t.Run("manual sync reaches the spoke once, stays while it runs and is cleared on the hub when it ends", func(t *testing.T) {
+	t.Run("manual sync reaches the spoke once, stays while it runs and is cleared on the hub when it ends; asked again, it goes again", func(t *testing.T) {
 		s := s.with(t)
-		app := s.getApp(s.ns, s.guestbookApp())
-		app.Object["operation"] = map[string]any{"sync": map[string]any{"revision": "v2"}, "initiatedBy": map[string]any{"username": "admin"}}
-		require.NoError(t, s.c.Update(s.ctx, app))
-		w := s.waitWork(s.cluster1, s.ns, s.guestbookApp(), func(w *workv1.ManifestWork) bool {
-			_, ok := spokeApp(t, w).Object["operation"]
-			return ok
-		}, "carries the operation")
-		assert.Equal(t, "2026-11-23T10:00:00Z", w.Annotations[pullnames.AnnotationOperationBaseline],
-			"the baseline is the operation start reported before the request")
+		op := map[string]any{"sync": map[string]any{"revision": "v2"}, "initiatedBy": map[string]any{"username": "admin"}}
+		request := s.askSync(op)
 		// Until the spoke starts it, the request stays, on both sides: the spoke reports
-		// something else (the positive control, a status the hub Application shows), not
-		// the operation started.
-		s.report(w, map[string]string{feedback.KeyHealth: "Healthy", feedback.KeySync: "OutOfSync",
+		// something else (the positive control, a status the hub Application shows), its
+		// earlier operation, not this request.
+		s.report(s.work(), map[string]string{feedback.KeyHealth: "Healthy", feedback.KeySync: "OutOfSync",
 			feedback.KeyOperationPhase: "Succeeded", feedback.KeyOperationStartedAt: "2026-11-23T10:00:00Z"}, nil)
 		require.Eventually(t, func() bool {
 			sync, _, _ := unstructured.NestedString(s.getApp(s.ns, s.guestbookApp()).Object, "status", "sync", "status")
@@ -524,8 +517,8 @@ func TestPullModelManualSync(t *testing.T) {
 		assert.True(t, still, "the hub keeps .operation until the spoke starts it")
 		// Started: while it runs, the spoke's Argo CD needs .operation on its Application
 		// (a sync with waves goes on only while it is there), so it stays in the work.
-		s.report(w, map[string]string{feedback.KeyHealth: "Healthy", feedback.KeySync: "OutOfSync",
-			feedback.KeyOperationPhase: "Running", feedback.KeyOperationStartedAt: "2026-11-23T11:00:00Z"}, nil)
+		s.report(s.work(), map[string]string{feedback.KeyHealth: "Healthy", feedback.KeySync: "OutOfSync",
+			feedback.KeyOperationPhase: "Running", feedback.KeyOperationStartedAt: "2026-11-23T11:00:00Z", feedback.KeyOperationRequest: request}, nil)
 		require.Eventually(t, func() bool {
 			phase, _, _ := unstructured.NestedString(s.getApp(s.ns, s.guestbookApp()).Object, "status", "operationState", "phase")
 			return phase == "Running"
@@ -536,18 +529,64 @@ func TestPullModelManualSync(t *testing.T) {
 			_, op := spokeApp(t, w).Object["operation"]
 			return op
 		}, "keeps the operation while the spoke runs it")
-		s.report(w, map[string]string{feedback.KeyHealth: "Healthy", feedback.KeySync: "Synced",
-			feedback.KeyOperationPhase: "Succeeded", feedback.KeyOperationStartedAt: "2026-11-23T11:00:00Z"}, nil)
+		s.report(s.work(), map[string]string{feedback.KeyHealth: "Healthy", feedback.KeySync: "Synced",
+			feedback.KeyOperationPhase: "Succeeded", feedback.KeyOperationStartedAt: "2026-11-23T11:00:00Z", feedback.KeyOperationRequest: request}, nil)
 		require.Eventually(t, func() bool {
 			_, has := s.getApp(s.ns, s.guestbookApp()).Object["operation"]
 			return !has
 		}, timeout, poll, ".operation cleared on the hub once the spoke's operation ended")
 		s.waitWork(s.cluster1, s.ns, s.guestbookApp(), func(w *workv1.ManifestWork) bool {
 			_, op := spokeApp(t, w).Object["operation"]
-			_, baseline := w.Annotations[pullnames.AnnotationOperationBaseline]
-			return !op && !baseline
-		}, "no operation, no baseline")
+			_, named := w.Annotations[pullnames.AnnotationOperationRequest]
+			return !op && !named
+		}, "no operation, no request name")
+
+		// The same operation asked again (a RollingSync asks with the same content), while
+		// the spoke still reports the last one, started in the same second: a new request,
+		// shipped under a new name, and cleared only once the spoke reports that one.
+		again := s.askSync(op)
+		assert.NotEqual(t, request, again, "a sync asked again is a new request")
+		s.report(s.work(), map[string]string{feedback.KeyHealth: "Healthy", feedback.KeySync: "OutOfSync",
+			feedback.KeyOperationPhase: "Succeeded", feedback.KeyOperationStartedAt: "2026-11-23T11:00:00Z", feedback.KeyOperationRequest: request}, nil)
+		require.Eventually(t, func() bool {
+			sync, _, _ := unstructured.NestedString(s.getApp(s.ns, s.guestbookApp()).Object, "status", "sync", "status")
+			return sync == "OutOfSync"
+		}, timeout, poll, "the hub Application shows the report of the last request")
+		_, still = s.getApp(s.ns, s.guestbookApp()).Object["operation"]
+		assert.True(t, still, "the hub keeps the new request while the spoke reports the last one, though it started in the same second")
+		s.report(s.work(), map[string]string{feedback.KeyHealth: "Healthy", feedback.KeySync: "Synced",
+			feedback.KeyOperationPhase: "Succeeded", feedback.KeyOperationStartedAt: "2026-11-23T11:00:00Z", feedback.KeyOperationRequest: again}, nil)
+		require.Eventually(t, func() bool {
+			_, has := s.getApp(s.ns, s.guestbookApp()).Object["operation"]
+			return !has
+		}, timeout, poll, "the new request cleared on the hub once the spoke reports it ended")
 	})
+}
+
+// askSync sets a manual sync on the scenario's guestbook Application and waits until its
+// ManifestWork carries it; it returns the request's name, which the shipped operation
+// carries first in its info.
+func (s *pullScenario) askSync(op map[string]any) string {
+	s.t.Helper()
+	app := s.getApp(s.ns, s.guestbookApp())
+	app.Object["operation"] = op
+	require.NoError(s.t, s.c.Update(s.ctx, app))
+	w := s.waitWork(s.cluster1, s.ns, s.guestbookApp(), func(w *workv1.ManifestWork) bool {
+		_, ok := spokeApp(s.t, w).Object["operation"]
+		return ok && w.Annotations[pullnames.AnnotationOperationRequest] != ""
+	}, "carries the operation")
+	request := w.Annotations[pullnames.AnnotationOperationRequest]
+	info, _, _ := unstructured.NestedSlice(spokeApp(s.t, w).Object, "operation", "info")
+	require.NotEmpty(s.t, info)
+	assert.Equal(s.t, map[string]any{"name": pullnames.InfoOperationRequest, "value": request}, info[0],
+		"the shipped operation names its request first")
+	return request
+}
+
+// work is the scenario's guestbook ManifestWork on cluster1, as stored now.
+func (s *pullScenario) work() *workv1.ManifestWork {
+	s.t.Helper()
+	return s.waitWork(s.cluster1, s.ns, s.guestbookApp(), func(*workv1.ManifestWork) bool { return true }, "exists")
 }
 
 func TestPullModelTenantIsolation(t *testing.T) {

@@ -173,7 +173,8 @@ func (r *Reconciler) deliver(ctx context.Context, app *unstructured.Unstructured
 	}
 	existing := workIn(works, v.cluster)
 	spoke := feedback.Of(existing, spokeNamespace(app), app.GetName())
-	created, err := r.ship(ctx, app, v, existing, spoke)
+	done := taken(app, existing, spoke)
+	created, err := r.ship(ctx, app, v, existing, spoke, done)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -198,7 +199,7 @@ func (r *Reconciler) deliver(ctx context.Context, app *unstructured.Unstructured
 	if r.Trees != nil { // a hub that draws no trees has nothing to say of them
 		v.warnings = append(v.warnings, tree.Problems(v.cluster)...)
 	}
-	if err := r.writeHubApplication(ctx, app, v, delivery{spoke: spoke, taken: taken(app, existing, spoke)}); err != nil {
+	if err := r.writeHubApplication(ctx, app, v, delivery{spoke: spoke, taken: done}); err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := writeTree(ctx, r.Trees, key, tree); err != nil {
@@ -209,10 +210,11 @@ func (r *Reconciler) deliver(ctx context.Context, app *unstructured.Unstructured
 }
 
 // ship writes the Application's ManifestWork on its cluster, with the one-shot requests
-// due and the repository credentials it uses, and says whether it created it.
+// due (not those the spoke has taken: done) and the repository credentials it uses, and
+// says whether it created it.
 func (r *Reconciler) ship(ctx context.Context, app *unstructured.Unstructured, v verdict, existing *workv1.ManifestWork,
-	spoke feedback.Status) (created bool, err error) {
-	plan := planRequests(app, existing, spoke)
+	spoke feedback.Status, done oneShotTaken) (created bool, err error) {
+	plan := planRequests(app, existing, spoke, done)
 	plan.cluster, plan.project = v.cluster, v.project
 	if plan.credentials, err = r.stagedCredentials(ctx, app); err != nil {
 		return false, err
@@ -223,20 +225,35 @@ func (r *Reconciler) ship(ctx context.Context, app *unstructured.Unstructured, v
 // planRequests decides which one-shot requests (a manual sync, a refresh) go to the spoke
 // this time. A request is shipped until the spoke shows it is done with it: a refresh once
 // its reconcile time differs from the one recorded when the request was first shipped; an
-// operation once the spoke reports, with a start time other than the recorded one, that
-// operation finished. Then the hub's copy is cleared, and the request leaves the
-// ManifestWork, so the hub and the spoke never fight over it and it runs once.
-func planRequests(app *unstructured.Unstructured, existing *workv1.ManifestWork, spoke feedback.Status) workPlan {
+// operation once the spoke reports that operation, by its request name, finished. Then
+// the hub's copy is cleared and, in the same reconcile, the request leaves the
+// ManifestWork, so the hub and the spoke never fight over it and it runs once; an
+// operation the hub asks for again after that is a new request, with a new name.
+func planRequests(app *unstructured.Unstructured, existing *workv1.ManifestWork, spoke feedback.Status, done oneShotTaken) workPlan {
 	p := workPlan{hub: app, baselines: map[string]string{}}
-	if _, ok, _ := unstructured.NestedMap(app.Object, "operation"); ok {
+	if _, ok, _ := unstructured.NestedMap(app.Object, "operation"); ok && !done.operation {
 		p.request.operation = true
-		p.baselines[pullnames.AnnotationOperationBaseline] = baseline(existing, pullnames.AnnotationOperationBaseline, spoke, feedback.KeyOperationStartedAt)
+		p.request.operationName = operationRequest(existing, app)
+		p.baselines[pullnames.AnnotationOperationRequest] = p.request.operationName
 	}
 	if _, ok := app.GetAnnotations()[pullnames.AnnotationRefresh]; ok {
 		p.request.refresh = true
 		p.baselines[pullnames.AnnotationRefreshBaseline] = baseline(existing, pullnames.AnnotationRefreshBaseline, spoke, feedback.KeyReconciledAt)
 	}
 	return p
+}
+
+// operationRequest is the name of the operation the ManifestWork already carries, or, for
+// an operation shipped for the first time, the hub Application's resourceVersion: unique
+// to this write of the hub Application, so two syncs asked one after the other (the same
+// content, as an ApplicationSet's RollingSync asks) are two requests.
+func operationRequest(existing *workv1.ManifestWork, app *unstructured.Unstructured) string {
+	if existing != nil {
+		if name := existing.Annotations[pullnames.AnnotationOperationRequest]; name != "" {
+			return name
+		}
+	}
+	return app.GetResourceVersion()
 }
 
 // baseline is the recorded baseline of a request already shipped, or what the spoke
@@ -261,12 +278,24 @@ func taken(app *unstructured.Unstructured, existing *workv1.ManifestWork, spoke 
 		return t
 	}
 	if _, ok, _ := unstructured.NestedMap(app.Object, "operation"); ok {
-		t.operation = changedSince(existing, pullnames.AnnotationOperationBaseline, spoke, feedback.KeyOperationStartedAt) && operationFinished(spoke)
+		t.operation = operationTaken(existing, spoke) && operationFinished(spoke)
 	}
 	if _, ok := app.GetAnnotations()[pullnames.AnnotationRefresh]; ok {
 		t.refresh = changedSince(existing, pullnames.AnnotationRefreshBaseline, spoke, feedback.KeyReconciledAt)
 	}
 	return t
+}
+
+// operationTaken says whether the spoke's last operation is the one the ManifestWork
+// carries: the spoke reports its request name. A work an older release wrote names none;
+// its operation is taken once the spoke's start time differs from the recorded baseline.
+func operationTaken(existing *workv1.ManifestWork, spoke feedback.Status) bool {
+	name, named := existing.Annotations[pullnames.AnnotationOperationRequest]
+	if !named {
+		return changedSince(existing, pullnames.AnnotationOperationBaseline, spoke, feedback.KeyOperationStartedAt)
+	}
+	reported, ok := spoke.Get(feedback.KeyOperationRequest)
+	return ok && name != "" && reported == name
 }
 
 // operationFinished says whether the spoke reports its operation in one of Argo CD's

@@ -24,8 +24,9 @@ var hubOnlyAnnotations = []string{
 
 // spokeRequest says which one-shot requests of the hub Application go along this time.
 type spokeRequest struct {
-	// operation ships the hub's .operation (a manual sync).
-	operation bool
+	// operation ships the hub's .operation (a manual sync), named operationName.
+	operation     bool
+	operationName string
 	// refresh ships the hub's refresh annotation.
 	refresh bool
 }
@@ -53,7 +54,7 @@ func spokeApplication(hub *unstructured.Unstructured, req spokeRequest) (app *un
 	clearedDestName = aimInCluster(spec)
 	app.Object["spec"] = spec
 	if op, ok, _ := unstructured.NestedMap(hub.Object, "operation"); ok && req.operation {
-		app.Object["operation"] = runtime.DeepCopyJSON(op)
+		app.Object["operation"] = namedOperation(runtime.DeepCopyJSON(op), req.operationName)
 	}
 	return app, clearedDestName
 }
@@ -119,4 +120,13 @@ func orEmpty(m map[string]any) map[string]any {
 		return map[string]any{}
 	}
 	return m
+}
+
+// namedOperation puts the request's name first in the operation's info, where Argo CD
+// keeps it for status.operationState and the spoke's report names it (feedback
+// KeyOperationRequest). The hub's own info entries follow, unchanged.
+func namedOperation(op map[string]any, name string) map[string]any {
+	info, _, _ := unstructured.NestedSlice(op, "info")
+	op["info"] = append([]any{map[string]any{"name": pullnames.InfoOperationRequest, "value": name}}, info...)
+	return op
 }

@@ -25,7 +25,8 @@ type workPlan struct {
 	cluster string
 	project *unstructured.Unstructured
 	request spokeRequest
-	// baselines are the one-shot request annotations to record (see pullnames.AnnotationOperationBaseline).
+	// baselines are the one-shot request annotations to record (pullnames.AnnotationOperationRequest,
+	// pullnames.AnnotationRefreshBaseline).
 	baselines map[string]string
 	// credentials are the staged copies of the hub repository credentials the
 	// Application uses (pkg/hub/repocreds); the spoke agent materialises them.
@@ -157,7 +158,7 @@ func workDiffers(existing, desired *workv1.ManifestWork) bool {
 // ownAnnotations are the annotations of a pull ManifestWork that gitops-addon decides.
 var ownAnnotations = []string{
 	pullnames.AnnotationHubAppNamespace, pullnames.AnnotationHubAppName, pullnames.AnnotationHostingAppSet, pullnames.AnnotationHostingAppSetUID,
-	pullnames.AnnotationOperationBaseline, pullnames.AnnotationRefreshBaseline,
+	pullnames.AnnotationOperationBaseline, pullnames.AnnotationRefreshBaseline, pullnames.AnnotationOperationRequest,
 }
 
 // sameManifestConfigs compares the stored manifestConfigs with the desired ones. A stored

@@ -22,8 +22,11 @@ const (
 	KeyRevision           = "syncRevision"
 	KeyOperationPhase     = "operationStatePhase"
 	KeyOperationStartedAt = "operationStateStartedAt"
-	KeyOperationMessage   = "operationStateMessage"
-	KeyReconciledAt       = "reconciledAt"
+	// KeyOperationRequest is the first info entry of the spoke's last operation: the
+	// request gitops-addon shipped it as (pullnames.AnnotationOperationRequest), if it did.
+	KeyOperationRequest = "operationStateRequest"
+	KeyOperationMessage = "operationStateMessage"
+	KeyReconciledAt     = "reconciledAt"
 	// KeyResources is the spoke agent's summary of the Application's resources.
 	KeyResources = appresources.FeedbackName
 	// KeyTree is the spoke agent's resource tree of the Application (pkg/contract/apptree).
@@ -55,6 +58,7 @@ var feedbackPaths = append([]workv1.JsonPath{
 	{Name: KeyRevision, Path: ".status.sync.revision"},
 	{Name: KeyOperationPhase, Path: ".status.operationState.phase"},
 	{Name: KeyOperationStartedAt, Path: ".status.operationState.startedAt"},
+	{Name: KeyOperationRequest, Path: ".status.operationState.operation.info[0].value"},
 	{Name: KeyOperationMessage, Path: ".status.operationState.message"},
 	{Name: KeyReconciledAt, Path: ".status.reconciledAt"},
 	{Name: KeyResources, Path: appresources.FeedbackPath},

@@ -47,8 +47,18 @@ const (
 	// AnnotationOperationBaseline records, when a one-shot request (a manual sync in
 	// .operation, a refresh) is first shipped, what the spoke had reported until then, so
 	// that a change of that report proves the spoke took the request.
+	// Only refreshes use it now; an operation is followed by AnnotationOperationRequest.
+	// Works written by an older release may still carry an operation's baseline.
 	AnnotationOperationBaseline = "apps.open-cluster-management.io/operation-baseline"
 	AnnotationRefreshBaseline   = "apps.open-cluster-management.io/refresh-baseline"
+	// AnnotationOperationRequest names the manual sync a ManifestWork carries: the hub
+	// Application's resourceVersion when the operation was first shipped. The shipped
+	// operation carries it too, as its first info entry (InfoOperationRequest), which Argo CD
+	// copies into status.operationState: the spoke's report then says which operation it
+	// ran, where a start time (to the second) cannot tell two syncs of one second apart.
+	AnnotationOperationRequest = "apps.open-cluster-management.io/operation-request"
+	// InfoOperationRequest is the name of that info entry (shown in Argo CD's sync panel).
+	InfoOperationRequest = "gitops-addon request"
 	// AnnotationShippedAt records when gitops-addon last wrote the ManifestWork's spec;
 	// a work not applied within the apply timeout from then is reported.
 	AnnotationShippedAt = "gitops-addon.open-cluster-management.io/shipped-at"
