@@ -205,6 +205,6 @@ var Reasons = reasons.Table{
 			Fix:     "Upgrade the manager to the version the CRD came with (docs/operations/upgrade.md)."},
 		{Name: ReasonCRDOwnedByOthers, Event: reasons.Warning, EventOn: "the hub's CustomResourceDefinition (kubectl describe crd <name>)",
 			Meaning: "The CRD is another installer's (Red Hat ACM, OLM, another chart): the manager leaves it as it is.",
-			Fix:     "Nothing, if that installer keeps it current; to hand it to gitops-addon, see docs/migrating-from-acm.md."},
+			Fix:     "Nothing, if that installer keeps it current: gitops-addon never takes a CRD over from its installer (docs/migrating-from-acm.md, ACM's CRDs)."},
 	},
 }
