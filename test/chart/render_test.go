@@ -3,8 +3,6 @@
 package chart
 
 import (
-	"bufio"
-	"io"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,9 +13,9 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/strvals"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/gitops-addon/gitops-addon/test/testenv"
 )
@@ -39,6 +37,21 @@ func render(t *testing.T, set ...string) (map[string]*unstructured.Unstructured,
 // renderAll runs `helm template` through the SDK and returns every object it renders.
 func renderAll(t *testing.T, set ...string) ([]*unstructured.Unstructured, error) {
 	t.Helper()
+	rel, err := installDryRun(t, true, set...)
+	if err != nil {
+		return nil, err
+	}
+	var objects []*unstructured.Unstructured
+	for _, object := range decodeManifest(t, rel.Manifest) {
+		objects = append(objects, &unstructured.Unstructured{Object: object})
+	}
+	return objects, nil
+}
+
+// installDryRun renders the manager chart as `helm install --dry-run` on a v1.35 cluster
+// would, with the --set values given; includeCRDs adds the chart's crds/.
+func installDryRun(t *testing.T, includeCRDs bool, set ...string) (*release.Release, error) {
+	t.Helper()
 	chart, err := loader.Load(filepath.Join(testenv.RepoRoot(), "charts", "gitops-addon"))
 	require.NoError(t, err)
 	values := map[string]any{}
@@ -46,29 +59,10 @@ func renderAll(t *testing.T, set ...string) ([]*unstructured.Unstructured, error
 		require.NoError(t, strvals.ParseInto(s, values))
 	}
 	install := action.NewInstall(&action.Configuration{})
-	install.DryRun, install.ClientOnly, install.IncludeCRDs = true, true, true
+	install.DryRun, install.ClientOnly, install.IncludeCRDs = true, true, includeCRDs
 	install.ReleaseName, install.Namespace = "gitops-addon", "open-cluster-management-addon"
 	install.KubeVersion = &chartutil.KubeVersion{Version: "v1.35.4", Major: "1", Minor: "35"}
-	rel, err := install.Run(chart, values)
-	if err != nil {
-		return nil, err
-	}
-	var objects []*unstructured.Unstructured
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(rel.Manifest)))
-	for {
-		doc, err := reader.Read()
-		if err == io.EOF {
-			break
-		}
-		require.NoError(t, err)
-		u := &unstructured.Unstructured{}
-		require.NoError(t, utilyaml.Unmarshal(doc, &u.Object))
-		if len(u.Object) == 0 {
-			continue
-		}
-		objects = append(objects, u)
-	}
-	return objects, nil
+	return install.Run(chart, values)
 }
 
 func managerArgs(t *testing.T, objects map[string]*unstructured.Unstructured) []string {

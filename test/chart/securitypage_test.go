@@ -15,10 +15,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/strvals"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -219,17 +215,7 @@ func grantsOf(t *testing.T, side, config string, objects []map[string]any) grant
 // writes for the agent of sampleCluster.
 func hubObjects(t *testing.T, set ...string) []map[string]any {
 	t.Helper()
-	chart, err := loader.Load(filepath.Join(testenv.RepoRoot(), "charts", "gitops-addon"))
-	require.NoError(t, err)
-	values := map[string]any{}
-	for _, s := range set {
-		require.NoError(t, strvals.ParseInto(s, values))
-	}
-	install := action.NewInstall(&action.Configuration{})
-	install.DryRun, install.ClientOnly = true, true
-	install.ReleaseName, install.Namespace = "gitops-addon", "open-cluster-management-addon"
-	install.KubeVersion = &chartutil.KubeVersion{Version: "v1.35.4", Major: "1", Minor: "35"}
-	rel, err := install.Run(chart, values)
+	rel, err := installDryRun(t, false, set...)
 	require.NoError(t, err)
 	objects := decodeManifest(t, rel.Manifest)
 	for _, hook := range rel.Hooks {
