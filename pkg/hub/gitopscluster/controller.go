@@ -47,7 +47,8 @@ type Reconciler struct {
 	// Client reads through the manager's cache (label-filtered for the kinds we write)
 	// and writes to the apiserver.
 	Client client.Client
-	// APIReader reads uncached, only to name the holder of an object we could not create.
+	// APIReader reads uncached: to name the holder of an object we could not create, and
+	// to read back what the apiserver kept of a status write (lastStatus).
 	APIReader client.Reader
 	// Recorder emits Events on GitOpsClusters.
 	Recorder events.EventRecorder
@@ -87,6 +88,10 @@ type Reconciler struct {
 	inClusterHolders sync.Map
 	// drains are the addon removals held for departing Applications.
 	drains drains
+	// lastWrites holds, per GitOpsCluster (namespace/name), its last status write
+	// (*lastWrite): what a steady state is compared with when the CRD's schema prunes
+	// fields the manager writes.
+	lastWrites sync.Map
 }
 
 // Reconcile brings the hub objects of one GitOpsCluster to the state its spec and its
@@ -94,6 +99,9 @@ type Reconciler struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	gc := &appsv1beta1.GitOpsCluster{}
 	if err := r.Client.Get(ctx, req.NamespacedName, gc); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forgetLastWrite(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !gc.DeletionTimestamp.IsZero() {
@@ -203,32 +211,34 @@ func (r *Reconciler) observe(ctx context.Context, gc *appsv1beta1.GitOpsCluster)
 	return obs, addonErr
 }
 
-// writeStatus writes the status only when it changed, so a steady state makes no writes.
+// writeStatus writes the status only when it changed, so a steady state makes no writes:
+// changed from the status the manager last wrote, while the stored one is what that
+// write left (lastStatus), which a CRD of another installer may have pruned.
 func (r *Reconciler) writeStatus(ctx context.Context, gc *appsv1beta1.GitOpsCluster, obs observation) error {
 	now := metav1.Now()
-	updated := computeStatus(gc, obs, now)
-	if !statusChanged(gc.Status, updated) {
+	last := r.lastStatus(gc)
+	updated := computeStatus(gc.Generation, last, obs, now)
+	if !statusChanged(last, updated) {
 		return nil
 	}
-	r.emitTransitions(gc, updated)
-	updated.LastUpdateTime = now
-	gc.Status = updated
-	if err := r.Client.Status().Update(ctx, gc); err != nil {
-		if apierrors.IsConflict(err) {
-			return err // requeued with backoff; the next read has the new version
-		}
-		return fmt.Errorf("updating status of %s/%s: %w", gc.Namespace, gc.Name, err)
+	// The Events say what changed in what the manager found: since its last write, whether
+	// or not the stored status kept the conditions, or changed by someone else since.
+	before := last.Conditions
+	if w, ok := r.lastWriteOf(gc); ok {
+		before = w.sent.Conditions
 	}
-	return nil
+	r.emitTransitions(gc, before, updated)
+	updated.LastUpdateTime = now
+	return r.updateStatus(ctx, gc, updated)
 }
 
 // emitTransitions records an Event for each condition that turned False, so that
 // `kubectl describe` shows what went wrong and how to fix it, and a Normal one for each
 // change of an informational condition that says something: True, or False after True
 // (not Unknown, which a failed step's Warning explains already).
-func (r *Reconciler) emitTransitions(gc *appsv1beta1.GitOpsCluster, updated appsv1beta1.GitOpsClusterStatus) {
+func (r *Reconciler) emitTransitions(gc *appsv1beta1.GitOpsCluster, before []metav1.Condition, updated appsv1beta1.GitOpsClusterStatus) {
 	for _, c := range updated.Conditions {
-		old := findCondition(gc.Status.Conditions, c.Type)
+		old := findCondition(before, c.Type)
 		changed := old == nil || old.Status != c.Status || old.Reason != c.Reason || old.Message != c.Message
 		switch {
 		case !changed || c.Type == appsv1beta1.ConditionReady:

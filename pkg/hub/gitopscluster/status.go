@@ -172,11 +172,12 @@ func isNamespaceNotFound(err error) bool {
 	return d != nil && d.Kind == "namespaces"
 }
 
-// computeStatus derives the whole status of a GitOpsCluster from one observation. It keeps
-// LastTransitionTime of conditions whose status did not change.
-func computeStatus(gc *appsv1beta1.GitOpsCluster, obs observation, now metav1.Time) appsv1beta1.GitOpsClusterStatus {
-	st := *gc.Status.DeepCopy()
-	st.ObservedGeneration = gc.Generation
+// computeStatus derives the whole status of a GitOpsCluster of a generation from one
+// observation. It keeps LastTransitionTime of the conditions of last (the status before)
+// whose status did not change.
+func computeStatus(generation int64, last appsv1beta1.GitOpsClusterStatus, obs observation, now metav1.Time) appsv1beta1.GitOpsClusterStatus {
+	st := *last.DeepCopy()
+	st.ObservedGeneration = generation
 	st.SelectedClusters = clusterCount(len(obs.placement.clusters))
 	st.AddonEnabledClusters = clusterCount(obs.addons.withAddon)
 	st.AddonAvailableClusters = clusterCount(obs.addons.available)
@@ -196,7 +197,7 @@ func computeStatus(gc *appsv1beta1.GitOpsCluster, obs observation, now metav1.Ti
 	applyFailure(conds, obs.failed)
 	conds = append(conds, readyCondition(conds))
 	for _, c := range conds {
-		c.ObservedGeneration = gc.Generation
+		c.ObservedGeneration = generation
 		c.LastTransitionTime = now
 		meta.SetStatusCondition(&st.Conditions, c)
 	}

@@ -75,7 +75,7 @@ func TestComputeStatus(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			gc := &appsv1beta1.GitOpsCluster{ObjectMeta: metav1.ObjectMeta{Generation: 7}}
-			st := computeStatus(gc, tc.obs, metav1.Now())
+			st := computeStatus(gc.Generation, gc.Status, tc.obs, metav1.Now())
 			assert.Equal(t, int64(7), st.ObservedGeneration)
 			for typ, status := range tc.want {
 				c := meta.FindStatusCondition(st.Conditions, typ)
@@ -95,9 +95,9 @@ func TestComputeStatus(t *testing.T) {
 func TestStatusIsStableWhenNothingChanges(t *testing.T) {
 	gc := &appsv1beta1.GitOpsCluster{ObjectMeta: metav1.ObjectMeta{Generation: 1}}
 	obs := observation{placement: placementResult{resolved: true, clusters: []string{"a"}}, registration: registrationResult{registered: 1}}
-	first := computeStatus(gc, obs, metav1.Now())
+	first := computeStatus(gc.Generation, gc.Status, obs, metav1.Now())
 	gc.Status = first
-	second := computeStatus(gc, obs, metav1.NewTime(metav1.Now().Add(3600e9)))
+	second := computeStatus(gc.Generation, gc.Status, obs, metav1.NewTime(metav1.Now().Add(3600e9)))
 	assert.False(t, statusChanged(first, second), "a second reconcile with the same facts writes nothing")
 }
 
@@ -107,7 +107,7 @@ func TestUnsupportedFieldsAreNamed(t *testing.T) {
 		GitOpsAddon:              &appsv1beta1.GitOpsAddonSpec{Enabled: ptr.To(true), ReconcileScope: "All-Namespaces"},
 	}}
 	assert.Equal(t, []string{"spec.gitopsAddon.reconcileScope", "spec.managedServiceAccountRef"}, unsupportedFields(gc))
-	st := computeStatus(gc, observation{unsupported: unsupportedFields(gc)}, metav1.Now())
+	st := computeStatus(gc.Generation, gc.Status, observation{unsupported: unsupportedFields(gc)}, metav1.Now())
 	assert.Contains(t, st.Message, "spec.managedServiceAccountRef")
 }
 
@@ -136,7 +136,7 @@ func TestAgentModeStatusMessageSaysWhatIsActedUpon(t *testing.T) {
 			gc := &appsv1beta1.GitOpsCluster{Spec: appsv1beta1.GitOpsClusterSpec{
 				GitOpsAddon: &appsv1beta1.GitOpsAddonSpec{Enabled: ptr.To(true), ArgoCDAgent: &tt.agent},
 			}}
-			st := computeStatus(gc, observation{unsupported: unsupportedFields(gc)}, metav1.Now())
+			st := computeStatus(gc.Generation, gc.Status, observation{unsupported: unsupportedFields(gc)}, metav1.Now())
 			ready := meta.FindStatusCondition(st.Conditions, appsv1beta1.ConditionReady)
 			require.NotNil(t, ready)
 			assert.NotContains(t, st.Message, "no agent is deployed")
@@ -197,7 +197,7 @@ func TestExistingArgoCDConditionStaysBoundedAndOutOfReady(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			st := computeStatus(&appsv1beta1.GitOpsCluster{}, tt.obs, metav1.Now())
+			st := computeStatus(0, appsv1beta1.GitOpsClusterStatus{}, tt.obs, metav1.Now())
 			c := meta.FindStatusCondition(st.Conditions, appsv1beta1.ConditionExistingArgoCD)
 			require.NotNil(t, c)
 			assert.Equal(t, tt.wantStatus, c.Status)

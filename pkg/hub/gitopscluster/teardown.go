@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
@@ -44,6 +45,7 @@ func (r *Reconciler) finalize(ctx context.Context, gc *appsv1beta1.GitOpsCluster
 	if err := r.Client.Update(ctx, gc); err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, fmt.Errorf("removing finalizer of %s/%s: %w", gc.Namespace, gc.Name, err)
 	}
+	r.forgetLastWrite(client.ObjectKeyFromObject(gc))
 	return ctrl.Result{}, nil
 }
 
@@ -59,10 +61,11 @@ func (r *Reconciler) deleteOwnedAddons(ctx context.Context, gc *appsv1beta1.GitO
 // before its status and an Event say what it waits for.
 const StuckAfter = 5 * time.Minute
 
-// explainWait says, once a deletion has waited longer than StuckAfter, on the status and
-// in a Warning Event, which clusters' ManagedClusterAddOns it waits for and why they may
-// not go. Before that it only asks to be woken when the threshold passes: the
-// ManagedClusterAddOn watch wakes it as each one goes.
+// explainWait says, once a deletion has waited longer than StuckAfter, on the status (the
+// Ready condition, and status.message and phase, which a CRD without conditions keeps too)
+// and in a Warning Event, which clusters' ManagedClusterAddOns it waits for and why they
+// may not go; once, not at each wake. Before that it only asks to be woken when the
+// threshold passes: the ManagedClusterAddOn watch wakes it as each one goes.
 func (r *Reconciler) explainWait(ctx context.Context, gc *appsv1beta1.GitOpsCluster, remaining []addonv1beta1.ManagedClusterAddOn) (ctrl.Result, error) {
 	waited := time.Since(gc.DeletionTimestamp.Time)
 	if waited < StuckAfter {
@@ -72,17 +75,17 @@ func (r *Reconciler) explainWait(ctx context.Context, gc *appsv1beta1.GitOpsClus
 		"Each waits for its finalizers, which OCM removes once the cluster's klusterlet has uninstalled the addon; a cluster "+
 		"that is offline keeps its own until it returns or is detached from the hub (then remove the finalizer by hand).",
 		StuckAfter, WaitingAddOns(remaining))
-	status := gc.Status.DeepCopy()
+	status := r.lastStatus(gc)
 	if !meta.SetStatusCondition(&status.Conditions, metav1.Condition{
 		Type: appsv1beta1.ConditionReady, Status: metav1.ConditionFalse, ObservedGeneration: gc.Generation,
 		Reason: appsv1beta1.ReasonWaitingForAddOnRemoval, Message: message,
 	}) {
 		return ctrl.Result{}, nil
 	}
+	status.Phase, status.Message = "failed", message
 	r.event(gc, corev1.EventTypeWarning, appsv1beta1.ReasonWaitingForAddOnRemoval, "%s", message)
-	gc.Status = *status
-	if err := r.Client.Status().Update(ctx, gc); err != nil && !apierrors.IsNotFound(err) {
-		return ctrl.Result{}, fmt.Errorf("updating status of %s/%s: %w", gc.Namespace, gc.Name, err)
+	if err := r.updateStatus(ctx, gc, status); err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, err
 	}
 	return ctrl.Result{}, nil
 }
