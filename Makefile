@@ -56,7 +56,7 @@ generate: controller-gen ## Generate deepcopy functions, the agent chart's CRDs 
 	go run ./hack/docgen
 
 .PHONY: docs
-docs: ## Generate docs/reference from the code: the API (crd-ref-docs), conditions and Events, the commands' flags (cobra), the chart values (helm-docs).
+docs: ## Generate docs/reference from the code: the API (crd-ref-docs), conditions and Events, the commands' flags (cobra), the chart values (helm-docs); and the reason tables of docs/troubleshooting.md, between their markers.
 	go run ./hack/docgen
 
 .PHONY: manifests

@@ -1,6 +1,8 @@
 // Command docgen writes docs/reference, the part of the documentation that is generated
-// from the code and never edited by hand. `make docs` runs `go run ./hack/docgen`, and
-// test/generated fails when the committed files differ from what this program produces.
+// from the code and never edited by hand, and the generated blocks of hand-written pages
+// (the reason tables of docs/troubleshooting.md; blocks.go). `make docs` runs
+// `go run ./hack/docgen`, and test/generated fails when the committed files differ from
+// what this program produces.
 //
 //   - api.md: the GitOpsCluster and MulticlusterApplicationSetReport API, from the Go
 //     types' comments and kubebuilder markers (crd-ref-docs, pinned in hack/tools/docs);
@@ -10,7 +12,9 @@
 //     generator, over pkg/cmd's command tree);
 //   - chart-values.md: the manager chart's values (helm-docs over values.yaml's `# --`
 //     comments, pinned in hack/tools/docs) and the constraints of values.schema.json;
-//   - README.md: the index of these files.
+//   - README.md: the index of these files;
+//   - in docs/troubleshooting.md, between its markers only: the reasons of each condition
+//     with what they mean and what to do, from the same tables (blocks.go).
 package main
 
 import (
@@ -20,31 +24,42 @@ import (
 	"path/filepath"
 )
 
-// defaultOutDir is where docgen writes when run from the repository root.
-const defaultOutDir = "docs/reference"
+// defaultOutDir is where docgen writes when run from the repository root, and
+// defaultPagesDir where the hand-written pages with generated blocks are.
+const (
+	defaultOutDir   = "docs/reference"
+	defaultPagesDir = "docs"
+)
 
 func main() {
 	root := flag.String("root", ".", "the repository root: the code, the chart and hack/tools/docs are read there")
 	out := flag.String("out", defaultOutDir, "directory to write the reference into (its content is replaced)")
+	pages := flag.String("pages", defaultPagesDir, "the docs directory: the generated blocks of its pages are rewritten "+
+		"(between their markers only), the rest of each page is left as it is")
 	flag.Parse()
 	if flag.NArg() != 0 {
 		fmt.Fprintf(os.Stderr, "docgen: unexpected arguments %q\n", flag.Args())
 		os.Exit(2)
 	}
-	if err := run(*root, *out); err != nil {
+	if err := run(*root, *out, *pages); err != nil {
 		fmt.Fprintf(os.Stderr, "docgen: %v\n", err)
 		os.Exit(1)
 	}
 }
 
 // run regenerates the whole reference into out: every file it does not write is removed,
-// so that a page whose source went away goes too.
-func run(root, out string) error {
+// so that a page whose source went away goes too. Then it rewrites the generated blocks of
+// the pages under pages.
+func run(root, out, pages string) error {
 	root, err := filepath.Abs(root)
 	if err != nil {
 		return err
 	}
 	out, err = filepath.Abs(out)
+	if err != nil {
+		return err
+	}
+	pages, err = filepath.Abs(pages)
 	if err != nil {
 		return err
 	}
@@ -63,6 +78,7 @@ func run(root, out string) error {
 		{"the command-line reference (cobra)", writeCLI},
 		{"the chart values (helm-docs)", writeChartValues},
 		{"the index", writeIndex},
+		{"the generated blocks of " + pages, func(root, _ string) error { return writeBlocks(root, pages) }},
 	}
 	for _, s := range steps {
 		if err := s.run(root, out); err != nil {

@@ -12,17 +12,30 @@ import (
 )
 
 // TestDocsReferenceIsCurrent regenerates docs/reference (`make docs`: the API from the
-// Go types, the conditions, reasons and Events from the code's constants and messages,
-// the flags from the cobra commands, the chart values from values.yaml) into a temporary
+// Go types, the conditions, reasons and Events from the code's tables of reasons, the
+// flags from the cobra commands, the chart values from values.yaml) into a temporary
 // directory and compares it with the committed one, file by file: a reason, a flag or a
-// chart value added, changed or removed without `make docs` fails here.
+// chart value added, changed or removed without `make docs` fails here. The generated
+// blocks of the hand-written pages (docs/troubleshooting.md's reason tables) are
+// regenerated in a copy of docs/ and compared too: a block edited by hand, or a text of
+// the tables changed without `make docs`, fails.
 func TestDocsReferenceIsCurrent(t *testing.T) {
 	root := repoRoot(t)
 	out := t.TempDir()
-	cmd := exec.Command("go", "run", "./hack/docgen", "-root", root, "-out", out)
+	pages := copyOfHandWrittenPages(t, root)
+	cmd := exec.Command("go", "run", "./hack/docgen", "-root", root, "-out", out, "-pages", pages)
 	cmd.Dir = root
 	output, err := cmd.CombinedOutput()
 	require.NoError(t, err, "go run ./hack/docgen: %s", output)
+
+	committedPages := handWrittenPages(t, filepath.Join(root, "docs"))
+	for name, want := range handWrittenPages(t, pages) {
+		if got := committedPages[name]; want != got {
+			t.Errorf("docs/%s: a generated block is not what the code says: run `make docs` and commit the result (edit the "+
+				"table its BEGIN marker names, never the block). What the code says now (+) and the page says (-):\n%s",
+				name, lineDiff(want, got))
+		}
+	}
 
 	committedDir := filepath.Join(root, "docs", "reference")
 	generated := filesUnder(t, out)
@@ -87,4 +100,30 @@ func filesUnder(t *testing.T, dir string) map[string]string {
 		return err
 	}))
 	return files
+}
+
+// handWrittenPages maps the Markdown pages under docs (docs/ or a copy of it), docs/reference
+// aside, by slash-separated relative path, to their content.
+func handWrittenPages(t *testing.T, docs string) map[string]string {
+	t.Helper()
+	pages := map[string]string{}
+	for name, content := range filesUnder(t, docs) {
+		if strings.HasSuffix(name, ".md") && !strings.HasPrefix(name, "reference/") {
+			pages[name] = content
+		}
+	}
+	return pages
+}
+
+// copyOfHandWrittenPages copies the pages of docs/ (handWrittenPages) into a temporary
+// directory, where hack/docgen may rewrite their generated blocks.
+func copyOfHandWrittenPages(t *testing.T, root string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range handWrittenPages(t, filepath.Join(root, "docs")) {
+		path := filepath.Join(dir, filepath.FromSlash(name))
+		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o750))
+		require.NoError(t, os.WriteFile(path, []byte(content), 0o600))
+	}
+	return dir
 }

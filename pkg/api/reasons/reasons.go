@@ -3,8 +3,15 @@
 // pkg/api/v1alpha1 for the pull model and its report, pkg/contract for the agent's
 // ManagedClusterAddOn) declares its condition types and every reason it sets, with what
 // each means and what the user does, once, in a Table. hack/docgen renders the
-// references from the tables, and test/repo's reason tests fail when the code sets a
-// reason no table holds, or a table holds one nothing sets.
+// references (docs/reference/conditions.md and events.md) and the reason tables of
+// docs/troubleshooting.md from the tables, and test/repo's reason tests fail when the code
+// sets a reason no table holds, or a table holds one nothing sets.
+//
+// The texts (Meaning, Fix, ShownOn, EventsOn, EventOn) are Markdown, each on one line of
+// a table: names, fields, values and commands in code spans, no raw HTML (a `<cluster>`
+// belongs in a code span), and a link's target is its page's path from the repository
+// root ("docs/concepts.md#when-a-cluster-leaves"), which hack/docgen makes relative to the
+// page it renders into.
 package reasons
 
 // EventType is the type of an Event that carries a reason: Normal or Warning.
