@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -303,10 +304,37 @@ func (f *Fleet) stop() error {
 	errs = append(errs, f.removeNodes()...)
 	if f.opts.KeepWorkDir {
 		f.opts.Logf("fleet stopped; its files stay in %s", f.WorkDir)
-	} else if err := os.RemoveAll(f.WorkDir); err != nil {
+	} else if err := removeAll(f.WorkDir); err != nil {
 		errs = append(errs, fmt.Errorf("removing %s: %w", f.WorkDir, err))
 	}
 	return errors.Join(errs...)
+}
+
+// removeAll removes dir as os.RemoveAll does, also where a process of the fleet left a
+// directory its owner may not list (Argo CD's repo-server makes its temporary directories
+// 0300): root removes it anyway, any other user running the demo could not.
+func removeAll(dir string) error {
+	if err := os.RemoveAll(dir); err == nil || !errors.Is(err, fs.ErrPermission) {
+		return err
+	}
+	grantOwner(dir)
+	return os.RemoveAll(dir)
+}
+
+// grantOwner gives the owner read, write and search on every directory under root, so
+// that it can remove what they hold.
+func grantOwner(root string) {
+	info, err := os.Lstat(root)
+	if err != nil || !info.IsDir() {
+		return
+	}
+	_ = os.Chmod(root, info.Mode().Perm()|0o700)
+	entries, _ := os.ReadDir(root)
+	for _, e := range entries {
+		if e.IsDir() {
+			grantOwner(filepath.Join(root, e.Name()))
+		}
+	}
 }
 
 // removeNodes removes what the real-pod nodes left once their processes stopped, and the

@@ -223,3 +223,24 @@ func TestMissingBinariesFailTheTest(t *testing.T) {
 	assert.Contains(t, rec.fatal, "missing from")
 	assert.Contains(t, rec.fatal, "make e2e-env")
 }
+
+// TestRemoveAllAsTheOwner: a directory a fleet process made without read permission for
+// its owner (Argo CD's repo-server makes its temporary directories 0300) is opened up
+// before the work directory is removed, so a non-root user's demo leaves nothing behind.
+func TestRemoveAllAsTheOwner(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "work")
+	locked := filepath.Join(dir, "argocd-repo-server", "tmp", "_argocd-repo")
+	require.NoError(t, os.MkdirAll(filepath.Join(locked, "repo"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(locked, "repo", "file"), []byte("x"), 0o644))
+	require.NoError(t, os.Chmod(locked, 0o300))
+
+	grantOwner(dir)
+	info, err := os.Stat(locked)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o700), info.Mode().Perm(), "the owner may list it again")
+
+	require.NoError(t, os.Chmod(locked, 0o300))
+	require.NoError(t, removeAll(dir))
+	_, err = os.Stat(dir)
+	assert.True(t, os.IsNotExist(err), "removed")
+}
