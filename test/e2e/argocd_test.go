@@ -543,7 +543,7 @@ func operatorBackedTeardown(t *testing.T, ctx context.Context, a *argoFleet) {
 	local := guestbookApplication(contract.GitOpsNamespace, "made-on-the-spoke")
 	require.NoError(t, s.Client.Create(ctx, local))
 	require.NoError(t, install.SelectCluster(ctx, a.f.Hub, vanilla, false))
-	var stuck []string
+	var stuck, left []string
 	held := false
 	gone := assert.Eventually(t, func() bool {
 		held = held || addonsConditionReason(ctx, a.f.Hub, "gitops-managed") == appsv1beta1.ReasonWaitingForApplications
@@ -552,12 +552,23 @@ func operatorBackedTeardown(t *testing.T, ctx context.Context, a *argoFleet) {
 			return false
 		}
 		stuck = append(terminating(ctx, t, vanilla, s.Client), terminating(ctx, t, "hub", a.f.Hub.Client)...)
-		return len(works.Items) == 0 && len(stuck) == 0 &&
-			!exists(ctx, a.f.Hub.Client, &addonv1beta1.ManagedClusterAddOn{}, vanilla+"/"+contract.AddonName) &&
-			!exists(ctx, a.f.Hub.Client, application("", ""), contract.GitOpsNamespace+"/"+seedApp) &&
-			!exists(ctx, s.Client, argoCD(), contract.GitOpsNamespace+"/"+contract.ArgoCDName)
+		// left names what is still there, so that a failure says which.
+		left = nil
+		for _, w := range works.Items {
+			left = append(left, "ManifestWork "+w.Name)
+		}
+		for what, there := range map[string]bool{
+			"the ManagedClusterAddOn":    exists(ctx, a.f.Hub.Client, &addonv1beta1.ManagedClusterAddOn{}, vanilla+"/"+contract.AddonName),
+			"the hub's seed Application": exists(ctx, a.f.Hub.Client, application("", ""), contract.GitOpsNamespace+"/"+seedApp),
+			"the ArgoCD CR on the spoke": exists(ctx, s.Client, argoCD(), contract.GitOpsNamespace+"/"+contract.ArgoCDName),
+		} {
+			if there {
+				left = append(left, what)
+			}
+		}
+		return len(left) == 0 && len(stuck) == 0
 	}, 4*time.Minute, time.Second, "the ManagedClusterAddOn, every ManifestWork, the seed Application and the ArgoCD CR are gone, nothing Terminating")
-	require.True(t, gone, "still Terminating: %v", stuck)
+	require.True(t, gone, "still there: %v; still Terminating: %v", left, stuck)
 	assert.True(t, held, "the GitOpsCluster held the addon's removal for the departing seed Application (AddOnsReady reason %s)", appsv1beta1.ReasonWaitingForApplications)
 	assert.False(t, exists(ctx, s.Client, application("", ""), contract.GitOpsNamespace+"/"+seedApp), "the seed Application left the spoke")
 	assert.False(t, exists(ctx, s.Client, &corev1.ConfigMap{}, "guestbook/guestbook-ui"), "the spoke's Argo CD pruned it before it went")
