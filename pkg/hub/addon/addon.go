@@ -199,7 +199,25 @@ func (a *gitopsAddon) Manifests(ctx context.Context, cluster *clusterv1.ManagedC
 		if err := sortInInstallOrder(objects); err != nil {
 			return nil, err
 		}
-		return objects, nil
+		return withoutArgoCDWhileDeleting(objects, addon), nil
+	})
+}
+
+// withoutArgoCDWhileDeleting leaves the ArgoCD instance out of the addon's ManifestWork
+// once its ManagedClusterAddOn is being deleted (addon-framework renders it again then,
+// for the pre-delete hook). The hook deletes the instance while the GitOps operator can
+// still finalize it; were the instance still in the ManifestWork, the work agent's next
+// resync could create it again before the ManifestWork goes, and the work would then
+// orphan it (deletion-orphan) with no operator left: an ArgoCD instance left behind on
+// a cluster that left the addon, seen in TestArgoCD. Out of the ManifestWork, the work
+// agent deletes it too, while the operator still runs.
+func withoutArgoCDWhileDeleting(objects []runtime.Object, addon *addonv1beta1.ManagedClusterAddOn) []runtime.Object {
+	if addon == nil || addon.DeletionTimestamp.IsZero() {
+		return objects
+	}
+	return slices.DeleteFunc(objects, func(o runtime.Object) bool {
+		gvk := o.GetObjectKind().GroupVersionKind()
+		return gvk.Group == "argoproj.io" && gvk.Kind == "ArgoCD"
 	})
 }
 

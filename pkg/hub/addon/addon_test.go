@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -523,4 +524,21 @@ func TestAgentsReportTreesOnlyForAHubThatShowsThem(t *testing.T) {
 			assert.Contains(t, ag.Spec.Template.Spec.Containers[0].Args, "--zap-log-level=info", "the agent's other values stay (a deep merge)")
 		})
 	}
+}
+
+// TestArgoCDLeavesTheManifestWorkWhileTheAddonIsDeleted: once the ManagedClusterAddOn is
+// being deleted, the ArgoCD instance is no longer in the addon's ManifestWork, so no
+// resync of the work agent creates it again after the pre-delete hook deleted it (the
+// work would then orphan it with no operator left); the operator and the hook's Job stay.
+func TestArgoCDLeavesTheManifestWorkWhileTheAddonIsDeleted(t *testing.T) {
+	addon := mca("", nil, "")
+	require.NotNil(t, find[*unstructured.Unstructured](render(t, Options{AgentImage: "a:1"}, vanilla(), addon), contract.ArgoCDName),
+		"the ArgoCD CR is rendered while the addon is installed")
+
+	deleting := mca("", nil, "")
+	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	deleting.Finalizers = []string{addonv1beta1.AddonPreDeleteHookFinalizer}
+	objects := render(t, Options{AgentImage: "a:1"}, vanilla(), deleting)
+	assert.Nil(t, find[*unstructured.Unstructured](objects, contract.ArgoCDName), "no ArgoCD CR once the addon is being deleted")
+	assert.NotNil(t, find[*appsv1.Deployment](objects, contract.OperatorDeployment), "the operator stays, to finalize the instance")
 }
