@@ -217,7 +217,7 @@ func withoutArgoCDWhileDeleting(objects []runtime.Object, addon *addonv1beta1.Ma
 	}
 	return slices.DeleteFunc(objects, func(o runtime.Object) bool {
 		gvk := o.GetObjectKind().GroupVersionKind()
-		return gvk.Group == "argoproj.io" && gvk.Kind == "ArgoCD"
+		return gvk.GroupKind() == contract.ArgoCDGVK.GroupKind()
 	})
 }
 
