@@ -9,20 +9,33 @@ IMAGE_REPO     ?= ghcr.io/gitops-addon/gitops-addon
 IMAGE          ?= $(IMAGE_REPO):$(patsubst v%,%,$(VERSION))
 GIT_COMMIT     ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS        := -s -w -X github.com/gitops-addon/gitops-addon/pkg/version.Version=$(VERSION) -X github.com/gitops-addon/gitops-addon/pkg/version.GitCommit=$(GIT_COMMIT)
-KUBE_VERSION   ?= v1.35.4
+KUBE_VERSION   ?= v1.37.2
 # The oldest Kubernetes the hub and spokes support (docs/operations/install.md, Supported Kubernetes versions):
 # its kube-apiserver runs the integration test TestOnTheOldestSupportedKubernetes.
 OLDEST_KUBE_VERSION ?= v1.29.6
+# The Kubernetes releases between the oldest and the newest that make test-compat runs the
+# version-sensitive integration tests on (docs/operations/compatibility.md).
+COMPAT_KUBE_VERSIONS ?= v1.35.4 v1.36.3
+# The integration tests that depend on what an apiserver release serves (CRD schemas and
+# CEL, admission policies, RBAC, the charts, the hub Argo CD CRDs): make test runs them on
+# OLDEST_KUBE_VERSION too, make test-compat on COMPAT_KUBE_VERSIONS.
+VERSION_TESTS  ?= TestACMGitOpsClusterYAMLIsAccepted|TestHubRejectsInvalidGitOpsClusters|TestHelmUpgradeCarriesTheCRDForward|TestChartInstallsAndUninstallsOnARealAPIServer|TestHubRBACIsLeastPrivilege|TestPullModelOnEachHubArgoCD|TestHubRendersManifestWorks
 ETCD_VERSION   ?= v3.6.8
 OCM_VERSION    ?= v1.2.1
 # Argo CD and the GitOps operator of the local fleet (hack/build-argocd.sh says why these).
 ARGOCD_VERSION          ?= v3.2.11
 ARGOCD_OPERATOR_VERSION ?= v0.18.0
 TEST_TIMEOUT   ?= 40m
-# Integration tests start real kube-apiservers: run packages one at a time on small machines.
-# -count=1 below: tests that drive real processes always run; Go's test cache does not see
-# what they depend on outside the module (./bin, the processes' behaviour).
-TEST_PARALLEL  ?= 1
+# Test packages run two at a time: the end-to-end package waits on its fleets' controllers
+# most of its time (55% of 2 cores idle, measured), which the integration package's
+# apiservers fill. Real-pod fleets take turns by a lock (test/harness). -count=1 below:
+# tests that drive real processes always run; Go's test cache does not see what they
+# depend on outside the module (./bin, the processes' behaviour).
+TEST_PARALLEL  ?= 2
+# make test runs the verify gate and the builds of e2e-env side by side, this many at a
+# time: on 2 cores one build's downloads, links and single-threaded steps leave room for
+# another. BUILD_JOBS=1 runs them one by one.
+BUILD_JOBS     ?= 2
 # The pull model benchmark's sizes: <clusters>x<applications>, comma-separated.
 PULL_BENCH_SIZES ?= 100x1000,1000x5000
 # The fleet benchmark's sizes: numbers of managed clusters, comma-separated.
@@ -88,10 +101,22 @@ render: ## Print the objects shipped to a sample vanilla cluster (CLUSTER=name, 
 ##@ Tests
 
 .PHONY: test
-test: verify e2e-env ## Run every check and test: make verify, then unit, integration (real kube-apiserver) and end-to-end (real OCM hub, spokes, Argo CD and GitOps operator).
+test: ## Run every check and test: make verify and the builds of make e2e-env side by side, then unit, integration (real kube-apiserver) and end-to-end (real OCM hub, spokes, Argo CD and GitOps operator).
+	@$(MAKE) --no-print-directory -j$(BUILD_JOBS) verify e2e-env
 	@$(MAKE) --no-print-directory argocd-agent-notice
 	go test -count=1 -timeout $(TEST_TIMEOUT) -p $(TEST_PARALLEL) $$(go list ./... | grep -v -e /test/generated -e /hack/crdgen -e /test/repo -e /test/chart -e /test/image)
+	@$(MAKE) --no-print-directory test-oldest
 	@$(MAKE) --no-print-directory fuzz
+
+.PHONY: test-oldest
+test-oldest: test-env ## Run the version-sensitive integration tests (VERSION_TESTS) on the oldest supported kube-apiserver, OLDEST_KUBE_VERSION (make test does).
+	TESTENV_KUBE_APISERVER_VERSION=$(OLDEST_KUBE_VERSION) go test -count=1 -timeout $(TEST_TIMEOUT) -run '^($(VERSION_TESTS))$$' ./test/integration/
+
+.PHONY: test-compat
+test-compat: test-env ## Build kube-apiserver at each of COMPAT_KUBE_VERSIONS (the releases between the oldest and the newest) and run the version-sensitive integration tests (VERSION_TESTS) on each.
+	hack/build-k8s.sh $(BIN) $(addprefix kube-apiserver@,$(COMPAT_KUBE_VERSIONS))
+	@set -e; for v in $(COMPAT_KUBE_VERSIONS); do echo "== kube-apiserver $$v"; \
+	  TESTENV_KUBE_APISERVER_VERSION=$$v go test -count=1 -timeout $(TEST_TIMEOUT) -run '^($(VERSION_TESTS))$$' ./test/integration/; done
 
 # The fuzz targets as package:Function:executions. `make test` runs each for its number of
 # executions (about 10 s each on 2 cores): a count, not a duration, because Go 1.26's fuzz
@@ -155,29 +180,40 @@ bench-fleet: e2e-env build ## Benchmark the hub manager at fleet scale on a real
 bench-faults: e2e-env build ## Inject faults half-way through a GitOpsCluster rollout and a pull burst on a real OCM hub with two manager replicas (leader killed or frozen, apiserver killed, APF 429s, clusters flapping, a feedback storm, etcd stalled; FAULTS_BENCH_CLUSTERS=1000, FAULTS_BENCH_APPS=5000, FAULTS_BENCH_WORKLOADS, FAULTS_BENCH_FAULTS; FAULTS_BENCH_FENCE=off runs both replicas active); report in docs/benchmarks.md.
 	FAULTS_BENCH_CLUSTERS=$(FAULTS_BENCH_CLUSTERS) go test -run '^$$' -bench BenchmarkFaults -benchtime 1x -timeout 240m ./test/bench/
 
+# The Kubernetes commands an environment builds (hack/build-k8s.sh: one go build per
+# version); the targets below add what their fleets run.
+KUBE_COMPONENTS = etcd kube-apiserver kube-apiserver@$(OLDEST_KUBE_VERSION)
+fleet-env: KUBE_COMPONENTS += kube-controller-manager
+pods-env e2e-env: KUBE_COMPONENTS += kube-controller-manager kubelet kube-scheduler kube-proxy
+
 .PHONY: test-env
-test-env: ## Build kube-apiserver v1.35.4 (and v1.29.6, the oldest supported) and etcd v3.6.8 from source into ./bin (cached; versions pinned above).
-	hack/build-k8s.sh $(BIN) etcd kube-apiserver kube-apiserver@$(OLDEST_KUBE_VERSION)
+test-env: kube-env ## Build kube-apiserver (KUBE_VERSION, and OLDEST_KUBE_VERSION, the oldest supported) and etcd from source into ./bin (cached; the versions are pinned at the top of this Makefile).
 
 .PHONY: fleet-env
-fleet-env: argocd-env ## Build what the process fleet (make demo) runs, no root needed once git and redis-server are installed: test-env, kube-controller-manager v1.35.4, OCM v1.2.1, Argo CD and the GitOps operator (cached in ./bin).
-	hack/build-k8s.sh $(BIN) etcd kube-apiserver kube-apiserver@$(OLDEST_KUBE_VERSION) kube-controller-manager
-	hack/build-ocm.sh $(BIN)
+fleet-env: argocd-env kube-env ocm-env ## Build what the process fleet (make demo) runs, no root needed once git and redis-server are installed: test-env, kube-controller-manager, OCM, Argo CD and the GitOps operator (cached in ./bin).
 
 .PHONY: e2e-env
-e2e-env: fleet-env pods-env helm ## Build everything the tests' fleets run: fleet-env, then what nodes that run real pods need (root), the Argo CD image's Debian root filesystem and the helm CLI (cached in ./bin).
+e2e-env: fleet-env pods-env helm ## Build everything the tests' fleets run: fleet-env, then what nodes that run real pods need (root), the Argo CD image's Debian root filesystem and the helm CLI (cached in ./bin; make -j2 builds them side by side).
 	hack/build-argocd-rootfs.sh $(BIN)
 
 .PHONY: pods-env
-pods-env: ## Install containerd, runc, the CNI plugins, iptables and mmdebstrap (Debian) when missing; build kubelet, kube-scheduler, kube-proxy v1.35.4 and a small CoreDNS from source into ./bin (cached): what nodes that run real pods need.
-	hack/ensure-debian-packages.sh containerd=containerd ctr=containerd runc=runc /usr/lib/cni/bridge=containernetworking-plugins iptables=iptables ip=iproute2 mmdebstrap=mmdebstrap
-	hack/build-k8s.sh $(BIN) kubelet kube-scheduler kube-proxy
-	hack/build-coredns.sh $(BIN)
+pods-env: pods-packages kube-env coredns-env ## Install containerd, runc, the CNI plugins, iptables and mmdebstrap (Debian) when missing; build kubelet, kube-scheduler, kube-proxy and a small CoreDNS from source into ./bin (cached): what nodes that run real pods need.
 
 .PHONY: argocd-env
-argocd-env: ## Install redis-server and git (Debian) when missing; build Argo CD v3.2.11 and argocd-operator v0.18.0 from source into ./bin (cached).
+argocd-env: ## Install redis-server and git (Debian) when missing; build Argo CD (ARGOCD_VERSION) and argocd-operator (ARGOCD_OPERATOR_VERSION) from source into ./bin (cached).
 	hack/ensure-debian-packages.sh redis-server=redis-server git=git
 	hack/build-argocd.sh $(BIN) argocd argocd-operator
+
+# The parts of the environments above, each one build (make -j runs them side by side).
+.PHONY: kube-env ocm-env coredns-env pods-packages
+kube-env:
+	hack/build-k8s.sh $(BIN) $(sort $(KUBE_COMPONENTS))
+ocm-env:
+	hack/build-ocm.sh $(BIN)
+coredns-env:
+	hack/build-coredns.sh $(BIN)
+pods-packages:
+	hack/ensure-debian-packages.sh containerd=containerd ctr=containerd runc=runc /usr/lib/cni/bridge=containernetworking-plugins iptables=iptables ip=iproute2 mmdebstrap=mmdebstrap
 
 ##@ Local fleet
 

@@ -11,7 +11,7 @@ set -euo pipefail
 # A failure inside $(...) stops the script too (a failed go mod tidy, say).
 shopt -s inherit_errexit
 
-KUBE_VERSION="${KUBE_VERSION:-v1.35.4}"
+KUBE_VERSION="${KUBE_VERSION:-v1.37.2}"
 ETCD_VERSION="${ETCD_VERSION:-v3.6.8}"
 bin_dir="$(mkdir -p "$1" && cd "$1" && pwd)"
 shift
@@ -21,50 +21,69 @@ mkdir -p "$work"
 
 log() { printf '[build-k8s] %s\n' "$*" >&2; }
 
-# kube_module writes a module that requires k8s.io/kubernetes and replaces every
-# staging module (as listed in kubernetes' own go.mod replace block) by its
-# published v0.x.y twin, because the main module's ./staging paths do not exist
-# outside the kubernetes repository. It imports only the command to build, and the
-# build (-mod=mod, -tags providerless) resolves only what that command compiles:
-# `go mod tidy` would also want the in-tree cloud providers of older releases, whose
-# staging modules the proxy does not serve (k8s.io/legacy-cloud-providers v0.29.6).
+# kube_module writes, for one Kubernetes version, a module that requires k8s.io/kubernetes
+# and replaces every staging module (as listed in kubernetes' own go.mod replace block) by
+# its published v0.x.y twin, because the main module's ./staging paths do not exist outside
+# the kubernetes repository. The build (-mod=mod, -tags providerless) resolves only what the
+# commands it builds compile: `go mod tidy` would also want the in-tree cloud providers of
+# older releases, whose staging modules the proxy does not serve
+# (k8s.io/legacy-cloud-providers v0.29.6).
 kube_module() {
-  local name="$1" dir="$work/kubernetes-$KUBE_VERSION-$1"
-  local staging_version="v0${KUBE_VERSION#v1}"   # v1.35.4 -> v0.35.4
+  local version="$1" dir="$work/kubernetes-$1"
+  local staging_version="v0${version#v1}"   # v1.35.4 -> v0.35.4
   if [[ -f "$dir/go.mod" ]]; then echo "$dir"; return; fi
-  mkdir -p "$dir.tmp"
+  rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
   local gomod
-  gomod="$(cd "$dir.tmp" && GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/.*"GoMod": "\(.*\)",/\1/p')"
+  gomod="$(cd "$dir.tmp" && GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@$version" | sed -n 's/.*"GoMod": "\(.*\)",/\1/p')"
   {
     echo "module local/build-kubernetes"
     echo
     echo "go 1.25"
     echo
-    echo "require k8s.io/kubernetes $KUBE_VERSION"
+    echo "require k8s.io/kubernetes $version"
     echo
     echo "replace ("
     awk '/^replace \(/{inblk=1; next} inblk && /^\)/{inblk=0} inblk && $1 ~ /^k8s.io\// && $2 == "=>" {print $1}' "$gomod" |
       sort -u | while read -r m; do echo "	$m => $m $staging_version"; done
     echo ")"
   } > "$dir.tmp/go.mod"
-  printf '//go:build tools\n\npackage tools\n\nimport _ "k8s.io/kubernetes/cmd/%s"\n' "$name" > "$dir.tmp/tools.go"
   mv "$dir.tmp" "$dir"
   echo "$dir"
 }
 
+# kube_binary is where a command of a version goes: KUBE_VERSION's as bin/NAME, any
+# other as bin/NAME-vX.Y.Z.
+kube_binary() {
+  if [[ "$1" == "$KUBE_VERSION" ]]; then echo "$bin_dir/$2"; else echo "$bin_dir/$2-$1"; fi
+}
+
+# build_kube builds the named commands of one Kubernetes version in one `go build`, so
+# the packages they share are compiled once and their links run beside the compiles.
 build_kube() {
-  local name="$1" out="$bin_dir/${2:-$1}"
-  local kube_minor; kube_minor="$(echo "$KUBE_VERSION" | cut -d. -f2)"
-  if [[ -x "$out" ]] && "$out" --version 2>/dev/null | grep -q "$KUBE_VERSION"; then
-    log "$name $KUBE_VERSION cached"; return
-  fi
-  local dir; dir="$(kube_module "$name")"
-  log "building $name $KUBE_VERSION from source (several minutes on 2 cores)..."
-  local started=$SECONDS
-  local ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$kube_minor"
-  (cd "$dir" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -tags providerless -trimpath -ldflags "$ldflags" -o "$out.tmp" "k8s.io/kubernetes/cmd/$name")
-  mv "$out.tmp" "$out"
-  log "$name: $("$out" --version) in $((SECONDS - started)) s"
+  local version="$1" name out todo=()
+  shift
+  for name in "$@"; do
+    out="$(kube_binary "$version" "$name")"
+    if [[ -x "$out" ]] && "$out" --version 2>/dev/null | grep -q "$version\$"; then
+      log "$name $version cached"
+    else
+      todo+=("$name")
+    fi
+  done
+  [[ ${#todo[@]} -gt 0 ]] || return 0
+  local dir; dir="$(kube_module "$version")"
+  local kube_minor; kube_minor="$(echo "$version" | cut -d. -f2)"
+  local ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$kube_minor"
+  local staging="$work/out-$version" started=$SECONDS
+  rm -rf "$staging" && mkdir -p "$staging"
+  log "building ${todo[*]} $version from source in one go build (several minutes on 2 cores)..."
+  (cd "$dir" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -tags providerless -trimpath -ldflags "$ldflags" \
+    -o "$staging/" "${todo[@]/#/k8s.io/kubernetes/cmd/}")
+  for name in "${todo[@]}"; do
+    mv "$staging/$name" "$(kube_binary "$version" "$name")"
+  done
+  rmdir "$staging"
+  log "${todo[*]}: $("$(kube_binary "$version" "${todo[0]}")" --version) in $((SECONDS - started)) s"
 }
 
 build_etcd() {
@@ -86,12 +105,22 @@ build_etcd() {
   log "etcd: $("$out" --version | head -1)"
 }
 
+# Group the commands by version, in the order given, so each version is one go build.
+declare -A commands_of=()
+versions=()
+build_etcd_too=false
 for c in "$@"; do
   case "$c" in
-    kube-apiserver|kube-controller-manager|kubelet|kube-scheduler|kube-proxy) build_kube "$c" ;;
-    kube-apiserver@v*|kube-controller-manager@v*)
-      (KUBE_VERSION="${c#*@}"; build_kube "${c%@*}" "${c%@*}-${c#*@}") ;;
-    etcd) build_etcd ;;
+    etcd) build_etcd_too=true; continue ;;
+    kube-apiserver|kube-controller-manager|kubelet|kube-scheduler|kube-proxy) name="$c" version="$KUBE_VERSION" ;;
+    kube-apiserver@v*|kube-controller-manager@v*|kubelet@v*|kube-scheduler@v*|kube-proxy@v*) name="${c%@*}" version="${c#*@}" ;;
     *) echo "unknown component $c" >&2; exit 2 ;;
   esac
+  [[ -v "commands_of[$version]" ]] || versions+=("$version")
+  commands_of[$version]+=" $name"
+done
+if $build_etcd_too; then build_etcd; fi
+for version in "${versions[@]}"; do
+  # shellcheck disable=SC2086 # the names are words
+  build_kube "$version" ${commands_of[$version]}
 done

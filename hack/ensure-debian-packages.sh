@@ -19,6 +19,16 @@ if [[ $(id -u) -ne 0 ]]; then
   log "missing: ${missing[*]}; install them (apt-get install ${missing[*]}) or run this as root"
   exit 1
 fi
+# make -j runs several of these side by side; apt-get takes one at a time.
+exec 9>/run/gitops-addon-apt.lock
+flock 9
+# Another one may have installed them while this one waited.
+still_missing=()
+for pkg in "${missing[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || still_missing+=("$pkg")
+done
+if [[ ${#still_missing[@]} -eq 0 ]]; then exit 0; fi
+missing=("${still_missing[@]}")
 log "installing ${missing[*]} from Debian's packages..."
 export DEBIAN_FRONTEND=noninteractive
 out="$(mktemp)"

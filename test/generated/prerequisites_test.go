@@ -36,8 +36,8 @@ func TestPrerequisites(t *testing.T) {
 	makefile := readFile(t, root, "Makefile")
 	assert.Equal(t, debianPackages(t, makefile, "argocd-env"), listedPackages(rows["root"][0]),
 		"the process fleet's packages (prerequisites, root, first column) are those make fleet-env installs (argocd-env)")
-	assert.Equal(t, debianPackages(t, makefile, "pods-env"), listedPackages(rows["root"][1]),
-		"the real-pod packages (prerequisites, root, second column) are those make pods-env installs")
+	assert.Equal(t, debianPackages(t, makefile, "pods-packages"), listedPackages(rows["root"][1]),
+		"the real-pod packages (prerequisites, root, second column) are those make pods-env installs (its part pods-packages)")
 
 	times := testTimes(t, root)
 	assert.Contains(t, rows["first run"][0], times["`make fleet-env`, cold"],

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -215,8 +216,12 @@ func (f *Fleet) startControllerManager(ctx context.Context, c *Cluster) error {
 		"--cluster-signing-cert-file=" + c.clientCA.CertFile, "--cluster-signing-key-file=" + c.clientCA.KeyFile,
 		"--service-account-private-key-file=" + c.saKey, "--root-ca-file=" + f.servingCA.CertFile,
 		"--use-service-account-credentials=false",
-		"--controllers=" + strings.Join(f.controllers(), ","),
 	}
+	enabled, err := f.controllers()
+	if err != nil {
+		return err
+	}
+	args = append(args, "--controllers="+strings.Join(enabled, ","))
 	if c.ControllerManager, err = f.run(c.Name+"-kube-controller-manager", args, nil, tierControllerManager); err != nil {
 		return err
 	}
@@ -227,25 +232,55 @@ func (f *Fleet) startControllerManager(ctx context.Context, c *Cluster) error {
 	return nil
 }
 
-// controllers are kube-controller-manager's on-by-default controllers without those
-// that need nodes, volumes, a cloud or metrics, which this fleet has none of: less CPU
-// on small machines, less noise in the logs.
-var controllers = []string{"*",
-	"-node-ipam-controller", "-node-lifecycle-controller", "-node-route-controller", "-cloud-node-lifecycle-controller",
-	"-service-lb-controller", "-taint-eviction-controller", "-device-taint-eviction-controller", "-ttl-controller",
-	"-persistentvolume-attach-detach-controller", "-persistentvolume-binder-controller",
-	"-persistentvolume-expander-controller", "-ephemeral-volume-controller", "-horizontal-pod-autoscaler-controller",
-	"-resourceclaim-controller", "-storage-version-migrator-controller",
+// notNeeded are kube-controller-manager's on-by-default controllers that need nodes,
+// volumes, a cloud or metrics, which this fleet has none of: less CPU on small machines,
+// less noise in the logs. Releases add and drop controllers (1.37 dropped the cloud ones
+// from providerless builds), and kube-controller-manager refuses a name it does not know:
+// only those its --help lists are turned off.
+var notNeeded = []string{
+	"node-ipam-controller", "node-lifecycle-controller", "node-route-controller", "cloud-node-lifecycle-controller",
+	"service-lb-controller", "taint-eviction-controller", "device-taint-eviction-controller", "ttl-controller",
+	"persistentvolume-attach-detach-controller", "persistentvolume-binder-controller",
+	"persistentvolume-expander-controller", "ephemeral-volume-controller", "horizontal-pod-autoscaler-controller",
+	"resourceclaim-controller", "storage-version-migrator-controller",
 }
 
 // controllers are kube-controller-manager's controllers for this fleet: with real pods,
 // the node lifecycle controller too, which lifts the not-ready taint kubelet registers
 // its Node with once the Node is Ready.
-func (f *Fleet) controllers() []string {
-	if !f.opts.RealPods {
-		return controllers
+func (f *Fleet) controllers() ([]string, error) {
+	help, err := exec.Command(f.bin("kube-controller-manager"), "--help").CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("kube-controller-manager --help: %w: %s", err, help)
 	}
-	return slices.DeleteFunc(slices.Clone(controllers), func(c string) bool { return c == "-node-lifecycle-controller" })
+	known := knownControllers(string(help))
+	if len(known) == 0 {
+		return nil, fmt.Errorf("kube-controller-manager --help lists no controllers (no line \"All controllers: ...\")")
+	}
+	enabled := []string{"*"}
+	for _, name := range notNeeded {
+		keepForRealPods := f.opts.RealPods && name == "node-lifecycle-controller"
+		if known[name] && !keepForRealPods {
+			enabled = append(enabled, "-"+name)
+		}
+	}
+	return enabled, nil
+}
+
+// knownControllers reads the names on the "All controllers:" line of
+// kube-controller-manager --help.
+func knownControllers(help string) map[string]bool {
+	known := map[string]bool{}
+	for _, line := range strings.Split(help, "\n") {
+		_, list, found := strings.Cut(line, "All controllers:")
+		if !found {
+			continue
+		}
+		for _, name := range strings.Split(list, ",") {
+			known[strings.TrimSpace(name)] = true
+		}
+	}
+	return known
 }
 
 // waitHTTPSWithConfig polls path on the apiserver of cfg until it answers 200.

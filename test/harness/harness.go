@@ -108,6 +108,8 @@ type Fleet struct {
 	nodeCount   int
 	bridge      string
 	pauseBinary string
+	// realPodLock is held while a real-pod fleet runs (lockRealPods).
+	realPodLock *os.File
 	// outsideBefore are the paths under outsideRoots when the fleet started, where the
 	// nodes' programs write whatever their configuration says: what is new there at Stop
 	// is removed.
@@ -147,7 +149,7 @@ func Start(ctx context.Context, o Options) (*Fleet, error) {
 	return f, nil
 }
 
-func newFleet(o Options) (*Fleet, error) {
+func newFleet(o Options) (_ *Fleet, err error) {
 	if o.BinDir == "" {
 		o.BinDir = testenv.BinDir()
 	}
@@ -160,8 +162,24 @@ func newFleet(o Options) (*Fleet, error) {
 	if missing := MissingBinaries(o.BinDir); len(missing) > 0 {
 		return nil, fmt.Errorf("%v missing from %s: run `make fleet-env` (part of make e2e-env) to build them from source", missing, o.BinDir)
 	}
+	var realPodLock *os.File
 	if o.RealPods {
+		if os.Geteuid() == 0 {
+			lock, err := lockRealPods(o.Logf)
+			if err != nil {
+				return nil, err
+			}
+			realPodLock = lock
+			defer func() {
+				if err != nil {
+					closeLock(realPodLock)
+				}
+			}()
+		}
 		if err := checkRealPodsHost(); err != nil {
+			return nil, err
+		}
+		if err := checkFleetIPFree(); err != nil {
 			return nil, err
 		}
 		if missing := missingNodeBinaries(o.BinDir); len(missing) > 0 {
@@ -180,7 +198,8 @@ func newFleet(o Options) (*Fleet, error) {
 			return nil, fmt.Errorf("creating the fleet's directories: %w", err)
 		}
 	}
-	f := &Fleet{Spokes: map[string]*Spoke{}, joining: map[string]bool{}, WorkDir: o.WorkDir, opts: o, id: fmt.Sprintf("ga%04x", os.Getpid()%0x10000)}
+	f := &Fleet{Spokes: map[string]*Spoke{}, joining: map[string]bool{}, WorkDir: o.WorkDir, opts: o,
+		id: fmt.Sprintf("ga%04x", os.Getpid()%0x10000), realPodLock: realPodLock}
 	if o.RealPods {
 		f.outsideBefore = outsideEntries()
 		f.rulesBefore = hostRules()
@@ -302,6 +321,7 @@ func (f *Fleet) stop() error {
 		errs = append(errs, stopTier(procs, tier)...)
 	}
 	errs = append(errs, f.removeNodes()...)
+	closeLock(f.realPodLock)
 	if f.opts.KeepWorkDir {
 		f.opts.Logf("fleet stopped; its files stay in %s", f.WorkDir)
 	} else if err := removeAll(f.WorkDir); err != nil {

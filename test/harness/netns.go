@@ -51,7 +51,7 @@ func runTool(args ...string) error {
 }
 
 // checkRealPodsHost says why this machine cannot run real pods, or nil: root, overlayfs,
-// network namespaces, and no other real-pod fleet holding FleetIP.
+// network namespaces and the tools.
 func checkRealPodsHost() error {
 	if os.Geteuid() != 0 {
 		return errors.New("running real pods needs root (network namespaces, mounts, cgroups): run as root or use the process fleet")
@@ -68,10 +68,16 @@ func checkRealPodsHost() error {
 			return fmt.Errorf("running real pods needs %s: run `make pods-env`, which installs it", tool)
 		}
 	}
+	return nil
+}
+
+// checkFleetIPFree says so when FleetIP is on this machine although no other real-pod
+// fleet holds the lock: one was killed before its teardown.
+func checkFleetIPFree() error {
 	if addrs, err := net.InterfaceAddrs(); err == nil {
 		for _, a := range addrs {
 			if strings.HasPrefix(a.String(), FleetIP+"/") {
-				return fmt.Errorf("%s is already on this machine: another real-pod fleet is running (one at a time), or a previous one was "+
+				return fmt.Errorf("%s is already on this machine, and no real-pod fleet holds its lock: a previous one was "+
 					"killed before its teardown (remove the device that carries it: ip -br addr | grep %s)", FleetIP, FleetIP)
 			}
 		}

@@ -112,10 +112,18 @@ func startTunedPullHub(t *testing.T, argoFirst bool, crdPaths []string, applyTim
 // newPullHub is startTunedPullHub for a hub whose processes live as long as tb (a test,
 // or the package for the shared pull hub), its helpers failing t.
 func newPullHub(tb testing.TB, t *testing.T, argoFirst bool, crdPaths []string, applyTimeout time.Duration) *pullHub {
-	paths := slices.Clone(crdPaths)
+	var argoCRDs []string
 	if argoFirst {
-		paths = append(paths, testenv.ArgoCDCRDPaths(tb)...)
+		argoCRDs = testenv.ArgoCDCRDPaths(tb)
 	}
+	return newPullHubOn(tb, t, crdPaths, argoCRDs, applyTimeout)
+}
+
+// newPullHubOn is newPullHub with Argo CD's CRDs from argoCRDs (another Argo CD
+// release's, say) installed before the manager starts; none: the pinned release's, after.
+func newPullHubOn(tb testing.TB, t *testing.T, crdPaths, argoCRDs []string, applyTimeout time.Duration) *pullHub {
+	argoFirst := len(argoCRDs) > 0
+	paths := append(slices.Clone(crdPaths), argoCRDs...)
 	env := testenv.Start(tb, testenv.WithCRDPaths(paths...))
 	ctx, cancel := context.WithCancel(context.Background())
 	tb.Cleanup(cancel)

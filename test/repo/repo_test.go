@@ -8,12 +8,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/mod/semver"
 
+	"github.com/gitops-addon/gitops-addon/pkg/compat"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
 )
 
@@ -137,19 +140,59 @@ func TestOldestKubeVersionIsOneValue(t *testing.T) {
 		"the Makefile's OLDEST_KUBE_VERSION must equal testenv.DefaultOldestKubeVersion")
 }
 
-// TestOldestSupportedKubernetesIsOneRelease: the chart's kubeVersion refuses what is
-// older than the oldest release the tests prove (testenv.DefaultOldestKubeVersion), and
-// docs/operations/install.md states the same oldest minor for hub and spoke.
-func TestOldestSupportedKubernetesIsOneRelease(t *testing.T) {
-	parts := strings.Split(strings.TrimPrefix(testenv.DefaultOldestKubeVersion, "v"), ".")
-	require.Len(t, parts, 3)
-	oldestMinor := parts[0] + "." + parts[1]
-	chart, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "charts", "gitops-addon", "Chart.yaml"))
-	require.NoError(t, err)
-	assert.Contains(t, string(chart), "\nkubeVersion: \">="+oldestMinor+".0-0\"\n", "the manager chart's kubeVersion")
-	install, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "docs", "operations", "install.md"))
-	require.NoError(t, err)
-	for _, row := range []string{"| Hub (manager, its chart and CRDs) | " + oldestMinor + " to ", "| Spoke (agent, GitOps operator, Argo CD) | " + oldestMinor + " to "} {
-		assert.Contains(t, string(install), row, "docs/operations/install.md's supported versions")
+// TestCompatibilityIsOneStatement: the versions pkg/compat declares are the ones the
+// Makefile builds and tests (its newest and oldest Kubernetes, the releases between them
+// for make test-compat, the Argo CD it builds), the manager chart's kubeVersion, the agent
+// chart's check for ValidatingAdmissionPolicy v1, testenv's default oldest release and
+// the rows of docs/operations/compatibility.md.
+func TestCompatibilityIsOneStatement(t *testing.T) {
+	root := testenv.RepoRoot()
+	read := func(path ...string) string {
+		raw, err := os.ReadFile(filepath.Join(append([]string{root}, path...)...))
+		require.NoError(t, err)
+		return string(raw)
 	}
+	makefile := read("Makefile")
+	makeVar := func(name string) string {
+		m := regexp.MustCompile(`(?m)^` + name + `\s*\?=\s*(.+)$`).FindStringSubmatch(makefile)
+		require.NotNil(t, m, "the Makefile sets %s", name)
+		return strings.TrimSpace(m[1])
+	}
+	minor := func(version string) string {
+		parts := strings.Split(strings.TrimPrefix(version, "v"), ".")
+		require.Len(t, parts, 3, version)
+		return parts[0] + "." + parts[1]
+	}
+	newest, oldest := makeVar("KUBE_VERSION"), makeVar("OLDEST_KUBE_VERSION")
+	assert.Equal(t, compat.KubernetesNewest, minor(newest), "the Makefile's KUBE_VERSION is the newest supported Kubernetes")
+	assert.Equal(t, compat.KubernetesOldest, minor(oldest), "the Makefile's OLDEST_KUBE_VERSION is the oldest supported Kubernetes")
+	assert.Equal(t, testenv.DefaultOldestKubeVersion, oldest, "testenv's default oldest release")
+	between := strings.Fields(makeVar("COMPAT_KUBE_VERSIONS"))
+	for _, v := range between {
+		assert.True(t, semver.Compare("v"+compat.KubernetesOldest, "v"+minor(v)) < 0 && semver.Compare("v"+minor(v), "v"+compat.KubernetesNewest) < 0,
+			"COMPAT_KUBE_VERSIONS' %s lies between the oldest and the newest", v)
+	}
+	assert.Equal(t, compat.HubArgoCD[len(compat.HubArgoCD)-1], makeVar("ARGOCD_VERSION"), "the last hub Argo CD of pkg/compat is the one the fleet builds")
+
+	assert.Contains(t, read("charts", "gitops-addon", "Chart.yaml"), "\nkubeVersion: \">="+compat.KubernetesOldest+".0-0\"\n",
+		"the manager chart's kubeVersion refuses what is older than the oldest supported Kubernetes")
+	assert.Contains(t, read("manifests", "charts", "gitops-addon-agent", "templates", "_helpers.tpl"),
+		`semverCompare ">=`+compat.ValidatingAdmissionPolicyV1+`.0-0"`, "the agent chart renders its admission policies from compat.ValidatingAdmissionPolicyV1")
+
+	page := read("docs", "operations", "compatibility.md")
+	for _, row := range []string{
+		"| Kubernetes, hub (manager, its chart and CRDs) | " + compat.KubernetesOldest + " (`" + oldest + "`) | " + compat.KubernetesNewest + " (`" + newest + "`) |",
+		"| Kubernetes, spoke (agent, GitOps operator, Argo CD) | " + compat.KubernetesOldest + " (`" + oldest + "`) | " + compat.KubernetesNewest + " (`" + newest + "`) |",
+		"| Kubernetes between | `" + strings.Join(between, "`, `") + "` |",
+		"| OpenShift | " + compat.OpenShiftOldest + " |",
+		"| hub Argo CD: the Application, ApplicationSet and AppProject CRDs | " + minor(compat.HubArgoCD[0]) + " (`" + compat.HubArgoCD[0] + "`) | " +
+			minor(compat.HubArgoCD[len(compat.HubArgoCD)-1]) + " (`" + compat.HubArgoCD[len(compat.HubArgoCD)-1] + "`) |",
+		"`TestPullModelOnEachHubArgoCD` on `" + strings.Join(compat.HubArgoCD[:len(compat.HubArgoCD)-1], "`, `") + "` and `" + compat.HubArgoCD[len(compat.HubArgoCD)-1] + "`",
+		"| OCM hub | v1.2 (`" + makeVar("OCM_VERSION") + "`) |",
+	} {
+		assert.Contains(t, page, row, "docs/operations/compatibility.md")
+	}
+	install := read("docs", "operations", "install.md")
+	assert.Contains(t, install, "Kubernetes "+compat.KubernetesOldest+" to "+compat.KubernetesNewest, "install.md states the range")
+	assert.Contains(t, install, "(compatibility.md)", "install.md links the compatibility page")
 }

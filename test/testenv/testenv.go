@@ -18,6 +18,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	addonv1alpha1 "open-cluster-management.io/api/addon/v1alpha1"
@@ -59,6 +60,13 @@ type Option func(*options)
 func WithCRDPaths(paths ...string) Option {
 	return func(o *options) { o.crdPaths = append(o.crdPaths, paths...) }
 }
+
+// KubeAPIServerVersionEnv names the environment variable that runs every test's
+// kube-apiserver at another version (bin/kube-apiserver-<version>, built by
+// hack/build-k8s.sh kube-apiserver@<version>): make test runs a subset of the integration
+// tests on the oldest supported Kubernetes with it, make test-compat on the releases
+// between the oldest and the newest. A test's WithKubeAPIServerVersion wins.
+const KubeAPIServerVersionEnv = "TESTENV_KUBE_APISERVER_VERSION"
 
 // WithKubeAPIServerVersion runs bin/kube-apiserver-<version> (built by `make test-env`
 // as hack/build-k8s.sh kube-apiserver@<version>) instead of the current kube-apiserver.
@@ -113,6 +121,9 @@ func Start(t testing.TB, opts ...Option) *Env {
 	for _, opt := range opts {
 		opt(o)
 	}
+	if o.kubeVersion == "" {
+		o.kubeVersion = os.Getenv(KubeAPIServerVersionEnv)
+	}
 	kubeAPIServer := "kube-apiserver"
 	if o.kubeVersion != "" {
 		kubeAPIServer += "-" + o.kubeVersion
@@ -140,6 +151,13 @@ func Start(t testing.TB, opts ...Option) *Env {
 	// across RestartAPIServer; envtest regenerates them in a directory it allocated.
 	apiServer.CertDir = t.TempDir()
 	apiServer.Configure().Set("advertise-address", "127.0.0.1")
+	// Kubernetes 1.37 refuses a loopback advertise address to the endpoint reconciler of
+	// the default kubernetes Service, which no test here uses.
+	apiServer.Configure().Set("endpoint-reconciler-type", "none")
+	// What kube-apiserver printed last says why it did not start (a flag a newer release
+	// removed, say); envtest's own error says only that it timed out.
+	apiServerOutput := &lastBytes{limit: 4096}
+	apiServer.Out, apiServer.Err = apiServerOutput, apiServerOutput
 	for name, values := range o.apiServerArgs {
 		apiServer.Configure().Set(name, values...)
 	}
@@ -148,7 +166,7 @@ func Start(t testing.TB, opts ...Option) *Env {
 		// envtest leaves etcd and kube-apiserver running when it fails after starting them
 		// (an invalid CRD, for one): stop them, so that no process outlives the test.
 		_ = env.Stop()
-		t.Fatalf("starting kube-apiserver and etcd: %v", err)
+		t.Fatalf("starting kube-apiserver and etcd: %v\n--- the last lines kube-apiserver printed:\n%s", err, apiServerOutput)
 	}
 	t.Cleanup(func() {
 		// envtest stops kube-apiserver before etcd; the reverse order hangs.
@@ -401,4 +419,49 @@ func ArgoCDCRDs(t testing.TB) []*apiextensionsv1.CustomResourceDefinition {
 		crds = append(crds, crd)
 	}
 	return crds
+}
+
+// lastBytes keeps the last limit bytes written to it.
+type lastBytes struct {
+	mu    sync.Mutex
+	limit int
+	buf   []byte
+}
+
+func (l *lastBytes) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf = append(l.buf, p...)
+	if over := len(l.buf) - l.limit; over > 0 {
+		l.buf = append(l.buf[:0], l.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (l *lastBytes) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return string(l.buf)
+}
+
+// ServesValidatingAdmissionPolicyV1 says whether the apiserver of cfg serves
+// admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy (Kubernetes 1.30 and later):
+// before it, the charts leave their admission policies out, and tests of what those
+// policies deny have nothing to test.
+func ServesValidatingAdmissionPolicyV1(t testing.TB, cfg *rest.Config) bool {
+	t.Helper()
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		t.Fatalf("discovery client: %v", err)
+	}
+	resources, err := dc.ServerResourcesForGroupVersion("admissionregistration.k8s.io/v1")
+	if err != nil {
+		t.Fatalf("discovering admissionregistration.k8s.io/v1: %v", err)
+	}
+	for _, r := range resources.APIResources {
+		if r.Name == "validatingadmissionpolicies" {
+			return true
+		}
+	}
+	return false
 }
