@@ -8,10 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/gitops-addon/gitops-addon/pkg/compat"
-	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/feedback"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
 )
 
@@ -57,16 +55,7 @@ func TestPullModelOnEachHubArgoCD(t *testing.T) {
 			}
 
 			request := s.askSync(map[string]any{"sync": map[string]any{"revision": "v2"}, "initiatedBy": map[string]any{"username": "admin"}})
-			s.report(s.work(), map[string]string{feedback.KeyHealth: "Healthy", feedback.KeySync: "Synced",
-				feedback.KeyOperationPhase: "Succeeded", feedback.KeyOperationStartedAt: "2026-11-23T11:00:00Z", feedback.KeyOperationRequest: request}, nil)
-			require.Eventually(t, func() bool {
-				_, has := s.getApp(s.ns, s.guestbookApp()).Object["operation"]
-				return !has
-			}, timeout, poll, ".operation cleared on the hub once the spoke's operation ended")
-			s.waitWork(s.cluster1, s.ns, s.guestbookApp(), func(w *workv1.ManifestWork) bool {
-				_, op := spokeApp(t, w).Object["operation"]
-				return !op
-			}, "no operation left in the work")
+			s.with(t).reportSyncEnded(request)
 		})
 	}
 }

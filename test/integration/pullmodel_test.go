@@ -537,17 +537,7 @@ func TestPullModelManualSync(t *testing.T) {
 			_, op := spokeApp(t, w).Object["operation"]
 			return op
 		}, "keeps the operation while the spoke runs it")
-		s.report(s.work(), map[string]string{feedback.KeyHealth: "Healthy", feedback.KeySync: "Synced",
-			feedback.KeyOperationPhase: "Succeeded", feedback.KeyOperationStartedAt: "2026-11-23T11:00:00Z", feedback.KeyOperationRequest: request}, nil)
-		require.Eventually(t, func() bool {
-			_, has := s.getApp(s.ns, s.guestbookApp()).Object["operation"]
-			return !has
-		}, timeout, poll, ".operation cleared on the hub once the spoke's operation ended")
-		s.waitWork(s.cluster1, s.ns, s.guestbookApp(), func(w *workv1.ManifestWork) bool {
-			_, op := spokeApp(t, w).Object["operation"]
-			_, named := w.Annotations[pullnames.AnnotationOperationRequest]
-			return !op && !named
-		}, "no operation, no request name")
+		s.reportSyncEnded(request)
 
 		// The same operation asked again (a RollingSync asks with the same content), while
 		// the spoke still reports the last one, started in the same second: a new request,
@@ -589,6 +579,24 @@ func (s *pullScenario) askSync(op map[string]any) string {
 	assert.Equal(s.t, map[string]any{"name": pullnames.InfoOperationRequest, "value": request}, info[0],
 		"the shipped operation names its request first")
 	return request
+}
+
+// reportSyncEnded reports the operation named request succeeded on the spoke (started at
+// 11:00) and waits until the hub Application's .operation is cleared and the ManifestWork
+// carries neither the operation nor its request name.
+func (s *pullScenario) reportSyncEnded(request string) {
+	s.t.Helper()
+	s.report(s.work(), map[string]string{feedback.KeyHealth: "Healthy", feedback.KeySync: "Synced",
+		feedback.KeyOperationPhase: "Succeeded", feedback.KeyOperationStartedAt: "2026-11-23T11:00:00Z", feedback.KeyOperationRequest: request}, nil)
+	require.Eventually(s.t, func() bool {
+		_, has := s.getApp(s.ns, s.guestbookApp()).Object["operation"]
+		return !has
+	}, timeout, poll, ".operation cleared on the hub once the spoke's operation ended")
+	s.waitWork(s.cluster1, s.ns, s.guestbookApp(), func(w *workv1.ManifestWork) bool {
+		_, op := spokeApp(s.t, w).Object["operation"]
+		_, named := w.Annotations[pullnames.AnnotationOperationRequest]
+		return !op && !named
+	}, "no operation, no request name")
 }
 
 // work is the scenario's guestbook ManifestWork on cluster1, as stored now.
