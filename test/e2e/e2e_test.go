@@ -29,6 +29,7 @@ import (
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
@@ -200,10 +201,16 @@ func TestFleet(t *testing.T) {
 			require.NoError(t, f.Hub.Client.Get(ctx, client.ObjectKey{Namespace: contract.GitOpsNamespace, Name: "gitops-managed"}, gc))
 			metav1.SetMetaDataAnnotation(&gc.ObjectMeta, "example.com/touched", fmt.Sprint(i))
 			require.NoError(t, f.Hub.Client.Update(ctx, gc))
-			mc := &clusterv1.ManagedCluster{}
-			require.NoError(t, f.Hub.Client.Get(ctx, client.ObjectKey{Name: vanilla}, mc))
-			metav1.SetMetaDataLabel(&mc.ObjectMeta, "feature.open-cluster-management.io/addon-other", []string{"available", "unhealthy"}[i%2])
-			require.NoError(t, f.Hub.Client.Update(ctx, mc))
+			// OCM's registration writes the ManagedCluster too (its leases, conditions): a
+			// conflict is retried on the latest version, as OCM's own writers do.
+			require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				mc := &clusterv1.ManagedCluster{}
+				if err := f.Hub.Client.Get(ctx, client.ObjectKey{Name: vanilla}, mc); err != nil {
+					return err
+				}
+				metav1.SetMetaDataLabel(&mc.ObjectMeta, "feature.open-cluster-management.io/addon-other", []string{"available", "unhealthy"}[i%2])
+				return f.Hub.Client.Update(ctx, mc)
+			}))
 			// The positive control: the manager did reconcile after the touches (whatever it
 			// wrote then, the audit log below holds: its writes are logged as they are served).
 			require.Eventually(t, func() bool { return scrapeReconciles(t, ctx, p, gitopscluster.ControllerName) > before },
