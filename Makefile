@@ -111,13 +111,16 @@ test: ## Run every check and test: make verify and the builds of make e2e-env (B
 
 .PHONY: test-oldest
 test-oldest: test-env ## Run the version-sensitive integration tests (VERSION_TESTS) on the oldest supported kube-apiserver, OLDEST_KUBE_VERSION (make test does).
-	TESTENV_KUBE_APISERVER_VERSION=$(OLDEST_KUBE_VERSION) go test -count=1 -timeout $(TEST_TIMEOUT) -run '^($(VERSION_TESTS))$$' ./test/integration/
+	$(call version-tests-on,$(OLDEST_KUBE_VERSION))
 
 .PHONY: test-compat
 test-compat: test-env ## Build kube-apiserver at each of COMPAT_KUBE_VERSIONS (the releases between the oldest and the newest) and run the version-sensitive integration tests (VERSION_TESTS) on each.
 	hack/build-k8s.sh $(BIN) $(addprefix kube-apiserver@,$(COMPAT_KUBE_VERSIONS))
 	@set -e; for v in $(COMPAT_KUBE_VERSIONS); do echo "== kube-apiserver $$v"; \
-	  TESTENV_KUBE_APISERVER_VERSION=$$v go test -count=1 -timeout $(TEST_TIMEOUT) -run '^($(VERSION_TESTS))$$' ./test/integration/; done
+	  $(call version-tests-on,$$v); done
+
+# version-tests-on,VERSION: the command that runs VERSION_TESTS on bin/kube-apiserver-VERSION.
+version-tests-on = TESTENV_KUBE_APISERVER_VERSION=$(1) go test -count=1 -timeout $(TEST_TIMEOUT) -run '^($(VERSION_TESTS))$$' ./test/integration/
 
 # The fuzz targets as package:Function:executions. `make test` runs each for its number of
 # executions (about 10 s each on 2 cores): a count, not a duration, because Go 1.26's fuzz

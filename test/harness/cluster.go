@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -249,13 +250,9 @@ var notNeeded = []string{
 // the node lifecycle controller too, which lifts the not-ready taint kubelet registers
 // its Node with once the Node is Ready.
 func (f *Fleet) controllers() ([]string, error) {
-	help, err := exec.Command(f.bin("kube-controller-manager"), "--help").CombinedOutput()
+	known, err := f.knownControllers()
 	if err != nil {
-		return nil, fmt.Errorf("kube-controller-manager --help: %w: %s", err, help)
-	}
-	known := knownControllers(string(help))
-	if len(known) == 0 {
-		return nil, fmt.Errorf("kube-controller-manager --help lists no controllers (no line \"All controllers: ...\")")
+		return nil, err
 	}
 	enabled := []string{"*"}
 	for _, name := range notNeeded {
@@ -267,9 +264,25 @@ func (f *Fleet) controllers() ([]string, error) {
 	return enabled, nil
 }
 
-// knownControllers reads the names on the "All controllers:" line of
+// knownControllers are the controllers the fleet's kube-controller-manager knows, read
+// from its --help once for the hub and every spoke.
+func (f *Fleet) knownControllers() (map[string]bool, error) {
+	f.controllersOnce.Do(func() {
+		help, err := exec.Command(f.bin("kube-controller-manager"), "--help").CombinedOutput()
+		if err != nil {
+			f.controllersErr = fmt.Errorf("kube-controller-manager --help: %w: %s", err, help)
+			return
+		}
+		if f.controllersKnown = controllersIn(string(help)); len(f.controllersKnown) == 0 {
+			f.controllersErr = errors.New(`kube-controller-manager --help lists no controllers (no line "All controllers: ...")`)
+		}
+	})
+	return f.controllersKnown, f.controllersErr
+}
+
+// controllersIn reads the names on the "All controllers:" line of
 // kube-controller-manager --help.
-func knownControllers(help string) map[string]bool {
+func controllersIn(help string) map[string]bool {
 	known := map[string]bool{}
 	for _, line := range strings.Split(help, "\n") {
 		_, list, found := strings.Cut(line, "All controllers:")

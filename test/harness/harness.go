@@ -110,6 +110,11 @@ type Fleet struct {
 	pauseBinary string
 	// realPodLock is held while a real-pod fleet runs (lockRealPods).
 	realPodLock *os.File
+	// controllersOnce reads kube-controller-manager's known controllers once
+	// (knownControllers).
+	controllersOnce  sync.Once
+	controllersKnown map[string]bool
+	controllersErr   error
 	// outsideBefore are the paths under outsideRoots when the fleet started, where the
 	// nodes' programs write whatever their configuration says: what is new there at Stop
 	// is removed.
@@ -164,21 +169,18 @@ func newFleet(o Options) (_ *Fleet, err error) {
 	}
 	var realPodLock *os.File
 	if o.RealPods {
-		if os.Geteuid() == 0 {
-			lock, err := lockRealPods(o.Logf)
-			if err != nil {
-				return nil, err
-			}
-			realPodLock = lock
-			defer func() {
-				if err != nil {
-					closeLock(realPodLock)
-				}
-			}()
-		}
+		// Root and the tools first: the lock is root's file.
 		if err := checkRealPodsHost(); err != nil {
 			return nil, err
 		}
+		if realPodLock, err = lockRealPods(o.Logf); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err != nil {
+				closeLock(realPodLock)
+			}
+		}()
 		if err := checkFleetIPFree(); err != nil {
 			return nil, err
 		}
