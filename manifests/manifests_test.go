@@ -19,6 +19,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/manifests"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/addon"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/argocdagent"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/crdinstall"
 	"github.com/gitops-addon/gitops-addon/test/agentchart"
 )
@@ -588,4 +589,53 @@ func TestTheTeardownJobIsThePreDeleteHook(t *testing.T) {
 	args, _, _ := unstructured.NestedSlice(job.Object, "spec", "template", "spec", "containers")
 	require.Len(t, args, 1)
 	assert.Equal(t, "spoke-teardown", args[0].(map[string]any)["args"].([]any)[0])
+}
+
+// In Argo CD Agent mode argocd-agent reads, for the hub's Argo CD UI, every kind the spoke
+// Argo CD may manage but Secrets, and nothing else but the children the UI shows; it never
+// writes (what it may do is asked of a real authorizer in TestRenderedManifestsOnARealAPIServer).
+func TestArgoCDAgentReadsWhatArgoCDManagesButSecrets(t *testing.T) {
+	agentMode := map[string]any{"mode": "managed", "principalAddress": "principal.example.com"}
+	for _, extra := range [][]any{nil, {"cert-manager.io", ""}} {
+		objects := agentchart.MustRender(t, agentchart.WithValues(map[string]any{
+			"argoCDAgent": agentMode, "platformExtensions": map[string]any{"extraAPIGroups": extra},
+		}))
+		reads := map[string][]string{}
+		for _, rule := range agentchart.RulesOf(t, agentchart.MustFind(t, objects, "ClusterRole", "", contract.ArgoCDAgentLiveResourcesClusterRole)) {
+			assert.Empty(t, rule.ResourceNames)
+			for _, group := range rule.APIGroups {
+				for _, resource := range rule.Resources {
+					reads[group+"/"+resource] = append(reads[group+"/"+resource], rule.Verbs...)
+				}
+			}
+		}
+		for _, rule := range agentchart.RulesOf(t, agentchart.MustFind(t, objects, "ClusterRole", "", contract.PlatformExtensionsClusterRole)) {
+			for _, group := range rule.APIGroups {
+				for _, resource := range rule.Resources {
+					kind := group + "/" + resource
+					switch {
+					case kind == "/secrets", kind == "/*":
+						assert.NotContains(t, reads, kind, "argocd-agent reads no Secret")
+					default:
+						assert.Equal(t, []string{"get"}, reads[kind], "argocd-agent reads %s, which Argo CD may manage (extra groups %v)", kind, extra)
+					}
+				}
+			}
+		}
+		assert.Equal(t, []string{"list"}, reads["/events"], "the events the UI shows")
+		for _, child := range []string{"/pods", "/pods/log", "/endpoints", "discovery.k8s.io/endpointslices", "apps/controllerrevisions"} {
+			assert.Equal(t, []string{"get"}, reads[child], "the tree's children: %s", child)
+		}
+		for kind, verbs := range reads {
+			for _, verb := range verbs {
+				assert.Contains(t, []string{"get", "list"}, verb, "%s: argocd-agent only reads", kind)
+			}
+		}
+
+		binding := agentchart.MustFind(t, objects, "ClusterRoleBinding", "", contract.ArgoCDAgentLiveResourcesClusterRole)
+		subjects, _, _ := unstructured.NestedSlice(binding.Object, "subjects")
+		assert.Equal(t, []any{map[string]any{"kind": "ServiceAccount", "name": argocdagent.ServiceAccount(contract.ArgoCDName), "namespace": contract.GitOpsNamespace}}, subjects)
+	}
+	assert.Nil(t, agentchart.Find(agentchart.MustRender(t, map[string]any{}), "ClusterRole", "", contract.ArgoCDAgentLiveResourcesClusterRole),
+		"out of Argo CD Agent mode argocd-agent does not run, and nothing is granted to it")
 }

@@ -31,6 +31,9 @@ const (
 	// PlatformExtensionsClusterRole is the least-privilege ClusterRole granted to the
 	// spoke Argo CD application controller.
 	PlatformExtensionsClusterRole = "argocd-platform-extensions"
+	// ArgoCDAgentLiveResourcesClusterRole is what argocd-agent reads on a spoke in Argo CD
+	// Agent mode for the hub's Argo CD UI (live manifests, events, logs): read-only.
+	ArgoCDAgentLiveResourcesClusterRole = "gitops-addon:argocd-agent:live-resources"
 
 	// LabelManagedBy marks every object gitops-addon creates, on the hub and on spokes;
 	// caches are filtered on it and teardown removes only what carries it.

@@ -144,6 +144,7 @@ func TestRenderedManifestsOnARealAPIServer(t *testing.T) {
 		agent := serviceAccountUser(agentchart.InstallNamespace, contract.AgentDeployment)
 		operator := serviceAccountUser(contract.GitOpsNamespace, contract.OperatorDeployment)
 		controller := serviceAccountUser(contract.GitOpsNamespace, applicationControllerSA)
+		argoCDAgent := serviceAccountUser(contract.GitOpsNamespace, argocdagent.ServiceAccount(contract.ArgoCDName))
 
 		checks := []struct {
 			name    string
@@ -233,6 +234,25 @@ func TestRenderedManifestsOnARealAPIServer(t *testing.T) {
 			{"operator reads APIServices (its start-up check for Routes and Prometheus)", operator, authorizationv1.ResourceAttributes{Group: "apiregistration.k8s.io", Resource: "apiservices", Verb: "get", Name: "v1.monitoring.coreos.com"}, "", true},
 			{"operator cannot write APIServices", operator, authorizationv1.ResourceAttributes{Group: "apiregistration.k8s.io", Resource: "apiservices", Verb: "update", Name: "v1.route.openshift.io"}, "", false},
 			{"operator cannot delete namespaces", operator, authorizationv1.ResourceAttributes{Resource: "namespaces", Verb: "delete", Name: "default"}, "", false},
+
+			// argocd-agent (Argo CD Agent mode) reads for the hub's Argo CD UI, never writes.
+			{"argocd-agent reads a live manifest", argoCDAgent, authorizationv1.ResourceAttributes{Namespace: "team-a", Group: "apps", Resource: "deployments", Verb: "get", Name: "web"}, "", true},
+			{"argocd-agent reads a Pod of the tree", argoCDAgent, authorizationv1.ResourceAttributes{Namespace: "team-a", Resource: "pods", Verb: "get", Name: "web-1"}, "", true},
+			{"argocd-agent reads a Pod's logs", argoCDAgent, authorizationv1.ResourceAttributes{Namespace: "team-a", Resource: "pods", Subresource: "log", Verb: "get", Name: "web-1"}, "", true},
+			{"argocd-agent lists Events", argoCDAgent, authorizationv1.ResourceAttributes{Namespace: "team-a", Resource: "events", Verb: "list"}, "", true},
+			{"argocd-agent reads the extra API group", argoCDAgent, authorizationv1.ResourceAttributes{Namespace: "team-a", Group: "cert-manager.io", Resource: "certificates", Verb: "get", Name: "web"}, "", true},
+			{"argocd-agent reads an EndpointSlice of the tree", argoCDAgent, authorizationv1.ResourceAttributes{Namespace: "team-a", Group: "discovery.k8s.io", Resource: "endpointslices", Verb: "get", Name: "web-x1"}, "", true},
+			{"argocd-agent reads a Job", argoCDAgent, authorizationv1.ResourceAttributes{Namespace: "team-a", Group: "batch", Resource: "jobs", Verb: "get", Name: "migrate"}, "", true},
+			{"argocd-agent reads an Ingress", argoCDAgent, authorizationv1.ResourceAttributes{Namespace: "team-a", Group: "networking.k8s.io", Resource: "ingresses", Verb: "get", Name: "web"}, "", true},
+			{"argocd-agent reads a PodDisruptionBudget", argoCDAgent, authorizationv1.ResourceAttributes{Namespace: "team-a", Group: "policy", Resource: "poddisruptionbudgets", Verb: "get", Name: "web"}, "", true},
+			{"argocd-agent reads a HorizontalPodAutoscaler", argoCDAgent, authorizationv1.ResourceAttributes{Namespace: "team-a", Group: "autoscaling", Resource: "horizontalpodautoscalers", Verb: "get", Name: "web"}, "", true},
+			{"argocd-agent reads an Application of an app-of-apps", argoCDAgent, authorizationv1.ResourceAttributes{Namespace: contract.GitOpsNamespace, Group: "argoproj.io", Resource: "applications", Verb: "get", Name: "child"}, "", true},
+			{"argocd-agent cannot read Secrets outside its namespace", argoCDAgent, authorizationv1.ResourceAttributes{Namespace: "team-a", Resource: "secrets", Verb: "get", Name: "db"}, "", false},
+			{"argocd-agent cannot list Pods", argoCDAgent, authorizationv1.ResourceAttributes{Namespace: "team-a", Resource: "pods", Verb: "list"}, "", false},
+			{"argocd-agent cannot patch a Deployment (a resource action from the hub)", argoCDAgent, authorizationv1.ResourceAttributes{Namespace: "team-a", Group: "apps", Resource: "deployments", Verb: "patch", Name: "web"}, "", false},
+			{"argocd-agent cannot delete a Pod (deleting from the hub's UI)", argoCDAgent, authorizationv1.ResourceAttributes{Namespace: "team-a", Resource: "pods", Verb: "delete", Name: "web-1"}, "", false},
+			{"argocd-agent cannot exec into a Pod", argoCDAgent, authorizationv1.ResourceAttributes{Namespace: "team-a", Resource: "pods", Subresource: "exec", Verb: "create", Name: "web-1"}, "", false},
+			{"argocd-agent cannot get a Pod's exec (websocket upgrade)", argoCDAgent, authorizationv1.ResourceAttributes{Namespace: "team-a", Resource: "pods", Subresource: "exec", Verb: "get", Name: "web-1"}, "", false},
 
 			{"controller deploys workloads", controller, authorizationv1.ResourceAttributes{Namespace: "team-a", Group: "apps", Resource: "deployments", Verb: "create"}, "", true},
 			{"controller manages Applications", controller, authorizationv1.ResourceAttributes{Namespace: contract.GitOpsNamespace, Group: "argoproj.io", Resource: "applications", Verb: "patch"}, "", true},

@@ -69,6 +69,10 @@ func SourceSecretName(addon, signer string) string {
 // ArgoCD CR named argoCD ("<name>-agent-agent").
 func Deployment(argoCD string) string { return argoCD + "-agent-agent" }
 
+// ServiceAccount is argocd-agent's ServiceAccount, which the GitOps operator names as its
+// Deployment.
+func ServiceAccount(argoCD string) string { return Deployment(argoCD) }
+
 // CertificateOptions configures the certificate controller.
 type CertificateOptions struct {
 	// SourceNamespace and SourceSecret hold OCM's copy of the certificate.
