@@ -22,6 +22,10 @@ COMPAT_KUBE_VERSIONS ?= v1.35.4 v1.36.3
 VERSION_TESTS  ?= TestACMGitOpsClusterYAMLIsAccepted|TestHubRejectsInvalidGitOpsClusters|TestHelmUpgradeCarriesTheCRDForward|TestChartInstallsAndUninstallsOnARealAPIServer|TestHubRBACIsLeastPrivilege|TestPullModelOnEachHubArgoCD|TestHubRendersManifestWorks
 ETCD_VERSION   ?= v3.6.8
 OCM_VERSION    ?= v1.2.1
+# The OCM API release of the oldest OCM hub supported (OCM v1.2's, which OCM_VERSION
+# requires): make test-oldest gives the version-sensitive tests its CRDs, with
+# OLDEST_KUBE_VERSION's kube-apiserver.
+OLDEST_OCM_API_VERSION ?= v1.2.0
 # Argo CD and the GitOps operator of the local fleet (hack/build-argocd.sh says why these).
 ARGOCD_VERSION          ?= v3.2.11
 ARGOCD_OPERATOR_VERSION ?= v0.18.0
@@ -110,8 +114,8 @@ test: ## Run every check and test: make verify and the builds of make e2e-env (B
 	@$(MAKE) --no-print-directory fuzz
 
 .PHONY: test-oldest
-test-oldest: test-env ## Run the version-sensitive integration tests (VERSION_TESTS) on the oldest supported kube-apiserver, OLDEST_KUBE_VERSION (make test does).
-	$(call version-tests-on,$(OLDEST_KUBE_VERSION))
+test-oldest: test-env ## Run the version-sensitive integration tests (VERSION_TESTS) on the oldest supported kube-apiserver (OLDEST_KUBE_VERSION) with the oldest OCM hub's CRDs (OLDEST_OCM_API_VERSION); make test does.
+	$(call version-tests-on,$(OLDEST_KUBE_VERSION),$(OLDEST_OCM_API_VERSION))
 
 .PHONY: test-compat
 test-compat: test-env ## Build kube-apiserver at each of COMPAT_KUBE_VERSIONS (the releases between the oldest and the newest) and run the version-sensitive integration tests (VERSION_TESTS) on each.
@@ -119,8 +123,10 @@ test-compat: test-env ## Build kube-apiserver at each of COMPAT_KUBE_VERSIONS (t
 	@set -e; for v in $(COMPAT_KUBE_VERSIONS); do echo "== kube-apiserver $$v"; \
 	  $(call version-tests-on,$$v); done
 
-# version-tests-on,VERSION: the command that runs VERSION_TESTS on bin/kube-apiserver-VERSION.
-version-tests-on = TESTENV_KUBE_APISERVER_VERSION=$(1) go test -count=1 -timeout $(TEST_TIMEOUT) -run '^($(VERSION_TESTS))$$' ./test/integration/
+# version-tests-on,VERSION[,OCM_API]: the command that runs VERSION_TESTS on
+# bin/kube-apiserver-VERSION, with the OCM CRDs of open-cluster-management.io/api OCM_API
+# (empty: go.mod's).
+version-tests-on = TESTENV_KUBE_APISERVER_VERSION=$(1) TESTENV_OCM_API_VERSION=$(2) go test -count=1 -timeout $(TEST_TIMEOUT) -run '^($(VERSION_TESTS))$$' ./test/integration/
 
 # The fuzz targets as package:Function:executions. `make test` runs each for its number of
 # executions (about 10 s each on 2 cores): a count, not a duration, because Go 1.26's fuzz

@@ -18,6 +18,11 @@ const (
 	ValidatingAdmissionPolicyV1 = "1.30"
 	// OpenShiftOldest is the OpenShift release whose Kubernetes is KubernetesOldest.
 	OpenShiftOldest = "4.16"
+	// OCMOldest is the oldest OCM hub release: the first that serves the addon API's
+	// v1beta1, which addon-framework v1.3.0 reads (Red Hat ACM 2.16, MCE 2.11). The
+	// end-to-end fleet runs it (the Makefile's OCM_VERSION), and make test-oldest gives the
+	// version-sensitive integration tests its API release's CRDs (OLDEST_OCM_API_VERSION).
+	OCMOldest = "1.2"
 )
 
 // HubArgoCD are the Argo CD releases whose Application, ApplicationSet and AppProject

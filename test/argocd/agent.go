@@ -50,29 +50,49 @@ type PrincipalOptions struct {
 	Agents []string
 }
 
+// The ports argocd-agent's principal serves its redis proxy and its resource proxy on, on
+// every interface: fixed in its code (principal/server.go), no flag moves them.
+const (
+	PrincipalRedisProxyPort    = "6379"
+	PrincipalResourceProxyPort = "9090"
+)
+
 // StartPrincipal runs the principal in the hub's Argo CD namespace as the hub's
 // administrator, with the Secrets gitops-addon keeps there and the auth pattern `render
-// principal` prints. No redis proxy and no resource proxy: both bind fixed ports on every
-// interface, and neither takes part in syncing Applications or their status.
+// principal` prints, as users run it: with its redis proxy (for the hub's argocd-server,
+// which reads the agents' trees through it) and its resource proxy (live manifests,
+// events and logs, with the certificate gitops-addon issues). Both listen on fixed ports
+// of every interface, so one principal runs on the machine at a time.
 func StartPrincipal(ctx context.Context, f *harness.Fleet, o PrincipalOptions) (*harness.Process, error) {
 	host, port, err := net.SplitHostPort(o.Address)
 	if err != nil {
 		return nil, err
+	}
+	for _, fixed := range []string{PrincipalRedisProxyPort, PrincipalResourceProxyPort} {
+		l, err := net.Listen("tcp", ":"+fixed)
+		if err != nil {
+			return nil, fmt.Errorf("the principal's redis and resource proxies need port %s, which is taken (a redis-server of the machine?): %w", fixed, err)
+		}
+		_ = l.Close()
 	}
 	p, err := f.StartProcess("hub-argocd-agent-principal", []string{o.Binary, "principal",
 		"--kubeconfig", f.Hub.Kubeconfig, "--namespace", Namespace,
 		"--listen-host", host, "--listen-port", port,
 		"--allowed-namespaces", strings.Join(o.Agents, ","),
 		"--auth", signer.PrincipalAuth,
-		"--redis-server-address", o.Redis, "--disable-redis-proxy",
-		"--enable-resource-proxy=false",
+		"--redis-server-address", o.Redis,
 		"--metrics-port", FreeAgentPort(), "--healthz-port", FreeAgentPort(),
 		"--log-level", "debug",
 	})
 	if err != nil {
 		return nil, err
 	}
-	return p, waitListening(ctx, p, o.Address)
+	for _, addr := range []string{o.Address, net.JoinHostPort("127.0.0.1", PrincipalRedisProxyPort), net.JoinHostPort("127.0.0.1", PrincipalResourceProxyPort)} {
+		if err := waitListening(ctx, p, addr); err != nil {
+			return p, err
+		}
+	}
+	return p, nil
 }
 
 // StartArgoCDAgent runs the argocd-agent the GitOps operator rendered on a spoke from the

@@ -102,7 +102,13 @@ func component(f *harness.Fleet, c *harness.Cluster, role string, args []string,
 
 // componentOf is component, run from another Argo CD binary.
 func componentOf(binary string, f *harness.Fleet, c *harness.Cluster, role string, args []string, env ...string) (*harness.Process, error) {
-	dir := filepath.Join(c.Dir, "argocd", role)
+	return namedComponentOf(binary, f, c, role, role, args, env...)
+}
+
+// namedComponentOf is componentOf for a second component of the same role on a cluster:
+// name tells its process and its files apart.
+func namedComponentOf(binary string, f *harness.Fleet, c *harness.Cluster, role, name string, args []string, env ...string) (*harness.Process, error) {
+	dir := filepath.Join(c.Dir, "argocd", name)
 	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0o700); err != nil {
 		return nil, err
 	}
@@ -124,7 +130,7 @@ func componentOf(binary string, f *harness.Fleet, c *harness.Cluster, role strin
 		"TMPDIR=" + filepath.Join(dir, "tmp"),
 		"HOME=" + dir,
 	}, env...)
-	return f.StartProcess(c.Name+"-"+role, append([]string{binary}, args...), env...)
+	return f.StartProcess(c.Name+"-"+name, append([]string{binary}, args...), env...)
 }
 
 // startRedis runs redis-server on a free loopback port, without persistence.

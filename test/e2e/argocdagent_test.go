@@ -6,6 +6,8 @@ import (
 	"encoding/pem"
 	"fmt"
 	"net"
+	"net/url"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -17,11 +19,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
+	"github.com/gitops-addon/gitops-addon/pkg/contract/apptree"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/addon"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/argocdagent/pki"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/argocdagent/signer"
@@ -209,24 +214,178 @@ func argoCDAgentInterop(t *testing.T, ctx context.Context, a *argoFleet, bin, pr
 	t.Logf("both agents reported connected %v after they started", time.Since(connecting).Round(100*time.Millisecond))
 	waitAgentFleetSays(t, ctx, a, appsv1beta1.ReasonAddOnsAvailable, "argocd-agent connected to the principal on 2 of 2.")
 
+	_, err = a.argo.Repo.Commit("the guestbook of the Argo CD Agent mode test", agentGuestbook())
+	require.NoError(t, err)
 	t.Run("managed: an Application created on the hub in the cluster's namespace runs on the spoke, its status comes back", func(t *testing.T) {
 		app := agentApplication(bare, "agent-managed", a.argo.Repo.URL(), "managed-guestbook")
+		// The hub's argocd-server reaches the cluster by its cluster Secret (the principal's
+		// resource proxy); argocd-agent makes it the spoke's in-cluster.
+		require.NoError(t, unstructured.SetNestedMap(app.Object, map[string]any{"name": bare, "namespace": "managed-guestbook"}, "spec", "destination"))
 		require.NoError(t, a.f.Hub.Client.Create(ctx, app))
 		created := time.Now()
-		waitAppStatusIn(t, ctx, a.f.Hub, bare, "agent-managed", "Synced", "Healthy", 3*time.Minute)
-		t.Logf("hub Application %s/agent-managed Synced/Healthy %v after it was created", bare, time.Since(created).Round(100*time.Millisecond))
+		waitAgentAppSynced(t, ctx, a.f.Hub, bare, "agent-managed")
+		t.Logf("hub Application %s/agent-managed Synced %v after it was created", bare, time.Since(created).Round(100*time.Millisecond))
 		assert.True(t, exists(ctx, a.spokes[bare].Client, &corev1.ConfigMap{}, "managed-guestbook/guestbook-ui"), "deployed on the spoke")
 	})
 	t.Run("autonomous: an Application created on the spoke appears on the hub in the cluster's namespace with its status", func(t *testing.T) {
 		app := agentApplication(contract.GitOpsNamespace, "agent-autonomous", a.argo.Repo.URL(), "autonomous-guestbook")
 		require.NoError(t, a.spokes[edge].Client.Create(ctx, app))
 		created := time.Now()
-		waitAppStatusIn(t, ctx, a.f.Hub, edge, "agent-autonomous", "Synced", "Healthy", 3*time.Minute)
-		t.Logf("Application agent-autonomous shown on the hub as %s/agent-autonomous, Synced/Healthy, %v after it was created on the spoke",
+		waitAgentAppSynced(t, ctx, a.f.Hub, edge, "agent-autonomous")
+		t.Logf("Application agent-autonomous shown on the hub as %s/agent-autonomous, Synced, %v after it was created on the spoke",
 			edge, time.Since(created).Round(100*time.Millisecond))
 		assert.True(t, exists(ctx, a.spokes[edge].Client, &corev1.ConfigMap{}, "autonomous-guestbook/guestbook-ui"), "deployed on the spoke")
 	})
+	server, proxy := startAgentModeServer(t, ctx, a)
+	defer func() { assert.NoError(t, proxy.Close()) }()
+	started = append(started, server.Process)
+	t.Run("the hub's Argo CD UI: the tree, live manifests (a custom resource's too), events and logs of a managed Application", func(t *testing.T) {
+		agentModeUICalls(t, ctx, a, server, bare, "agent-managed", "managed-guestbook")
+	})
+	t.Run("the hub's Argo CD UI: the same of an autonomous Application", func(t *testing.T) {
+		agentModeUICalls(t, ctx, a, server, edge, "agent-autonomous", "autonomous-guestbook")
+	})
 	return started
+}
+
+// agentGuestbookPath is the Argo CD Agent mode test's application in the repository: the
+// guestbook, a Deployment whose Pod no kubelet runs (the tree's children, its events), and
+// a custom resource (an AppProject outside Argo CD's namespace: Argo CD ignores it there).
+const agentGuestbookPath = "agent-guestbook"
+
+func agentGuestbook() map[string]string {
+	files := map[string]string{
+		agentGuestbookPath + "/deployment.yaml": unrunnableDeployment("web"),
+		agentGuestbookPath + "/project.yaml": `apiVersion: argoproj.io/v1alpha1
+kind: AppProject
+metadata: {name: guestbook-team}
+spec: {description: a custom resource the hub's UI shows live}
+`,
+	}
+	for name, content := range argocd.Apps {
+		if dir, file, _ := strings.Cut(name, "/"); dir == "guestbook" {
+			files[agentGuestbookPath+"/"+file] = content
+		}
+	}
+	return files
+}
+
+// waitAgentAppSynced waits until an Application of the agent-mode test is Synced on the
+// hub with a health (its Deployment's Pod never runs: Progressing, then Degraded).
+func waitAgentAppSynced(t *testing.T, ctx context.Context, hub *harness.Cluster, namespace, name string) {
+	t.Helper()
+	waitApp(t, ctx, hub, namespace, name, 3*time.Minute, func(app *unstructured.Unstructured) bool {
+		s, _, _ := unstructured.NestedString(app.Object, "status", "sync", "status")
+		h, _, _ := unstructured.NestedString(app.Object, "status", "health", "status")
+		return s == "Synced" && h != ""
+	}, "want Synced")
+}
+
+// startAgentModeServer runs the hub's argocd-server as users run it with argocd-agent:
+// its redis is the principal's redis proxy (the agents' trees come through it), it serves
+// the agents' namespaces, and it reaches each cluster by the cluster Secret gitops-addon
+// wrote: the principal's resource proxy by its Service's name (a harness.ServiceProxy
+// stands in for cluster DNS) with the client certificate gitops-addon issued.
+func startAgentModeServer(t *testing.T, ctx context.Context, a *argoFleet) (*argocd.Server, *harness.ServiceProxy) {
+	secrets := &corev1.SecretList{}
+	require.NoError(t, a.f.Hub.Client.List(ctx, secrets, client.InNamespace(contract.GitOpsNamespace), client.HasLabels{"argocd-agent.argoproj-labs.io/agent-name"}))
+	routes := map[string]string{}
+	for _, s := range secrets.Items {
+		server, err := url.Parse(string(s.Data["server"]))
+		require.NoError(t, err)
+		routes[server.Host] = net.JoinHostPort("127.0.0.1", argocd.PrincipalResourceProxyPort)
+	}
+	require.Len(t, routes, 1, "one resource proxy for both clusters' Secrets: %v", routes)
+	proxy, err := harness.StartServiceProxy(routes)
+	require.NoError(t, err)
+	// The hub's project admits the agents' namespaces, as argocd-agent's guide has it.
+	project := &unstructured.Unstructured{}
+	project.SetGroupVersionKind(schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "AppProject"})
+	project.SetNamespace(contract.GitOpsNamespace)
+	project.SetName("default")
+	require.NoError(t, a.f.Hub.Client.Patch(ctx, project, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"sourceNamespaces":["`+bare+`","`+edge+`"]}}`))))
+	server, err := argocd.StartServer(ctx, a.f, a.argo.Hub, argocd.ServerOptions{
+		Name: "argocd-server-agent-mode", Redis: net.JoinHostPort("127.0.0.1", argocd.PrincipalRedisProxyPort),
+		ApplicationNamespaces: []string{bare, edge}, HTTPSProxy: proxy.URL, UI: os.Getenv(EnvArgoCDWithUI),
+	})
+	require.NoError(t, err)
+	t.Logf("the hub's argocd-server in Argo CD Agent mode: %s (admin / %s)", server.URL, argocd.AdminPassword)
+	return server, proxy
+}
+
+// agentModeUICalls makes the calls of the hub's Argo CD UI for the Application app of
+// cluster (in the hub namespace of that name), deployed to destination on the spoke: the
+// resource tree down to the Pod, the live manifest of a ConfigMap, of a Pod and of a
+// custom resource, a Deployment's events, the Pod's logs; and a delete through the same
+// path, which the spoke refuses to argocd-agent.
+func agentModeUICalls(t *testing.T, ctx context.Context, a *argoFleet, server *argocd.Server, cluster, app, destination string) {
+	token, err := server.Login(ctx)
+	require.NoError(t, err)
+	path := "/api/v1/applications/" + app
+	var tree apptree.Tree
+	var last error
+	started := time.Now()
+	ok := assert.Eventually(t, func() bool {
+		tree = apptree.Tree{}
+		last = server.Get(ctx, token, path+"/resource-tree", url.Values{"appNamespace": {cluster}}, &tree)
+		names := strings.Join(nodeNames(tree.Nodes), ",")
+		return last == nil && strings.Contains(names, "Pod "+destination+"/web-") && strings.Contains(names, "Endpoints "+destination+"/guestbook-ui")
+	}, 3*time.Minute, time.Second)
+	require.True(t, ok, "argocd-server's tree of %s/%s through the principal's redis proxy: %v (last error %v)", cluster, app, nodeNames(tree.Nodes), last)
+	t.Logf("%s/%s: argocd-server draws %d nodes from the spoke's Argo CD (%v after asking): %v", cluster, app, len(tree.Nodes),
+		time.Since(started).Round(100*time.Millisecond), nodeNames(tree.Nodes))
+
+	pod := nodeOf(t, tree, "Pod", "web-")
+	deployment := nodeOf(t, tree, "Deployment", "web")
+	for _, n := range []apptree.Node{nodeOf(t, tree, "ConfigMap", "guestbook-ui"), pod, nodeOf(t, tree, "AppProject", "guestbook-team")} {
+		var live struct{ Manifest string }
+		require.NoError(t, server.Get(ctx, token, path+"/resource", resourceQuery(cluster, n), &live), "the live manifest of %s %s", n.Kind, n.Name)
+		assert.Contains(t, live.Manifest, `"uid":"`+n.UID+`"`, "the live %s %s, from the spoke", n.Kind, n.Name)
+		t.Logf("%s/%s: live manifest of %s %s/%s: %d bytes", cluster, app, n.Kind, n.Namespace, n.Name, len(live.Manifest))
+	}
+	var denied struct{ Manifest string }
+	err = server.Get(ctx, token, path+"/resource", resourceQuery(cluster, nodeOf(t, tree, "Secret", "guestbook-db")), &denied)
+	assert.Error(t, err, "argocd-agent reads no Secret")
+	t.Logf("%s/%s: live manifest of the Secret: %v", cluster, app, err)
+
+	var events struct{ Items []corev1.Event }
+	assert.Eventually(t, func() bool {
+		q := url.Values{"appNamespace": {cluster}, "resourceNamespace": {destination}, "resourceName": {deployment.Name}, "resourceUID": {deployment.UID}}
+		return server.Get(ctx, token, path+"/events", q, &events) == nil && len(events.Items) > 0
+	}, time.Minute, time.Second, "the Deployment's events, from the spoke")
+	for _, e := range events.Items {
+		t.Logf("%s/%s: event of Deployment %s: %s %s", cluster, app, deployment.Name, e.Reason, e.Message)
+	}
+
+	logs, err := server.GetRaw(ctx, token, path+"/logs", url.Values{"appNamespace": {cluster}, "namespace": {destination}, "podName": {pod.Name},
+		"container": {"web"}, "tailLines": {"10"}, "follow": {"false"}})
+	t.Logf("%s/%s: logs of Pod %s (no kubelet runs it on this fleet): %q, error %v", cluster, app, pod.Name, logs, err)
+
+	q := resourceQuery(cluster, nodeOf(t, tree, "ConfigMap", "guestbook-ui"))
+	q.Set("force", "false")
+	q.Set("orphan", "false")
+	err = server.Delete(ctx, token, path+"/resource", q)
+	assert.Error(t, err, "the hub cannot delete on the spoke through the resource proxy: argocd-agent only reads")
+	t.Logf("%s/%s: deleting the ConfigMap from the hub's UI: %v", cluster, app, err)
+	assert.True(t, exists(ctx, a.spokes[cluster].Client, &corev1.ConfigMap{}, destination+"/guestbook-ui"), "the ConfigMap is still on the spoke")
+}
+
+// nodeOf is the tree's node of kind whose name starts with name.
+func nodeOf(t *testing.T, tree apptree.Tree, kind, name string) apptree.Node {
+	t.Helper()
+	for _, n := range tree.Nodes {
+		if n.Kind == kind && strings.HasPrefix(n.Name, name) {
+			return n
+		}
+	}
+	require.Failf(t, "no node", "%s %s* in the tree: %v", kind, name, nodeNames(tree.Nodes))
+	return apptree.Node{}
+}
+
+// resourceQuery is how the UI names one resource of an Application.
+func resourceQuery(appNamespace string, n apptree.Node) url.Values {
+	return url.Values{"appNamespace": {appNamespace}, "namespace": {n.Namespace}, "resourceName": {n.Name},
+		"version": {n.Version}, "kind": {n.Kind}, "group": {n.Group}}
 }
 
 // agentApplication syncs the repository's guestbook into namespace destination of the
@@ -235,7 +394,7 @@ func agentApplication(namespace, name, repo, destination string) *unstructured.U
 	app := application(namespace, name)
 	_ = unstructured.SetNestedMap(app.Object, map[string]any{
 		"project":     "default",
-		"source":      map[string]any{"repoURL": repo, "path": "guestbook", "targetRevision": "HEAD"},
+		"source":      map[string]any{"repoURL": repo, "path": agentGuestbookPath, "targetRevision": "HEAD"},
 		"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": destination},
 		"syncPolicy": map[string]any{
 			"automated":   map[string]any{"prune": true, "selfHeal": true},

@@ -173,6 +173,8 @@ func TestCompatibilityIsOneStatement(t *testing.T) {
 			"COMPAT_KUBE_VERSIONS' %s lies between the oldest and the newest", v)
 	}
 	assert.Equal(t, compat.HubArgoCD[len(compat.HubArgoCD)-1], makeVar("ARGOCD_VERSION"), "the last hub Argo CD of pkg/compat is the one the fleet builds")
+	assert.Equal(t, compat.OCMOldest, minor(makeVar("OCM_VERSION")), "the end-to-end fleet runs the oldest supported OCM")
+	assert.Equal(t, compat.OCMOldest, minor(makeVar("OLDEST_OCM_API_VERSION")), "make test-oldest gives the tests the oldest supported OCM's CRDs")
 
 	assert.Contains(t, read("charts", "gitops-addon", "Chart.yaml"), "\nkubeVersion: \">="+compat.KubernetesOldest+".0-0\"\n",
 		"the manager chart's kubeVersion refuses what is older than the oldest supported Kubernetes")
@@ -188,7 +190,7 @@ func TestCompatibilityIsOneStatement(t *testing.T) {
 		"| hub Argo CD: the Application, ApplicationSet and AppProject CRDs | " + minor(compat.HubArgoCD[0]) + " (`" + compat.HubArgoCD[0] + "`) | " +
 			minor(compat.HubArgoCD[len(compat.HubArgoCD)-1]) + " (`" + compat.HubArgoCD[len(compat.HubArgoCD)-1] + "`) |",
 		"`TestPullModelOnEachHubArgoCD` on `" + strings.Join(compat.HubArgoCD[:len(compat.HubArgoCD)-1], "`, `") + "` and `" + compat.HubArgoCD[len(compat.HubArgoCD)-1] + "`",
-		"| OCM hub | v1.2 (`" + makeVar("OCM_VERSION") + "`) |",
+		"| OCM hub | " + compat.OCMOldest + " (`" + makeVar("OCM_VERSION") + "`, API `" + makeVar("OLDEST_OCM_API_VERSION") + "`) |",
 	} {
 		assert.True(t, strings.Contains(page, row), "docs/operations/compatibility.md has no line with %q", row)
 	}

@@ -233,9 +233,20 @@ func goCommand(args ...string) ([]byte, error) {
 	return out, nil
 }
 
-// ocmAPIDir is the open-cluster-management.io/api module directory of go.mod's version.
+// OCMAPIVersionEnv names the environment variable that gives every test's hub the OCM CRDs
+// of another open-cluster-management.io/api release than go.mod's (fetched through the Go
+// module proxy): make test-oldest runs the version-sensitive tests on the oldest OCM
+// release gitops-addon supports with it.
+const OCMAPIVersionEnv = "TESTENV_OCM_API_VERSION"
+
+// ocmAPIDir is the open-cluster-management.io/api module directory of go.mod's version, or
+// of OCMAPIVersionEnv's.
 func ocmAPIDir() (string, error) {
 	ocmDirOnce.Do(func() {
+		if v := os.Getenv(OCMAPIVersionEnv); v != "" {
+			ocmDir, ocmDirErr = ModuleDir("open-cluster-management.io/api@" + v)
+			return
+		}
 		out, err := goCommand("list", "-m", "-f", "{{.Dir}}", "open-cluster-management.io/api")
 		if err != nil {
 			ocmDirErr = fmt.Errorf("locating open-cluster-management.io/api: %w", err)
@@ -246,7 +257,7 @@ func ocmAPIDir() (string, error) {
 	return ocmDir, ocmDirErr
 }
 
-// OCMCRDPaths are the OCM CRDs a hub needs, from the pinned api module.
+// OCMCRDPaths are the OCM CRDs a hub needs, from the pinned api module (OCMAPIVersionEnv's).
 func OCMCRDPaths() []string {
 	dir, err := ocmAPIDir()
 	if err != nil {
