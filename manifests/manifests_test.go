@@ -623,7 +623,7 @@ func TestArgoCDAgentReadsWhatArgoCDManagesButSecrets(t *testing.T) {
 			}
 		}
 		assert.Equal(t, []string{"list"}, reads["/events"], "the events the UI shows")
-		for _, child := range []string{"/pods", "/pods/log", "/endpoints", "discovery.k8s.io/endpointslices", "apps/controllerrevisions"} {
+		for _, child := range []string{"/pods", "/pods/log", "apps/controllerrevisions"} {
 			assert.Equal(t, []string{"get"}, reads[child], "the tree's children: %s", child)
 		}
 		for kind, verbs := range reads {
