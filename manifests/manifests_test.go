@@ -613,8 +613,8 @@ func TestArgoCDAgentReadsWhatArgoCDManagesButSecrets(t *testing.T) {
 			for _, group := range rule.APIGroups {
 				for _, resource := range rule.Resources {
 					kind := group + "/" + resource
-					switch {
-					case kind == "/secrets", kind == "/*":
+					switch kind {
+					case "/secrets", "/*":
 						assert.NotContains(t, reads, kind, "argocd-agent reads no Secret")
 					default:
 						assert.Equal(t, []string{"get"}, reads[kind], "argocd-agent reads %s, which Argo CD may manage (extra groups %v)", kind, extra)
