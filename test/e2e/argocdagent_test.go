@@ -316,7 +316,8 @@ func startAgentModeServer(t *testing.T, ctx context.Context, a *argoFleet) (*arg
 // agentModeUICalls makes the calls of the hub's Argo CD UI for the Application app of
 // cluster (in the hub namespace of that name), deployed to destination on the spoke: the
 // resource tree down to the Pod, the live manifest of a ConfigMap, of a Pod and of a
-// custom resource, a Deployment's events, the Pod's logs; and a delete through the same
+// custom resource, a Deployment's events, the diff of the managed resources, the Pod's
+// logs; and a delete through the same
 // path, which the spoke refuses to argocd-agent.
 func agentModeUICalls(t *testing.T, ctx context.Context, a *argoFleet, server *argocd.Server, cluster, app, destination string) {
 	token, err := server.Login(ctx)
@@ -356,6 +357,24 @@ func agentModeUICalls(t *testing.T, ctx context.Context, a *argoFleet, server *a
 	for _, e := range events.Items {
 		t.Logf("%s/%s: event of Deployment %s: %s %s", cluster, app, deployment.Name, e.Reason, e.Message)
 	}
+
+	var diff struct {
+		Items []struct{ Kind, Name, LiveState, TargetState string }
+	}
+	configMap := nodeOf(t, tree, "ConfigMap", "guestbook-ui")
+	assert.Eventually(t, func() bool {
+		diff.Items = nil
+		if server.Get(ctx, token, path+"/managed-resources", url.Values{"appNamespace": {cluster}}, &diff) != nil {
+			return false
+		}
+		for _, r := range diff.Items {
+			if r.Kind == "ConfigMap" && r.Name == configMap.Name {
+				return strings.Contains(r.LiveState, configMap.UID) && r.TargetState != ""
+			}
+		}
+		return false
+	}, time.Minute, time.Second, "the diff (managed resources, live and desired) of the ConfigMap, from the spoke")
+	t.Logf("%s/%s: managed-resources (the UI's diff): %d resources", cluster, app, len(diff.Items))
 
 	logs, err := server.GetRaw(ctx, token, path+"/logs", url.Values{"appNamespace": {cluster}, "namespace": {destination}, "podName": {pod.Name},
 		"container": {"web"}, "tailLines": {"10"}, "follow": {"false"}})
