@@ -152,6 +152,56 @@ impersonate, escalate and bind where they apply. */}}
 {{- end }}
 
 {{/*
+gitops-addon.managedKinds: the kinds the spoke Argo CD may manage, one rule per API group,
+with the verbs given. Stated once for the two roles that must agree on them:
+argocd-platform-extensions grants them with the sync verbs; in Argo CD Agent mode,
+argocd-agent's live-resources role reads them (get), Secrets left out.
+Called with (dict "verbs" <a YAML list> "secrets" <bool>).
+*/}}
+{{- define "gitops-addon.managedKinds" -}}
+# Application configuration, service exposure, storage claims and namespace quotas.
+- apiGroups: [""]
+  resources:
+  - configmaps
+  {{- if .secrets }}
+  - secrets
+  {{- end }}
+  - services
+  - serviceaccounts
+  - namespaces
+  - persistentvolumeclaims
+  - limitranges
+  - resourcequotas
+  verbs: {{ .verbs }}
+# Workload controllers.
+- apiGroups: [apps]
+  resources: [deployments, statefulsets, daemonsets, replicasets]
+  verbs: {{ .verbs }}
+- apiGroups: [batch]
+  resources: [jobs, cronjobs]
+  verbs: {{ .verbs }}
+- apiGroups: [networking.k8s.io]
+  resources: [ingresses, networkpolicies, ingressclasses]
+  verbs: {{ .verbs }}
+- apiGroups: [policy]
+  resources: [poddisruptionbudgets]
+  verbs: {{ .verbs }}
+- apiGroups: [autoscaling]
+  resources: [horizontalpodautoscalers]
+  verbs: {{ .verbs }}
+# App-of-apps: Argo CD managing its own Applications, ApplicationSets and projects.
+- apiGroups: [argoproj.io]
+  resources: [applications, applicationsets, appprojects]
+  verbs: {{ .verbs }}
+- apiGroups: [route.openshift.io]
+  resources: [routes]
+  verbs: {{ .verbs }}
+- apiGroups: [monitoring.coreos.com]
+  resources: [servicemonitors, podmonitors, prometheusrules]
+  verbs: {{ .verbs }}
+{{- end }}
+
+{{/*
 "true" when the managed cluster serves admissionregistration.k8s.io/v1
 ValidatingAdmissionPolicy (GA in Kubernetes 1.30). The addon framework renders with the
 Kubernetes version the cluster reports in its ManagedCluster status; before that is known
