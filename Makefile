@@ -50,7 +50,7 @@ FLEET_BENCH_SIZES ?= 100,1000
 # Tools of the verify gate, pinned (installed into ./bin with `go install tool@version`).
 GOLANGCI_LINT_VERSION ?= v2.15.0
 ACTIONLINT_VERSION    ?= v1.7.12
-HELM_VERSION          ?= v3.19.5
+HELM_VERSION          ?= v3.22.0
 # The packages whose tests `make verify` runs (static checks of the tree, the image build);
 # `make test` runs the others after it.
 VERIFY_PKGS    := ./test/generated/... ./hack/crdgen/... ./test/repo/... ./test/chart/... ./test/image/...

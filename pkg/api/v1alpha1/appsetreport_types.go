@@ -137,7 +137,3 @@ type MulticlusterApplicationSetReportList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []MulticlusterApplicationSetReport `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&MulticlusterApplicationSetReport{}, &MulticlusterApplicationSetReportList{})
-}

@@ -279,10 +279,6 @@ type GitOpsClusterList struct {
 	Items           []GitOpsCluster `json:"items"`
 }
 
-func init() {
-	SchemeBuilder.Register(&GitOpsCluster{}, &GitOpsClusterList{})
-}
-
 // ArgoCDAgentEnabled tells whether spec.gitopsAddon.argoCDAgent.enabled is true.
 func (g *GitOpsCluster) ArgoCDAgentEnabled() bool {
 	a := g.Spec.GitOpsAddon
