@@ -108,6 +108,20 @@ func writeCRD(t *testing.T, dir, release string, crd *apiextensionsv1.CustomReso
 	return path
 }
 
+// acmGitOpsCluster creates a GitOpsCluster as ACM's examples write it, as YAML (so that it
+// holds only the fields written, whatever the CRD's schema).
+func (h *hub) acmGitOpsCluster(namespace, name, argoNamespace, placement string) {
+	h.t.Helper()
+	h.applyYAML(fmt.Sprintf(`
+apiVersion: apps.open-cluster-management.io/v1beta1
+kind: GitOpsCluster
+metadata: {name: %s, namespace: %s}
+spec:
+  argoServer: {cluster: notused, argoNamespace: %q}
+  placementRef: {apiVersion: cluster.open-cluster-management.io/v1beta1, kind: Placement, name: %s}
+`, name, namespace, argoNamespace, placement))
+}
+
 // eventRequests counts the Event requests (create, patch) a manager sends, which the
 // writeCounter leaves out.
 type eventRequests struct{ n atomic.Int64 }
@@ -183,14 +197,7 @@ func TestACMsGitOpsClusterCRDSteadyStateMakesNoWrites(t *testing.T) {
 			h.managedCluster(cluster, map[string]string{"product.open-cluster-management.io": "OpenShift"})
 			h.placement(ns, placement, cluster)
 			for _, gc := range []struct{ name, placement string }{{"ready", placement}, {"no-placement", "missing"}} {
-				h.applyYAML(fmt.Sprintf(`
-apiVersion: apps.open-cluster-management.io/v1beta1
-kind: GitOpsCluster
-metadata: {name: %s, namespace: %s}
-spec:
-  argoServer: {cluster: notused, argoNamespace: %s}
-  placementRef: {apiVersion: cluster.open-cluster-management.io/v1beta1, kind: Placement, name: %s}
-`, gc.name, ns, ns, gc.placement))
+				h.acmGitOpsCluster(ns, gc.name, ns, gc.placement)
 			}
 
 			phase := func(h *hub, name string) string { return h.gitOpsCluster(ns, name).Status.Phase }

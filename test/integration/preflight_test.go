@@ -86,16 +86,8 @@ kind: ManagedClusterAddOn
 metadata: {name: gitops-addon, namespace: spoke1}
 spec: {installNamespace: open-cluster-management-agent-addon}
 `)
-	for _, gc := range []struct{ name, ns, argoNamespace string }{{"gitops", "openshift-gitops", ""}, {"team", "team-a", "openshift-gitops"}} {
-		h.applyYAML(fmt.Sprintf(`
-apiVersion: apps.open-cluster-management.io/v1beta1
-kind: GitOpsCluster
-metadata: {name: %s, namespace: %s}
-spec:
-  argoServer: {cluster: notused, argoNamespace: %q}
-  placementRef: {apiVersion: cluster.open-cluster-management.io/v1beta1, kind: Placement, name: all}
-`, gc.name, gc.ns, gc.argoNamespace))
-	}
+	h.acmGitOpsCluster("openshift-gitops", "gitops", "", "all")
+	h.acmGitOpsCluster("team-a", "team", "openshift-gitops", "all")
 	for _, name := range []string{"spoke1-application-manager-cluster-secret", "spoke1-cluster-secret", "spoke2-application-manager-cluster-secret"} {
 		h.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "openshift-gitops", Name: name, Labels: map[string]string{
 			"argocd.argoproj.io/secret-type": "cluster", "apps.open-cluster-management.io/cluster-name": strings.Split(name, "-")[0],
