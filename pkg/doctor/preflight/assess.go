@@ -57,7 +57,7 @@ func acmRelease(f *Facts) Finding {
 	if !f.AddonV1beta1Served {
 		r.Severity = Blocker
 		r.Message = "the hub serves no addon.open-cluster-management.io/v1beta1 (it arrived with OCM v1.2: ACM 2.16, MCE 2.11): " +
-			"gitops-addon's manager does not run here; upgrade ACM first (docs/operations/compatibility.md)"
+			"gitops-addon's manager does not run here; upgrade the hub first (ACM 2.16, MCE 2.11 or OCM v1.2 and later: docs/operations/compatibility.md)"
 		return r
 	}
 	switch {

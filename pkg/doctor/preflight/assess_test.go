@@ -37,7 +37,7 @@ func TestAssess(t *testing.T) {
 		says     string
 	}{
 		{"ready: the release covered", func(*Facts) {}, 1, OK, "ACM 2.16.0"},
-		{"no addon v1beta1 (ACM 2.15): the manager cannot run", func(f *Facts) { f.AddonV1beta1Served = false }, 1, Blocker, "upgrade ACM first"},
+		{"no addon v1beta1 (ACM 2.15): the manager cannot run", func(f *Facts) { f.AddonV1beta1Served = false }, 1, Blocker, "upgrade the hub first"},
 		{"a release the page does not cover", func(f *Facts) { f.MultiClusterHubs[0].Version = "2.17.0" }, 1, Warning, "covers ACM 2.9 to 2.16"},
 		{"no MultiClusterHub: OCM alone", func(f *Facts) { f.MultiClusterHubServed, f.MultiClusterHubs = false, nil }, 1, OK, "not a Red Hat ACM hub"},
 		{"app-lifecycle on by default", func(*Facts) {}, 2, Note, "step 1 of Moving over turns it off"},

@@ -11,6 +11,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -113,29 +114,46 @@ func Read(ctx context.Context, c client.Reader) (*Facts, error) {
 	return f, nil
 }
 
-// list lists every object of gvk (page by page, a hub may hold many), matching opts;
-// served is false when the hub does not serve the kind.
+// list lists every object of gvk, whole, matching opts; served is false when the hub
+// does not serve the kind.
 func list(ctx context.Context, c client.Reader, gvk schema.GroupVersionKind,
 	opts ...client.ListOption) (items []unstructured.Unstructured, served bool, err error) {
 	l := &unstructured.UnstructuredList{}
 	l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	served, err = pages(ctx, c, gvk, l, func() { items = append(items, l.Items...) }, opts...)
+	return items, served, err
+}
+
+// listMetadata is list for the checks that read only names, labels and annotations: the
+// apiserver sends no spec or status (a hub's ManifestWorks hold whole manifests).
+func listMetadata(ctx context.Context, c client.Reader, gvk schema.GroupVersionKind,
+	opts ...client.ListOption) (items []metav1.PartialObjectMetadata, served bool, err error) {
+	l := &metav1.PartialObjectMetadataList{}
+	l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	served, err = pages(ctx, c, gvk, l, func() { items = append(items, l.Items...) }, opts...)
+	return items, served, err
+}
+
+// pages lists into l page by page (a hub may hold many objects), calling each after
+// every page.
+func pages(ctx context.Context, c client.Reader, gvk schema.GroupVersionKind, l client.ObjectList, each func(), opts ...client.ListOption) (bool, error) {
 	opts = append(opts, client.Limit(500))
 	for {
 		if err := c.List(ctx, l, opts...); err != nil {
 			if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
-				return nil, false, nil
+				return false, nil
 			}
-			return nil, false, fmt.Errorf("listing %s: %w", gvk.Kind, err)
+			return false, fmt.Errorf("listing %s: %w", gvk.Kind, err)
 		}
-		items = append(items, l.Items...)
+		each()
 		if l.GetContinue() == "" {
-			return items, true, nil
+			return true, nil
 		}
 		opts = append(opts, client.Continue(l.GetContinue()))
 	}
 }
 
-func key(o *unstructured.Unstructured) string {
+func key(o metav1.Object) string {
 	if o.GetNamespace() == "" {
 		return o.GetName()
 	}
@@ -177,7 +195,7 @@ func readAddonAPI(ctx context.Context, c client.Reader, f *Facts) error {
 
 func readAppLifecycle(ctx context.Context, c client.Reader, f *Facts) error {
 	for _, gvk := range appLifecycleKinds {
-		items, served, err := list(ctx, c, gvk)
+		items, served, err := listMetadata(ctx, c, gvk)
 		if err != nil {
 			return err
 		}
@@ -189,7 +207,7 @@ func readAppLifecycle(ctx context.Context, c client.Reader, f *Facts) error {
 }
 
 func readAddons(ctx context.Context, c client.Reader, f *Facts) error {
-	cmas, _, err := list(ctx, c, gvkClusterManagementAddOn)
+	cmas, _, err := listMetadata(ctx, c, gvkClusterManagementAddOn)
 	if err != nil {
 		return err
 	}
@@ -199,7 +217,7 @@ func readAddons(ctx context.Context, c client.Reader, f *Facts) error {
 			f.ACMAddon = true
 		}
 	}
-	mcas, _, err := list(ctx, c, gvkManagedClusterAddOn)
+	mcas, _, err := listMetadata(ctx, c, gvkManagedClusterAddOn)
 	for i := range mcas {
 		if mcas[i].GetName() == contract.AddonName {
 			f.AddonClusters = append(f.AddonClusters, mcas[i].GetNamespace())
@@ -252,7 +270,8 @@ func readGitOpsClusters(ctx context.Context, c client.Reader, f *Facts) error {
 }
 
 func readClusterSecrets(ctx context.Context, c client.Reader, f *Facts) error {
-	items, _, err := list(ctx, c, gvkSecret, client.MatchingLabels{contract.LabelArgoCDSecretType: "cluster"}, client.HasLabels{gitopscluster.LabelClusterName})
+	items, _, err := listMetadata(ctx, c, gvkSecret,
+		client.MatchingLabels{contract.LabelArgoCDSecretType: "cluster"}, client.HasLabels{gitopscluster.LabelClusterName})
 	for i := range items {
 		cluster := items[i].GetLabels()[gitopscluster.LabelClusterName]
 		f.ClusterSecrets[cluster] = append(f.ClusterSecrets[cluster], key(&items[i]))
@@ -278,14 +297,14 @@ func conditionTrue(o *unstructured.Unstructured, conditionType string) bool {
 }
 
 func readPull(ctx context.Context, c client.Reader, f *Facts) error {
-	apps, _, err := list(ctx, c, gvkApplication, client.MatchingLabels{contract.LabelPull: "true"})
+	apps, _, err := listMetadata(ctx, c, gvkApplication, client.MatchingLabels{contract.LabelPull: "true"})
 	if err != nil {
 		return err
 	}
 	for i := range apps {
 		f.PulledApplications = append(f.PulledApplications, key(&apps[i]))
 	}
-	works, _, err := list(ctx, c, gvkManifestWork)
+	works, _, err := listMetadata(ctx, c, gvkManifestWork)
 	for i := range works {
 		annotations := works[i].GetAnnotations()
 		if name := annotations[pullnames.AnnotationHubAppName]; name != "" {
