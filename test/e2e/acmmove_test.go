@@ -28,6 +28,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/api/v1alpha1"
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
+	"github.com/gitops-addon/gitops-addon/pkg/doctor"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/gitopscluster"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel/pullnames"
@@ -84,6 +85,17 @@ func TestMovingFromACM(t *testing.T) {
 		spokeUIDs[cluster] = spokeApp.GetUID()
 	}
 	require.NoError(t, hub.Create(ctx, acmReport(appSet)))
+
+	t.Run("doctor --hub before the move: nothing blocks, ACM's ManifestWorks counted", func(t *testing.T) {
+		var out bytes.Buffer
+		code := doctor.RunHub(ctx, a.f.Hub.Config, &out)
+		t.Log(out.String())
+		assert.Equal(t, doctor.Healthy, code, "no blocker on the fleet's hub")
+		assert.Contains(t, out.String(), "no MultiClusterHub: not a Red Hat ACM hub")
+		assert.Contains(t, out.String(), "all joined and available")
+		assert.Contains(t, out.String(), "2 with a ManifestWork")
+		assert.NotContains(t, out.String(), "with more than one")
+	})
 
 	watch := watchSpokeApplications(ctx, a, acmMovedAppSet, spokeUIDs)
 
