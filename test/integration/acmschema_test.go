@@ -156,8 +156,19 @@ func eventsOn(h *hub, namespace, name string) int {
 // annotate sets an annotation on an object by a merge patch, whatever its schema.
 func (h *hub) annotate(obj client.Object, key, value string) {
 	h.t.Helper()
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, key, value)
-	require.NoError(h.t, h.c.Patch(h.ctx, obj, client.RawPatch(types.MergePatchType, []byte(patch))), "annotating %T %s", obj, obj.GetName())
+	h.patchMetadata(obj, "annotations", key, value)
+}
+
+// label sets a label on an object by a merge patch, whatever its schema.
+func (h *hub) label(obj client.Object, key, value string) {
+	h.t.Helper()
+	h.patchMetadata(obj, "labels", key, value)
+}
+
+func (h *hub) patchMetadata(obj client.Object, field, key, value string) {
+	h.t.Helper()
+	patch := fmt.Sprintf(`{"metadata":{%q:{%q:%q}}}`, field, key, value)
+	require.NoError(h.t, h.c.Patch(h.ctx, obj, client.RawPatch(types.MergePatchType, []byte(patch))), "setting %s %s on %T %s", field, key, obj, obj.GetName())
 }
 
 // gitOpsClusterRef is a GitOpsCluster to patch, whatever the CRD's schema.

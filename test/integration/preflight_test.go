@@ -54,7 +54,7 @@ func TestDoctorHubRunsThePreflightChecklist(t *testing.T) {
 	h := &hub{t: t, ctx: ctx, c: env.Client, env: env}
 
 	for _, name := range []string{"gitopsclusters.apps.open-cluster-management.io", "multiclusterapplicationsetreports.apps.open-cluster-management.io"} {
-		h.annotateLabel(&apiextensionsv1.CustomResourceDefinition{}, name, "installer.name", "multiclusterhub")
+		h.label(&apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: name}}, "installer.name", "multiclusterhub")
 	}
 	for _, ns := range []string{"open-cluster-management", "openshift-gitops", "team-a"} {
 		h.namespace(ns)
@@ -163,19 +163,6 @@ spec: {workload: {manifests: []}}
 		_, out := run(t)
 		assert.NotContains(t, out, "no spec.gitopsAddon")
 	})
-}
-
-// annotateLabel sets a label on a cluster-scoped object.
-func (h *hub) annotateLabel(obj client.Object, name, key, value string) {
-	h.t.Helper()
-	require.NoError(h.t, h.c.Get(h.ctx, client.ObjectKey{Name: name}, obj))
-	labels := obj.GetLabels()
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	labels[key] = value
-	obj.SetLabels(labels)
-	require.NoError(h.t, h.c.Update(h.ctx, obj))
 }
 
 // clusterConditions sets a ManagedCluster's Joined and Available conditions, as the

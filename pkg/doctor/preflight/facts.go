@@ -7,15 +7,21 @@ package preflight
 import (
 	"context"
 	"fmt"
-	"slices"
 
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	addonv1alpha1 "open-cluster-management.io/api/addon/v1alpha1"
+	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/crdowner"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/gitopscluster"
@@ -87,19 +93,24 @@ var (
 		{Group: "apps.open-cluster-management.io", Version: "v1", Kind: "Channel"},
 		{Group: "apps.open-cluster-management.io", Version: "v1", Kind: "PlacementRule"},
 	}
-	gvkClusterManagementAddOnV1beta1 = schema.GroupVersionKind{Group: "addon.open-cluster-management.io", Version: "v1beta1", Kind: "ClusterManagementAddOn"}
-	gvkClusterManagementAddOn        = schema.GroupVersionKind{Group: "addon.open-cluster-management.io", Version: "v1alpha1", Kind: "ClusterManagementAddOn"}
-	gvkManagedClusterAddOn           = schema.GroupVersionKind{Group: "addon.open-cluster-management.io", Version: "v1alpha1", Kind: "ManagedClusterAddOn"}
-	gvkCRD                           = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
-	gvkGitOpsCluster                 = schema.GroupVersionKind{Group: "apps.open-cluster-management.io", Version: "v1beta1", Kind: "GitOpsCluster"}
-	gvkSecret                        = schema.GroupVersionKind{Version: "v1", Kind: "Secret"}
-	gvkManagedCluster                = schema.GroupVersionKind{Group: "cluster.open-cluster-management.io", Version: "v1", Kind: "ManagedCluster"}
-	gvkApplication                   = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application"}
-	gvkManifestWork                  = schema.GroupVersionKind{Group: "work.open-cluster-management.io", Version: "v1", Kind: "ManifestWork"}
+	gvkClusterManagementAddOnV1beta1 = ocmKind(addonv1beta1.GroupVersion, "ClusterManagementAddOn")
+	gvkClusterManagementAddOn        = ocmKind(addonv1alpha1.GroupVersion, "ClusterManagementAddOn")
+	gvkManagedClusterAddOn           = ocmKind(addonv1alpha1.GroupVersion, "ManagedClusterAddOn")
+	gvkGitOpsCluster                 = appsv1beta1.GroupVersion.WithKind("GitOpsCluster")
+	gvkSecret                        = corev1.SchemeGroupVersion.WithKind("Secret")
+	gvkManagedCluster                = ocmKind(clusterv1.GroupVersion, "ManagedCluster")
+	gvkManifestWork                  = ocmKind(workv1.GroupVersion, "ManifestWork")
 )
 
-// Read reads the facts of every check. A kind the hub does not serve is a fact (nothing
-// of it exists); any other error means the hub could not be checked.
+// ocmKind is a kind of OCM's API, whose packages declare their group version in
+// metav1's type.
+func ocmKind(gv metav1.GroupVersion, kind string) schema.GroupVersionKind {
+	return schema.GroupVersionKind{Group: gv.Group, Version: gv.Version, Kind: kind}
+}
+
+// Read reads the facts of every check, with a reader whose scheme has the hub's kinds
+// (pkg/hub/schemes). A kind the hub does not serve is a fact (nothing of it exists); any
+// other error means the hub could not be checked.
 func Read(ctx context.Context, c client.Reader) (*Facts, error) {
 	f := &Facts{AppLifecycleObjects: map[string]int{}, GitOpsClusters: map[string]string{},
 		ClusterSecrets: map[string][]string{}, PullWorks: map[string][]string{}}
@@ -140,7 +151,7 @@ func pages(ctx context.Context, c client.Reader, gvk schema.GroupVersionKind, l 
 	opts = append(opts, client.Limit(500))
 	for {
 		if err := c.List(ctx, l, opts...); err != nil {
-			if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+			if notServed(err) {
 				return false, nil
 			}
 			return false, fmt.Errorf("listing %s: %w", gvk.Kind, err)
@@ -152,6 +163,9 @@ func pages(ctx context.Context, c client.Reader, gvk schema.GroupVersionKind, l 
 		opts = append(opts, client.Continue(l.GetContinue()))
 	}
 }
+
+// notServed says whether a List failed because the hub does not serve the kind.
+func notServed(err error) bool { return meta.IsNoMatchError(err) || apierrors.IsNotFound(err) }
 
 func key(o metav1.Object) string {
 	if o.GetNamespace() == "" {
@@ -183,7 +197,7 @@ func readAddonAPI(ctx context.Context, c client.Reader, f *Facts) error {
 	l := &unstructured.UnstructuredList{}
 	l.SetGroupVersionKind(gvkClusterManagementAddOnV1beta1.GroupVersion().WithKind("ClusterManagementAddOnList"))
 	err := c.List(ctx, l, client.Limit(1))
-	if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+	if notServed(err) {
 		return nil
 	}
 	f.AddonV1beta1Served = err == nil
@@ -213,7 +227,7 @@ func readAddons(ctx context.Context, c client.Reader, f *Facts) error {
 	}
 	for i := range cmas {
 		// The manager chart labels its own as Helm's (its install refuses beside any other).
-		if cmas[i].GetName() == contract.AddonName && cmas[i].GetLabels()["app.kubernetes.io/managed-by"] != "Helm" {
+		if cmas[i].GetName() == contract.AddonName && cmas[i].GetLabels()[contract.LabelManagedBy] != "Helm" {
 			f.ACMAddon = true
 		}
 	}
@@ -228,8 +242,7 @@ func readAddons(ctx context.Context, c client.Reader, f *Facts) error {
 
 func readCRDs(ctx context.Context, c client.Reader, f *Facts) error {
 	for _, name := range []string{CRDGitOpsClusters, CRDReports} {
-		crd := &unstructured.Unstructured{}
-		crd.SetGroupVersionKind(gvkCRD)
+		crd := &apiextensionsv1.CustomResourceDefinition{}
 		err := c.Get(ctx, client.ObjectKey{Name: name}, crd)
 		if apierrors.IsNotFound(err) {
 			f.CRDs = append(f.CRDs, CRD{Name: name})
@@ -244,15 +257,12 @@ func readCRDs(ctx context.Context, c client.Reader, f *Facts) error {
 }
 
 // hasGitOpsAddonField says whether a GitOpsCluster CRD's v1beta1 schema has spec.gitopsAddon.
-func hasGitOpsAddonField(crd *unstructured.Unstructured) bool {
-	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
-	for _, v := range versions {
-		version, _ := v.(map[string]any)
-		if version["name"] != "v1beta1" {
-			continue
+func hasGitOpsAddonField(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	for _, v := range crd.Spec.Versions {
+		if v.Name == appsv1beta1.GroupVersion.Version && v.Schema != nil && v.Schema.OpenAPIV3Schema != nil {
+			_, found := v.Schema.OpenAPIV3Schema.Properties["spec"].Properties["gitopsAddon"]
+			return found
 		}
-		_, found, _ := unstructured.NestedMap(version, "schema", "openAPIV3Schema", "properties", "spec", "properties", "gitopsAddon")
-		return found
 	}
 	return false
 }
@@ -280,24 +290,19 @@ func readClusterSecrets(ctx context.Context, c client.Reader, f *Facts) error {
 }
 
 func readManagedClusters(ctx context.Context, c client.Reader, f *Facts) error {
-	items, _, err := list(ctx, c, gvkManagedCluster)
-	for i := range items {
-		f.ManagedClusters = append(f.ManagedClusters, ManagedCluster{Name: items[i].GetName(),
-			Joined: conditionTrue(&items[i], "ManagedClusterJoined"), Available: conditionTrue(&items[i], "ManagedClusterConditionAvailable")})
-	}
+	l := &clusterv1.ManagedClusterList{}
+	_, err := pages(ctx, c, gvkManagedCluster, l, func() {
+		for _, mc := range l.Items {
+			f.ManagedClusters = append(f.ManagedClusters, ManagedCluster{Name: mc.Name,
+				Joined:    meta.IsStatusConditionTrue(mc.Status.Conditions, clusterv1.ManagedClusterConditionJoined),
+				Available: meta.IsStatusConditionTrue(mc.Status.Conditions, clusterv1.ManagedClusterConditionAvailable)})
+		}
+	})
 	return err
 }
 
-func conditionTrue(o *unstructured.Unstructured, conditionType string) bool {
-	conditions, _, _ := unstructured.NestedSlice(o.Object, "status", "conditions")
-	return slices.ContainsFunc(conditions, func(c any) bool {
-		m, _ := c.(map[string]any)
-		return m["type"] == conditionType && m["status"] == "True"
-	})
-}
-
 func readPull(ctx context.Context, c client.Reader, f *Facts) error {
-	apps, _, err := listMetadata(ctx, c, gvkApplication, client.MatchingLabels{contract.LabelPull: "true"})
+	apps, _, err := listMetadata(ctx, c, pullnames.ApplicationGVK, client.MatchingLabels{contract.LabelPull: "true"})
 	if err != nil {
 		return err
 	}
