@@ -137,6 +137,47 @@ func Start(t testing.TB, opts ...Option) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// envtest picks a free port and lets it go before kube-apiserver binds it: under load
+	// (make test runs the end-to-end fleet beside) another process can take it first. That
+	// start is tried again, on a new port; any other failure is the test's.
+	var env *envtest.Environment
+	var cfg *rest.Config
+	for attempt := 1; ; attempt++ {
+		var apiServerOutput *lastBytes
+		env, apiServerOutput = controlPlane(t, o, crds, kubeAPIServer)
+		cfg, err = env.Start()
+		if err == nil {
+			break
+		}
+		// envtest leaves etcd and kube-apiserver running when it fails after starting them
+		// (an invalid CRD, for one): stop them, so that no process outlives the test.
+		_ = env.Stop()
+		if attempt < 3 && strings.Contains(apiServerOutput.String(), "address already in use") {
+			t.Logf("kube-apiserver's port was taken before it bound it; starting again on another (attempt %d)", attempt+1)
+			continue
+		}
+		t.Fatalf("starting kube-apiserver and etcd: %v\n--- the last lines kube-apiserver printed:\n%s", err, apiServerOutput)
+	}
+	t.Cleanup(func() {
+		// envtest stops kube-apiserver before etcd; the reverse order hangs.
+		if err := env.Stop(); err != nil {
+			t.Errorf("stopping kube-apiserver and etcd: %v", err)
+		}
+	})
+	scheme, err := Scheme(o.schemeAdders...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatalf("creating a client: %v", err)
+	}
+	return &Env{Config: cfg, Client: c, Scheme: scheme, Environment: env}
+}
+
+// controlPlane is the envtest environment of Start: kube-apiserver (kubeAPIServer, in
+// BinDir) with the options' flags, etcd, the CRDs; and what kube-apiserver prints last.
+func controlPlane(t testing.TB, o *options, crds []*apiextensionsv1.CustomResourceDefinition, kubeAPIServer string) (*envtest.Environment, *lastBytes) {
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: BinDir(),
 		CRDs:                  crds,
@@ -161,28 +202,7 @@ func Start(t testing.TB, opts ...Option) *Env {
 	for name, values := range o.apiServerArgs {
 		apiServer.Configure().Set(name, values...)
 	}
-	cfg, err := env.Start()
-	if err != nil {
-		// envtest leaves etcd and kube-apiserver running when it fails after starting them
-		// (an invalid CRD, for one): stop them, so that no process outlives the test.
-		_ = env.Stop()
-		t.Fatalf("starting kube-apiserver and etcd: %v\n--- the last lines kube-apiserver printed:\n%s", err, apiServerOutput)
-	}
-	t.Cleanup(func() {
-		// envtest stops kube-apiserver before etcd; the reverse order hangs.
-		if err := env.Stop(); err != nil {
-			t.Errorf("stopping kube-apiserver and etcd: %v", err)
-		}
-	})
-	scheme, err := Scheme(o.schemeAdders...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatalf("creating a client: %v", err)
-	}
-	return &Env{Config: cfg, Client: c, Scheme: scheme, Environment: env}
+	return env, apiServerOutput
 }
 
 // RestartAPIServer stops kube-apiserver and starts it again on the same port, certificates
