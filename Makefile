@@ -29,7 +29,14 @@ OLDEST_OCM_API_VERSION ?= v1.2.0
 # Argo CD and the GitOps operator of the local fleet (hack/build-argocd.sh says why these).
 ARGOCD_VERSION          ?= v3.2.11
 ARGOCD_OPERATOR_VERSION ?= v0.18.0
-TEST_TIMEOUT   ?= 40m
+# OCM's addons for reading spokes' live resources from the hub (make ocm-addons-env): the
+# newest releases the Go module proxy serves (cluster-proxy v0.10.0 is the first with its
+# user server on OCM API v1.2; v0.8.0, v0.9.x and v0.11.0 are refused).
+CLUSTER_PROXY_VERSION          ?= v0.10.0
+MANAGED_SERVICEACCOUNT_VERSION ?= v0.9.0
+# A guard against a hung test, per package: the end-to-end package took 26 to 45 min on 2
+# cores this week (docs/dev/test-runs.md), the longest beside the other stream.
+TEST_TIMEOUT   ?= 60m
 # Test packages run two at a time: the end-to-end package waits on its fleets' controllers
 # most of its time (55% of 2 cores idle, measured), which the integration package's
 # apiservers fill. Real-pod fleets take turns by a lock (test/harness). -count=1 below:
@@ -82,17 +89,22 @@ manifests: controller-gen ## Generate the GitOpsCluster CRD into the manager cha
 	$(BIN)/controller-gen crd paths=./pkg/api/... output:crd:dir=charts/gitops-addon/crds
 
 .PHONY: verify
-verify: verify-tools controller-gen ## The gate CI runs before the tests: gofmt, go vet, golangci-lint, generated files current, helm lint, the image built from the Dockerfile, the repository clean, the workflows linted.
+verify: fmt-vet verify-deep ## The gate CI runs: gofmt, go vet, golangci-lint, generated files current, helm lint, the image built from the Dockerfile, the repository clean, the workflows linted.
+
+# verify's two halves. fmt-vet is make test's gate before its builds (seconds warm, and its
+# compilations are the tests' too); verify-deep runs in make test's second stream, beside
+# the end-to-end package.
+.PHONY: fmt-vet verify-deep
+fmt-vet:
 	@out=$$(gofmt -l cmd pkg test manifests hack charts); if [[ -n "$$out" ]]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 	go vet ./...
+verify-deep: verify-tools controller-gen
 	$(BIN)/golangci-lint run ./...
 	$(BIN)/actionlint -shellcheck=$$(command -v shellcheck) .github/workflows/*.yaml
 	go test -count=1 $(VERIFY_PKGS)
 
 .PHONY: lint
-lint: golangci-lint ## Check formatting and run go vet and golangci-lint (the static part of verify).
-	@out=$$(gofmt -l cmd pkg test manifests hack charts); if [[ -n "$$out" ]]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
-	go vet ./...
+lint: fmt-vet golangci-lint ## Check formatting and run go vet and golangci-lint (the static part of verify).
 	$(BIN)/golangci-lint run ./...
 
 .PHONY: build
@@ -106,29 +118,34 @@ render: ## Print the objects shipped to a sample vanilla cluster (CLUSTER=name, 
 ##@ Tests
 
 .PHONY: test
-test: ## Run every check and test: make verify and the builds of make e2e-env (BUILD_JOBS at a time), then unit, integration (real kube-apiserver) and end-to-end (real OCM hub, spokes, Argo CD and GitOps operator).
-	@$(MAKE) --no-print-directory -j$(BUILD_JOBS) verify e2e-env
+test: ## Run every check and test: gofmt, go vet and the builds of make e2e-env (BUILD_JOBS at a time), then the rest of make verify, unit, integration (real kube-apiserver, the oldest and every supported release), fuzz and end-to-end (real OCM hub, spokes, Argo CD and GitOps operator) in two streams.
+	@$(MAKE) --no-print-directory -j$(BUILD_JOBS) fmt-vet e2e-env verify-tools controller-gen
 	@$(MAKE) --no-print-directory argocd-agent-notice
 	@$(MAKE) --no-print-directory -j$(TEST_PARALLEL) test-stream-e2e test-stream-rest
 
 # make test's two streams, side by side with TEST_PARALLEL=2 (one after the other with 1):
 # the end-to-end package, whose fleets leave about half of 2 cores idle, and beside it
-# everything else in order: the oldest kube-apiserver's build, the other test packages
-# (TEST_PARALLEL at a time), the oldest-Kubernetes run and the fuzz targets.
+# everything else in order: the rest of the verify gate, the oldest kube-apiserver's build,
+# the other test packages (TEST_PARALLEL at a time), the oldest-Kubernetes run, the fuzz
+# targets and make test-compat (its kube-apiservers' build and runs): nothing runs after the
+# end-to-end package but what waits for it. The cores are busy in both streams (87 % in a
+# cold run), so this shortens a run by the idle time it fills, not by the work.
 .PHONY: test-stream-e2e test-stream-rest
 test-stream-e2e:
 	go test -count=1 -timeout $(TEST_TIMEOUT) ./test/e2e/
 test-stream-rest: oldest-env
+	@$(MAKE) --no-print-directory verify-deep
 	go test -count=1 -timeout $(TEST_TIMEOUT) -p $(TEST_PARALLEL) $$(go list ./... | grep -v -e /test/e2e -e /test/generated -e /hack/crdgen -e /test/repo -e /test/chart -e /test/image)
 	@$(MAKE) --no-print-directory test-oldest
 	@$(MAKE) --no-print-directory fuzz
+	@$(MAKE) --no-print-directory test-compat
 
 .PHONY: test-oldest
 test-oldest: test-env ## Run the version-sensitive integration tests (VERSION_TESTS) on the oldest supported kube-apiserver (OLDEST_KUBE_VERSION) with the oldest OCM hub's CRDs (OLDEST_OCM_API_VERSION); make test does.
 	$(call version-tests-on,$(OLDEST_KUBE_VERSION),$(OLDEST_OCM_API_VERSION))
 
 .PHONY: test-compat
-test-compat: test-env ## Build kube-apiserver at each of COMPAT_KUBE_VERSIONS (the releases between the oldest and the newest) and run the version-sensitive integration tests (VERSION_TESTS) on each.
+test-compat: test-env ## Build kube-apiserver at each of COMPAT_KUBE_VERSIONS (the releases between the oldest and the newest) and run the version-sensitive integration tests (VERSION_TESTS) on each; make test does.
 	hack/build-k8s.sh $(BIN) $(addprefix kube-apiserver@,$(COMPAT_KUBE_VERSIONS))
 	@set -e; for v in $(COMPAT_KUBE_VERSIONS); do echo "== kube-apiserver $$v"; \
 	  $(call version-tests-on,$$v); done
@@ -230,6 +247,10 @@ pods-env: pods-packages kube-env coredns-env ## Install containerd, runc, the CN
 argocd-env: ## Install redis-server and git (Debian) when missing; build Argo CD (ARGOCD_VERSION) and argocd-operator (ARGOCD_OPERATOR_VERSION) from source into ./bin (cached).
 	hack/ensure-debian-packages.sh redis-server=redis-server git=git
 	hack/build-argocd.sh $(BIN) argocd argocd-operator
+
+.PHONY: ocm-addons-env
+ocm-addons-env: ## Build OCM's cluster-proxy (CLUSTER_PROXY_VERSION, with the apiserver-network-proxy it pins) and managed-serviceaccount (MANAGED_SERVICEACCOUNT_VERSION) addons from source into ./bin (cached): what the hub's Argo CD would read spokes' live resources through.
+	CLUSTER_PROXY_VERSION=$(CLUSTER_PROXY_VERSION) MANAGED_SERVICEACCOUNT_VERSION=$(MANAGED_SERVICEACCOUNT_VERSION) hack/build-ocm-addons.sh $(BIN)
 
 # The parts of the environments above, each one build (make -j runs them side by side).
 .PHONY: kube-env ocm-env coredns-env pods-packages

@@ -3,6 +3,7 @@ package manifests_test
 import (
 	"fmt"
 	"io/fs"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -353,6 +354,13 @@ func TestAgentDeployment(t *testing.T) {
 	// The hub credential check fails once per change of the mounted credential: with a
 	// higher threshold the kubelet would never restart the agent onto the new one.
 	assert.Equal(t, int32(1), container.LivenessProbe.FailureThreshold, "the agent restarts on the first failed liveness check")
+	// ...so a slow start must not count as one: liveness waits for the startup probe.
+	require.NotNil(t, container.StartupProbe, "a startup probe holds liveness back while the agent starts")
+	assert.Equal(t, container.LivenessProbe.HTTPGet, container.StartupProbe.HTTPGet)
+	assert.GreaterOrEqual(t, container.StartupProbe.PeriodSeconds*container.StartupProbe.FailureThreshold, int32(120),
+		"a starting agent gets minutes, not the liveness probe's one chance")
+	assert.Zero(t, container.LivenessProbe.InitialDelaySeconds, "the startup probe gates liveness")
+	assert.GreaterOrEqual(t, container.LivenessProbe.TimeoutSeconds, int32(5), "one slow answer on a busy node is not a failure")
 	assertRestricted(t, pod, container)
 }
 
@@ -591,51 +599,92 @@ func TestTheTeardownJobIsThePreDeleteHook(t *testing.T) {
 	assert.Equal(t, "spoke-teardown", args[0].(map[string]any)["args"].([]any)[0])
 }
 
-// In Argo CD Agent mode argocd-agent reads, for the hub's Argo CD UI, every kind the spoke
-// Argo CD may manage but Secrets, and nothing else but the children the UI shows; it never
-// writes (what it may do is asked of a real authorizer in TestRenderedManifestsOnARealAPIServer).
-func TestArgoCDAgentReadsWhatArgoCDManagesButSecrets(t *testing.T) {
+// What the hub's Argo CD UI reads of a spoke (live manifests, events, logs) is one read-only
+// role: every kind the spoke Argo CD may manage but Secrets, and nothing else but the
+// children the UI shows; it never writes (what it may do is asked of a real authorizer in
+// TestRenderedManifestsOnARealAPIServer). It is bound to argocd-agent in Argo CD Agent mode,
+// to the live-resources reader (managed-serviceaccount's ServiceAccount) in the basic pull
+// model, and to no one otherwise.
+func TestLiveResourcesAreReadButSecrets(t *testing.T) {
 	agentMode := map[string]any{"mode": "managed", "principalAddress": "principal.example.com"}
-	for _, extra := range [][]any{nil, {"cert-manager.io", ""}} {
-		objects := agentchart.MustRender(t, agentchart.WithValues(map[string]any{
-			"argoCDAgent": agentMode, "platformExtensions": map[string]any{"extraAPIGroups": extra},
-		}))
-		reads := map[string][]string{}
-		for _, rule := range agentchart.RulesOf(t, agentchart.MustFind(t, objects, "ClusterRole", "", contract.ArgoCDAgentLiveResourcesClusterRole)) {
-			assert.Empty(t, rule.ResourceNames)
-			for _, group := range rule.APIGroups {
-				for _, resource := range rule.Resources {
-					reads[group+"/"+resource] = append(reads[group+"/"+resource], rule.Verbs...)
-				}
-			}
-		}
-		for _, rule := range agentchart.RulesOf(t, agentchart.MustFind(t, objects, "ClusterRole", "", contract.PlatformExtensionsClusterRole)) {
-			for _, group := range rule.APIGroups {
-				for _, resource := range rule.Resources {
-					kind := group + "/" + resource
-					switch kind {
-					case "/secrets", "/*":
-						assert.NotContains(t, reads, kind, "argocd-agent reads no Secret")
-					default:
-						assert.Equal(t, []string{"get"}, reads[kind], "argocd-agent reads %s, which Argo CD may manage (extra groups %v)", kind, extra)
+	reader := map[string]any{"reader": map[string]any{"namespace": "open-cluster-management-agent-addon", "name": "gitops-addon-live-resources"}}
+	argocdAgent := map[string]any{"kind": "ServiceAccount", "name": argocdagent.ServiceAccount(contract.ArgoCDName), "namespace": contract.GitOpsNamespace}
+	readerSubject := map[string]any{"kind": "ServiceAccount", "name": "gitops-addon-live-resources", "namespace": "open-cluster-management-agent-addon"}
+	for _, tc := range []struct {
+		name     string
+		values   map[string]any
+		subjects map[string]any // binding name: its one subject
+	}{
+		{"Argo CD Agent mode", map[string]any{"argoCDAgent": agentMode}, map[string]any{contract.LiveResourcesArgoCDAgentBinding: argocdAgent}},
+		{"the basic pull model with live resources", map[string]any{"liveResources": reader}, map[string]any{contract.LiveResourcesReaderBinding: readerSubject}},
+		{"the reader on a cluster whose existing Argo CD runs pulled Applications", map[string]any{"liveResources": reader, "stack": "useExisting"},
+			map[string]any{contract.LiveResourcesReaderBinding: readerSubject}},
+		{"both", map[string]any{"argoCDAgent": agentMode, "liveResources": reader},
+			map[string]any{contract.LiveResourcesArgoCDAgentBinding: argocdAgent, contract.LiveResourcesReaderBinding: readerSubject}},
+	} {
+		for _, extra := range [][]any{nil, {"cert-manager.io", ""}} {
+			t.Run(fmt.Sprintf("%s, extra groups %v", tc.name, extra), func(t *testing.T) {
+				values := maps.Clone(tc.values)
+				values["platformExtensions"] = map[string]any{"extraAPIGroups": extra}
+				objects := agentchart.MustRender(t, agentchart.WithValues(values))
+				values["stack"] = "full" // argocd-platform-extensions, the kinds Argo CD may manage, is rendered there
+				assertReadsWhatArgoCDManagesButSecrets(t, objects, agentchart.MustRender(t, agentchart.WithValues(values)))
+				bound := map[string]any{}
+				for _, name := range []string{contract.LiveResourcesArgoCDAgentBinding, contract.LiveResourcesReaderBinding} {
+					if binding := agentchart.Find(objects, "ClusterRoleBinding", "", name); binding != nil {
+						subjects, _, _ := unstructured.NestedSlice(binding.Object, "subjects")
+						require.Len(t, subjects, 1, name)
+						bound[name] = subjects[0]
+						role, _, _ := unstructured.NestedString(binding.Object, "roleRef", "name")
+						assert.Equal(t, contract.LiveResourcesClusterRole, role)
 					}
 				}
-			}
+				assert.Equal(t, tc.subjects, bound)
+			})
 		}
-		assert.Equal(t, []string{"list"}, reads["/events"], "the events the UI shows")
-		for _, child := range []string{"/pods", "/pods/log", "apps/controllerrevisions"} {
-			assert.Equal(t, []string{"get"}, reads[child], "the tree's children: %s", child)
-		}
-		for kind, verbs := range reads {
-			for _, verb := range verbs {
-				assert.Contains(t, []string{"get", "list"}, verb, "%s: argocd-agent only reads", kind)
-			}
-		}
-
-		binding := agentchart.MustFind(t, objects, "ClusterRoleBinding", "", contract.ArgoCDAgentLiveResourcesClusterRole)
-		subjects, _, _ := unstructured.NestedSlice(binding.Object, "subjects")
-		assert.Equal(t, []any{map[string]any{"kind": "ServiceAccount", "name": argocdagent.ServiceAccount(contract.ArgoCDName), "namespace": contract.GitOpsNamespace}}, subjects)
 	}
-	assert.Nil(t, agentchart.Find(agentchart.MustRender(t, map[string]any{}), "ClusterRole", "", contract.ArgoCDAgentLiveResourcesClusterRole),
-		"out of Argo CD Agent mode argocd-agent does not run, and nothing is granted to it")
+	for name, values := range map[string]map[string]any{
+		"no agent mode, no reader": {},
+		"a reader on a cluster that gets no pulled Application (its own Argo CD skipped)": {"liveResources": reader, "stack": "agentOnly"},
+	} {
+		assert.Nil(t, agentchart.Find(agentchart.MustRender(t, agentchart.WithValues(values)), "ClusterRole", "", contract.LiveResourcesClusterRole),
+			"%s: nothing is granted", name)
+	}
+	_, err := agentchart.Render(t, agentchart.WithValues(map[string]any{"liveResources": map[string]any{"reader": map[string]any{"name": "sa"}}}))
+	assert.ErrorContains(t, err, "liveResources.reader.namespace is required")
+}
+
+func assertReadsWhatArgoCDManagesButSecrets(t *testing.T, objects, full []*unstructured.Unstructured) {
+	t.Helper()
+	reads := map[string][]string{}
+	for _, rule := range agentchart.RulesOf(t, agentchart.MustFind(t, objects, "ClusterRole", "", contract.LiveResourcesClusterRole)) {
+		assert.Empty(t, rule.ResourceNames)
+		for _, group := range rule.APIGroups {
+			for _, resource := range rule.Resources {
+				reads[group+"/"+resource] = append(reads[group+"/"+resource], rule.Verbs...)
+			}
+		}
+	}
+	for _, rule := range agentchart.RulesOf(t, agentchart.MustFind(t, full, "ClusterRole", "", contract.PlatformExtensionsClusterRole)) {
+		for _, group := range rule.APIGroups {
+			for _, resource := range rule.Resources {
+				kind := group + "/" + resource
+				switch kind {
+				case "/secrets", "/*":
+					assert.NotContains(t, reads, kind, "no Secret is read")
+				default:
+					assert.Equal(t, []string{"get"}, reads[kind], "%s is read, which Argo CD may manage", kind)
+				}
+			}
+		}
+	}
+	assert.Equal(t, []string{"list"}, reads["/events"], "the events the UI shows")
+	for _, child := range []string{"/pods", "/pods/log", "apps/controllerrevisions"} {
+		assert.Equal(t, []string{"get"}, reads[child], "the tree's children: %s", child)
+	}
+	for kind, verbs := range reads {
+		for _, verb := range verbs {
+			assert.Contains(t, []string{"get", "list"}, verb, "%s: only read", kind)
+		}
+	}
 }

@@ -4,6 +4,11 @@
 // against it (test/repo's TestCompatibilityIsOneStatement).
 package compat
 
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
 const (
 	// KubernetesOldest is the oldest Kubernetes minor of hubs and spokes: OpenShift 4.16's,
 	// the oldest Extended Update Support release many ACM hubs and spokes run. The
@@ -29,3 +34,16 @@ const (
 // CRDs the pull model is proven against on the hub (TestPullModelOnEachHubArgoCD), oldest
 // first; the last is the release the local fleet builds and runs.
 var HubArgoCD = []string{"v2.10.0", "v2.14.21", "v3.0.23", "v3.2.11"}
+
+// ServesValidatingAdmissionPolicyV1 says whether the cluster behind mapper serves
+// admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy (ValidatingAdmissionPolicyV1
+// and later): where it does not, the agent chart renders no policy, and no role that only
+// a policy keeps narrow. An error other than "not served" (discovery unreachable) is
+// returned.
+func ServesValidatingAdmissionPolicyV1(mapper meta.RESTMapper) (bool, error) {
+	_, err := mapper.RESTMapping(schema.GroupKind{Group: "admissionregistration.k8s.io", Kind: "ValidatingAdmissionPolicy"}, "v1")
+	if meta.IsNoMatchError(err) {
+		return false, nil
+	}
+	return err == nil, err
+}

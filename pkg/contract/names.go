@@ -31,9 +31,13 @@ const (
 	// PlatformExtensionsClusterRole is the least-privilege ClusterRole granted to the
 	// spoke Argo CD application controller.
 	PlatformExtensionsClusterRole = "argocd-platform-extensions"
-	// ArgoCDAgentLiveResourcesClusterRole is what argocd-agent reads on a spoke in Argo CD
-	// Agent mode for the hub's Argo CD UI (live manifests, events, logs): read-only.
-	ArgoCDAgentLiveResourcesClusterRole = "gitops-addon:argocd-agent:live-resources"
+	// LiveResourcesClusterRole is what the hub's Argo CD UI reads of a spoke (live
+	// manifests, events, logs), read-only: through argocd-agent in Argo CD Agent mode, through
+	// the live-resources reader (managed-serviceaccount's ServiceAccount) in the basic pull model.
+	LiveResourcesClusterRole = "gitops-addon:live-resources"
+	// LiveResourcesArgoCDAgentBinding and LiveResourcesReaderBinding bind it, each to one of them.
+	LiveResourcesArgoCDAgentBinding = "gitops-addon:live-resources:argocd-agent"
+	LiveResourcesReaderBinding      = "gitops-addon:live-resources:reader"
 
 	// LabelManagedBy marks every object gitops-addon creates, on the hub and on spokes;
 	// caches are filtered on it and teardown removes only what carries it.
@@ -46,6 +50,14 @@ const (
 // operator's ArgoCD), handled as unstructured or metadata so that gitops-addon needs no
 // Go dependency on the operator's API.
 var ArgoCDGVK = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1beta1", Kind: "ArgoCD"}
+
+// Argo CD's own kinds, which hub and spoke read and write as unstructured objects: neither
+// links Argo CD's Go module.
+var (
+	ApplicationGVK    = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application"}
+	ApplicationSetGVK = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "ApplicationSet"}
+	AppProjectGVK     = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "AppProject"}
+)
 
 // CreationRecordConfigMap is the ConfigMap, in the spoke agent's namespace, where the
 // agent records the UID of the ArgoCD instance gitops-addon created (and when it found

@@ -3,6 +3,7 @@ package contract
 import (
 	"maps"
 	"net"
+	"strings"
 )
 
 // The ManagedClusterAddOn annotations that carry AddonSettings. Only Settings and
@@ -14,6 +15,7 @@ const (
 	annotationArgoCDAgentImage = "gitops-addon.open-cluster-management.io/argocd-agent-image"
 	annotationPrincipal        = "gitops-addon.open-cluster-management.io/argocd-agent-principal"
 	annotationPrincipalCA      = "gitops-addon.open-cluster-management.io/argocd-agent-ca"
+	annotationLiveReader       = "gitops-addon.open-cluster-management.io/live-resources-reader"
 )
 
 // ArgoCDAgentMode, as a ManagedCluster label, sets that cluster's Argo CD Agent mode
@@ -34,6 +36,34 @@ type AddonSettings struct {
 	// ExistingArgoCD is what to do where an Argo CD gitops-addon did not create already
 	// runs (ExistingArgoCDSkip or ExistingArgoCDUse); "" means ExistingArgoCDSkip.
 	ExistingArgoCD string
+	// LiveResourcesReader is the spoke ServiceAccount the hub's Argo CD reads live
+	// resources as in the basic pull model (spec.gitopsAddon.liveResources); zero: none.
+	LiveResourcesReader ServiceAccountRef
+}
+
+// ServiceAccountRef names a ServiceAccount of a spoke.
+type ServiceAccountRef struct {
+	Namespace, Name string
+}
+
+// IsZero tells whether the reference names nothing.
+func (r ServiceAccountRef) IsZero() bool { return r.Name == "" }
+
+// String is "namespace/name", "" for the zero reference.
+func (r ServiceAccountRef) String() string {
+	if r.IsZero() {
+		return ""
+	}
+	return r.Namespace + "/" + r.Name
+}
+
+// parseServiceAccountRef reads "namespace/name"; anything else is the zero reference.
+func parseServiceAccountRef(s string) ServiceAccountRef {
+	ns, name, ok := strings.Cut(s, "/")
+	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		return ServiceAccountRef{}
+	}
+	return ServiceAccountRef{Namespace: ns, Name: name}
 }
 
 // Images override the images the addon ships by default; "" keeps the default.
@@ -75,6 +105,7 @@ func (s AddonSettings) Annotations() map[string]string {
 	set(annotationRedisImage, s.Images.Redis)
 	set(annotationArgoCDAgentImage, s.Images.ArgoCDAgent)
 	set(ExistingArgoCDPolicy, s.ExistingArgoCD)
+	set(annotationLiveReader, s.LiveResourcesReader.String())
 	if a := s.ArgoCDAgent; a != nil && a.Mode != "" {
 		out[ArgoCDAgentMode] = a.Mode
 		set(annotationPrincipal, a.Principal)
@@ -91,7 +122,7 @@ func SettingsOf(annotations map[string]string) AddonSettings {
 		ArgoCD:      annotations[annotationArgoCDImage],
 		Redis:       annotations[annotationRedisImage],
 		ArgoCDAgent: annotations[annotationArgoCDAgentImage],
-	}, ExistingArgoCD: annotations[ExistingArgoCDPolicy]}
+	}, ExistingArgoCD: annotations[ExistingArgoCDPolicy], LiveResourcesReader: parseServiceAccountRef(annotations[annotationLiveReader])}
 	if mode := annotations[ArgoCDAgentMode]; mode != "" {
 		s.ArgoCDAgent = &ArgoCDAgentSettings{
 			Mode: mode, Principal: annotations[annotationPrincipal], PrincipalCA: annotations[annotationPrincipalCA],
@@ -105,7 +136,7 @@ func SettingsOf(annotations map[string]string) AddonSettings {
 // annotations of OCM and users alone.
 var settingsKeys = []string{
 	annotationOperatorImage, annotationArgoCDImage, annotationRedisImage, annotationArgoCDAgentImage,
-	ArgoCDAgentMode, annotationPrincipal, annotationPrincipalCA, ExistingArgoCDPolicy,
+	ArgoCDAgentMode, annotationPrincipal, annotationPrincipalCA, ExistingArgoCDPolicy, annotationLiveReader,
 }
 
 // WithSettings returns annotations with the settings' keys replaced by s: the ones s

@@ -15,7 +15,8 @@ func everySetting() AddonSettings {
 		ArgoCDAgent: &ArgoCDAgentSettings{
 			Mode: "managed", Principal: "principal.example.com:443", PrincipalCA: "-----BEGIN CERTIFICATE-----\n...",
 		},
-		ExistingArgoCD: ExistingArgoCDUse,
+		ExistingArgoCD:      ExistingArgoCDUse,
+		LiveResourcesReader: ServiceAccountRef{Namespace: "open-cluster-management-agent-addon", Name: "gitops-addon-live-resources"},
 	}
 }
 
@@ -45,7 +46,22 @@ func TestSettingsAnnotationsAreStable(t *testing.T) {
 		"gitops-addon.open-cluster-management.io/argocd-agent-principal": "principal.example.com:443",
 		"gitops-addon.open-cluster-management.io/argocd-agent-ca":        "-----BEGIN CERTIFICATE-----\n...",
 		"gitops-addon.open-cluster-management.io/existing-argocd":        "UseExisting",
+		"gitops-addon.open-cluster-management.io/live-resources-reader":  "open-cluster-management-agent-addon/gitops-addon-live-resources",
 	}, everySetting().Annotations())
+}
+
+// A reader that is not "namespace/name" names nothing: the chart binds no one.
+func TestALiveResourcesReaderIsANamespaceAndAName(t *testing.T) {
+	for value, want := range map[string]ServiceAccountRef{
+		"ns/sa":  {Namespace: "ns", Name: "sa"},
+		"":       {},
+		"sa":     {},
+		"/sa":    {},
+		"ns/":    {},
+		"ns/a/b": {},
+	} {
+		assert.Equal(t, want, SettingsOf(map[string]string{annotationLiveReader: value}).LiveResourcesReader, "%q", value)
+	}
 }
 
 func TestSettingsAnnotationKeysCoverEveryEncodedKey(t *testing.T) {

@@ -81,6 +81,9 @@ type Instance struct {
 	ControllerKubeconfig string
 	// RedisAddress is where its redis listens, RepoServerAddress its repo-server.
 	RedisAddress, RepoServerAddress string
+	// RedisFleetAddress is where the pods of a RealPods fleet reach the hub's redis
+	// (FleetIP); empty on another fleet and on a spoke.
+	RedisFleetAddress string
 }
 
 // Stop ends the instance's processes.
@@ -134,15 +137,21 @@ func namedComponentOf(binary string, f *harness.Fleet, c *harness.Cluster, role,
 }
 
 // startRedis runs redis-server on a free loopback port, without persistence.
-func startRedis(ctx context.Context, f *harness.Fleet, c *harness.Cluster) (*harness.Process, string, error) {
+func startRedis(ctx context.Context, f *harness.Fleet, c *harness.Cluster, forPods bool) (*harness.Process, string, error) {
 	redisServer, err := exec.LookPath("redis-server")
 	if err != nil {
 		return nil, "", fmt.Errorf("redis-server is not installed (`make fleet-env` installs it): %w", err)
 	}
 	addr := harness.FreeAddress()
 	_, port, _ := net.SplitHostPort(addr)
-	p, err := f.StartProcess(c.Name+"-argocd-redis", []string{redisServer, "--port", port, "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", c.Dir})
+	bind := []string{"--bind", "127.0.0.1"}
+	if forPods {
+		// Where the nodes' pods reach it (RedisFleetAddress). Without a password redis
+		// refuses every address but loopback in its protected mode (connection reset).
+		bind = append(bind, harness.FleetIP, "--protected-mode", "no")
+	}
+	args := append(append([]string{redisServer, "--port", port}, bind...), "--save", "", "--appendonly", "no", "--dir", c.Dir)
+	p, err := f.StartProcess(c.Name+"-argocd-redis", args)
 	if err != nil {
 		return nil, "", err
 	}
@@ -206,10 +215,16 @@ func StartHub(ctx context.Context, f *harness.Fleet, crdFiles []string) (*Instan
 	i := &Instance{Cluster: c, ControllerKubeconfig: c.Kubeconfig}
 	var redis, repoServer string
 	var err error
-	if i.Redis, redis, err = startRedis(ctx, f, c); err != nil {
+	// On a RealPods fleet the manager's pod writes the pulled Applications' trees there.
+	forPods := f.RealPods()
+	if i.Redis, redis, err = startRedis(ctx, f, c, forPods); err != nil {
 		return i, err
 	}
 	i.RedisAddress = redis
+	if forPods {
+		_, port, _ := net.SplitHostPort(redis)
+		i.RedisFleetAddress = net.JoinHostPort(harness.FleetIP, port)
+	}
 	if i.RepoServer, repoServer, err = startRepoServer(ctx, f, c, nil, redis); err != nil {
 		return i, err
 	}
@@ -335,7 +350,7 @@ func StartSpoke(ctx context.Context, f *harness.Fleet, s *harness.Spoke) (*Insta
 	}
 	i := &Instance{Cluster: s.Cluster, ControllerKubeconfig: kubeconfig}
 	var redis, repoServer string
-	if i.Redis, redis, err = startRedis(ctx, f, s.Cluster); err != nil {
+	if i.Redis, redis, err = startRedis(ctx, f, s.Cluster, false); err != nil {
 		return i, err
 	}
 	i.RedisAddress = redis

@@ -60,7 +60,8 @@ const (
 var (
 	variantArgoNamespacesEmpty = "only with `argoNamespaces` empty"
 	variantArgoCDAgentMode     = "Argo CD Agent mode only"
-	variantPhrases             = []string{variantArgoNamespacesEmpty, variantArgoCDAgentMode}
+	variantLiveResourcesReader = "only with a live-resources reader"
+	variantPhrases             = []string{variantArgoNamespacesEmpty, variantArgoCDAgentMode, variantLiveResourcesReader}
 )
 
 // grantKey is who holds a role where: a binding, as the page's grant line states it.
@@ -301,7 +302,8 @@ type configurations struct {
 	variants map[string]grants
 	// hubSAR and spokeSAR are what the integration tests' apiservers hold: the hub chart
 	// with default values and the agent's binding; the spoke stack in Argo CD Agent mode,
-	// with extraAPIGroups cert-manager.io (TestRenderedManifestsOnARealAPIServer).
+	// with a live-resources reader and extraAPIGroups cert-manager.io
+	// (TestRenderedManifestsOnARealAPIServer).
 	hubSAR, spokeSAR grants
 }
 
@@ -314,13 +316,16 @@ func render3(t *testing.T) configurations {
 	require.Equal(t, spoke, openShift, "the spoke roles of an OpenShift cluster differ from a Kubernetes cluster's: the page states one set")
 	agentMode := grantsOf(t, "Spoke", "the spoke stack in Argo CD Agent mode", spokeObjects(t, false,
 		"argoCDAgent.mode=managed", "argoCDAgent.principalAddress=principal.example.com"))
-	spokeSAR := grantsOf(t, "Spoke", "the spoke stack as TestRenderedManifestsOnARealAPIServer applies it", spokeObjects(t, false,
-		"argoCDAgent.mode=managed", "argoCDAgent.principalAddress=principal.example.com", "platformExtensions.extraAPIGroups={cert-manager.io}"))
+	reader := []string{"liveResources.reader.namespace=open-cluster-management-agent-addon", "liveResources.reader.name=gitops-addon-live-resources"}
+	readerMode := grantsOf(t, "Spoke", "the spoke stack with a live-resources reader", spokeObjects(t, false, reader...))
+	spokeSAR := grantsOf(t, "Spoke", "the spoke stack as TestRenderedManifestsOnARealAPIServer applies it", spokeObjects(t, false, append(reader,
+		"argoCDAgent.mode=managed", "argoCDAgent.principalAddress=principal.example.com", "platformExtensions.extraAPIGroups={cert-manager.io}")...))
 	return configurations{
 		defaults: hub.union(spoke),
 		variants: map[string]grants{
 			variantArgoNamespacesEmpty: hubOpen.minus(hub),
 			variantArgoCDAgentMode:     agentMode.minus(spoke),
+			variantLiveResourcesReader: readerMode.minus(spoke),
 		},
 		hubSAR:   hub,
 		spokeSAR: spokeSAR,

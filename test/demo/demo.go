@@ -193,7 +193,11 @@ func (d *Demo) setUpRealPods(ctx context.Context) error {
 	if err := d.makeOpenShiftLike(ctx); err != nil {
 		return err
 	}
-	step("helm install gitops-addon (the manager a pod of the hub), then the seed GitOpsCluster")
+	step("starting the hub's Argo CD (processes; its redis where the manager's pod writes the pulled Applications' trees)")
+	if err := r.StartHubArgoCD(ctx); err != nil {
+		return err
+	}
+	step("helm install gitops-addon (the manager a pod of the hub, pointed at the hub Argo CD's redis), then the seed GitOpsCluster")
 	if err := r.InstallChart(ctx); err != nil {
 		return err
 	}
@@ -203,7 +207,13 @@ func (d *Demo) setUpRealPods(ctx context.Context) error {
 	if err := d.WaitConverged(ctx); err != nil {
 		return err
 	}
-	step("starting the hub's Argo CD and applying the seed ApplicationSet; each spoke's Argo CD runs as pods the GitOps operator made")
+	// The hub's argocd-server before the ApplicationSet, as in the process demo.
+	step("starting the hub's argocd-server")
+	if d.Server, err = argocd.StartServer(ctx, f, r.HubArgoCD, argocd.ServerOptions{UI: os.Getenv(EnvArgoCDWithUI)}); err != nil {
+		return err
+	}
+	step("applying the seed ApplicationSet (the guestbook with a Deployment whose Pod runs on each spoke's node); each spoke's Argo CD " +
+		"runs as pods the GitOps operator made, each agent pod reads its redis for the trees")
 	if _, err := r.ApplySeedApplicationSet(ctx); err != nil {
 		return err
 	}

@@ -61,7 +61,16 @@ func startArgoFleet(t *testing.T, ctx context.Context) *argoFleet {
 	if missing := argocd.MissingBinaries(testenv.BinDir()); len(missing) > 0 {
 		t.Fatalf("%v missing: run `make e2e-env`, which builds Argo CD and the GitOps operator and installs redis-server and git", missing)
 	}
-	a := &argoFleet{f: harness.StartForTest(t, harness.Options{}), spokes: map[string]*harness.Spoke{}}
+	// With the real argocd-agent, its spokes get a node (see argoCDAgentInterop): the
+	// fleet is then a RealPods one.
+	agentBinary, err := argocd.AgentBinary()
+	require.NoError(t, err)
+	a := &argoFleet{spokes: map[string]*harness.Spoke{}}
+	if agentBinary != "" {
+		a.f = startRealPodFleet(t)
+	} else {
+		a.f = harness.StartForTest(t, harness.Options{})
+	}
 	binary, err := install.BuildBinary(ctx, t.TempDir())
 	require.NoError(t, err)
 	// bare and edge join the hub without the gitops addon (the Argo CD Agent subtest

@@ -214,6 +214,7 @@ func argoCDAgentInterop(t *testing.T, ctx context.Context, a *argoFleet, bin, pr
 	t.Logf("both agents reported connected %v after they started", time.Since(connecting).Round(100*time.Millisecond))
 	waitAgentFleetSays(t, ctx, a, appsv1beta1.ReasonAddOnsAvailable, "argocd-agent connected to the principal on 2 of 2.")
 
+	startAgentModeNodes(t, ctx, a, spokes)
 	_, err = a.argo.Repo.Commit("the guestbook of the Argo CD Agent mode test", agentGuestbook())
 	require.NoError(t, err)
 	t.Run("managed: an Application created on the hub in the cluster's namespace runs on the spoke, its status comes back", func(t *testing.T) {
@@ -239,23 +240,52 @@ func argoCDAgentInterop(t *testing.T, ctx context.Context, a *argoFleet, bin, pr
 	server, proxy := startAgentModeServer(t, ctx, a)
 	defer func() { assert.NoError(t, proxy.Close()) }()
 	started = append(started, server.Process)
+	var managedPod, autonomousPod apptree.Node
 	t.Run("the hub's Argo CD UI: the tree, live manifests (a custom resource's too), events and logs of a managed Application", func(t *testing.T) {
-		agentModeUICalls(t, ctx, a, server, bare, "agent-managed", "managed-guestbook")
+		managedPod = agentModeUICalls(t, ctx, a, server, bare, "agent-managed", "managed-guestbook")
 	})
 	t.Run("the hub's Argo CD UI: the same of an autonomous Application", func(t *testing.T) {
-		agentModeUICalls(t, ctx, a, server, edge, "agent-autonomous", "autonomous-guestbook")
+		autonomousPod = agentModeUICalls(t, ctx, a, server, edge, "agent-autonomous", "autonomous-guestbook")
+	})
+	t.Run("in a real browser ("+EnvArgoCDWithUI+"): the tree, the Pod's live manifest and its logs of each", func(t *testing.T) {
+		agentModeBrowserScenario(t, ctx, server.URL, bare, "agent-managed", managedPod)
+		agentModeBrowserScenario(t, ctx, server.URL, edge, "agent-autonomous", autonomousPod)
 	})
 	return started
 }
 
 // agentGuestbookPath is the Argo CD Agent mode test's application in the repository: the
-// guestbook, a Deployment whose Pod no kubelet runs (the tree's children, its events), and
-// a custom resource (an AppProject outside Argo CD's namespace: Argo CD ignores it there).
+// guestbook, a Deployment whose Pod runs on the spoke's node (the tree's children, its
+// events, its logs), and a custom resource (an AppProject outside Argo CD's namespace:
+// Argo CD ignores it there).
 const agentGuestbookPath = "agent-guestbook"
+
+// agentPodsTaint keeps every pod but the agent-mode test's own off the spokes' nodes: the
+// spokes' other workloads (Argo CD, the operator, the agents) run as processes here.
+var agentPodsTaint = corev1.Taint{Key: agentPodsTaintKey, Effect: corev1.TaintEffectNoSchedule}
+
+const agentPodsTaintKey = "e2e.gitops-addon.io/agent-mode-pods"
+
+// startAgentModeNodes gives each agent-mode spoke a node (kubelet, containerd) tainted
+// with agentPodsTaint, with the podcheck image: the guestbook's web Pod runs there, so
+// its log lines are a kubelet's, read through the spoke's kube-apiserver by argocd-agent.
+func startAgentModeNodes(t *testing.T, ctx context.Context, a *argoFleet, spokes []*agentSpoke) {
+	image, err := harness.BuildPodcheckImage(ctx, t.TempDir())
+	require.NoError(t, err)
+	for _, s := range spokes {
+		node, err := a.f.AddNode(ctx, s.spoke.Cluster, agentPodsTaint)
+		require.NoError(t, err)
+		require.NoError(t, node.ImportImage(ctx, image))
+	}
+}
+
+// agentWebDeployment is the guestbook's Deployment that runs: podcheck, tolerating
+// agentPodsTaint, as the non-root user of its image.
+var agentWebDeployment = harness.PodcheckDeployment("web", agentPodsTaintKey)
 
 func agentGuestbook() map[string]string {
 	files := map[string]string{
-		agentGuestbookPath + "/deployment.yaml": unrunnableDeployment("web"),
+		agentGuestbookPath + "/deployment.yaml": agentWebDeployment,
 		agentGuestbookPath + "/project.yaml": `apiVersion: argoproj.io/v1alpha1
 kind: AppProject
 metadata: {name: guestbook-team}
@@ -317,9 +347,9 @@ func startAgentModeServer(t *testing.T, ctx context.Context, a *argoFleet) (*arg
 // cluster (in the hub namespace of that name), deployed to destination on the spoke: the
 // resource tree down to the Pod, the live manifest of a ConfigMap, of a Pod and of a
 // custom resource, a Deployment's events, the diff of the managed resources, the Pod's
-// logs; and a delete through the same
-// path, which the spoke refuses to argocd-agent.
-func agentModeUICalls(t *testing.T, ctx context.Context, a *argoFleet, server *argocd.Server, cluster, app, destination string) {
+// log line; and a delete through the same path, which the spoke refuses to argocd-agent.
+// It returns the Pod.
+func agentModeUICalls(t *testing.T, ctx context.Context, a *argoFleet, server *argocd.Server, cluster, app, destination string) apptree.Node {
 	token, err := server.Login(ctx)
 	require.NoError(t, err)
 	path := "/api/v1/applications/" + app
@@ -376,9 +406,13 @@ func agentModeUICalls(t *testing.T, ctx context.Context, a *argoFleet, server *a
 	}, time.Minute, time.Second, "the diff (managed resources, live and desired) of the ConfigMap, from the spoke")
 	t.Logf("%s/%s: managed-resources (the UI's diff): %d resources", cluster, app, len(diff.Items))
 
-	logs, err := server.GetRaw(ctx, token, path+"/logs", url.Values{"appNamespace": {cluster}, "namespace": {destination}, "podName": {pod.Name},
-		"container": {"web"}, "tailLines": {"10"}, "follow": {"false"}})
-	t.Logf("%s/%s: logs of Pod %s (no kubelet runs it on this fleet): %q, error %v", cluster, app, pod.Name, logs, err)
+	var logs []byte
+	assert.Eventually(t, func() bool {
+		logs, err = server.GetRaw(ctx, token, path+"/logs", url.Values{"appNamespace": {cluster}, "namespace": {destination}, "podName": {pod.Name},
+			"container": {"web"}, "tailLines": {"10"}, "follow": {"false"}})
+		return err == nil && strings.Contains(string(logs), "podcheck: pod "+pod.Name+" serving on")
+	}, 2*time.Minute, time.Second, "the Pod's log line, from the spoke's kubelet through argocd-agent")
+	t.Logf("%s/%s: logs of Pod %s: %q (error %v)", cluster, app, pod.Name, logs, err)
 
 	q := resourceQuery(cluster, nodeOf(t, tree, "ConfigMap", "guestbook-ui"))
 	q.Set("force", "false")
@@ -387,6 +421,7 @@ func agentModeUICalls(t *testing.T, ctx context.Context, a *argoFleet, server *a
 	assert.Error(t, err, "the hub cannot delete on the spoke through the resource proxy: argocd-agent only reads")
 	t.Logf("%s/%s: deleting the ConfigMap from the hub's UI: %v", cluster, app, err)
 	assert.True(t, exists(ctx, a.spokes[cluster].Client, &corev1.ConfigMap{}, destination+"/guestbook-ui"), "the ConfigMap is still on the spoke")
+	return pod
 }
 
 // nodeOf is the tree's node of kind whose name starts with name.

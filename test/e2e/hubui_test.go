@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
+	"github.com/gitops-addon/gitops-addon/pkg/contract/apptree"
 	"github.com/gitops-addon/gitops-addon/test/argocd"
 )
 
@@ -21,7 +23,9 @@ import (
 // serves index.html only from the UI built into it). Our targets cannot build one: the UI's
 // source takes argo-ui from GitHub at a pinned commit, which is not reachable from CI, and
 // argo-ui@1.0.0 on the npm registry does not build it (docs/guides/pull-model.md). Set, the
-// hub's argocd-server runs from it and the browser subtest runs.
+// hub's argocd-servers run from it and the browser subtests run: the basic pull model's
+// (hubUIScenario, and TestRealPods' with the guestbook's running Pod) and, with the real
+// argocd-agent, Argo CD Agent mode's (agentModeBrowserScenario).
 const EnvArgoCDWithUI = "ARGOCD_WITH_UI_BIN"
 
 // hubUIScenario drives the real Argo CD UI in Debian's Chromium, headless: it logs in as
@@ -31,6 +35,106 @@ const EnvArgoCDWithUI = "ARGOCD_WITH_UI_BIN"
 // the tree has: without the tree the UI still draws the managed resources, from
 // status.resources, so the test looks for the child. It fails when the tree is empty.
 func hubUIScenario(t *testing.T, ctx context.Context, a *argoFleet) {
+	tab := logIntoHubUI(t, ctx, a.server.URL)
+	web := strings.ReplaceAll(unrunnableDeployment("guestbook-web"), "replicas: 1", "replicas: 0")
+	_, err := a.argo.Repo.Commit("guestbook gets a Deployment scaled to zero", map[string]string{"guestbook/deployment.yaml": web})
+	require.NoError(t, err)
+	defer func() {
+		_, err := a.argo.Repo.Commit("guestbook without its Deployment", map[string]string{"guestbook/deployment.yaml": ""})
+		assert.NoError(t, err)
+	}()
+	for _, cluster := range []string{vanilla, openshift} {
+		// The Deployment's ReplicaSet (guestbook-web-...) is a child only the tree has.
+		treeInBrowser(t, tab, a.server.URL, "guestbook-"+cluster, "guestbook-ui", "guestbook-db", "guestbook-web-")
+	}
+}
+
+// treeInBrowser opens the UI's page of the Application name (in Argo CD's namespace) in a
+// tab of its own (the session cookie is the browser's), waits until the tree it draws has
+// a node titled with each of want, and saves a screenshot (<name>-tree.png, or
+// <name>-failed.png when a node never shows).
+func treeInBrowser(t *testing.T, tab context.Context, serverURL, name string, want ...string) {
+	dir := screenshotDir(t)
+	page, closePage := chromedp.NewContext(tab)
+	defer closePage()
+	require.NoError(t, chromedp.Do(page, chromedp.Navigate(serverURL+"/applications/"+contract.GitOpsNamespace+"/"+name+"?view=tree")))
+	var titles []string
+	var last error
+	ok := assert.Eventually(t, func() bool {
+		titles, last = treeNodeTitles(page)
+		for _, w := range want {
+			if !contains(titles, w) {
+				return false
+			}
+		}
+		return true
+	}, 3*time.Minute, 2*time.Second)
+	if !ok {
+		file := filepath.Join(dir, name+"-failed.png")
+		t.Logf("screenshot of the failure: %s (%v)", file, saveScreenshot(page, file))
+	}
+	require.True(t, ok, "the UI's page of %s draws the spoke's tree with %v: nodes %v (last error %v)", name, want, titles, last)
+	file := filepath.Join(dir, name+"-tree.png")
+	require.NoError(t, saveScreenshot(page, file))
+	t.Logf("%s: the hub's Argo CD UI draws %d nodes %v; screenshot %s", name, len(titles), titles, file)
+}
+
+// agentModeBrowserScenario opens, in the real Argo CD UI of the hub's argocd-server in
+// Argo CD Agent mode, the page of Application app of cluster (in the hub namespace of that
+// name): the tree down to its running Pod, the Pod's live manifest and its log lines, all
+// read from the spoke through the principal, each saved as a screenshot.
+func agentModeBrowserScenario(t *testing.T, ctx context.Context, serverURL, cluster, app string, pod apptree.Node) {
+	require.NotEmpty(t, pod.Name, "the API-level subtest found the Pod first")
+	tab := logIntoHubUI(t, ctx, serverURL)
+	dir := screenshotDir(t)
+	base := serverURL + "/applications/" + cluster + "/" + app
+	// The UI's own address of a selected node (SelectNode in Argo CD's ui/): group, kind,
+	// namespace, name and the container's index; tab picks the panel's tab.
+	selected := url.Values{"view": {"tree"}, "node": {"/Pod/" + pod.Namespace + "/" + pod.Name + "/0"}}
+	views := []struct{ what, query, file string }{
+		{"the tree, the running Pod in it", "view=tree", "tree"},
+		{"the Pod's live manifest", selected.Encode() + "&tab=summary", "pod-manifest"},
+		{"the Pod's logs", selected.Encode() + "&tab=logs", "pod-logs"},
+	}
+	want := map[string]func(text string, titles []string) bool{
+		"tree": func(_ string, titles []string) bool {
+			return contains(titles, pod.Name) && contains(titles, "guestbook-ui") && contains(titles, "guestbook-team")
+		},
+		// A Pod is never in Git, and its uid is the spoke's: the manifest is the live one.
+		"pod-manifest": func(text string, _ []string) bool {
+			return strings.Contains(text, "kind: Pod") && strings.Contains(text, "uid: "+pod.UID)
+		},
+		"pod-logs": func(text string, _ []string) bool {
+			return strings.Contains(text, "podcheck: pod "+pod.Name+" serving on")
+		},
+	}
+	for _, v := range views {
+		page, closePage := chromedp.NewContext(tab)
+		require.NoError(t, chromedp.Do(page, chromedp.Navigate(base+"?"+v.query)))
+		var text string
+		var titles []string
+		ok := assert.Eventually(t, func() bool {
+			titles, _ = treeNodeTitles(page)
+			text, _ = pageText(page)
+			return want[v.file](text, titles)
+		}, 2*time.Minute, 2*time.Second, "%s/%s in the UI: %s", cluster, app, v.what)
+		file := filepath.Join(dir, cluster+"-"+app+"-"+v.file+".png")
+		shot := saveScreenshot(page, file)
+		closePage()
+		if !ok {
+			t.Logf("%s/%s: %s not found; tree nodes %v; the page's text: %q; screenshot %s (%v)", cluster, app, v.what, titles, text, file, shot)
+			continue
+		}
+		require.NoError(t, shot)
+		t.Logf("%s/%s: the hub's Argo CD UI shows %s; screenshot %s", cluster, app, v.what, file)
+	}
+}
+
+// logIntoHubUI starts Debian's Chromium, headless, and logs in to the hub's Argo CD UI as
+// admin; it skips the test when no Argo CD with its UI was given (EnvArgoCDWithUI). It
+// returns the logged-in tab, blank: each page is opened in a tab of its own
+// (chromedp.NewContext of it), which shares the session cookie.
+func logIntoHubUI(t *testing.T, ctx context.Context, serverURL string) context.Context {
 	if os.Getenv(EnvArgoCDWithUI) == "" {
 		t.Skipf("%s is not set: no Argo CD UI to drive (see its comment); the API-level proof ran", EnvArgoCDWithUI)
 	}
@@ -43,14 +147,14 @@ func hubUIScenario(t *testing.T, ctx context.Context, a *argoFleet) {
 		chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1600, 1000),
 		chromedp.UserDataDir(t.TempDir()))
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancelAlloc()
+	t.Cleanup(cancelAlloc)
 	tab, cancelTab := chromedp.NewContext(allocCtx)
-	defer cancelTab()
+	t.Cleanup(cancelTab)
 	tab, cancelTimeout := context.WithTimeout(tab, 5*time.Minute)
-	defer cancelTimeout()
+	t.Cleanup(cancelTimeout)
 
 	require.NoError(t, chromedp.Do(tab,
-		chromedp.Navigate(a.server.URL+"/login"),
+		chromedp.Navigate(serverURL+"/login"),
 		chromedp.WaitVisible(chromedp.CSS(`input[name=username]`)),
 		chromedp.SendKeys(chromedp.CSS(`input[name=username]`), "admin"),
 		chromedp.SendKeys(chromedp.CSS(`input[name=password]`), argocd.AdminPassword),
@@ -63,40 +167,24 @@ func hubUIScenario(t *testing.T, ctx context.Context, a *argoFleet) {
 	// Each page holds server-sent event streams open, and Chromium allows six connections
 	// per host: a page is left (about:blank) or closed before the next one opens.
 	require.NoError(t, chromedp.Do(tab, chromedp.Navigate("about:blank")))
-	web := strings.ReplaceAll(unrunnableDeployment("guestbook-web"), "replicas: 1", "replicas: 0")
-	_, err = a.argo.Repo.Commit("guestbook gets a Deployment scaled to zero", map[string]string{"guestbook/deployment.yaml": web})
-	require.NoError(t, err)
-	defer func() {
-		_, err := a.argo.Repo.Commit("guestbook without its Deployment", map[string]string{"guestbook/deployment.yaml": ""})
-		assert.NoError(t, err)
-	}()
+	return tab
+}
+
+// screenshotDir is where the browser tests save their screenshots:
+// GITOPS_ADDON_SCREENSHOTS, else the test's temporary directory.
+func screenshotDir(t *testing.T) string {
 	dir := os.Getenv("GITOPS_ADDON_SCREENSHOTS")
 	if dir == "" {
 		dir = t.TempDir()
 	}
 	require.NoError(t, os.MkdirAll(dir, 0o755))
-	for _, cluster := range []string{vanilla, openshift} {
-		name := "guestbook-" + cluster
-		page, closePage := chromedp.NewContext(tab) // a tab of its own; the session cookie is the browser's
-		require.NoError(t, chromedp.Do(page, chromedp.Navigate(a.server.URL+"/applications/"+contract.GitOpsNamespace+"/"+name+"?view=tree")))
-		var titles []string
-		var last error
-		ok := assert.Eventually(t, func() bool {
-			titles, last = treeNodeTitles(page)
-			return contains(titles, "guestbook-ui") && contains(titles, "guestbook-db") && contains(titles, "guestbook-web-")
-		}, 3*time.Minute, 2*time.Second)
-		if !ok {
-			saveScreenshot(t, page, filepath.Join(dir, name+"-failed.png"))
-		}
-		require.True(t, ok, "the UI's page of %s draws the spoke's tree, the Deployment's ReplicaSet (guestbook-web-...) with it: nodes %v "+
-			"(last error %v)", name, titles, last)
-		png, err := chromedp.Run(page, chromedp.CaptureScreenshot())
-		closePage()
-		require.NoError(t, err)
-		file := filepath.Join(dir, name+"-tree.png")
-		require.NoError(t, os.WriteFile(file, png, 0o644))
-		t.Logf("%s: the hub's Argo CD UI draws %d nodes %v; screenshot %s", name, len(titles), titles, file)
-	}
+	return dir
+}
+
+// pageText is the text the page shows now, with the editor's non-breaking spaces (the
+// live manifest's YAML) made plain.
+func pageText(page context.Context) (string, error) {
+	return chromedp.Run(page, chromedp.Evaluate[string](`document.body.innerText.replace(/\u00a0/g, ' ')`))
 }
 
 // treeNodeTitles reads the titles of the tree's nodes the page draws now (the UI draws the
@@ -106,13 +194,13 @@ func treeNodeTitles(page context.Context) ([]string, error) {
 		`[...document.querySelectorAll('.application-resource-tree__node-title')].map(e => e.textContent.trim())`))
 }
 
-// saveScreenshot writes the page as it is, for a failure's story.
-func saveScreenshot(t *testing.T, tab context.Context, file string) {
+// saveScreenshot writes the page as it is to file.
+func saveScreenshot(tab context.Context, file string) error {
 	png, err := chromedp.Run(tab, chromedp.CaptureScreenshot())
-	if err == nil {
-		err = os.WriteFile(file, png, 0o644)
+	if err != nil {
+		return err
 	}
-	t.Logf("screenshot of the failure: %s (%v)", file, err)
+	return os.WriteFile(file, png, 0o644)
 }
 
 func contains(titles []string, name string) bool {

@@ -14,13 +14,16 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
+	"github.com/gitops-addon/gitops-addon/pkg/contract/apptree"
 	"github.com/gitops-addon/gitops-addon/test/argocd"
 	"github.com/gitops-addon/gitops-addon/test/demo"
 	"github.com/gitops-addon/gitops-addon/test/harness"
 	"github.com/gitops-addon/gitops-addon/test/install"
+	"github.com/gitops-addon/gitops-addon/test/realpods"
 )
 
 // nonRootUser is the user our image and the operator's run as (distroless's nonroot).
@@ -51,6 +54,41 @@ func TestRealPods(t *testing.T) {
 			t.Logf("guestbook-%s first Synced/Healthy on the hub %.1fs after the ApplicationSet was created", s.Name, d.FirstSynced[s.Name].Seconds())
 			waitAppStatus(t, ctx, s.Cluster, "guestbook-"+s.Name, "Synced", "Healthy", time.Minute)
 			assert.True(t, exists(ctx, s.Client, &corev1.ConfigMap{}, "guestbook/guestbook-ui"), "the application's ConfigMap on %s", s.Name)
+		}
+	})
+
+	pods := map[string]string{} // the guestbook's Pod by spoke, as the hub's tree has it
+	t.Run("the hub's argocd-server draws each guestbook's tree down to the Pod running on the spoke's node, as the spoke's Argo CD keeps it", func(t *testing.T) {
+		token, err := d.Server.Login(ctx)
+		require.NoError(t, err)
+		for _, s := range r.Spokes {
+			name := "guestbook-" + s.Name
+			var tree apptree.Tree
+			var last error
+			started := time.Now()
+			ok := assert.Eventually(t, func() bool {
+				tree = apptree.Tree{}
+				last = d.Server.Get(ctx, token, "/api/v1/applications/"+name+"/resource-tree", nil, &tree)
+				for _, n := range tree.Nodes {
+					if last == nil && n.Kind == "Pod" && strings.HasPrefix(n.Name, realpods.GuestbookDeploymentName+"-") && n.Health != nil && n.Health.Status == "Healthy" {
+						pods[s.Name] = n.Name
+						return true
+					}
+				}
+				return false
+			}, 3*time.Minute, time.Second)
+			if !ok {
+				t.Log(whyNoTree(ctx, hub, s, r.Nodes[s.Name], hubNode))
+			}
+			require.True(t, ok, "%s's tree on the hub, with its running Pod: %v (last error %v)", name, nodeNames(tree.Nodes), last)
+			t.Logf("%s: the hub's argocd-server draws %d nodes (%v after asking): %v", name, len(tree.Nodes), time.Since(started).Round(100*time.Millisecond), nodeNames(tree.Nodes))
+		}
+	})
+	t.Run("in a real browser ("+EnvArgoCDWithUI+"): each guestbook's tree with its running Pod", func(t *testing.T) {
+		tab := logIntoHubUI(t, ctx, d.Server.URL)
+		for _, s := range r.Spokes {
+			require.NotEmpty(t, pods[s.Name], "the API-level subtest found %s's Pod first", s.Name)
+			treeInBrowser(t, tab, d.Server.URL, "guestbook-"+s.Name, "guestbook-ui", pods[s.Name])
 		}
 	})
 
@@ -128,6 +166,24 @@ func TestRealPods(t *testing.T) {
 			}
 		}
 	})
+}
+
+// whyNoTree says what carries a spoke's trees to the hub, for a test that found none: the
+// addon's conditions, and the agent's and the manager's arguments and the end of their
+// logs.
+func whyNoTree(ctx context.Context, hub client.Client, s *harness.Spoke, spokeNode, hubNode *harness.Node) string {
+	addon := &addonv1beta1.ManagedClusterAddOn{}
+	_ = hub.Get(ctx, client.ObjectKey{Namespace: s.Name, Name: contract.AddonName}, addon)
+	agent := deploymentPodOrEmpty(ctx, s.Client, harness.AddonNamespace, contract.AgentDeployment)
+	manager := deploymentPodOrEmpty(ctx, hub, install.Namespace, "gitops-addon-manager")
+	args := func(p corev1.Pod) []string {
+		if len(p.Spec.Containers) == 0 {
+			return nil
+		}
+		return p.Spec.Containers[0].Args
+	}
+	return fmt.Sprintf("%s's addon conditions: %+v\nthe agent %v:\n%s\nthe manager %v:\n%s", s.Name, addon.Status.Conditions,
+		args(agent), spokeNode.PodLogs(harness.AddonNamespace, agent.Name, 40), args(manager), hubNode.PodLogs(install.Namespace, manager.Name, 40))
 }
 
 // startRealPodFleet starts a real-pod fleet for the test and, once it has stopped, checks

@@ -263,7 +263,7 @@ func TestREADMEStatesTheTwoCommands(t *testing.T) {
 	assert.Regexp(t, "(?m)^make test ", string(readme))
 	ci, err := os.ReadFile(filepath.Join(root, ".ci", "run"))
 	require.NoError(t, err)
-	assert.Regexp(t, `(?m)^make test test-compat$`, string(ci))
+	assert.Regexp(t, `(?m)^make test$`, string(ci))
 }
 
 func readLines(t *testing.T, path string) []string {

@@ -110,6 +110,10 @@ type Fleet struct {
 	pauseBinary string
 	// realPodLock is held while a real-pod fleet runs (lockRealPods).
 	realPodLock *os.File
+	// keptForDiagnosis: a failure keeps WorkDir's logs, certificates and kubeconfigs after
+	// Stop, but not its bulk (Bulk), unless Options.KeepWorkDir keeps everything.
+	keptForDiagnosis bool
+	bulk             []string
 	// controllersOnce reads kube-controller-manager's known controllers once
 	// (knownControllers).
 	controllersOnce  sync.Once
@@ -145,7 +149,7 @@ func Start(ctx context.Context, o Options) (*Fleet, error) {
 		return nil, err
 	}
 	if err := f.startHub(ctx); err != nil {
-		f.opts.KeepWorkDir = true
+		f.KeepForDiagnosis()
 		if stopErr := f.Stop(); stopErr != nil {
 			err = errors.Join(err, stopErr)
 		}
@@ -312,7 +316,7 @@ func (f *Fleet) OnStop(fn func()) {
 
 func (f *Fleet) stop() error {
 	f.mu.Lock()
-	procs, hooks := f.procs, f.onStop
+	procs, hooks, keptForDiagnosis := f.procs, f.onStop, f.keptForDiagnosis
 	f.closed = true
 	f.mu.Unlock()
 	for i := len(hooks) - 1; i >= 0; i-- {
@@ -324,12 +328,50 @@ func (f *Fleet) stop() error {
 	}
 	errs = append(errs, f.removeNodes()...)
 	closeLock(f.realPodLock)
-	if f.opts.KeepWorkDir {
+	switch {
+	case f.opts.KeepWorkDir:
 		f.opts.Logf("fleet stopped; its files stay in %s", f.WorkDir)
-	} else if err := removeAll(f.WorkDir); err != nil {
-		errs = append(errs, fmt.Errorf("removing %s: %w", f.WorkDir, err))
+	case keptForDiagnosis:
+		errs = append(errs, f.removeBulk()...)
+		f.opts.Logf("fleet stopped; its logs, certificates and kubeconfigs stay in %s "+
+			"(its nodes' images and containers are removed: HARNESS_KEEP_WORKDIR=1 keeps everything)", f.WorkDir)
+	default:
+		if err := removeAll(f.WorkDir); err != nil {
+			errs = append(errs, fmt.Errorf("removing %s: %w", f.WorkDir, err))
+		}
 	}
 	return errors.Join(errs...)
+}
+
+// KeepForDiagnosis keeps WorkDir after Stop for a failure's diagnosis: its logs,
+// certificates and kubeconfigs, not its bulk. A real-pod fleet's nodes hold gigabytes of
+// images and container roots, and a machine that keeps them after every failed run fills
+// its disk within a few (CI's TestRealPods once failed on "no space left on device").
+func (f *Fleet) KeepForDiagnosis() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.keptForDiagnosis = true
+}
+
+// Bulk names a directory of WorkDir that Stop removes even when it keeps WorkDir for a
+// failure's diagnosis: images, container roots, anything large and rebuilt by a rerun.
+func (f *Fleet) Bulk(dir string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.bulk = append(f.bulk, dir)
+}
+
+func (f *Fleet) removeBulk() []error {
+	f.mu.Lock()
+	bulk := f.bulk
+	f.mu.Unlock()
+	var errs []error
+	for _, dir := range bulk {
+		if err := removeAll(dir); err != nil {
+			errs = append(errs, fmt.Errorf("removing %s: %w", dir, err))
+		}
+	}
+	return errs
 }
 
 // removeAll removes dir as os.RemoveAll does, also where a process of the fleet left a
@@ -449,7 +491,7 @@ func StartForTest(t *testing.T, o Options, spokes ...string) *Fleet {
 	t.Cleanup(func() {
 		if t.Failed() {
 			f.DumpLogs(testWriter{t}, 40)
-			f.opts.KeepWorkDir = true
+			f.KeepForDiagnosis()
 		}
 		if err := f.Stop(); err != nil {
 			t.Errorf("stopping the fleet: %v", err)
@@ -468,6 +510,10 @@ func (w testWriter) Write(b []byte) (int, error) {
 	w.t.Log(string(b))
 	return len(b), nil
 }
+
+// RealPods says whether the fleet's clusters can get nodes (Options.RealPods): programs
+// that pods must reach then listen on FleetIP too.
+func (f *Fleet) RealPods() bool { return f.opts.RealPods }
 
 // BinDir is the folder the fleet's programs come from.
 func (f *Fleet) BinDir() string { return f.opts.BinDir }

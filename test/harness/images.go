@@ -235,6 +235,49 @@ func StaticBinaryImage(ref, binary, path, user string, args ...string) ImageSpec
 	return ImageSpec{Ref: ref, Files: files, Entrypoint: append([]string{path}, args...), User: user}
 }
 
+// PodcheckImage runs test/harness/podcheck as the non-root user 65532: `serve ADDR` logs
+// one line naming its pod and answers /healthz, for tests that need a pod that runs.
+const PodcheckImage = "local.gitops-addon/podcheck:1"
+
+// PodcheckDeployment is the YAML of a one-replica Deployment named name whose container,
+// web, runs PodcheckImage (`serve :8080`) as its non-root user on a read-only root,
+// tolerating the NoSchedule taints of the keys tolerate.
+func PodcheckDeployment(name string, tolerate ...string) string {
+	tolerations := ""
+	if len(tolerate) > 0 {
+		tolerations = "      tolerations:\n"
+		for _, key := range tolerate {
+			tolerations += fmt.Sprintf("      - {key: %s, operator: Exists, effect: NoSchedule}\n", key)
+		}
+	}
+	return fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: %[1]s}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: %[1]s}}
+  template:
+    metadata: {labels: {app: %[1]s}}
+    spec:
+%[2]s      containers:
+      - name: web
+        image: %[3]s
+        imagePullPolicy: Never
+        args: [serve, ":8080"]
+        securityContext: {runAsNonRoot: true, readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}
+`, name, tolerations, PodcheckImage)
+}
+
+// BuildPodcheckImage builds test/harness/podcheck into dir and returns its image, for
+// Node.ImportImage.
+func BuildPodcheckImage(ctx context.Context, dir string) (ImageSpec, error) {
+	binary, err := BuildStatic(ctx, dir, "./test/harness/podcheck")
+	if err != nil {
+		return ImageSpec{}, err
+	}
+	return StaticBinaryImage(PodcheckImage, binary, "/podcheck", "65532:65532"), nil
+}
+
 // BuildStatic builds a main package of this repository (e.g. ./test/harness/pause) as a
 // static binary into dir, for an image of StaticBinaryImage.
 func BuildStatic(ctx context.Context, dir, pkg string) (string, error) {

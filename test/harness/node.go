@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -46,6 +47,9 @@ type Node struct {
 	veth    string
 	cgroup  string
 	socket  string
+	// taints are registered by kubelet with the Node: only pods that tolerate them run on
+	// it.
+	taints []corev1.Taint
 }
 
 // nodeNames are the names of node index i's devices, namespace and cgroup, unique to this
@@ -55,8 +59,10 @@ func (f *Fleet) nodeNames(i int) (name, veth string) {
 }
 
 // AddNode gives a cluster of a RealPods fleet a node, and returns once the Node is
-// Ready. Images for its pods are added with Import.
-func (f *Fleet) AddNode(ctx context.Context, c *Cluster) (*Node, error) {
+// Ready. Images for its pods are added with Import. With taints, the Node registers with
+// them, so only the pods that tolerate them run there: a cluster whose other workloads
+// run as processes (the Argo CD fleet) gets a node for one test's pods alone.
+func (f *Fleet) AddNode(ctx context.Context, c *Cluster, taints ...corev1.Taint) (*Node, error) {
 	if !f.opts.RealPods {
 		return nil, errors.New("AddNode needs a fleet started with Options.RealPods")
 	}
@@ -68,7 +74,7 @@ func (f *Fleet) AddNode(ctx context.Context, c *Cluster) (*Node, error) {
 	name, veth := f.nodeNames(i)
 	n := &Node{
 		Name: c.Name + "-node", Dir: filepath.Join(c.Dir, "node"), cluster: c, addrs: addressesOf(i),
-		netns: name, veth: veth, cgroup: name,
+		netns: name, veth: veth, cgroup: name, taints: taints,
 	}
 	n.IP, n.PodCIDR = n.addrs.nodeIP, n.addrs.podCIDR
 	n.socket = filepath.Join(n.Dir, "containerd.sock")
@@ -78,6 +84,9 @@ func (f *Fleet) AddNode(ctx context.Context, c *Cluster) (*Node, error) {
 	if err := os.MkdirAll(n.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating %s: %w", n.Dir, err)
 	}
+	// Images and container roots; the kubelet's directory, with the pods' logs, stays.
+	f.Bulk(filepath.Join(n.Dir, "containerd"))
+	f.Bulk(filepath.Join(n.Dir, "images"))
 	f.opts.Logf("%s: node %s (network, containerd, kubelet, kube-proxy, CoreDNS, kube-scheduler)", c.Name, n.Name)
 	steps := []func(context.Context) error{
 		func(context.Context) error { return addNodeNetwork(n.netns, n.veth, n.addrs) },
@@ -240,7 +249,11 @@ func (f *Fleet) startKubelet(ctx context.Context, n *Node) error {
 		return err
 	}
 	config := filepath.Join(n.Dir, "kubelet.yaml")
-	if err := os.WriteFile(config, []byte(kubeletConfig(n, resolv)), 0o600); err != nil {
+	settings, err := kubeletConfig(n, resolv)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(config, []byte(settings), 0o600); err != nil {
 		return fmt.Errorf("writing the kubelet's configuration: %w", err)
 	}
 	args := n.inNetns(f.bin("kubelet"), "--config="+config, "--kubeconfig="+kubeconfig, "--root-dir="+filepath.Join(n.Dir, "kubelet"),
@@ -264,8 +277,13 @@ func (f *Fleet) startKubelet(ctx context.Context, n *Node) error {
 
 // kubeletConfig: cgroupfs under the node's own cgroup (cgroups v1 here), the pods' DNS at
 // the node's CoreDNS, logs and state under the node's directory, no image garbage
-// collection (imported images cannot be pulled again), eviction only when really short.
-func kubeletConfig(n *Node, resolv string) string {
+// collection (imported images cannot be pulled again), eviction only when really short;
+// the node's taints registered with it.
+func kubeletConfig(n *Node, resolv string) (string, error) {
+	taints, err := json.Marshal(append([]corev1.Taint{}, n.taints...)) // [] when none, not null
+	if err != nil {
+		return "", fmt.Errorf("the node's taints: %w", err)
+	}
 	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 address: %[1]s
@@ -290,7 +308,8 @@ imageGCLowThresholdPercent: 99
 evictionHard: {memory.available: "50Mi", nodefs.available: "1%%", imagefs.available: "1%%"}
 serializeImagePulls: false
 rotateCertificates: false
-`, n.IP, n.cluster.clientCA.CertFile, n.cgroup, n.socket, n.addrs.gateway, resolv, filepath.Join(n.Dir, "pod-logs"))
+registerWithTaints: %[8]s
+`, n.IP, n.cluster.clientCA.CertFile, n.cgroup, n.socket, n.addrs.gateway, resolv, filepath.Join(n.Dir, "pod-logs"), taints), nil
 }
 
 func (f *Fleet) startProxy(n *Node) error {
@@ -606,8 +625,13 @@ func outsideEntries() map[string]bool {
 }
 
 // newOutsideEntries lists what appeared under outsideRoots since the fleet started: the
-// topmost new paths (a new directory stands for everything in it).
+// topmost new paths (a new directory stands for everything in it). Only a fleet with nodes
+// recorded them at its start and writes there: a process fleet would otherwise report
+// every root that is on the machine (containerd's own /run/containerd among them).
 func (f *Fleet) newOutsideEntries() []string {
+	if f.outsideBefore == nil {
+		return nil
+	}
 	var out []string
 	for path := range outsideEntries() {
 		if !f.outsideBefore[path] && f.outsideBefore[filepath.Dir(path)] || !f.outsideBefore[path] && slices.Contains(outsideRoots, path) {

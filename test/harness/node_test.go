@@ -15,11 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/gitops-addon/gitops-addon/test/testenv"
 )
-
-const podcheckImage = "local.gitops-addon/podcheck:1"
 
 // TestNodeRunsPods gives the hub a node and runs real pods on it: a Deployment whose
 // readiness probe passes, as a non-root user on a read-only root filesystem; a Job that
@@ -50,9 +49,9 @@ func TestNodeRunsPods(t *testing.T) {
 	})
 	node, err := f.AddNode(ctx, f.Hub)
 	require.NoError(t, err)
-	podcheck, err := BuildStatic(ctx, t.TempDir(), "./test/harness/podcheck")
+	podcheck, err := BuildPodcheckImage(ctx, t.TempDir())
 	require.NoError(t, err)
-	require.NoError(t, node.ImportImage(ctx, StaticBinaryImage(podcheckImage, podcheck, "/podcheck", "65532:65532")))
+	require.NoError(t, node.ImportImage(ctx, podcheck))
 
 	c := f.Hub.Client
 	for _, obj := range podObjects() {
@@ -88,7 +87,7 @@ func TestNodeRunsPods(t *testing.T) {
 	if t.Failed() {
 		describeNode(t, ctx, c, node.Name)
 		f.DumpLogs(testWriter{t}, 60)
-		f.opts.KeepWorkDir = true
+		f.KeepForDiagnosis()
 	}
 	require.NoError(t, f.Stop())
 	assert.Empty(t, f.Leftovers(), "what the node left on the machine after Stop")
@@ -103,7 +102,7 @@ func podObjects() []client.Object {
 		Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 	}
 	container := func(args ...string) corev1.Container {
-		return corev1.Container{Name: "podcheck", Image: podcheckImage, ImagePullPolicy: corev1.PullNever, Args: args, SecurityContext: restricted}
+		return corev1.Container{Name: "podcheck", Image: PodcheckImage, ImagePullPolicy: corev1.PullNever, Args: args, SecurityContext: restricted}
 	}
 	web := container("serve", ":8080")
 	web.ReadinessProbe = &corev1.Probe{
@@ -151,6 +150,51 @@ func describeNode(t *testing.T, ctx context.Context, c client.Client, name strin
 	if err := c.List(ctx, pods); err == nil {
 		for _, p := range pods.Items {
 			t.Logf("pod %s/%s on %q: %s %+v %+v", p.Namespace, p.Name, p.Spec.NodeName, p.Status.Phase, p.Status.Conditions, p.Status.ContainerStatuses)
+		}
+	}
+}
+
+// TestKubeletRegistersTheNodeWithItsTaints: a node's taints reach kubelet's configuration
+// (registerWithTaints), so the Node is tainted from its first registration, before any pod
+// can be scheduled on it; a node without taints registers with none.
+func TestKubeletRegistersTheNodeWithItsTaints(t *testing.T) {
+	only := corev1.Taint{Key: "example.com/only-mine", Value: "yes", Effect: corev1.TaintEffectNoSchedule}
+	for _, tc := range []struct {
+		name   string
+		taints []corev1.Taint
+	}{
+		{"no taints", nil},
+		{"one taint", []corev1.Taint{only}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := &Node{cluster: &Cluster{clientCA: &authority{CertFile: "ca.crt"}}, addrs: addressesOf(1), taints: tc.taints}
+			config, err := kubeletConfig(n, "resolv.conf")
+			require.NoError(t, err)
+			var parsed struct {
+				RegisterWithTaints *[]corev1.Taint `json:"registerWithTaints"`
+			}
+			require.NoError(t, yaml.Unmarshal([]byte(config), &parsed))
+			require.NotNil(t, parsed.RegisterWithTaints, "registerWithTaints is a list, never null:\n%s", config)
+			assert.Equal(t, append([]corev1.Taint{}, tc.taints...), *parsed.RegisterWithTaints)
+		})
+	}
+}
+
+// TestPodcheckDeploymentIsADeployment: the YAML parses, strictly, as the Deployment it
+// says, its taints tolerated; without keys, no tolerations.
+func TestPodcheckDeploymentIsADeployment(t *testing.T) {
+	for _, tolerate := range [][]string{nil, {"example.com/only-mine"}} {
+		d := &appsv1.Deployment{}
+		require.NoError(t, yaml.UnmarshalStrict([]byte(PodcheckDeployment("web", tolerate...)), d))
+		spec := d.Spec.Template.Spec
+		assert.Equal(t, "web", d.Name)
+		assert.Equal(t, map[string]string{"app": "web"}, d.Spec.Selector.MatchLabels)
+		require.Len(t, spec.Containers, 1)
+		assert.Equal(t, PodcheckImage, spec.Containers[0].Image)
+		assert.Equal(t, []string{"serve", ":8080"}, spec.Containers[0].Args)
+		assert.Len(t, spec.Tolerations, len(tolerate))
+		for i, key := range tolerate {
+			assert.Equal(t, corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}, spec.Tolerations[i])
 		}
 	}
 }

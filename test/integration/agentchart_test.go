@@ -27,7 +27,9 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/argocdagent/signer"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/argocdagent"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/comparisonretry"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/crdinstall"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/pulledapps"
 	"github.com/gitops-addon/gitops-addon/test/agentchart"
 	"github.com/gitops-addon/gitops-addon/test/pki"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
@@ -123,6 +125,9 @@ func TestRenderedManifestsOnARealAPIServer(t *testing.T) {
 		// Argo CD Agent mode: the ArgoCD CR's agent settings, the CA Secret and the
 		// agent's certificate RBAC are applied too.
 		"argoCDAgent": map[string]any{"mode": "managed", "principalAddress": "principal.example.com", "principalPort": "443", "caCertificate": agentChartTestCA(t)},
+		// The basic pull model's live-resources reader (managed-serviceaccount's ServiceAccount),
+		// bound to the same read-only role as argocd-agent.
+		"liveResources": map[string]any{"reader": map[string]any{"namespace": "open-cluster-management-agent-addon", "name": "gitops-addon-live-resources"}},
 	}))
 	// The klusterlet creates the default addon namespace; the chart does not.
 	require.NoError(t, kubeClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: agentchart.InstallNamespace}}))
@@ -145,6 +150,7 @@ func TestRenderedManifestsOnARealAPIServer(t *testing.T) {
 		operator := serviceAccountUser(contract.GitOpsNamespace, contract.OperatorDeployment)
 		controller := serviceAccountUser(contract.GitOpsNamespace, applicationControllerSA)
 		argoCDAgent := serviceAccountUser(contract.GitOpsNamespace, argocdagent.ServiceAccount(contract.ArgoCDName))
+		reader := serviceAccountUser("open-cluster-management-agent-addon", "gitops-addon-live-resources")
 
 		checks := []struct {
 			name    string
@@ -212,6 +218,9 @@ func TestRenderedManifestsOnARealAPIServer(t *testing.T) {
 			{"agent cannot watch Applications of other namespaces", agent, authorizationv1.ResourceAttributes{Namespace: "team-a", Group: "argoproj.io", Resource: "applications", Verb: "watch"}, "", false},
 			{"agent may patch Applications in the Argo CD namespace (the admission policy holds it to the resource summary annotation)", agent, authorizationv1.ResourceAttributes{Namespace: contract.GitOpsNamespace, Group: "argoproj.io", Resource: "applications", Verb: "patch"}, "", true},
 			{"agent cannot patch Applications of other namespaces", agent, authorizationv1.ResourceAttributes{Namespace: "team-a", Group: "argoproj.io", Resource: "applications", Verb: "patch"}, "", false},
+			{"agent watches the AppProjects of the Argo CD namespace (whether a missing project exists now)", agent, authorizationv1.ResourceAttributes{Namespace: contract.GitOpsNamespace, Group: "argoproj.io", Resource: "appprojects", Verb: "watch"}, "", true},
+			{"agent cannot watch AppProjects of other namespaces", agent, authorizationv1.ResourceAttributes{Namespace: "team-a", Group: "argoproj.io", Resource: "appprojects", Verb: "watch"}, "", false},
+			{"agent cannot change AppProjects", agent, authorizationv1.ResourceAttributes{Namespace: contract.GitOpsNamespace, Group: "argoproj.io", Resource: "appprojects", Verb: "patch"}, "", false},
 			{"agent cannot create Applications", agent, authorizationv1.ResourceAttributes{Namespace: contract.GitOpsNamespace, Group: "argoproj.io", Resource: "applications", Verb: "create"}, "", false},
 			{"agent cannot delete Applications", agent, authorizationv1.ResourceAttributes{Namespace: contract.GitOpsNamespace, Group: "argoproj.io", Resource: "applications", Verb: "delete"}, "", false},
 			{"agent cannot delete ArgoCDs of other namespaces", agent, authorizationv1.ResourceAttributes{Namespace: "team-a", Group: "argoproj.io", Resource: "argocds", Verb: "delete", Name: contract.ArgoCDName}, "", false},
@@ -252,6 +261,25 @@ func TestRenderedManifestsOnARealAPIServer(t *testing.T) {
 			{"argocd-agent cannot delete a Pod (deleting from the hub's UI)", argoCDAgent, authorizationv1.ResourceAttributes{Namespace: "team-a", Resource: "pods", Verb: "delete", Name: "web-1"}, "", false},
 			{"argocd-agent cannot exec into a Pod", argoCDAgent, authorizationv1.ResourceAttributes{Namespace: "team-a", Resource: "pods", Subresource: "exec", Verb: "create", Name: "web-1"}, "", false},
 			{"argocd-agent cannot get a Pod's exec (websocket upgrade)", argoCDAgent, authorizationv1.ResourceAttributes{Namespace: "team-a", Resource: "pods", Subresource: "exec", Verb: "get", Name: "web-1"}, "", false},
+
+			// The live-resources reader (the basic pull model's, whose token the hub's Argo CD
+			// presents through cluster-proxy) reads the same, and nothing else.
+			{"the reader reads a live manifest", reader, authorizationv1.ResourceAttributes{Namespace: "team-a", Group: "apps", Resource: "deployments", Verb: "get", Name: "web"}, "", true},
+			{"the reader reads a Pod's logs", reader, authorizationv1.ResourceAttributes{Namespace: "team-a", Resource: "pods", Subresource: "log", Verb: "get", Name: "web-1"}, "", true},
+			{"the reader lists Events", reader, authorizationv1.ResourceAttributes{Namespace: "team-a", Resource: "events", Verb: "list"}, "", true},
+			{"the reader reads the extra API group", reader, authorizationv1.ResourceAttributes{Namespace: "team-a", Group: "cert-manager.io", Resource: "certificates", Verb: "get", Name: "web"}, "", true},
+			{"the reader reads a Job", reader, authorizationv1.ResourceAttributes{Namespace: "team-a", Group: "batch", Resource: "jobs", Verb: "get", Name: "migrate"}, "", true},
+			{"the reader reads an Ingress", reader, authorizationv1.ResourceAttributes{Namespace: "team-a", Group: "networking.k8s.io", Resource: "ingresses", Verb: "get", Name: "web"}, "", true},
+			{"the reader reads a PodDisruptionBudget", reader, authorizationv1.ResourceAttributes{Namespace: "team-a", Group: "policy", Resource: "poddisruptionbudgets", Verb: "get", Name: "web"}, "", true},
+			{"the reader reads a HorizontalPodAutoscaler", reader, authorizationv1.ResourceAttributes{Namespace: "team-a", Group: "autoscaling", Resource: "horizontalpodautoscalers", Verb: "get", Name: "web"}, "", true},
+			{"the reader reads an Application of an app-of-apps", reader, authorizationv1.ResourceAttributes{Namespace: contract.GitOpsNamespace, Group: "argoproj.io", Resource: "applications", Verb: "get", Name: "child"}, "", true},
+			{"the reader cannot read a Secret", reader, authorizationv1.ResourceAttributes{Namespace: "team-a", Resource: "secrets", Verb: "get", Name: "db"}, "", false},
+			{"the reader cannot read Argo CD's Secrets", reader, authorizationv1.ResourceAttributes{Namespace: contract.GitOpsNamespace, Resource: "secrets", Verb: "get", Name: "argocd-secret"}, "", false},
+			{"the reader cannot list Pods", reader, authorizationv1.ResourceAttributes{Namespace: "team-a", Resource: "pods", Verb: "list"}, "", false},
+			{"the reader cannot patch a Deployment", reader, authorizationv1.ResourceAttributes{Namespace: "team-a", Group: "apps", Resource: "deployments", Verb: "patch", Name: "web"}, "", false},
+			{"the reader cannot delete a Pod", reader, authorizationv1.ResourceAttributes{Namespace: "team-a", Resource: "pods", Verb: "delete", Name: "web-1"}, "", false},
+			{"the reader cannot exec into a Pod", reader, authorizationv1.ResourceAttributes{Namespace: "team-a", Resource: "pods", Subresource: "exec", Verb: "create", Name: "web-1"}, "", false},
+			{"the reader cannot request a ServiceAccount token", reader, authorizationv1.ResourceAttributes{Namespace: contract.GitOpsNamespace, Resource: "serviceaccounts", Subresource: "token", Verb: "create", Name: "openshift-gitops-argocd-application-controller"}, "", false},
 
 			{"controller deploys workloads", controller, authorizationv1.ResourceAttributes{Namespace: "team-a", Group: "apps", Resource: "deployments", Verb: "create"}, "", true},
 			{"controller manages Applications", controller, authorizationv1.ResourceAttributes{Namespace: contract.GitOpsNamespace, Group: "argoproj.io", Resource: "applications", Verb: "patch"}, "", true},
@@ -371,6 +399,10 @@ func TestRenderedManifestsOnARealAPIServer(t *testing.T) {
 		assert.True(t, apierrors.IsForbidden(err), "deleting an Application: %v", err)
 	})
 
+	t.Run("the agent, as its identity, asks Argo CD to compare again an Application delivered before its project, once the project exists", func(t *testing.T) {
+		testComparisonRetryForAMissingProject(ctx, t, config, kubeClient)
+	})
+
 	t.Run("the agent's identity may write only its own repository credentials in the Argo CD namespace", func(t *testing.T) {
 		asAgent := impersonating(t, config, agentchart.InstallNamespace, contract.AgentDeployment)
 		secret := func(name string, labels map[string]string) *corev1.Secret {
@@ -453,4 +485,71 @@ func agentChartTestCA(t *testing.T) string {
 	ca, err := pki.NewCA("argocd-agent-ca")
 	require.NoError(t, err)
 	return string(ca.CertPEM)
+}
+
+// testComparisonRetryForAMissingProject runs the agent's controllers of pulled
+// Applications (pkg/spoke/pulledapps, pkg/spoke/comparisonretry) as the agent's
+// ServiceAccount, with the chart's RBAC and admission policy: an Application that Argo CD
+// found without its project gets Argo CD's refresh annotation only once the AppProject is
+// created, by the watch of AppProjects, not before.
+func testComparisonRetryForAMissingProject(ctx context.Context, t *testing.T, config *rest.Config, kubeClient client.Client) {
+	t.Helper()
+	const late, present = "team-late", "team-present"
+	require.NoError(t, kubeClient.Create(ctx, appProject(present)))
+	// Names in the order the controller's first list takes them (by key) and its one
+	// worker reconciles them: the sentinel, whose project exists, is refreshed after the
+	// waiting one was looked at.
+	waiting, sentinel := pulledWithoutProject("a-before-its-project", late), pulledWithoutProject("z-sentinel", present)
+	require.NoError(t, kubeClient.Create(ctx, waiting))
+	require.NoError(t, kubeClient.Create(ctx, sentinel))
+
+	agentConfig := rest.CopyConfig(config)
+	agentConfig.Impersonate = rest.ImpersonationConfig{
+		UserName: serviceAccountUser(agentchart.InstallNamespace, contract.AgentDeployment),
+		Groups:   []string{"system:serviceaccounts", "system:authenticated"},
+	}
+	mgr := newSpokeManager(t, agentConfig, nil)
+	require.NoError(t, pulledapps.SetupWithManager(mgr, contract.GitOpsNamespace, comparisonretry.Controller(contract.GitOpsNamespace)))
+	mgrCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mgrCtx) }()
+	defer func() {
+		stop()
+		require.NoError(t, <-done, "the agent's controllers stopped with an error (a watch its role does not allow?)")
+	}()
+
+	refresh := func(app client.Object) string {
+		stored := pulledapps.New()
+		require.NoError(t, kubeClient.Get(ctx, client.ObjectKeyFromObject(app), stored))
+		return stored.GetAnnotations()[contract.AnnotationArgoCDRefresh]
+	}
+	require.Eventually(t, func() bool { return refresh(sentinel) == "normal" }, 30*time.Second, 100*time.Millisecond,
+		"the Application whose project exists is refreshed")
+	assert.Empty(t, refresh(waiting), "a refresh before the project exists would only repeat the error")
+
+	require.NoError(t, kubeClient.Create(ctx, appProject(late)))
+	require.Eventually(t, func() bool { return refresh(waiting) == "normal" }, 30*time.Second, 100*time.Millisecond,
+		"the AppProject's creation made the agent ask Argo CD to compare the Application again")
+}
+
+// pulledWithoutProject is an Application the hub pulled here, as Argo CD leaves it when
+// its project did not exist.
+func pulledWithoutProject(name, project string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+		"metadata": map[string]any{"name": name, "namespace": contract.GitOpsNamespace,
+			"ownerReferences": []any{map[string]any{"apiVersion": "work.open-cluster-management.io/v1", "kind": "AppliedManifestWork", "name": "abc-guestbook", "uid": "u1"}}},
+		"spec": map[string]any{"project": project, "source": map[string]any{"repoURL": "https://example.com/repo.git", "path": "guestbook"},
+			"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": "guestbook"}},
+		"status": map[string]any{"conditions": []any{map[string]any{"type": "InvalidSpecError",
+			"message": "Application referencing project " + project + " which does not exist"}}},
+	}}
+}
+
+func appProject(name string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1", "kind": "AppProject",
+		"metadata": map[string]any{"name": name, "namespace": contract.GitOpsNamespace},
+		"spec":     map[string]any{"sourceRepos": []any{"*"}, "destinations": []any{map[string]any{"server": "*", "namespace": "*"}}},
+	}}
 }

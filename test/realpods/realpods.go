@@ -13,9 +13,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -48,6 +50,8 @@ type Fleet struct {
 	// Repo is the applications' repository (ApplySeedApplicationSet), served at RepoURL.
 	Repo    *argocd.Repo
 	RepoURL string
+	// HubArgoCD is the hub's Argo CD (StartHubArgoCD), processes as in every fleet.
+	HubArgoCD *argocd.Instance
 
 	// gitopsArchives are the GitOps operator's and Argo CD's images, imported into the
 	// spokes' nodes (and by ImportGitOpsImages into another's).
@@ -58,7 +62,11 @@ type Fleet struct {
 // imports the images they run: ours (built from the Dockerfile) everywhere, the GitOps
 // operator's and Argo CD's on the spokes. workDir holds the image build.
 func Start(ctx context.Context, f *harness.Fleet, workDir string, spokes ...string) (*Fleet, error) {
+	if err := checkFreeSpace(f.WorkDir, diskPerNode*uint64(1+len(spokes))+diskForImages); err != nil {
+		return nil, err
+	}
 	r := &Fleet{Fleet: f, Nodes: map[string]*harness.Node{}}
+	f.Bulk(workDir) // image builds and archives: gigabytes, rebuilt by a rerun
 	var err error
 	if r.Nodes[f.Hub.Name], err = f.AddNode(ctx, f.Hub); err != nil {
 		return nil, err
@@ -85,9 +93,18 @@ func Start(ctx context.Context, f *harness.Fleet, workDir string, spokes ...stri
 		return nil, err
 	}
 	r.gitopsArchives = spokeArchives
+	podcheck, err := harness.BuildPodcheckImage(ctx, workDir)
+	if err != nil {
+		return nil, err
+	}
+	podcheckArchive, err := podcheck.WriteDockerArchiveIn(filepath.Join(workDir, "images"))
+	if err != nil {
+		return nil, err
+	}
 	for cluster, node := range r.Nodes {
 		archives := []string{product}
 		if cluster != f.Hub.Name {
+			archives = append(archives, podcheckArchive)
 			archives = append(archives, spokeArchives...)
 		}
 		for _, archive := range archives {
@@ -161,19 +178,37 @@ func BuildProductImage(ctx context.Context, dir string) (archive string, err err
 	return archive, b.Export(tag, ProductImage, archive)
 }
 
+// StartHubArgoCD runs the hub's Argo CD, with its redis where the nodes' pods reach it:
+// InstallChart then points the manager at it (pullModel.resourceTree), and the pulled
+// Applications' trees are shown on the hub.
+func (r *Fleet) StartHubArgoCD(ctx context.Context) error {
+	crds, err := argocd.HubCRDFiles()
+	if err != nil {
+		return err
+	}
+	if r.HubArgoCD, err = argocd.StartHub(ctx, r.Fleet, crds); err != nil {
+		return fmt.Errorf("starting the hub's Argo CD: %w", err)
+	}
+	return nil
+}
+
 // InstallChart installs the manager on the hub with the helm CLI from our chart, pointed
 // at the nodes' images, with the AddOnDeploymentConfig ImagesConfig as every cluster's
-// default.
+// default; and, when the hub's Argo CD runs (StartHubArgoCD), at its redis for the trees.
 func (r *Fleet) InstallChart(ctx context.Context) error {
 	if err := install.ApplyYAML(ctx, r.Hub.Client, []byte(imagesConfig)); err != nil {
 		return err
 	}
 	helm := filepath.Join(r.BinDir(), "helm")
-	out, err := exec.CommandContext(ctx, helm, "install", install.ReleaseName, filepath.Join(testenv.RepoRoot(), "charts", "gitops-addon"),
+	args := []string{"install", install.ReleaseName, filepath.Join(testenv.RepoRoot(), "charts", "gitops-addon"),
 		"--kubeconfig", r.Hub.Kubeconfig, "--namespace", install.Namespace, "--create-namespace",
-		"--set", "image.repository="+productRepository, "--set", "image.tag="+productTag, "--set", "image.pullPolicy=Never",
-		"--set", "gitopsOperator.image="+argocd.OperatorImageRef,
-		"--set", "addonDeploymentConfig.name="+ImagesConfig, "--set", "addonDeploymentConfig.namespace="+install.Namespace).CombinedOutput()
+		"--set", "image.repository=" + productRepository, "--set", "image.tag=" + productTag, "--set", "image.pullPolicy=Never",
+		"--set", "gitopsOperator.image=" + argocd.OperatorImageRef,
+		"--set", "addonDeploymentConfig.name=" + ImagesConfig, "--set", "addonDeploymentConfig.namespace=" + install.Namespace}
+	if r.HubArgoCD != nil {
+		args = append(args, "--set", "pullModel.resourceTree.redisAddress="+r.HubArgoCD.RedisFleetAddress)
+	}
+	out, err := exec.CommandContext(ctx, helm, args...).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("helm install: %w: %s", err, out)
 	}
@@ -209,22 +244,21 @@ func (r *Fleet) EnableAddon(ctx context.Context) error {
 	return nil
 }
 
-// ApplySeedApplicationSet starts the hub's own Argo CD (the user's, which gitops-addon
-// does not deliver: processes), commits the applications to a repository served over the
-// Git protocol at the fleet's address, where the spokes' repo-server pods reach it, and
-// creates the seed ApplicationSet over its guestbook.
+// ApplySeedApplicationSet, once the hub's own Argo CD runs (StartHubArgoCD: the user's,
+// which gitops-addon does not deliver), commits the applications to a repository served
+// over the Git protocol at the fleet's address, where the spokes' repo-server pods reach
+// it, and creates the seed ApplicationSet over its guestbook.
 func (r *Fleet) ApplySeedApplicationSet(ctx context.Context) (*unstructured.Unstructured, error) {
-	crds, err := argocd.HubCRDFiles()
-	if err != nil {
-		return nil, err
+	if r.HubArgoCD == nil {
+		return nil, errors.New("the hub's Argo CD is not running: StartHubArgoCD first")
 	}
-	if _, err := argocd.StartHub(ctx, r.Fleet, crds); err != nil {
-		return nil, fmt.Errorf("starting the hub's Argo CD: %w", err)
-	}
+	var err error
 	if r.Repo, err = argocd.NewRepo(filepath.Join(r.WorkDir, "git")); err != nil {
 		return nil, err
 	}
-	if _, err := r.Repo.Commit("applications", argocd.Apps); err != nil {
+	apps := maps.Clone(argocd.Apps)
+	apps[GuestbookDeploymentFile] = guestbookDeployment
+	if _, err := r.Repo.Commit("applications", apps); err != nil {
 		return nil, err
 	}
 	if r.RepoURL, err = r.Repo.Serve(ctx, r.Fleet, harness.FleetIP); err != nil {
@@ -235,4 +269,36 @@ func (r *Fleet) ApplySeedApplicationSet(ctx context.Context) (*unstructured.Unst
 		return nil, err
 	}
 	return appSet, r.Hub.Client.Create(ctx, appSet)
+}
+
+// GuestbookDeploymentFile is the guestbook's Deployment on a real-pod fleet, beside
+// argocd.Apps' guestbook: its Pod runs on each spoke's node (podcheck, the image Start
+// imports), so the guestbook's tree, on the spoke and on the hub, goes down to a running
+// Pod.
+const GuestbookDeploymentFile = "guestbook/deployment.yaml"
+
+// GuestbookDeploymentName names that Deployment; its Pods are named after it.
+const GuestbookDeploymentName = "guestbook-web"
+
+var guestbookDeployment = harness.PodcheckDeployment(GuestbookDeploymentName)
+
+// What a real-pod fleet writes, measured on TestRealPods' fleet (hub and two spokes:
+// 1.1 GiB in each node's containerd, 0.9 GiB of image builds and archives) with headroom.
+const (
+	diskPerNode   = 3 << 29 // 1.5 GiB
+	diskForImages = 3 << 29
+)
+
+// checkFreeSpace refuses to start a fleet that would fill the disk half-way, where the
+// error would be a containerd import's "no space left on device" several minutes in.
+func checkFreeSpace(dir string, need uint64) error {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return fmt.Errorf("reading the free space of %s: %w", dir, err)
+	}
+	if free := st.Bavail * uint64(st.Bsize); free < need { //nolint:gosec // Bsize is positive
+		return fmt.Errorf("%s has %.1f GiB free, a real-pod fleet of this size needs %.1f GiB: free some (old fleets' files are in $TMPDIR/gitops-addon-harness-*)",
+			dir, float64(free)/(1<<30), float64(need)/(1<<30))
+	}
+	return nil
 }

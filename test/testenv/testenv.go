@@ -185,6 +185,10 @@ func controlPlane(t testing.TB, o *options, crds []*apiextensionsv1.CustomResour
 		// With many clients watching (a manager and addon-framework), kube-apiserver's
 		// graceful shutdown in RestartAPIServer takes longer than envtest's 20 s default.
 		ControlPlaneStopTimeout: 2 * time.Minute,
+		// And its start, with etcd's, beside make test's end-to-end fleets on 2 busy cores:
+		// a warm make test failed an integration test on envtest's 20 s start timeout, five
+		// times in a row (etcd not yet listening). A bound on a stuck start, not a wait.
+		ControlPlaneStartTimeout: 2 * time.Minute,
 	}
 	apiServer := env.ControlPlane.GetAPIServer()
 	apiServer.Path = filepath.Join(BinDir(), kubeAPIServer)

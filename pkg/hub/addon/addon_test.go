@@ -542,3 +542,17 @@ func TestArgoCDLeavesTheManifestWorkWhileTheAddonIsDeleted(t *testing.T) {
 	assert.Nil(t, find[*unstructured.Unstructured](objects, contract.ArgoCDName), "no ArgoCD CR once the addon is being deleted")
 	assert.NotNil(t, find[*appsv1.Deployment](objects, contract.OperatorDeployment), "the operator stays, to finalize the instance")
 }
+
+// TestLiveResourcesReaderIsBoundFromItsAnnotation: the reader a GitOpsCluster with
+// spec.gitopsAddon.liveResources names on a cluster's ManagedClusterAddOn is bound to the
+// read-only live-resources role there, and no one is without it.
+func TestLiveResourcesReaderIsBoundFromItsAnnotation(t *testing.T) {
+	reader := contract.AddonSettings{LiveResourcesReader: contract.ServiceAccountRef{Namespace: "open-cluster-management-agent-addon", Name: "gitops-addon-live-resources"}}
+	objects := render(t, Options{AgentImage: "a:1"}, vanilla(), mca("", reader.Annotations(), ""))
+	binding := find[*rbacv1.ClusterRoleBinding](objects, contract.LiveResourcesReaderBinding)
+	require.NotNil(t, binding, "the reader's binding is rendered")
+	assert.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: "gitops-addon-live-resources", Namespace: "open-cluster-management-agent-addon"}}, binding.Subjects)
+
+	objects = render(t, Options{AgentImage: "a:1"}, vanilla(), mca("", nil, ""))
+	assert.Nil(t, find[*rbacv1.ClusterRoleBinding](objects, contract.LiveResourcesReaderBinding), "no reader, no binding")
+}

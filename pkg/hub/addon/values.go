@@ -199,7 +199,18 @@ func (s valuesSources) values(mc *clusterv1.ManagedCluster, addon *addonv1beta1.
 		}
 		values["argoCDAgent"] = agent
 	}
+	if reader := contract.SettingsOf(addonAnnotations(addon)).LiveResourcesReader; !reader.IsZero() {
+		values["liveResources"] = map[string]any{"reader": map[string]any{"namespace": reader.Namespace, "name": reader.Name}}
+	}
 	return values, nil
+}
+
+// addonAnnotations are the ManagedClusterAddOn's annotations, none for no addon.
+func addonAnnotations(addon *addonv1beta1.ManagedClusterAddOn) map[string]string {
+	if addon == nil {
+		return nil
+	}
+	return addon.Annotations
 }
 
 // warnIgnored names the customizedVariables of the AddOnDeploymentConfig that were

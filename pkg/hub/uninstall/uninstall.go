@@ -41,7 +41,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
@@ -328,7 +327,7 @@ func (u uninstaller) releaseGitOpsClusters(ctx context.Context) error {
 // namespace) would hang. Their spoke copies and ManifestWorks stay.
 func (u uninstaller) releasePulledApplications(ctx context.Context) error {
 	apps := &unstructured.UnstructuredList{}
-	apps.SetGroupVersionKind(schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "ApplicationList"})
+	apps.SetGroupVersionKind(contract.ApplicationGVK.GroupVersion().WithKind(contract.ApplicationGVK.Kind + "List"))
 	err := u.c.List(ctx, apps, client.MatchingLabels{contract.LabelPull: "true"})
 	switch {
 	case meta.IsNoMatchError(err) || apierrors.IsNotFound(err):

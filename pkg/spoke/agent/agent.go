@@ -25,6 +25,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/gitops-addon/gitops-addon/pkg/argocdcache"
+	"github.com/gitops-addon/gitops-addon/pkg/compat"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/addonstatus"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/argocdagent"
@@ -167,6 +168,18 @@ func ExistingArgoCD(s Setup) error {
 // repo-server can serve it (pkg/spoke/comparisonretry).
 func PulledApplications(s Setup) error {
 	if !s.Options.inGitOpsNamespace() {
+		return nil
+	}
+	// Before Kubernetes 1.30 the chart renders no admission policy, so no Role that lets the
+	// agent patch (or watch the AppProjects of) the Argo CD namespace: a controller whose
+	// watch is forbidden would stop the agent.
+	served, err := compat.ServesValidatingAdmissionPolicyV1(s.Manager.GetRESTMapper())
+	if err != nil {
+		return fmt.Errorf("asking the cluster whether it serves ValidatingAdmissionPolicy v1: %w", err)
+	}
+	if !served {
+		ctrl.Log.WithName("agent").Info("this cluster serves no admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy (Kubernetes before " +
+			compat.ValidatingAdmissionPolicyV1 + "): the hub shows its pulled Applications without their resources, and Argo CD compares again at its own pace")
 		return nil
 	}
 	controllers := []pulledapps.Controller{resourcesummary.Controller(s.Report), comparisonretry.Controller(contract.GitOpsNamespace)}

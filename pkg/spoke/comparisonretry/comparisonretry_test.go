@@ -31,6 +31,25 @@ const unreachable = `Failed to load target state: failed to generate manifest fo
 const gitError = `Failed to load target state: failed to generate manifest for source 1 of 1: rpc error: code = Unknown ` +
 	`desc = failed to list refs: dial tcp 10.77.0.1:45195: connect: connection refused`
 
+// noProject is the InvalidSpecError Argo CD 3.2's application controller writes on an
+// Application delivered before its project (argocd-server creates `default` at its start).
+const noProject = "Application referencing project default which does not exist"
+
+// withoutProject is an Application whose comparison found no AppProject `default`.
+func withoutProject(t *testing.T) *unstructured.Unstructured {
+	t.Helper()
+	return application(t, "", func(u *unstructured.Unstructured) {
+		require.NoError(t, unstructured.SetNestedSlice(u.Object, []any{map[string]any{"type": "InvalidSpecError", "message": noProject}},
+			"status", "conditions"))
+	})
+}
+
+func project(name string, created time.Time) *metav1.PartialObjectMetadata {
+	p := newProject()
+	p.Namespace, p.Name, p.CreationTimestamp = contract.GitOpsNamespace, name, metav1.NewTime(created)
+	return p
+}
+
 func application(t *testing.T, comparisonError string, edit func(*unstructured.Unstructured)) *unstructured.Unstructured {
 	t.Helper()
 	u := &unstructured.Unstructured{}
@@ -87,7 +106,7 @@ func newFixture(t *testing.T, objs ...client.Object) *fixture {
 			f.writes++
 			return c.Patch(ctx, o, p, opts...)
 		}}).Build()
-	f.r = &Reconciler{Apps: f.c, RepoServers: f.c, Client: f.c, Namespace: contract.GitOpsNamespace, Now: func() time.Time { return f.now }}
+	f.r = &Reconciler{Apps: f.c, RepoServers: f.c, Projects: f.c, Client: f.c, Namespace: contract.GitOpsNamespace, Now: func() time.Time { return f.now }}
 	return f
 }
 
@@ -119,14 +138,24 @@ func (f *fixture) refreshRequested(t *testing.T) string {
 	return app.GetAnnotations()[contract.AnnotationArgoCDRefresh]
 }
 
-func TestRefreshIsRequestedOnlyWhenTheRepoServerWasUnreachableAndIsAvailableNow(t *testing.T) {
+func TestRefreshIsRequestedOnlyWhenWhatTheComparisonMissedIsThereNow(t *testing.T) {
 	availableAt := time.Date(2026, 11, 27, 19, 12, 57, 0, time.UTC)
 	tests := []struct {
 		name        string
 		app         *unstructured.Unstructured
 		repoServer  *appsv1.Deployment
+		project     client.Object
 		wantRefresh bool
 	}{
+		{name: "no project before, there now: refreshed",
+			app: withoutProject(t), project: project("default", availableAt), wantRefresh: true},
+		{name: "the project is still missing: its creation wakes us", app: withoutProject(t), project: project("other", availableAt)},
+		{name: "another InvalidSpecError: a refresh would only repeat it", project: project("default", availableAt),
+			app: application(t, "", func(u *unstructured.Unstructured) {
+				require.NoError(t, unstructured.SetNestedSlice(u.Object, []any{map[string]any{"type": "InvalidSpecError",
+					"message": "application destination server 'https://x' and namespace 'y' do not match any of the allowed destinations in project 'default'"}},
+					"status", "conditions"))
+			})},
 		{name: "unreachable before, Available now: refreshed",
 			app: application(t, unreachable, nil), repoServer: repoServer(true, availableAt), wantRefresh: true},
 		{name: "the repo-server is not Available yet: its Deployment's update wakes us",
@@ -147,6 +176,9 @@ func TestRefreshIsRequestedOnlyWhenTheRepoServerWasUnreachableAndIsAvailableNow(
 			objs := []client.Object{tt.app}
 			if tt.repoServer != nil {
 				objs = append(objs, tt.repoServer)
+			}
+			if tt.project != nil {
+				objs = append(objs, tt.project)
 			}
 			f := newFixture(t, objs...)
 			f.reconcile(t)
@@ -211,8 +243,37 @@ func TestTheRepoServerBecomingAvailableWakesOnlyTheApplicationsWaitingForIt(t *t
 	notPulled := application(t, unreachable, func(u *unstructured.Unstructured) { u.SetOwnerReferences(nil) })
 	notPulled.SetName("not-pulled")
 	f := newFixture(t, application(t, unreachable, nil), other, notPulled)
-	requests := f.r.waitingApplications(context.Background(), repoServer(true, f.now))
+	requests := f.r.waitingForTheRepoServer(context.Background(), repoServer(true, f.now))
 	assert.Equal(t, []ctrl.Request{guestbook}, requests)
+}
+
+func TestTheProjectsCreationWakesOnlyTheApplicationsWaitingForIt(t *testing.T) {
+	other := withoutProject(t)
+	other.SetName("other")
+	require.NoError(t, unstructured.SetNestedField(other.Object,
+		[]any{map[string]any{"type": "InvalidSpecError", "message": "Application referencing project team-a which does not exist"}}, "status", "conditions"))
+	unreachableOne := application(t, unreachable, nil)
+	unreachableOne.SetName("unreachable")
+	notPulled := withoutProject(t)
+	notPulled.SetName("not-pulled")
+	notPulled.SetOwnerReferences(nil)
+	f := newFixture(t, withoutProject(t), other, unreachableOne, notPulled)
+	requests := f.r.waitingForTheProject(context.Background(), project("default", f.now))
+	assert.Equal(t, []ctrl.Request{guestbook}, requests)
+}
+
+func TestMissingProject(t *testing.T) {
+	for message, want := range map[string]string{
+		noProject: "default",
+		"Application referencing project team-a which does not exist": "team-a",
+		"Application referencing project  which does not exist":       "",
+		"application destination server 'https://x' do not match":     "",
+		"": "",
+	} {
+		got, ok := MissingProject(message)
+		assert.Equal(t, want, got, message)
+		assert.Equal(t, want != "", ok, message)
+	}
 }
 
 func TestRepoServerUnreachable(t *testing.T) {

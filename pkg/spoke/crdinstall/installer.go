@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"slices"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
@@ -25,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/gitops-addon/gitops-addon/pkg/compat"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/addonstatus"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/enqueue"
@@ -151,8 +150,8 @@ func (i *Installer) admissionPolicyServed() bool {
 	if i.RESTMapper == nil {
 		return true
 	}
-	_, err := i.RESTMapper.RESTMapping(schema.GroupKind{Group: admissionregistrationv1.GroupName, Kind: "ValidatingAdmissionPolicy"}, "v1")
-	return err == nil
+	served, _ := compat.ServesValidatingAdmissionPolicyV1(i.RESTMapper)
+	return served
 }
 
 // routesDecision says whether the Routes CRD is wanted on this cluster, and why.

@@ -1,7 +1,8 @@
 // Package pulledapps holds the agent's one cache of the Applications in the Argo CD
 // namespace, slimmed to what the agent's controllers read, and starts those controllers
-// on it once Argo CD's Application CRD is served (the agent installs the CRD itself, so
-// it may come after the agent starts). Pulled says which of them the hub delivered.
+// on it once Argo CD's Application and AppProject CRDs are served (the agent installs the
+// CRDs itself, so they may come after the agent starts). Pulled says which of them the hub
+// delivered.
 package pulledapps
 
 import (
@@ -28,27 +29,37 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/contract/apptree"
 )
 
-// applicationCRD must be established before Applications can be watched.
-const applicationCRD = "applications.argoproj.io"
+// GVK is Argo CD's Application kind; AppProjectGVK its AppProject kind, which a controller
+// on the Applications may watch too (pkg/spoke/comparisonretry).
+var (
+	GVK           = contract.ApplicationGVK
+	AppProjectGVK = contract.AppProjectGVK
+)
 
-// GVK is Argo CD's Application kind.
-var GVK = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application"}
+// requiredCRDs are the CRDs, by name, of the kinds that must be served before the
+// controllers start: a watch of a kind not served yet fails their start.
+var requiredCRDs = map[string]schema.GroupVersionKind{
+	"applications.argoproj.io": GVK,
+	"appprojects.argoproj.io":  AppProjectGVK,
+}
 
 // Controller adds one controller on the Application cache to the running manager.
 type Controller func(mgr manager.Manager, apps cache.Cache) error
 
 // SetupWithManager starts the Application cache of namespace, and controllers on it, once
-// Argo CD's Application CRD is established and served. It watches the CRDs the manager's
-// cache holds already.
+// Argo CD's Application and AppProject CRDs are established and served. It watches the
+// CRDs the manager's cache holds already.
 func SetupWithManager(mgr manager.Manager, namespace string, controllers ...Controller) error {
 	s := &starter{mgr: mgr, namespace: namespace, controllers: controllers}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("pulledapps-starter").
 		For(&apiextensionsv1.CustomResourceDefinition{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-			return o.GetName() == applicationCRD
+			_, required := requiredCRDs[o.GetName()]
+			return required
 		}))).
 		Complete(s)
 }
@@ -62,22 +73,24 @@ type starter struct {
 	err         error
 }
 
-func (s *starter) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := s.mgr.GetClient().Get(ctx, req.NamespacedName, crd); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if !apihelpers.IsCRDConditionTrue(crd, apiextensionsv1.Established) {
-		return ctrl.Result{}, nil // its next event wakes us
-	}
-	// Established comes before discovery serves the kind, and no CRD event marks that
-	// moment: look again shortly, until the Application kind maps (seconds at most).
-	if _, err := s.mgr.GetRESTMapper().RESTMapping(GVK.GroupKind(), GVK.Version); err != nil {
-		if meta.IsNoMatchError(err) {
-			ctrl.LoggerFrom(ctx).Info("the Application CRD is established but not served yet; waiting for discovery")
-			return ctrl.Result{RequeueAfter: discoveryRetry}, nil
+func (s *starter) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
+	for name, gvk := range requiredCRDs {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := s.mgr.GetClient().Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err) // its creation wakes us
 		}
-		return ctrl.Result{}, fmt.Errorf("mapping the Application kind: %w", err)
+		if !apihelpers.IsCRDConditionTrue(crd, apiextensionsv1.Established) {
+			return ctrl.Result{}, nil // its next event wakes us
+		}
+		// Established comes before discovery serves the kind, and no CRD event marks that
+		// moment: look again shortly, until the kind maps (seconds at most).
+		if _, err := s.mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+			if meta.IsNoMatchError(err) {
+				ctrl.LoggerFrom(ctx).Info("a CRD is established but not served yet; waiting for discovery", "crd", name)
+				return ctrl.Result{RequeueAfter: discoveryRetry}, nil
+			}
+			return ctrl.Result{}, fmt.Errorf("mapping the %s kind: %w", gvk.Kind, err)
+		}
 	}
 	s.once.Do(func() { s.err = s.start() })
 	return ctrl.Result{}, s.err
@@ -125,13 +138,21 @@ func Digest(value string) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
-// comparisonErrorType is Argo CD's condition type on an Application whose desired or live
-// state it could not load.
-const comparisonErrorType = "ComparisonError"
+// Argo CD's condition types on an Application that the agent reads: ComparisonError when
+// it could not load the desired or live state, InvalidSpecError when the spec refers to
+// what is not there (a project among others).
+const (
+	comparisonErrorType  = "ComparisonError"
+	invalidSpecErrorType = "InvalidSpecError"
+)
+
+// keptConditions are the condition types Slim keeps.
+var keptConditions = map[string]bool{comparisonErrorType: true, invalidSpecErrorType: true}
 
 // Slim keeps what the agent's controllers read: the metadata (owners, annotations) and
 // the status fields of a resource summary (pkg/contract/appresources) and a comparison
-// (reconciledAt, the ComparisonError condition). Spec, history and other conditions are
+// (reconciledAt, the ComparisonError and InvalidSpecError conditions). Spec, history and
+// other conditions are
 // dropped, and the resource tree annotation (up to apptree.MaxBytes) is kept as its Digest:
 // the agent only asks whether it changed.
 func Slim(obj any) (any, error) {
@@ -157,7 +178,7 @@ func Slim(obj any) (any, error) {
 	if conditions, ok, _ := unstructured.NestedSlice(status, "conditions"); ok {
 		var kept []any
 		for _, c := range conditions {
-			if m, ok := c.(map[string]any); ok && m["type"] == comparisonErrorType {
+			if m, ok := c.(map[string]any); ok && keptConditions[fmt.Sprint(m["type"])] {
 				kept = append(kept, m)
 			}
 		}
@@ -173,9 +194,19 @@ func Slim(obj any) (any, error) {
 // ComparisonError is the message of the Application's ComparisonError condition, "" if
 // it has none.
 func ComparisonError(app *unstructured.Unstructured) string {
+	return conditionMessage(app, comparisonErrorType)
+}
+
+// InvalidSpecError is the message of the Application's InvalidSpecError condition, "" if
+// it has none.
+func InvalidSpecError(app *unstructured.Unstructured) string {
+	return conditionMessage(app, invalidSpecErrorType)
+}
+
+func conditionMessage(app *unstructured.Unstructured, conditionType string) string {
 	conditions, _, _ := unstructured.NestedSlice(app.Object, "status", "conditions")
 	for _, c := range conditions {
-		if m, ok := c.(map[string]any); ok && m["type"] == comparisonErrorType {
+		if m, ok := c.(map[string]any); ok && m["type"] == conditionType {
 			message, _ := m["message"].(string)
 			return message
 		}

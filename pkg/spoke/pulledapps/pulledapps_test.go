@@ -28,6 +28,7 @@ status:
   conditions:
   - {type: SyncError, message: big}
   - {type: ComparisonError, message: "rpc error: code = Unavailable desc = connection error"}
+  - {type: InvalidSpecError, message: "Application referencing project default which does not exist"}
   resources:
   - {version: v1, kind: ConfigMap, namespace: guestbook, name: guestbook-ui, status: Synced}
   - {version: v1, kind: Service, namespace: guestbook, name: guestbook-ui, status: Synced, health: {status: Healthy}}
@@ -41,12 +42,13 @@ func TestSlimKeepsWhatTheAgentsControllersRead(t *testing.T) {
 	got := slim.(*unstructured.Unstructured)
 	assert.Equal(t, appresources.FromApplication(app.Object), appresources.FromApplication(got.Object), "what a resource summary reads")
 	assert.Equal(t, "rpc error: code = Unavailable desc = connection error", ComparisonError(got), "what comparisonretry reads")
+	assert.Equal(t, "Application referencing project default which does not exist", InvalidSpecError(got), "what comparisonretry reads")
 	assert.Equal(t, "normal", got.GetAnnotations()["argocd.argoproj.io/refresh"])
 	assert.True(t, Pulled(got))
 	assert.NotContains(t, got.Object, "spec")
 	assert.NotContains(t, got.Object["status"], "history")
 	conditions, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
-	assert.Len(t, conditions, 1, "only the ComparisonError condition")
+	assert.Len(t, conditions, 2, "only the ComparisonError and InvalidSpecError conditions")
 }
 
 // The tree annotation (up to 48 KiB per Application) is cached as its digest: equal trees,

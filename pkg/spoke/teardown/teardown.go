@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
@@ -28,7 +27,7 @@ import (
 )
 
 // ApplicationGVK is the kind whose deletions the instance must outlive.
-var ApplicationGVK = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application"}
+var ApplicationGVK = contract.ApplicationGVK
 
 // Options says which instance to remove and how long to wait for its finalizers.
 type Options struct {

@@ -1,5 +1,7 @@
-// Command podcheck runs in the pods of the harness's own node test: `podcheck serve ADDR`
-// answers 200 on /healthz; `podcheck check URL` fetches URL (a Service by its DNS name)
+// Command podcheck runs in the pods of the harness's own node test and of the end-to-end
+// tests that need a pod running: `podcheck serve ADDR` answers 200 on /healthz, after one
+// log line naming its pod (its hostname), which tests read back as the pod's logs;
+// `podcheck check URL` fetches URL (a Service by its DNS name)
 // and then the cluster's API through the kubernetes Service with the pod's
 // ServiceAccount token, exiting non-zero with what failed.
 package main
@@ -9,6 +11,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"time"
@@ -24,8 +27,7 @@ func main() {
 	var err error
 	switch os.Args[1] {
 	case "serve":
-		http.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-		err = (&http.Server{Addr: os.Args[2], ReadHeaderTimeout: 5 * time.Second}).ListenAndServe()
+		err = serve(os.Args[2])
 	case "check":
 		err = check(os.Args[2])
 	default:
@@ -35,6 +37,17 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+}
+
+func serve(addr string) error {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	pod, _ := os.Hostname()
+	fmt.Printf("podcheck: pod %s serving on %s\n", pod, addr)
+	http.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	return (&http.Server{ReadHeaderTimeout: 5 * time.Second}).Serve(l)
 }
 
 func check(url string) error {

@@ -197,7 +197,9 @@ func appConditions(cs []Condition) []any {
 
 // setOperationState copies the spoke's operation phase, start and message. Argo CD's
 // schema requires operation, phase and startedAt together; the operation itself stays on
-// the spoke, so an empty one stands in for it, as ACM does.
+// the spoke, so a sync with no details stands in for it: every Argo CD operation is a
+// sync, and the hub's UI names the last operation by its kind ("Sync OK"; "Unknown" for
+// the empty operation ACM writes, which is given its kind too).
 func setOperationState(status map[string]any, s Status) {
 	phase, hasPhase := s.Get(KeyOperationPhase)
 	started, hasStarted := s.Get(KeyOperationStartedAt)
@@ -213,9 +215,12 @@ func setOperationState(status map[string]any, s Status) {
 	} else {
 		delete(op, "message")
 	}
-	if _, ok := op["operation"]; !ok {
-		op["operation"] = map[string]any{}
+	operation, _ := op["operation"].(map[string]any)
+	operation = orEmpty(operation)
+	if _, ok := operation["sync"]; !ok {
+		operation["sync"] = map[string]any{}
 	}
+	op["operation"] = operation
 	status["operationState"] = op
 }
 

@@ -32,7 +32,7 @@ func TestDesiredHubStatus(t *testing.T) {
 				"health": map[string]any{"status": "Healthy"},
 				"sync":   map[string]any{"status": "Synced", "revision": "abc"},
 				"operationState": map[string]any{"phase": "Succeeded", "startedAt": "2026-11-23T10:00:00Z",
-					"message": "successfully synced", "operation": map[string]any{}},
+					"message": "successfully synced", "operation": map[string]any{"sync": map[string]any{}}},
 				"reconciledAt": "2026-11-23T10:00:05Z",
 			},
 		},
@@ -59,7 +59,13 @@ func TestDesiredHubStatus(t *testing.T) {
 		},
 		{
 			name:     "an existing operation is kept",
-			existing: map[string]any{"operationState": map[string]any{"operation": map[string]any{"sync": map[string]any{}}, "phase": "Running", "startedAt": "t0", "message": "old"}},
+			existing: map[string]any{"operationState": map[string]any{"operation": map[string]any{"sync": map[string]any{"revision": "abc"}}, "phase": "Running", "startedAt": "t0", "message": "old"}},
+			reported: map[string]string{KeyOperationPhase: "Succeeded", KeyOperationStartedAt: "t0"},
+			want:     map[string]any{"operationState": map[string]any{"operation": map[string]any{"sync": map[string]any{"revision": "abc"}}, "phase": "Succeeded", "startedAt": "t0"}},
+		},
+		{
+			name:     "an empty operation (ACM's stand-in) is given its kind, a sync, for the hub's UI",
+			existing: map[string]any{"operationState": map[string]any{"operation": map[string]any{}, "phase": "Succeeded", "startedAt": "t0"}},
 			reported: map[string]string{KeyOperationPhase: "Succeeded", KeyOperationStartedAt: "t0"},
 			want:     map[string]any{"operationState": map[string]any{"operation": map[string]any{"sync": map[string]any{}}, "phase": "Succeeded", "startedAt": "t0"}},
 		},

@@ -7,8 +7,6 @@
 package pullnames
 
 import (
-	"k8s.io/apimachinery/pkg/runtime/schema"
-
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 )
 
@@ -76,7 +74,7 @@ const LabelHostingAppSetReport = "apps.open-cluster-management.io/hosting-applic
 // Argo CD kinds, read and written as unstructured objects: the manager does not link
 // Argo CD's Go module.
 var (
-	ApplicationGVK    = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application"}
-	ApplicationSetGVK = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "ApplicationSet"}
-	AppProjectGVK     = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "AppProject"}
+	ApplicationGVK    = contract.ApplicationGVK
+	ApplicationSetGVK = contract.ApplicationSetGVK
+	AppProjectGVK     = contract.AppProjectGVK
 )
