@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -349,17 +350,19 @@ func installArgoCDCRDs(t *testing.T, ctx context.Context, c *harness.Cluster) {
 	t.Helper()
 	embedded, err := crdinstall.Load()
 	require.NoError(t, err)
+	var crds []*apiextensionsv1.CustomResourceDefinition
 	for _, e := range embedded.ArgoCD {
 		crd, err := e.Decode()
 		require.NoError(t, err)
 		crd.Labels, crd.Annotations = map[string]string{"operators.coreos.com/openshift-gitops-operator.openshift-gitops-operator": ""}, nil
-		if err := c.Client.Create(ctx, crd); err != nil && !apierrors.IsAlreadyExists(err) {
-			require.NoError(t, err, "installing %s on %s", crd.Name, c.Name)
-		}
+		crds = append(crds, crd)
 	}
+	require.NoError(t, c.InstallCRDs(ctx, crds), "installing Argo CD's CRDs on %s", c.Name)
+	var lastErr error
 	require.Eventually(t, func() bool {
-		return c.Client.List(ctx, &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "argoproj.io/v1beta1", "kind": "ArgoCDList"}}) == nil
-	}, 30*time.Second, 200*time.Millisecond, "the ArgoCD API served on %s", c.Name)
+		lastErr = c.Client.List(ctx, &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "argoproj.io/v1beta1", "kind": "ArgoCDList"}})
+		return lastErr == nil
+	}, 2*time.Minute, 200*time.Millisecond, "the ArgoCD API served on %s (last: %v)", c.Name, &lastErr)
 }
 
 // assertUnchanged: each object is the same object with the same metadata and spec, byte

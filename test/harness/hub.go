@@ -118,6 +118,13 @@ func loadCRDs(files []string) ([]*apiextensionsv1.CustomResourceDefinition, erro
 
 // installCRDs creates the CRDs and waits until each is established.
 func installCRDs(ctx context.Context, c *Cluster, crds []*apiextensionsv1.CustomResourceDefinition) error {
+	return c.InstallCRDs(ctx, crds)
+}
+
+// InstallCRDs creates the CRDs that are not there yet and waits until each is
+// Established: only then does the apiserver serve its kind (on a loaded 2-core machine
+// that took more than 30 s for Argo CD's large CRDs).
+func (c *Cluster) InstallCRDs(ctx context.Context, crds []*apiextensionsv1.CustomResourceDefinition) error {
 	for _, crd := range crds {
 		if err := client.IgnoreAlreadyExists(c.Client.Create(ctx, crd.DeepCopy())); err != nil {
 			return fmt.Errorf("creating CRD %s on %s: %w", crd.Name, c.Name, err)
