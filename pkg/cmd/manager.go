@@ -95,6 +95,11 @@ func newManagerCommand() *cobra.Command {
 	f.StringSliceVar(&o.ArgoNamespaces, "argo-namespaces", nil, "the only namespaces a GitOpsCluster may name in spec.argoServer.argoNamespace, "+
 		"comma-separated: the manager reads and writes Secrets and ConfigMaps there only (the chart's argoNamespaces grant exactly these); empty allows any "+
 		"namespace, which needs Secrets and ConfigMaps granted cluster-wide")
+	f.BoolVar(&o.LiveResources, "live-resources", true, "let GitOpsClusters with spec.gitopsAddon.liveResources show their clusters' live "+
+		"resources in the hub's Argo CD through OCM's cluster-proxy and managed-serviceaccount (the manager caches the Secrets named "+
+		"gitops-addon-live-resources and proxy-server-ca, in every namespace); false: their LiveResources condition says it is off")
+	f.StringVar(&o.ClusterProxyAddress, "cluster-proxy-address", "", "host:port where the hub's Argo CD reaches cluster-proxy's user server, "+
+		"written into the cluster Secrets of live resources; empty: its Service (cluster-proxy-addon-user.<namespace>.svc:9092)")
 	f.DurationVar(&o.ArgoCDAgentCertificateLifetime, "argocd-agent-certificate-lifetime", signer.DefaultLifetime, "how long the Argo CD Agent client "+
 		"certificates the manager signs are valid; OCM's registration agent renews them before they expire")
 	// Kept so that existing command lines and charts still start the manager: addon-framework's

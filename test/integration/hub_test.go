@@ -116,7 +116,7 @@ func startHub(t *testing.T) *hub {
 
 // newHub starts a hub whose processes live as long as tb (a test, or the package for the
 // shared hub), its helpers failing t.
-func newHub(tb testing.TB, t *testing.T) *hub {
+func newHub(tb testing.TB, t *testing.T, configure ...func(*manager.Options)) *hub {
 	env := testenv.Start(tb, testenv.WithCRDPaths(append(testenv.OCMCRDPaths(),
 		filepath.Join(testenv.RepoRoot(), "charts", "gitops-addon", "crds"),
 		// An OpenShift-like hub: the Route API is served (the manager discovers the
@@ -129,13 +129,17 @@ func newHub(tb testing.TB, t *testing.T) *hub {
 	writes := &writeCounter{}
 	cfg := rest.CopyConfig(env.Config)
 	cfg.WrapTransport = writes.wrap
-	runManager(tb, ctx, cfg, manager.Options{
+	o := manager.Options{
 		MetricsBindAddress: "0", HealthProbeBindAddress: "0", AgentImage: "quay.io/gitops-addon/gitops-addon:test",
 		// As the chart runs it: Secrets and ConfigMaps cached (and granted) in these only.
 		ArgoNamespaces: hubArgoNamespaces,
 		// The shared hub's manager and a scenario's own run in one process.
 		SkipControllerNameValidation: true,
-	})
+	}
+	for _, c := range configure {
+		c(&o)
+	}
+	runManager(tb, ctx, cfg, o)
 	h := &hub{t: t, ctx: ctx, c: env.Client, writes: writes, env: env}
 	h.create(&addonv1beta1.ClusterManagementAddOn{
 		ObjectMeta: metav1.ObjectMeta{Name: contract.AddonName},
@@ -1085,6 +1089,7 @@ func TestHubRejectsInvalidGitOpsClusters(t *testing.T) {
 			"argoCDAgent.serverPort 65536":              agentGitOpsCluster("bad-port-big", `{enabled: true, serverPort: "65536"}`),
 			"argoCDAgent.serverPort https":              agentGitOpsCluster("bad-port-name", `{enabled: true, serverPort: https}`),
 			"argoCDAgent.serverAddress with a scheme":   agentGitOpsCluster("bad-address", `{enabled: true, serverAddress: "https://principal.example.com"}`),
+			"liveResources is for the basic pull model": `{apiVersion: apps.open-cluster-management.io/v1beta1, kind: GitOpsCluster, metadata: {name: live-agent, namespace: openshift-gitops}, spec: {argoServer: {argoNamespace: openshift-gitops}, placementRef: {kind: Placement, name: x}, gitopsAddon: {enabled: true, liveResources: {enabled: true}, argoCDAgent: {enabled: true}}}}`,
 		} {
 			u := &unstructured.Unstructured{}
 			require.NoError(t, yaml.Unmarshal([]byte(doc), &u.Object))

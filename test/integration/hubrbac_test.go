@@ -97,7 +97,17 @@ func TestHubRBACIsLeastPrivilege(t *testing.T) {
 		{"manager patches hub Applications (the pull model)", res("openshift-gitops", "argoproj.io", "applications", "patch", ""), true},
 		{"manager reads AppProjects", res("openshift-gitops", "argoproj.io", "appprojects", "list", ""), true},
 		{"manager writes MulticlusterApplicationSetReports", res("openshift-gitops", "apps.open-cluster-management.io", "multiclusterapplicationsetreports", "create", ""), true},
+		// Live resources: a ManagedServiceAccount per cluster, its token and cluster-proxy's CA by name.
+		{"manager creates ManagedServiceAccounts", res(cluster, "authentication.open-cluster-management.io", "managedserviceaccounts", "create", ""), true},
+		{"manager reads a cluster's live-resources token", res(cluster, "", "secrets", "get", "gitops-addon-live-resources"), true},
+		{"manager watches the live-resources tokens by name", res("", "", "secrets", "watch", "gitops-addon-live-resources"), true},
+		{"manager reads cluster-proxy's CA certificate", res("open-cluster-management-addon", "", "secrets", "get", "proxy-server-ca"), true},
+		{"manager reads cluster-proxy's configuration", res("", "proxy.open-cluster-management.io", "managedproxyconfigurations", "get", "cluster-proxy"), true},
 		// The manager: must not.
+		{"manager cannot read cluster-proxy's CA key", res("open-cluster-management-addon", "", "secrets", "get", "proxy-server-ca-key"), false},
+		{"manager cannot read another Secret of a cluster namespace by name", res(cluster, "", "secrets", "get", "cluster1-kubeconfig"), false},
+		{"manager cannot update ManagedServiceAccounts", res(cluster, "authentication.open-cluster-management.io", "managedserviceaccounts", "update", ""), false},
+		{"manager cannot write cluster-proxy's configuration", res("", "proxy.open-cluster-management.io", "managedproxyconfigurations", "update", "cluster-proxy"), false},
 		{"manager writes Routes", res("openshift-gitops", "route.openshift.io", "routes", "update", ""), false},
 		{"manager cannot impersonate users", res("", "", "users", "impersonate", "admin"), false},
 		{"manager cannot impersonate ServiceAccounts", res("kube-system", "", "serviceaccounts", "impersonate", "default"), false},

@@ -112,6 +112,8 @@ type PlacementReference struct {
 }
 
 // GitOpsAddonSpec configures the gitops-addon on the chosen clusters.
+//
+// +kubebuilder:validation:XValidation:rule="!(has(self.liveResources) && has(self.liveResources.enabled) && self.liveResources.enabled && has(self.argoCDAgent) && has(self.argoCDAgent.enabled) && self.argoCDAgent.enabled)",message="liveResources is for the basic pull model: in Argo CD Agent mode the principal's resource proxy serves live resources; turn one of them off"
 type GitOpsAddonSpec struct {
 	// Enabled creates a ManagedClusterAddOn gitops-addon for every chosen cluster, which
 	// delivers the GitOps operator, the Argo CD instance, its CRDs and the spoke agent.
@@ -174,6 +176,26 @@ type GitOpsAddonSpec struct {
 	// +optional
 	// +kubebuilder:validation:Enum="";Skip;UseExisting
 	ExistingArgoCD string `json:"existingArgoCD,omitempty"`
+
+	// LiveResources lets the hub's Argo CD show pulled Applications' live manifests,
+	// events and pod logs in the basic pull model, read through OCM's cluster-proxy with
+	// a ManagedServiceAccount that can only read (never Secrets) on each cluster. Both
+	// addons of OCM must run on the hub and the clusters. Argo CD Agent mode serves the
+	// same through its principal and does not take it.
+	// +optional
+	LiveResources *LiveResourcesSpec `json:"liveResources,omitempty"`
+}
+
+// LiveResourcesSpec is the opt-in to reading the chosen clusters' live resources from
+// the hub's Argo CD (spec.gitopsAddon.liveResources).
+type LiveResourcesSpec struct {
+	// Enabled creates the ManagedServiceAccount gitops-addon-live-resources on each chosen
+	// cluster, binds it there to the read-only ClusterRole gitops-addon:live-resources,
+	// and writes its token and cluster-proxy's address into the cluster's Argo CD
+	// cluster Secret. Off: the Secret is blank again and the ManagedServiceAccount goes.
+	// +optional
+	// +kubebuilder:default=false
+	Enabled *bool `json:"enabled,omitempty"`
 }
 
 // ArgoCDAgent modes: managed (the spec comes from the hub, status goes back) and
@@ -316,6 +338,13 @@ func (g *GitOpsCluster) Adopts() bool {
 // AddonEnabled tells whether spec.gitopsAddon.enabled is true.
 func (g *GitOpsCluster) AddonEnabled() bool {
 	return g.Spec.GitOpsAddon != nil && g.Spec.GitOpsAddon.Enabled != nil && *g.Spec.GitOpsAddon.Enabled
+}
+
+// LiveResourcesEnabled tells whether spec.gitopsAddon.liveResources.enabled is true (and
+// the addon is enabled: the read-only role on the spokes comes with it).
+func (g *GitOpsCluster) LiveResourcesEnabled() bool {
+	a := g.Spec.GitOpsAddon
+	return g.AddonEnabled() && a.LiveResources != nil && a.LiveResources.Enabled != nil && *a.LiveResources.Enabled
 }
 
 // ExistingArgoCDChoice is spec.gitopsAddon.existingArgoCD, Skip when empty.

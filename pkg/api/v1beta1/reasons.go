@@ -13,6 +13,7 @@ const (
 	ConditionAddOnsReady        = "AddOnsReady"
 	ConditionArgoCDAgentTrust   = "ArgoCDAgentTrust"
 	ConditionExistingArgoCD     = "ExistingArgoCDClusters"
+	ConditionLiveResources      = "LiveResources"
 	ConditionReady              = "Ready"
 )
 
@@ -44,6 +45,10 @@ const (
 	ReasonReady                    = "Ready"
 	ReasonNotReady                 = "NotReady"
 	ReasonWaitingForAddOnRemoval   = "WaitingForAddOnRemoval"
+	ReasonLiveResourcesReadable    = "Readable"
+	ReasonClusterProxyNotInstalled = "ClusterProxyNotInstalled"
+	ReasonMSANotInstalled          = "ManagedServiceAccountNotInstalled"
+	ReasonTokensPending            = "TokensPending"
 )
 
 // Reasons of the Events only (the condition reasons above are Events' reasons too where
@@ -61,6 +66,7 @@ const (
 	ReasonCertificateIssued      = "AgentCertificateIssued"
 	ReasonCRDUpgradeRefused      = "CRDUpgradeRefused"
 	ReasonCRDOwnedByOthers       = "CRDOwnedByOthers"
+	ReasonLiveResourcesRemoved   = "LiveResourcesRemoved"
 )
 
 // Reasons is the GitOpsCluster's table: its conditions, and every reason set on them or
@@ -80,6 +86,9 @@ var Reasons = reasons.Table{
 		{Type: ConditionExistingArgoCD, Meaning: "Informational, not part of `Ready`: `True` when some selected clusters already run an Argo CD that " +
 			"gitops-addon did not create (the hub itself among them); the message names each cluster, who runs its Argo CD and what " +
 			"gitops-addon does there. `False`: none does."},
+		{Type: ConditionLiveResources, Meaning: "Only with `spec.gitopsAddon.liveResources.enabled`: every decided cluster's Argo CD " +
+			"cluster Secret reads that cluster's live resources through OCM's cluster-proxy, as a ManagedServiceAccount bound on the " +
+			"spoke to the read-only ClusterRole `gitops-addon:live-resources`."},
 		{Type: ConditionReady, Meaning: "All of the above are `True`."},
 	},
 	Reasons: []reasons.Reason{
@@ -93,7 +102,8 @@ var Reasons = reasons.Table{
 			Meaning: "`placementRef.namespace` names another namespace: a Placement only decides for its own namespace.",
 			Fix: "Create the Placement (and a ManagedClusterSetBinding) in the GitOpsCluster's namespace and drop `placementRef.namespace`, " +
 				"or create the GitOpsCluster in the Placement's namespace."},
-		{Name: ReasonPlacementUnresolved, Conditions: []string{ConditionClustersRegistered, ConditionAddOnsReady, ConditionArgoCDAgentTrust, ConditionExistingArgoCD},
+		{Name: ReasonPlacementUnresolved, Conditions: []string{ConditionClustersRegistered, ConditionAddOnsReady, ConditionArgoCDAgentTrust, ConditionExistingArgoCD,
+			ConditionLiveResources},
 			Meaning: "Not evaluated while the Placement does not resolve; existing registrations and addons are left as they are.",
 			Fix:     "Fix `PlacementResolved` first."},
 		{Name: ReasonRegistered, Conditions: []string{ConditionClustersRegistered},
@@ -103,20 +113,20 @@ var Reasons = reasons.Table{
 				"cluster Red Hat ACM's Secret already registers: no second Secret is made).",
 			Fix: "Follow each sentence; for ACM's Secrets, annotate the GitOpsCluster `gitops-addon.open-cluster-management.io/adopt=true` " +
 				"to adopt them ([migrating-from-acm.md](docs/migrating-from-acm.md))."},
-		{Name: ReasonOwnedByOther, Conditions: []string{ConditionClustersRegistered, ConditionAddOnsReady},
-			Meaning: "Another GitOpsCluster already owns the cluster's Secret or ManagedClusterAddOn, or an object of the wanted name " +
+		{Name: ReasonOwnedByOther, Conditions: []string{ConditionClustersRegistered, ConditionAddOnsReady, ConditionLiveResources},
+			Meaning: "Another GitOpsCluster already owns the cluster's Secret, ManagedClusterAddOn or ManagedServiceAccount, or an object of the wanted name " +
 				"is not gitops-addon's; the message names it.",
 			Fix: "Select each cluster from one GitOpsCluster: when the first lets it go, the objects are handed over. " +
 				"An object someone else made: remove it, or adopt it."},
 		{Name: ReasonArgoNamespaceNotAllowed, Conditions: []string{ConditionClustersRegistered, ConditionArgoCDAgentTrust, ConditionAddOnsReady,
-			ConditionExistingArgoCD},
+			ConditionExistingArgoCD, ConditionLiveResources},
 			Meaning: "`spec.argoServer.argoNamespace` is not one of the namespaces the manager was installed for; nothing is written " +
 				"there. `ClustersRegistered` is `False` (`ArgoCDAgentTrust` in Argo CD Agent mode, whose trust is the first step " +
 				"there), the conditions after it `Unknown` with this reason.",
 			Fix: "Add it to the chart value `argoNamespaces` and `helm upgrade` " +
 				"([install](docs/operations/install.md#where-your-argo-cd-lives-argonamespaces)), or set `spec.argoServer.argoNamespace` to one of them."},
 		{Name: ReasonReconcileError, Conditions: []string{ConditionPlacementResolved, ConditionClustersRegistered, ConditionAddOnsReady,
-			ConditionArgoCDAgentTrust, ConditionExistingArgoCD, ConditionReady}, Event: reasons.Warning,
+			ConditionArgoCDAgentTrust, ConditionExistingArgoCD, ConditionLiveResources, ConditionReady}, Event: reasons.Warning,
 			Meaning: "The apiserver refused a step; the message has the API error and the fix (a namespace that does not exist, a " +
 				"forbidden write, an admission policy, an overloaded apiserver); later conditions are `Unknown`; retried with backoff.",
 			Fix: "Follow the message: create the namespace, restore the chart's RBAC (`helm upgrade`), see the webhook or policy that rejects the object."},
@@ -182,6 +192,22 @@ var Reasons = reasons.Table{
 				"message says the hub's cluster ID could not be read, a hub registered under another name and without the label is not recognised.",
 			Fix: "For that: let the manager get `namespaces` (the chart's ClusterRole does) and restart it, or label the hub's " +
 				"ManagedCluster `local-cluster=true`."},
+		{Name: ReasonLiveResourcesReadable, Conditions: []string{ConditionLiveResources},
+			Meaning: "Every decided cluster's cluster Secret carries its ManagedServiceAccount's token and cluster-proxy's address: the hub's " +
+				"Argo CD UI shows live manifests, events and pod logs of pulled Applications."},
+		{Name: ReasonClusterProxyNotInstalled, Conditions: []string{ConditionLiveResources},
+			Meaning: "OCM's cluster-proxy is not on the hub (no ManagedProxyConfiguration `cluster-proxy`, or no `proxy-server-ca` Secret in its " +
+				"namespace); the cluster Secrets stay blank.",
+			Fix: "Install cluster-proxy on the hub and enable its addon on the clusters " +
+				"([pull model](docs/guides/pull-model.md#live-resources-in-the-basic-pull-model)), or set `liveResources.enabled: false`."},
+		{Name: ReasonMSANotInstalled, Conditions: []string{ConditionLiveResources},
+			Meaning: "OCM's managed-serviceaccount is not on the hub (the ManagedServiceAccount API is not served); the cluster Secrets stay blank.",
+			Fix: "Install managed-serviceaccount on the hub and enable its addon on the clusters " +
+				"([pull model](docs/guides/pull-model.md#live-resources-in-the-basic-pull-model)), or set `liveResources.enabled: false`."},
+		{Name: ReasonTokensPending, Conditions: []string{ConditionLiveResources},
+			Meaning: "Some clusters have no token of their ManagedServiceAccount yet (the message names them); their cluster Secrets stay blank until it comes.",
+			Fix: "Wait (its agent reports the token within a minute); if a cluster stays, enable the `managed-serviceaccount` addon on it and see " +
+				"the ManagedServiceAccount's conditions in the cluster's namespace."},
 		{Name: ReasonReady, Conditions: []string{ConditionReady},
 			Meaning: "All of the above."},
 		{Name: ReasonNotReady, Conditions: []string{ConditionReady},
@@ -195,6 +221,9 @@ var Reasons = reasons.Table{
 
 		{Name: ReasonAddOnRemoved, Event: reasons.Normal,
 			Meaning: "A cluster left the GitOpsCluster's Placement (or the addon was turned off): its ManagedClusterAddOn was removed."},
+		{Name: ReasonLiveResourcesRemoved, Event: reasons.Normal,
+			Meaning: "A cluster left the Placement, or `liveResources` was turned off: its ManagedServiceAccount was removed " +
+				"(managed-serviceaccount removes the ServiceAccount on the spoke and its token on the hub); its cluster Secret is blank again."},
 		{Name: ReasonClusterUnregistered, Event: reasons.Normal,
 			Meaning: "A cluster left the Placement: its Argo CD cluster Secret was removed."},
 		{Name: ReasonDoubleRegistration, Event: reasons.Warning,

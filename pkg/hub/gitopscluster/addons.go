@@ -152,7 +152,9 @@ func updateAddon(current, desired client.Object) bool {
 // reconcileAddons ensures a gitops-addon ManagedClusterAddOn on every decided cluster when
 // the addon is enabled, and removes the ones this GitOpsCluster created that are no longer
 // wanted. ManagedClusterAddOns created by users or other GitOpsClusters are never touched.
-func (r *Reconciler) reconcileAddons(ctx context.Context, gc *appsv1beta1.GitOpsCluster, clusters []string, trust argocdagent.Trust) (addonResult, error) {
+func (r *Reconciler) reconcileAddons(
+	ctx context.Context, gc *appsv1beta1.GitOpsCluster, clusters []string, trust argocdagent.Trust, readers map[string]contract.ServiceAccountRef,
+) (addonResult, error) {
 	res := addonResult{enabled: gc.AddonEnabled()}
 	if r.HubOnly {
 		res.hubOnly = true
@@ -170,7 +172,7 @@ func (r *Reconciler) reconcileAddons(ctx context.Context, gc *appsv1beta1.GitOps
 			return res, err
 		}
 		states, err := forEachCluster(ctx, clusters, func(ctx context.Context, cluster string) (addonState, error) {
-			return r.ensureAddon(ctx, gc, cluster, trust, cma)
+			return r.ensureAddon(ctx, gc, cluster, trust, cma, readers[cluster])
 		})
 		if err != nil {
 			return res, err
@@ -290,6 +292,7 @@ func (r *Reconciler) ensureAddon(
 	cluster string,
 	trust argocdagent.Trust,
 	cma *metav1.OwnerReference,
+	reader contract.ServiceAccountRef,
 ) (addonState, error) {
 	mc, err := r.managedCluster(ctx, cluster)
 	if err != nil {
@@ -299,6 +302,7 @@ func (r *Reconciler) ensureAddon(
 	choice, choiceProblem := existingArgoCDChoiceOf(gc, mc)
 	settings := addonSettings(gc, mode, trust)
 	settings.ExistingArgoCD = choice.setting()
+	settings.LiveResourcesReader = reader
 	current := &addonv1beta1.ManagedClusterAddOn{}
 	outcome, err := r.owned().Ensure(ctx, gc, desiredAddon(gc, cluster, settings, cma), current, updateAddon)
 	if err != nil {

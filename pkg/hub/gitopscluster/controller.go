@@ -35,6 +35,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/bounded"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/argocdagent"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/liveresources"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/localcluster"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/ownership"
 )
@@ -76,6 +77,10 @@ type Reconciler struct {
 	// Hub is the hub's own cluster ID, by which a decided cluster is known to be the hub
 	// itself (pkg/hub/localcluster) and gets nothing shipped.
 	Hub localcluster.Hub
+	// LiveResources reads cluster-proxy and the ManagedServiceAccounts' tokens for the
+	// GitOpsClusters with spec.gitopsAddon.liveResources; nil: their condition says the
+	// manager runs without it.
+	LiveResources *liveresources.Source
 
 	// store writes the objects this controller owns (owned).
 	store     *ownership.Store
@@ -123,7 +128,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err // retried with backoff; the status and an Event say why
 	}
-	return ctrl.Result{RequeueAfter: earliest(obs.addons.recheckAfter, obs.trust.UntilRenewal(time.Now()))}, nil
+	return ctrl.Result{RequeueAfter: earliest(obs.addons.recheckAfter, obs.trust.UntilRenewal(time.Now()), obs.live.recheckAfter())}, nil
 }
 
 // refuseArgoNamespace refuses an argoNamespace outside the manager's: its Secrets and
@@ -199,9 +204,16 @@ func (r *Reconciler) observe(ctx context.Context, gc *appsv1beta1.GitOpsCluster)
 	// chain of the fleet (OCM's addon-manager, addon-framework's registration and deploy,
 	// then the ManifestWork), a Secret is done once written. A failure of either is
 	// reported; registration's first, as before. The hub itself gets no addon.
+	// Live resources before both: the addons bind the read-only role to each cluster's
+	// reader, and the cluster Secrets carry its token.
+	targets := obs.hubs.targets(obs.placement.clusters)
+	if obs.live, err = r.reconcileLiveResources(ctx, gc, targets); err != nil {
+		obs.failed = &stepFailure{condition: appsv1beta1.ConditionLiveResources, err: err}
+		return obs, err
+	}
 	var addonErr error
-	obs.addons, addonErr = r.reconcileAddons(ctx, gc, obs.hubs.targets(obs.placement.clusters), obs.trust)
-	if obs.registration, err = r.registerClusters(ctx, gc, obs.placement.clusters, obs.hubs, obs.trust); err != nil {
+	obs.addons, addonErr = r.reconcileAddons(ctx, gc, targets, obs.trust, obs.live.readers)
+	if obs.registration, err = r.registerClusters(ctx, gc, obs.placement.clusters, obs.hubs, obs.trust, obs.live.credentials); err != nil {
 		obs.failed = &stepFailure{condition: appsv1beta1.ConditionClustersRegistered, err: err}
 		return obs, err
 	}
@@ -290,6 +302,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&addonv1beta1.ManagedClusterAddOn{}, r.allOnDelete(r.forAddon), builder.WithPredicates(addonChangeMatters())).
 		Watches(&corev1.Secret{}, r.allOnDelete(r.forSecret)).
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.forPrincipalService))
+	if r.LiveResources != nil {
+		// A token issued or rotated, cluster-proxy's CA created: into the cluster Secrets.
+		for _, secrets := range r.LiveResources.Caches {
+			b = b.WatchesRawSource(source.Kind(secrets, &corev1.Secret{}, handler.TypedEnqueueRequestsFromMapFunc(r.forLiveResources)))
+		}
+	}
 	if r.Routes {
 		b = b.Watches(&routev1.Route{}, handler.EnqueueRequestsFromMapFunc(r.forPrincipalService))
 	}

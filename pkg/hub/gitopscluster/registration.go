@@ -25,6 +25,7 @@ import (
 // placement ConfigMap and RBAC it needs (which pkg/hub/appsetaccess writes).
 func (r *Reconciler) registerClusters(
 	ctx context.Context, gc *appsv1beta1.GitOpsCluster, clusters []string, hubs hubClusters, trust argocdagent.Trust,
+	live map[string]liveCredentials,
 ) (registrationResult, error) {
 	var res registrationResult
 	plan, err := r.planClusterSecrets(ctx, gc, clusters, hubs)
@@ -38,7 +39,7 @@ func (r *Reconciler) registerClusters(
 		if holder, held := plan.inCluster[cluster]; held {
 			return secretState{inClusterBy: holder}, nil
 		}
-		state, err := r.ensureClusterSecret(ctx, gc, cluster, plan.name(cluster), hubs[cluster].IsHub(), trust)
+		state, err := r.ensureClusterSecret(ctx, gc, cluster, plan.name(cluster), hubs[cluster].IsHub(), trust, live[cluster])
 		if err == nil && state.problem == "" && state.name != (types.NamespacedName{}) {
 			err = r.removeDuplicates(ctx, gc, state.name.Name, plan.doubled[cluster], plan.duplicates[cluster])
 		}
@@ -92,9 +93,10 @@ type secretState struct {
 
 // ensureClusterSecret writes one decided cluster's Argo CD cluster secret, named name;
 // for the hub itself (hub), the in-cluster destination's, never in Argo CD Agent's
-// format: the hub's own Argo CD syncs its Applications, no argocd-agent.
+// format: the hub's own Argo CD syncs its Applications, no argocd-agent. With live
+// credentials (a server set), it reads the cluster's live resources through cluster-proxy.
 func (r *Reconciler) ensureClusterSecret(
-	ctx context.Context, gc *appsv1beta1.GitOpsCluster, cluster, name string, hub bool, trust argocdagent.Trust,
+	ctx context.Context, gc *appsv1beta1.GitOpsCluster, cluster, name string, hub bool, trust argocdagent.Trust, live liveCredentials,
 ) (secretState, error) {
 	mc := &clusterv1.ManagedCluster{}
 	if err := r.Client.Get(ctx, types.NamespacedName{Name: cluster}, mc); err != nil {
@@ -112,6 +114,8 @@ func (r *Reconciler) ensureClusterSecret(
 		if err := r.toArgoCDAgentFormat(ctx, desired, cluster, trust); err != nil {
 			return secretState{}, err
 		}
+	case live.server != "":
+		desired.Data["server"], desired.Data["config"] = []byte(live.server), live.config
 	}
 	outcome, err := r.owned().Ensure(ctx, gc, desired, &corev1.Secret{}, updateSecret)
 	if err != nil {

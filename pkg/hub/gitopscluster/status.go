@@ -78,6 +78,7 @@ type observation struct {
 	hubIDProblem string
 	registration registrationResult
 	addons       addonResult
+	live         liveResult
 	unsupported  []string
 	trust        argocdagent.Trust
 	// failed is the step that could not be done, if one could not; the steps after it
@@ -104,7 +105,7 @@ type stepFailure struct {
 // ExistingArgoCD is read from what the steps found, so it comes last: a failed step leaves
 // it Unknown.
 var conditionOrder = []string{appsv1beta1.ConditionPlacementResolved, appsv1beta1.ConditionArgoCDAgentTrust,
-	appsv1beta1.ConditionClustersRegistered, appsv1beta1.ConditionAddOnsReady, appsv1beta1.ConditionExistingArgoCD}
+	appsv1beta1.ConditionLiveResources, appsv1beta1.ConditionClustersRegistered, appsv1beta1.ConditionAddOnsReady, appsv1beta1.ConditionExistingArgoCD}
 
 // informational conditions say what is worth knowing about the clusters and never make
 // Ready False: a cluster that runs its own Argo CD is a fact, not a fault, and the rest of
@@ -193,6 +194,11 @@ func computeStatus(generation int64, last appsv1beta1.GitOpsClusterStatus, obs o
 		conds = append(conds, agentCondition(obs))
 	} else {
 		meta.RemoveStatusCondition(&st.Conditions, appsv1beta1.ConditionArgoCDAgentTrust)
+	}
+	if obs.live.requested {
+		conds = append(conds, liveCondition(obs))
+	} else {
+		meta.RemoveStatusCondition(&st.Conditions, appsv1beta1.ConditionLiveResources)
 	}
 	applyFailure(conds, obs.failed)
 	conds = append(conds, readyCondition(conds))

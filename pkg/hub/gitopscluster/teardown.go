@@ -41,6 +41,9 @@ func (r *Reconciler) finalize(ctx context.Context, gc *appsv1beta1.GitOpsCluster
 	if err := r.removeStaleSecrets(ctx, gc, nil); err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := r.removeManagedServiceAccounts(ctx, gc, nil); err != nil {
+		return ctrl.Result{}, err
+	}
 	controllerutil.RemoveFinalizer(gc, Finalizer)
 	if err := r.Client.Update(ctx, gc); err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, fmt.Errorf("removing finalizer of %s/%s: %w", gc.Namespace, gc.Name, err)

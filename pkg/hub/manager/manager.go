@@ -37,6 +37,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/hub/crdupgrade"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/gitopscluster"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/hubmetrics"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/liveresources"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/localcluster"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/pullmodel"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/schemes"
@@ -88,6 +89,13 @@ type Options struct {
 	// ArgoCDAgentCertificateLifetime is how long the Argo CD Agent client certificates it
 	// signs are valid (OCM renews them before); 0 means signer.DefaultLifetime.
 	ArgoCDAgentCertificateLifetime time.Duration
+	// LiveResources lets GitOpsClusters with spec.gitopsAddon.liveResources read their
+	// clusters' live resources through cluster-proxy (pkg/hub/liveresources): it caches the
+	// Secrets of two names in every namespace, which the chart's ClusterRole grants.
+	LiveResources bool
+	// ClusterProxyAddress is host:port where the hub's Argo CD reaches cluster-proxy's user
+	// server, when not at its Service (an Argo CD outside the hub cluster).
+	ClusterProxyAddress string
 	// SkipControllerNameValidation lets tests run several managers in one process.
 	SkipControllerNameValidation bool
 }
@@ -216,7 +224,12 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 	if err := access.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the ApplicationSet access controller: %w", err)
 	}
+	live, err := liveResourcesSource(mgr, o)
+	if err != nil {
+		return nil, err
+	}
 	if err := (&gitopscluster.Reconciler{
+		LiveResources:        live,
 		Client:               mgr.GetClient(),
 		APIReader:            mgr.GetAPIReader(),
 		Recorder:             mgr.GetEventRecorder("gitops-addon-manager"),
@@ -338,4 +351,22 @@ func addAddonManager(mgr manager.Manager, cfg *rest.Config, o Options, argoCDAge
 		<-ctx.Done()
 		return nil
 	}))
+}
+
+// liveResourcesSource makes the reader of cluster-proxy and of the tokens, and adds its
+// caches to the manager; nil when live resources are off.
+func liveResourcesSource(mgr ctrl.Manager, o Options) (*liveresources.Source, error) {
+	if !o.LiveResources {
+		return nil, nil
+	}
+	src, err := liveresources.NewSource(mgr.GetConfig(), mgr.GetScheme(), mgr.GetAPIReader(), o.ClusterProxyAddress)
+	if err != nil {
+		return nil, fmt.Errorf("making the live resources caches: %w", err)
+	}
+	for _, c := range src.Caches {
+		if err := mgr.Add(c); err != nil {
+			return nil, fmt.Errorf("adding the live resources caches: %w", err)
+		}
+	}
+	return src, nil
 }

@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -138,6 +140,7 @@ func (r *Store) readForeign(ctx context.Context, gc *appsv1beta1.GitOpsCluster, 
 func (r *Store) adopt(ctx context.Context, gc *appsv1beta1.GitOpsCluster, desired, current client.Object, update UpdateFunc) (Outcome, error) {
 	key := client.ObjectKeyFromObject(desired)
 	kind := KindOf(desired)
+	before := current.DeepCopyObject().(client.Object)
 	labels := maps.Clone(current.GetLabels())
 	if labels == nil {
 		labels = map[string]string{}
@@ -145,7 +148,12 @@ func (r *Store) adopt(ctx context.Context, gc *appsv1beta1.GitOpsCluster, desire
 	maps.Copy(labels, desired.GetLabels())
 	current.SetLabels(labels)
 	update(current, desired)
-	if err := r.Client.Update(ctx, current); err != nil {
+	write := func() error { return r.Client.Update(ctx, current) }
+	if _, metadataOnly := current.(*metav1.PartialObjectMetadata); metadataOnly {
+		// Only the labels are known and written (an Update would need the whole object).
+		write = func() error { return r.Client.Patch(ctx, current, client.MergeFrom(before)) }
+	}
+	if err := write(); err != nil {
 		return Outcome{}, fmt.Errorf("adopting %s %s: %w", kind, key, err)
 	}
 	r.foreign.forget(kind, key)
@@ -178,8 +186,15 @@ func foreignOutcome(current client.Object, gc *appsv1beta1.GitOpsCluster, kind s
 	}
 }
 
-// KindOf names an object's Go type for messages (typed objects from the cache carry no TypeMeta).
+// KindOf names an object's kind for messages: its Go type (typed objects from the cache
+// carry no TypeMeta), or for an unstructured or metadata-only object the kind it says.
 func KindOf(obj client.Object) string {
+	if kind := obj.GetObjectKind().GroupVersionKind().Kind; kind != "" {
+		switch obj.(type) {
+		case *unstructured.Unstructured, *metav1.PartialObjectMetadata:
+			return kind
+		}
+	}
 	t := fmt.Sprintf("%T", obj)
 	return t[strings.LastIndex(t, ".")+1:]
 }
