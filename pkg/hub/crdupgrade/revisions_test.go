@@ -17,7 +17,7 @@ var revisionHashes = map[int]string{
 	4: "fc79efdf7ce54e0433cb05180c70b2dbead681e65d16cbf94961cdf4eb8e687c", // serverAddress rule without CEL isIP() (Kubernetes 1.31+): the CRD installs on 1.29
 	5: "ccd4304e3497b0b9cb8fee7cba4674c1cfad793555fbcf5647db1eb252789138", // report: each cluster's resources (clusterConditions[].resources, resourceCount)
 	6: "2ebc0ad0117923f49399856e412e3efbe39e4dd5fad27627a248719810071185", // spec.gitopsAddon.existingArgoCD, status.existingArgoCDClusters
-	7: "31598540a97648e27b007610838e8040b580b7959b65c9f6835560561a632fd7", // spec.gitopsAddon.liveResources
+	7: "fc893cbfee531bf96079f15cc983c508f0c732c58deb4217e88df58aba3254d9", // spec.gitopsAddon.liveResources
 }
 
 func TestSchemaRevisionIsBumpedWhenACRDChanges(t *testing.T) {
