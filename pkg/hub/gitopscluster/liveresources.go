@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -160,10 +159,9 @@ func (r *Reconciler) readCredentials(ctx context.Context, clusters []string, res
 }
 
 // isTokenProblem tells a token that is not the ServiceAccount's (reported, not retried)
-// from an API error.
+// from a failed read.
 func isTokenProblem(err error) bool {
-	var status apierrors.APIStatus
-	return !errors.As(err, &status)
+	return errors.Is(err, liveresources.ErrForeignToken)
 }
 
 func setReader(m map[string]contract.ServiceAccountRef, cluster string, reader contract.ServiceAccountRef) map[string]contract.ServiceAccountRef {

@@ -163,7 +163,7 @@ func TestATokenIsReadOncePresent(t *testing.T) {
 		{name: "issued", objs: []client.Object{secret("spoke-1", ServiceAccountName, map[string][]byte{TokenKey: good, "ca.crt": []byte("x")})}, wantOK: true},
 		{name: "no token in it yet", objs: []client.Object{secret("spoke-1", ServiceAccountName, map[string][]byte{"ca.crt": []byte("x")})}},
 		{name: "another ServiceAccount's", objs: []client.Object{secret("spoke-1", ServiceAccountName,
-			map[string][]byte{TokenKey: fixtures.ServiceAccountToken(t, "system:serviceaccount:kube-system:default")})}, wantErr: "Secret spoke-1/gitops-addon-live-resources"},
+			map[string][]byte{TokenKey: fixtures.ServiceAccountToken(t, "system:serviceaccount:kube-system:default")})}, wantErr: "the token Secret spoke-1/gitops-addon-live-resources"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := fakeHub(t, true, tc.objs...)

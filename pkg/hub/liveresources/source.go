@@ -2,6 +2,7 @@ package liveresources
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -87,7 +88,8 @@ func (s *Source) Proxy(ctx context.Context) (Proxy, error) {
 	switch {
 	case IsNotServed(err) || apierrors.IsNotFound(err):
 		return Proxy{}, &ErrNotInstalled{Addon: "cluster-proxy", Detail: fmt.Sprintf(
-			"OCM's cluster-proxy is not installed on the hub: there is no ManagedProxyConfiguration %s (%s)", ProxyConfigurationName, ProxyConfigurationGVK.GroupVersion())}
+			"OCM's cluster-proxy is not installed on the hub: there is no ManagedProxyConfiguration %s (%s)",
+			ProxyConfigurationName, ProxyConfigurationGVK.GroupVersion())}
 	case err != nil:
 		return Proxy{}, fmt.Errorf("reading ManagedProxyConfiguration %s: %w", ProxyConfigurationName, err)
 	}
@@ -107,6 +109,10 @@ func (s *Source) Proxy(ctx context.Context) (Proxy, error) {
 	}
 	return Proxy{Namespace: ns, CAData: ca.Data[ProxyCAKey], Address: s.Address}, nil
 }
+
+// ErrForeignToken marks a token Secret whose token is not the ServiceAccount's: reported,
+// not retried.
+var ErrForeignToken = errors.New("not a token of ServiceAccount " + ServiceAccountName)
 
 // Token is one cluster's token and the spoke ServiceAccount it authenticates as.
 type Token struct {
@@ -131,7 +137,7 @@ func (s *Source) TokenOf(ctx context.Context, cluster string) (Token, bool, erro
 	}
 	reader, err := ReaderOf(token)
 	if err != nil {
-		return Token{}, false, fmt.Errorf("Secret %s/%s: %w", cluster, ServiceAccountName, err)
+		return Token{}, false, fmt.Errorf("the token Secret %s/%s: %w (%w)", cluster, ServiceAccountName, err, ErrForeignToken)
 	}
 	return Token{Token: token, Reader: reader}, true, nil
 }
