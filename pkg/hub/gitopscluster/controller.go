@@ -440,14 +440,22 @@ func (r *Reconciler) forOwner(_ context.Context, obj client.Object) []reconcile.
 }
 
 func (r *Reconciler) forAll(ctx context.Context, _ client.Object) []reconcile.Request {
+	return r.requestsFor(ctx, func(*appsv1beta1.GitOpsCluster) bool { return true })
+}
+
+// requestsFor lists the GitOpsClusters (cached) and requests a reconcile of those keep
+// accepts.
+func (r *Reconciler) requestsFor(ctx context.Context, keep func(*appsv1beta1.GitOpsCluster) bool) []reconcile.Request {
 	list := &appsv1beta1.GitOpsClusterList{}
 	if err := r.Client.List(ctx, list); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing GitOpsClusters")
 		return nil
 	}
 	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for _, gc := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&gc)})
+	for i := range list.Items {
+		if keep(&list.Items[i]) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
 	}
 	return reqs
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -45,9 +46,10 @@ type liveResult struct {
 // this controller watches (cluster-proxy's CA Secret, which it does watch, wakes it at once).
 const liveRecheck = 2 * time.Minute
 
-// recheckAfter is when to look again for what is not installed yet; 0: not needed.
+// recheckAfter is when to look again for what is not installed yet (only set when live
+// resources are asked for); 0: not needed.
 func (l liveResult) recheckAfter() time.Duration {
-	if l.notInstalled != nil && l.requested {
+	if l.notInstalled != nil {
 		return liveRecheck
 	}
 	return 0
@@ -77,8 +79,11 @@ func (r *Reconciler) reconcileLiveResources(ctx context.Context, gc *appsv1beta1
 		if err := r.ensureManagedServiceAccounts(ctx, gc, clusters, wanted, &res); err != nil {
 			return res, err
 		}
-		if err := r.readCredentials(ctx, clusters, &res); err != nil {
-			return res, err
+		// Without managed-serviceaccount there are no tokens to read, nor anything to write them into.
+		if res.notInstalled == nil {
+			if err := r.readCredentials(ctx, clusters, &res); err != nil {
+				return res, err
+			}
 		}
 	}
 	return res, r.removeManagedServiceAccounts(ctx, gc, wanted)
@@ -97,7 +102,7 @@ func (r *Reconciler) ensureManagedServiceAccounts(
 		desired.SetAnnotations(ownership.Annotations(gc))
 		outcome, err := r.owned().Ensure(ctx, gc, desired, current, keepAsCreated)
 		switch {
-		case liveresources.IsNotServed(err):
+		case meta.IsNoMatchError(err):
 			res.notInstalled = &liveresources.ErrNotInstalled{Addon: "managed-serviceaccount", Detail: fmt.Sprintf(
 				"OCM's managed-serviceaccount is not installed on the hub: %s is not served", liveresources.ManagedServiceAccountGVK.GroupVersion())}
 			return nil
@@ -142,7 +147,7 @@ func (r *Reconciler) readCredentials(ctx context.Context, clusters []string, res
 			res.pending = append(res.pending, cluster)
 			continue
 		}
-		res.readers = setReader(res.readers, cluster, token.Reader)
+		res.readers = setKey(res.readers, cluster, token.Reader)
 		if res.notInstalled != nil {
 			continue
 		}
@@ -150,10 +155,7 @@ func (r *Reconciler) readCredentials(ctx context.Context, clusters []string, res
 		if err != nil {
 			return fmt.Errorf("writing the cluster config of %s: %w", cluster, err)
 		}
-		if res.credentials == nil {
-			res.credentials = map[string]liveCredentials{}
-		}
-		res.credentials[cluster] = liveCredentials{server: proxy.Server(cluster), config: config}
+		res.credentials = setKey(res.credentials, cluster, liveCredentials{server: proxy.Server(cluster), config: config})
 	}
 	return nil
 }
@@ -162,14 +164,6 @@ func (r *Reconciler) readCredentials(ctx context.Context, clusters []string, res
 // from a failed read.
 func isTokenProblem(err error) bool {
 	return errors.Is(err, liveresources.ErrForeignToken)
-}
-
-func setReader(m map[string]contract.ServiceAccountRef, cluster string, reader contract.ServiceAccountRef) map[string]contract.ServiceAccountRef {
-	if m == nil {
-		m = map[string]contract.ServiceAccountRef{}
-	}
-	m[cluster] = reader
-	return m
 }
 
 // removeManagedServiceAccounts deletes the GitOpsCluster's ManagedServiceAccounts on the
@@ -184,7 +178,7 @@ func (r *Reconciler) removeManagedServiceAccounts(ctx context.Context, gc *appsv
 	list.SetGroupVersionKind(liveresources.ManagedServiceAccountGVK.GroupVersion().WithKind(liveresources.ManagedServiceAccountGVK.Kind + "List"))
 	err := r.Client.List(ctx, list, ownership.Selector(gc))
 	switch {
-	case liveresources.IsNotServed(err):
+	case meta.IsNoMatchError(err):
 		return nil
 	case err != nil:
 		return fmt.Errorf("listing ManagedServiceAccounts of %s/%s: %w", gc.Namespace, gc.Name, err)
@@ -241,15 +235,5 @@ func liveCondition(obs observation) metav1.Condition {
 // forLiveResources maps a token or cluster-proxy CA Secret to the GitOpsClusters that
 // ask for live resources.
 func (r *Reconciler) forLiveResources(ctx context.Context, _ *corev1.Secret) []reconcile.Request {
-	list := &appsv1beta1.GitOpsClusterList{}
-	if err := r.Client.List(ctx, list); err != nil {
-		return nil
-	}
-	var reqs []reconcile.Request
-	for i := range list.Items {
-		if list.Items[i].LiveResourcesEnabled() {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-		}
-	}
-	return reqs
+	return r.requestsFor(ctx, (*appsv1beta1.GitOpsCluster).LiveResourcesEnabled)
 }

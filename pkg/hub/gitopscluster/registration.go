@@ -72,9 +72,9 @@ func (r *Reconciler) registerClusters(
 }
 
 // setKey sets m[k] = v, making m when it is nil.
-func setKey(m map[string]string, k, v string) map[string]string {
+func setKey[V any](m map[string]V, k string, v V) map[string]V {
 	if m == nil {
-		m = map[string]string{}
+		m = map[string]V{}
 	}
 	m[k] = v
 	return m

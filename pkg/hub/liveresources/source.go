@@ -73,12 +73,6 @@ type ErrNotInstalled struct {
 
 func (e *ErrNotInstalled) Error() string { return e.Detail }
 
-// IsNotServed tells whether err says a kind is not served by the apiserver (its CRD is
-// not installed); controller-runtime's discovery errors unwrap to the same.
-func IsNotServed(err error) bool {
-	return meta.IsNoMatchError(err)
-}
-
 // Proxy reads cluster-proxy's namespace from its ManagedProxyConfiguration and the CA of
 // its user server; an *ErrNotInstalled when cluster-proxy is not on the hub.
 func (s *Source) Proxy(ctx context.Context) (Proxy, error) {
@@ -86,7 +80,7 @@ func (s *Source) Proxy(ctx context.Context) (Proxy, error) {
 	mpc.SetGroupVersionKind(ProxyConfigurationGVK)
 	err := s.Reader.Get(ctx, client.ObjectKey{Name: ProxyConfigurationName}, mpc)
 	switch {
-	case IsNotServed(err) || apierrors.IsNotFound(err):
+	case meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
 		return Proxy{}, &ErrNotInstalled{Addon: "cluster-proxy", Detail: fmt.Sprintf(
 			"OCM's cluster-proxy is not installed on the hub: there is no ManagedProxyConfiguration %s (%s)",
 			ProxyConfigurationName, ProxyConfigurationGVK.GroupVersion())}
