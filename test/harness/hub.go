@@ -80,7 +80,7 @@ func (f *Fleet) startHubComponents(ctx context.Context) error {
 			crd.Spec.Conversion = f.conversionWebhook()
 		}
 	}
-	if err := installCRDs(ctx, hub, crds); err != nil {
+	if err := hub.InstallCRDs(ctx, crds); err != nil {
 		return err
 	}
 	if err := f.registerAdmissionWebhooks(ctx); err != nil {
@@ -114,11 +114,6 @@ func loadCRDs(files []string) ([]*apiextensionsv1.CustomResourceDefinition, erro
 		crds = append(crds, crd)
 	}
 	return crds, nil
-}
-
-// installCRDs creates the CRDs and waits until each is established.
-func installCRDs(ctx context.Context, c *Cluster, crds []*apiextensionsv1.CustomResourceDefinition) error {
-	return c.InstallCRDs(ctx, crds)
 }
 
 // InstallCRDs creates the CRDs that are not there yet and waits until each is

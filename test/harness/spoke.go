@@ -179,7 +179,7 @@ func prepareSpoke(ctx context.Context, c *Cluster) error {
 	if err != nil {
 		return err
 	}
-	if err := installCRDs(ctx, c, crds); err != nil {
+	if err := c.InstallCRDs(ctx, crds); err != nil {
 		return err
 	}
 	for _, ns := range []string{AgentNamespace, AddonNamespace} {
