@@ -202,27 +202,48 @@ func (g *Guard) triggerOpenAPICheck() {
 }
 
 // runOpenAPIChecks checks /openapi/v2 at start, after every reconcile and periodically.
+// An unhealthy answer is looked at again sooner (see openAPIRecheck): the apiserver
+// rebuilds the document asynchronously after a CRD goes, and no event says when it is done.
 func (g *Guard) runOpenAPIChecks(ctx context.Context) error {
-	ticker := time.NewTicker(OpenAPIRecheckInterval)
-	defer ticker.Stop()
-	g.checkOpenAPI(ctx)
+	var recheck openAPIRecheck
+	timer := time.NewTimer(recheck.after(g.checkOpenAPI(ctx)))
+	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-ticker.C:
+		case <-timer.C:
 		case <-g.recheck:
 		}
-		g.checkOpenAPI(ctx)
+		timer.Reset(recheck.after(g.checkOpenAPI(ctx)))
 	}
 }
 
-func (g *Guard) checkOpenAPI(ctx context.Context) {
+// openAPIRecheck is the delay before the next /openapi/v2 check: OpenAPIRecheckInterval
+// while the document is healthy; while it is not, openAPIUnhealthyRecheck doubling up to
+// that interval, so a repaired document is reported within seconds and a lasting outage
+// costs one GET per interval.
+type openAPIRecheck struct{ delay time.Duration }
+
+const openAPIUnhealthyRecheck = time.Second
+
+func (r *openAPIRecheck) after(healthy bool) time.Duration {
+	if healthy {
+		r.delay = 0
+		return OpenAPIRecheckInterval
+	}
+	r.delay = min(max(2*r.delay, openAPIUnhealthyRecheck), OpenAPIRecheckInterval)
+	return r.delay
+}
+
+// checkOpenAPI reports /openapi/v2 and says whether it is healthy.
+func (g *Guard) checkOpenAPI(ctx context.Context) bool {
 	facts, err := routeapi.ReadFacts(ctx, g.Client)
 	if err != nil {
 		setOpenAPI(g.Report, openapicheck.Result{}, err)
-		return
+		return false
 	}
 	res, err := g.Checker.Check(ctx, routeapi.ServedCRDGroupVersions(facts))
 	setOpenAPI(g.Report, res, err)
+	return err == nil && res.Healthy()
 }

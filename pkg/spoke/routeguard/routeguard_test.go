@@ -2,7 +2,11 @@ package routeguard
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -10,6 +14,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	"k8s.io/utils/ptr"
@@ -18,6 +23,7 @@ import (
 
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/addonstatus"
+	"github.com/gitops-addon/gitops-addon/pkg/spoke/openapicheck"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/routeapi"
 	"github.com/gitops-addon/gitops-addon/pkg/spoke/routeapi/routeapitest"
 	"github.com/gitops-addon/gitops-addon/test/fixtures"
@@ -188,4 +194,52 @@ func TestReportSignalsOnlyOnChange(t *testing.T) {
 	setRouteAPI(r, routeapi.Classification{Reason: contract.RouteAPIUnknown, Message: "x"})
 	c, _ := r.Condition(contract.ConditionRouteAPI)
 	assert.Equal(t, metav1.ConditionUnknown, c.Status)
+}
+
+func TestOpenAPIRecheckDelays(t *testing.T) {
+	var r openAPIRecheck
+	var got []time.Duration
+	for _, healthy := range []bool{false, false, false, true, false} {
+		got = append(got, r.after(healthy))
+	}
+	assert.Equal(t, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, OpenAPIRecheckInterval, time.Second}, got,
+		"unhealthy: 1 s doubling; healthy: the interval, and the next outage starts at 1 s again")
+	for range 20 {
+		r.after(false)
+	}
+	assert.Equal(t, OpenAPIRecheckInterval, r.after(false), "a lasting outage is checked once per interval")
+}
+
+// TestRepairedOpenAPIIsReportedWithoutAnEvent: the apiserver rebuilds /openapi/v2 some time
+// after the duplicate CRD goes, and no watch event says so; the guard still reports the
+// repair within seconds, not at the next periodic check (CI failure of stop 56).
+func TestRepairedOpenAPIIsReportedWithoutAnEvent(t *testing.T) {
+	var repaired atomic.Bool
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/openapi/v2" && !repaired.Load():
+			w.WriteHeader(http.StatusServiceUnavailable)
+		default:
+			_, _ = w.Write([]byte(`{"paths":{}}`))
+		}
+	}))
+	t.Cleanup(server.Close)
+	checker, err := openapicheck.New(&rest.Config{Host: server.URL})
+	require.NoError(t, err)
+	g, _ := newGuard(t, fixtures.FakeSpoke(t).Build(), false)
+	g.Checker = checker
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- g.runOpenAPIChecks(ctx) }()
+	t.Cleanup(func() { cancel(); require.NoError(t, <-done) })
+
+	waitReason := func(reason string) {
+		require.Eventually(t, func() bool {
+			c, _ := g.Report.Condition(contract.ConditionOpenAPIV2Available)
+			return c.Reason == reason
+		}, 15*time.Second, 20*time.Millisecond, "OpenAPIV2Available=%s", reason)
+	}
+	waitReason(contract.ReasonOpenAPIV2ServiceUnavailable)
+	repaired.Store(true)
+	waitReason(contract.ReasonOpenAPIV2Served)
 }
