@@ -19,36 +19,37 @@ const (
 
 // Reasons of the GitOpsCluster's conditions.
 const (
-	ReasonResolved                 = "Resolved"
-	ReasonPlacementNotFound        = "PlacementNotFound"
-	ReasonPlacementNamespace       = "PlacementInOtherNamespace"
-	ReasonPlacementUnresolved      = "PlacementUnresolved"
-	ReasonRegistered               = "Registered"
-	ReasonRegistrationFailed       = "RegistrationFailed"
-	ReasonOwnedByOther             = "OwnedByAnotherGitOpsCluster"
-	ReasonArgoNamespaceNotAllowed  = "ArgoNamespaceNotAllowed"
-	ReasonReconcileError           = "ReconcileError"
-	ReasonAddOnsAvailable          = "AddOnsAvailable"
-	ReasonAddOnsProgressing        = "AddOnsProgressing"
-	ReasonAddOnDisabled            = "AddOnDisabled"
-	ReasonAddOnFailed              = "AddOnFailed"
-	ReasonAddOnDeliveredElsewhere  = "AddOnDeliveredElsewhere"
-	ReasonAddOnNotDelivered        = "AddOnNotDelivered"
-	ReasonWaitingForApplications   = "WaitingForApplications"
-	ReasonArgoCDAgentsNotConnected = "ArgoCDAgentsNotConnected"
-	ReasonCertificatesCurrent      = "CertificatesCurrent"
-	ReasonPrincipalAddressUnknown  = "PrincipalAddressUnknown"
-	ReasonTrustPending             = "TrustPending"
-	ReasonHubCluster               = "HubCluster"
-	ReasonExistingArgoCDFound      = "ExistingArgoCDFound"
-	ReasonNoExistingArgoCD         = "NoExistingArgoCD"
-	ReasonReady                    = "Ready"
-	ReasonNotReady                 = "NotReady"
-	ReasonWaitingForAddOnRemoval   = "WaitingForAddOnRemoval"
-	ReasonLiveResourcesReadable    = "Readable"
-	ReasonClusterProxyNotInstalled = "ClusterProxyNotInstalled"
-	ReasonMSANotInstalled          = "ManagedServiceAccountNotInstalled"
-	ReasonTokensPending            = "TokensPending"
+	ReasonResolved                  = "Resolved"
+	ReasonPlacementNotFound         = "PlacementNotFound"
+	ReasonPlacementNamespace        = "PlacementInOtherNamespace"
+	ReasonPlacementUnresolved       = "PlacementUnresolved"
+	ReasonRegistered                = "Registered"
+	ReasonRegistrationFailed        = "RegistrationFailed"
+	ReasonOwnedByOther              = "OwnedByAnotherGitOpsCluster"
+	ReasonArgoNamespaceNotAllowed   = "ArgoNamespaceNotAllowed"
+	ReasonReconcileError            = "ReconcileError"
+	ReasonAddOnsAvailable           = "AddOnsAvailable"
+	ReasonAddOnsProgressing         = "AddOnsProgressing"
+	ReasonAddOnDisabled             = "AddOnDisabled"
+	ReasonAddOnFailed               = "AddOnFailed"
+	ReasonAddOnDeliveredElsewhere   = "AddOnDeliveredElsewhere"
+	ReasonAddOnNotDelivered         = "AddOnNotDelivered"
+	ReasonWaitingForApplications    = "WaitingForApplications"
+	ReasonArgoCDAgentsNotConnected  = "ArgoCDAgentsNotConnected"
+	ReasonCertificatesCurrent       = "CertificatesCurrent"
+	ReasonPrincipalAddressUnknown   = "PrincipalAddressUnknown"
+	ReasonTrustPending              = "TrustPending"
+	ReasonHubCluster                = "HubCluster"
+	ReasonExistingArgoCDFound       = "ExistingArgoCDFound"
+	ReasonNoExistingArgoCD          = "NoExistingArgoCD"
+	ReasonReady                     = "Ready"
+	ReasonNotReady                  = "NotReady"
+	ReasonWaitingForAddOnRemoval    = "WaitingForAddOnRemoval"
+	ReasonLiveResourcesReadable     = "Readable"
+	ReasonClusterProxyNotInstalled  = "ClusterProxyNotInstalled"
+	ReasonMSANotInstalled           = "ManagedServiceAccountNotInstalled"
+	ReasonTokensPending             = "TokensPending"
+	ReasonLiveResourcesOffOnManager = "LiveResourcesOffOnManager"
 )
 
 // Reasons of the Events only (the condition reasons above are Events' reasons too where
@@ -200,6 +201,11 @@ var Reasons = reasons.Table{
 				"namespace); the cluster Secrets stay blank.",
 			Fix: "Install cluster-proxy on the hub and enable its addon on the clusters " +
 				"([pull model](docs/guides/pull-model.md#live-resources-in-the-basic-pull-model)), or set `liveResources.enabled: false`."},
+		{Name: ReasonLiveResourcesOffOnManager, Conditions: []string{ConditionLiveResources},
+			Meaning: "The GitOpsCluster asks for live resources, and the manager runs with `--live-resources=false` (chart value " +
+				"`liveResources.enabled: false`): it creates no ManagedServiceAccount and the cluster Secrets stay blank.",
+			Fix: "Set the chart's `liveResources.enabled` to `true` (the default; it also grants the manager what it reads), or set the " +
+				"GitOpsCluster's `spec.gitopsAddon.liveResources.enabled` to `false`."},
 		{Name: ReasonMSANotInstalled, Conditions: []string{ConditionLiveResources},
 			Meaning: "OCM's managed-serviceaccount is not on the hub (the ManagedServiceAccount API is not served); the cluster Secrets stay blank.",
 			Fix: "Install managed-serviceaccount on the hub and enable its addon on the clusters " +

@@ -7,8 +7,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -28,6 +30,8 @@ type liveResult struct {
 	credentials map[string]liveCredentials
 	// readers are the spoke ServiceAccounts the clusters' addons bind the read-only role to.
 	readers map[string]contract.ServiceAccountRef
+	// managerOff: the manager runs with --live-resources=false (chart liveResources.enabled).
+	managerOff bool
 	// notInstalled says which addon of OCM is missing on the hub, nil when both are there.
 	notInstalled *liveresources.ErrNotInstalled
 	// pending are the clusters without a token yet.
@@ -39,6 +43,9 @@ type liveResult struct {
 	tokenProblems []string
 	// clusters is how many clusters were asked for.
 	clusters int
+	// skipped are the clusters left out: their own Argo CD is skipped (existingArgoCD Skip),
+	// so no pulled Application runs there and the spoke binds no reader.
+	skipped []string
 }
 
 // liveRecheck is how often a GitOpsCluster looks again while an addon of OCM that live
@@ -68,13 +75,15 @@ type liveCredentials struct {
 func (r *Reconciler) reconcileLiveResources(ctx context.Context, gc *appsv1beta1.GitOpsCluster, clusters []string) (liveResult, error) {
 	res := liveResult{requested: gc.LiveResourcesEnabled() && !r.HubOnly}
 	if r.LiveResources == nil {
-		if res.requested {
-			res.notInstalled = &liveresources.ErrNotInstalled{Detail: "this manager runs without live resources (no cluster-proxy reader configured)"}
-		}
+		res.managerOff = res.requested
 		return res, nil
 	}
 	wanted := map[string]bool{}
 	if res.requested {
+		var err error
+		if clusters, res.skipped, err = r.withoutSkipped(ctx, gc, clusters); err != nil {
+			return res, err
+		}
 		res.clusters = len(clusters)
 		if err := r.ensureManagedServiceAccounts(ctx, gc, clusters, wanted, &res); err != nil {
 			return res, err
@@ -87,6 +96,45 @@ func (r *Reconciler) reconcileLiveResources(ctx context.Context, gc *appsv1beta1
 		}
 	}
 	return res, r.removeManagedServiceAccounts(ctx, gc, wanted)
+}
+
+// withoutSkipped leaves out the clusters whose addon reports an Argo CD gitops-addon did
+// not create and whose choice is Skip: nothing of ours runs an Application there, the
+// chart binds no reader, and a token would only be a credential that reads nothing. A
+// cluster whose addon has not reported yet is kept, so a new cluster is not held back a
+// round trip; its ManagedServiceAccount goes if the report then says Skip.
+func (r *Reconciler) withoutSkipped(ctx context.Context, gc *appsv1beta1.GitOpsCluster, clusters []string) (kept, skipped []string, err error) {
+	for _, cluster := range clusters {
+		skip, err := r.existingArgoCDSkipped(ctx, gc, cluster)
+		if err != nil {
+			return nil, nil, err
+		}
+		if skip {
+			skipped = append(skipped, cluster)
+		} else {
+			kept = append(kept, cluster)
+		}
+	}
+	return kept, skipped, nil
+}
+
+func (r *Reconciler) existingArgoCDSkipped(ctx context.Context, gc *appsv1beta1.GitOpsCluster, cluster string) (bool, error) {
+	addon := &addonv1beta1.ManagedClusterAddOn{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: cluster, Name: contract.AddonName}, addon)
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("reading ManagedClusterAddOn %s/%s: %w", cluster, contract.AddonName, err)
+	case !contract.ExistingArgoCDOf(addon.Status.Conditions).Found:
+		return false, nil
+	}
+	mc, err := r.managedCluster(ctx, cluster)
+	if err != nil {
+		return false, err
+	}
+	choice, _ := existingArgoCDChoiceOf(gc, mc)
+	return choice.value == contract.ExistingArgoCDSkip, nil
 }
 
 // ensureManagedServiceAccounts creates each cluster's ManagedServiceAccount; an API that
@@ -205,6 +253,11 @@ func liveCondition(obs observation) metav1.Condition {
 	case !obs.placement.resolved:
 		c.Status, c.Reason = metav1.ConditionUnknown, appsv1beta1.ReasonPlacementUnresolved
 		c.Message = "Not evaluated yet: the Placement must resolve first."
+	case l.managerOff:
+		c.Status, c.Reason = metav1.ConditionFalse, appsv1beta1.ReasonLiveResourcesOffOnManager
+		c.Message = "The manager runs with --live-resources=false (chart value liveResources.enabled: false): it creates no ManagedServiceAccount " +
+			"and the cluster Secrets stay blank. Fix: set liveResources.enabled to true in the chart (the default), or set " +
+			"spec.gitopsAddon.liveResources.enabled to false."
 	case l.notInstalled != nil && l.notInstalled.Addon == "managed-serviceaccount":
 		c.Status, c.Reason = metav1.ConditionFalse, appsv1beta1.ReasonMSANotInstalled
 		c.Message = sentence(l.notInstalled.Detail) + " The cluster Secrets stay blank. Fix: install managed-serviceaccount on the hub and enable its addon " +
@@ -228,6 +281,9 @@ func liveCondition(obs observation) metav1.Condition {
 		c.Status, c.Reason = metav1.ConditionTrue, appsv1beta1.ReasonLiveResourcesReadable
 		c.Message = fmt.Sprintf("%d cluster(s) readable by the hub's Argo CD through cluster-proxy, each as ServiceAccount %s, bound to the read-only "+
 			"ClusterRole %s.", len(l.credentials), liveresources.ServiceAccountName, contract.LiveResourcesClusterRole)
+	}
+	if len(l.skipped) > 0 && c.Reason != appsv1beta1.ReasonPlacementUnresolved && !l.managerOff {
+		c.Message += fmt.Sprintf(" Not read: %s, whose own Argo CD is skipped (existingArgoCD Skip: no pulled Application runs there).", listNames(l.skipped))
 	}
 	return c
 }

@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -247,6 +249,78 @@ func TestLiveResourcesSayWhatIsNotInstalled(t *testing.T) {
 			assert.False(t, meta.IsStatusConditionTrue(got.Status.Conditions, appsv1beta1.ConditionReady), "asked for and not there: not Ready")
 			assert.Equal(t, `{"tlsClientConfig":{"insecure":false}}`, string(clusterSecret(t, c, "c1").Data["config"]), "blank")
 			assert.True(t, meta.IsStatusConditionTrue(got.Status.Conditions, appsv1beta1.ConditionClustersRegistered), "registration goes on")
+		})
+	}
+}
+
+// TestLiveResourcesOffOnTheManager: a GitOpsCluster asks, the manager runs with
+// --live-resources=false; the condition names the manager's setting, not a missing addon.
+func TestLiveResourcesOffOnTheManager(t *testing.T) {
+	gc := liveGitOpsCluster(true)
+	objs := append(append(placementObjects("p", "c1"), gc, tokenSecret(t, "c1")), clusterProxy()...)
+	r, c := liveHub(t, true, objs...)
+	r.LiveResources = nil
+	got := reconcileOnce(t, r, gc)
+	cond := meta.FindStatusCondition(got.Status.Conditions, appsv1beta1.ConditionLiveResources)
+	require.NotNil(t, cond)
+	assert.Equal(t, metav1.ConditionFalse, cond.Status)
+	assert.Equal(t, appsv1beta1.ReasonLiveResourcesOffOnManager, cond.Reason)
+	assert.Contains(t, cond.Message, "--live-resources=false")
+	assert.Contains(t, cond.Message, "Fix: set liveResources.enabled to true")
+	_, there := managedServiceAccount(t, c, "c1")
+	assert.False(t, there, "no ManagedServiceAccount")
+	assert.Equal(t, `{"tlsClientConfig":{"insecure":false}}`, string(clusterSecret(t, c, "c1").Data["config"]), "blank")
+	res, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(gc)})
+	require.NoError(t, err)
+	assert.Zero(t, res.RequeueAfter, "nothing to look for again: only a restart changes the manager's flag")
+}
+
+// TestLiveResourcesLeaveOutClustersWhoseArgoCDIsSkipped: where the addon reports an Argo
+// CD gitops-addon did not create and the choice is Skip, no pulled Application runs and the
+// spoke binds no reader, so no token is kept for it; with UseExisting it is read as any other.
+func TestLiveResourcesLeaveOutClustersWhoseArgoCDIsSkipped(t *testing.T) {
+	found := metav1.Condition{Type: contract.ConditionExistingArgoCD, Status: metav1.ConditionTrue, Reason: contract.ExistingArgoCDOLM,
+		Message: "OpenShift GitOps 1.16 via OLM, ArgoCD openshift-gitops/openshift-gitops"}
+	for _, tc := range []struct {
+		name     string
+		label    string
+		wantRead bool
+	}{
+		{name: "Skip, the default", wantRead: false},
+		{name: "UseExisting by the cluster's label", label: contract.ExistingArgoCDUse, wantRead: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gc := liveGitOpsCluster(true)
+			objs := append(append(placementObjects("p", "c1", "c2"), gc, tokenSecret(t, "c1"), tokenSecret(t, "c2")), clusterProxy()...)
+			r, c := liveHub(t, true, objs...)
+			if tc.label != "" {
+				mc := &clusterv1.ManagedCluster{}
+				require.NoError(t, c.Get(context.Background(), client.ObjectKey{Name: "c1"}, mc))
+				mc.Labels = map[string]string{contract.ExistingArgoCDPolicy: tc.label}
+				require.NoError(t, c.Update(context.Background(), mc))
+			}
+			got := reconcileOnce(t, r, gc)
+			_, there := managedServiceAccount(t, c, "c1")
+			require.True(t, there, "before its addon reports, the cluster is read as any other")
+
+			markAddonAvailable(t, c, "c1", found)
+			got = reconcileOnce(t, r, got)
+			_, there = managedServiceAccount(t, c, "c1")
+			assert.Equal(t, tc.wantRead, there, "c1's ManagedServiceAccount")
+			assert.Equal(t, tc.wantRead, strings.Contains(string(clusterSecret(t, c, "c1").Data["config"]), "bearerToken"), "c1's token in its cluster Secret")
+			assert.Equal(t, !tc.wantRead, readerOf(t, c, "c1").IsZero(), "c1's reader")
+			assert.Contains(t, string(clusterSecret(t, c, "c2").Data["config"]), "bearerToken", "c2 is read")
+
+			cond := meta.FindStatusCondition(got.Status.Conditions, appsv1beta1.ConditionLiveResources)
+			require.NotNil(t, cond)
+			assert.Equal(t, metav1.ConditionTrue, cond.Status, cond.Message)
+			if tc.wantRead {
+				assert.Contains(t, cond.Message, "2 cluster(s) readable")
+				assert.NotContains(t, cond.Message, "Not read")
+			} else {
+				assert.Contains(t, cond.Message, "1 cluster(s) readable")
+				assert.Contains(t, cond.Message, "Not read: c1, whose own Argo CD is skipped")
+			}
 		})
 	}
 }
