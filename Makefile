@@ -203,6 +203,13 @@ test-argocd-agent: e2e-env ## Run the Argo CD Agent end-to-end subtest with the 
 	@grep -q -- '--- PASS: .*with_the_real_argocd-agent' $(BIN)/test-argocd-agent.log || \
 	  { echo "the argocd-agent interop subtest did not pass or did not run: see $(BIN)/test-argocd-agent.log"; exit 1; }
 
+.PHONY: test-live-resources
+test-live-resources: e2e-env ocm-addons-env ## Run the live-resources end-to-end test (opt-in): OCM's cluster-proxy and managed-serviceaccount built from source and installed with their own charts on a real-pod fleet; the hub's argocd-server reads each spoke's live manifests, events and Pod logs through them, and cannot write.
+	GITOPS_ADDON_LIVE_RESOURCES=1 CLUSTER_PROXY_VERSION=$(CLUSTER_PROXY_VERSION) MANAGED_SERVICEACCOUNT_VERSION=$(MANAGED_SERVICEACCOUNT_VERSION) \
+	  go test -count=1 -timeout 45m -v -run '^TestLiveResourcesOnRealPods$$' ./test/e2e/ | tee $(BIN)/test-live-resources.log
+	@grep -q -- '^--- PASS: TestLiveResourcesOnRealPods' $(BIN)/test-live-resources.log || \
+	  { echo "the live-resources test did not pass or did not run: see $(BIN)/test-live-resources.log"; exit 1; }
+
 .PHONY: bench
 bench: ## Run the Go benchmarks (the hub's per-cluster render); the report is docs/benchmarks.md.
 	go test -run '^$$' -bench . -benchmem -count 1 ./pkg/...

@@ -225,14 +225,23 @@ const passwd = "root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonro
 // StaticBinaryImage is an image with one static binary at path, run as entrypoint by
 // user, with /etc/passwd and the machine's CA bundle (for TLS clients).
 func StaticBinaryImage(ref, binary, path, user string, args ...string) ImageSpec {
-	files := []ImageFile{
-		{Path: path, Source: binary, Mode: 0o755},
-		{Path: "/etc/passwd", Data: []byte(passwd)},
+	spec := StaticBinariesImage(ref, user, map[string]string{path: binary})
+	spec.Entrypoint = append([]string{path}, args...)
+	return spec
+}
+
+// StaticBinariesImage is an image of static binaries (path in the image: file of this
+// machine) with no entrypoint, for manifests that name the command, run by user, with
+// /etc/passwd and the machine's CA bundle.
+func StaticBinariesImage(ref, user string, binaries map[string]string) ImageSpec {
+	files := []ImageFile{{Path: "/etc/passwd", Data: []byte(passwd)}}
+	for path, binary := range binaries {
+		files = append(files, ImageFile{Path: path, Source: binary, Mode: 0o755})
 	}
 	if _, err := os.Stat("/etc/ssl/certs/ca-certificates.crt"); err == nil {
 		files = append(files, ImageFile{Path: "/etc/ssl/certs/ca-certificates.crt", Source: "/etc/ssl/certs/ca-certificates.crt"})
 	}
-	return ImageSpec{Ref: ref, Files: files, Entrypoint: append([]string{path}, args...), User: user}
+	return ImageSpec{Ref: ref, Files: files, User: user}
 }
 
 // PodcheckImage runs test/harness/podcheck as the non-root user 65532: `serve ADDR` logs
