@@ -191,6 +191,7 @@ func TestCompatibilityIsOneStatement(t *testing.T) {
 			minor(compat.HubArgoCD[len(compat.HubArgoCD)-1]) + " (`" + compat.HubArgoCD[len(compat.HubArgoCD)-1] + "`) |",
 		"`TestPullModelOnEachHubArgoCD` on `" + strings.Join(compat.HubArgoCD[:len(compat.HubArgoCD)-1], "`, `") + "` and `" + compat.HubArgoCD[len(compat.HubArgoCD)-1] + "`",
 		"| OCM hub | " + compat.OCMOldest + " (`" + makeVar("OCM_VERSION") + "`, API `" + makeVar("OLDEST_OCM_API_VERSION") + "`) |",
+		"| cluster-proxy `" + makeVar("CLUSTER_PROXY_VERSION") + "`, managed-serviceaccount `" + makeVar("MANAGED_SERVICEACCOUNT_VERSION") + "` |",
 	} {
 		assert.True(t, strings.Contains(page, row), "docs/operations/compatibility.md has no line with %q", row)
 	}
