@@ -24,6 +24,7 @@ import (
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/addon"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/argocdagent/signer"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/liveresources"
 	"github.com/gitops-addon/gitops-addon/test/testenv"
 )
 
@@ -225,6 +226,24 @@ func TestHubRBACIsLeastPrivilege(t *testing.T) {
 		require.NoError(t, asManager.Get(ctx, client.ObjectKey{Name: "gitopsclusters.apps.open-cluster-management.io"}, own))
 		metav1.SetMetaDataAnnotation(&own.ObjectMeta, "example.com/touched", "yes")
 		require.NoError(t, asManager.Update(ctx, own), "its own CRDs stay writable")
+	})
+
+	// What the manager asks at its start before it reads the live resources' Secrets
+	// (liveresources.MissingGrants), answered by this apiserver's authorizer: nothing
+	// missing under the chart's ClusterRole; every read of both names for an identity
+	// without it, which the manager then runs without live resources for and says so.
+	t.Run("live resources: the manager may read both Secrets; an identity without the chart's rules is told each missing read", func(t *testing.T) {
+		missing, err := liveresources.MissingGrants(ctx, asManager)
+		require.NoError(t, err)
+		assert.Empty(t, missing)
+		nobody := testenv.Impersonating(t, env.Config, "system:serviceaccount:"+namespace+":nobody",
+			[]string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"})
+		missing, err = liveresources.MissingGrants(ctx, nobody)
+		require.NoError(t, err)
+		assert.Equal(t, []string{
+			"get Secrets gitops-addon-live-resources", "list Secrets gitops-addon-live-resources", "watch Secrets gitops-addon-live-resources",
+			"get Secrets proxy-server-ca", "list Secrets proxy-server-ca", "watch Secrets proxy-server-ca",
+		}, missing)
 	})
 
 	t.Run("manager cannot write a Role granting pods/exec", func(t *testing.T) {

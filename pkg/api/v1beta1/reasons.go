@@ -202,10 +202,11 @@ var Reasons = reasons.Table{
 			Fix: "Install cluster-proxy on the hub and enable its addon on the clusters " +
 				"([pull model](docs/guides/pull-model.md#live-resources-in-the-basic-pull-model)), or set `liveResources.enabled: false`."},
 		{Name: ReasonLiveResourcesOffOnManager, Conditions: []string{ConditionLiveResources},
-			Meaning: "The GitOpsCluster asks for live resources, and the manager runs with `--live-resources=false` (chart value " +
-				"`liveResources.enabled: false`): it creates no ManagedServiceAccount and the cluster Secrets stay blank.",
-			Fix: "Set the chart's `liveResources.enabled` to `true` (the default; it also grants the manager what it reads), or set the " +
-				"GitOpsCluster's `spec.gitopsAddon.liveResources.enabled` to `false`."},
+			Meaning: "The GitOpsCluster asks for live resources, and the manager runs without them: with `--live-resources=false` (chart value " +
+				"`liveResources.enabled: false`), or because its ClusterRole does not let it read the Secrets they are made of (the message " +
+				"names each read it may not make); it creates no ManagedServiceAccount and the cluster Secrets stay blank.",
+			Fix: "Set the chart's `liveResources.enabled` to `true` (the default; it also grants the manager what it reads) and restart the " +
+				"manager, or set the GitOpsCluster's `spec.gitopsAddon.liveResources.enabled` to `false`."},
 		{Name: ReasonMSANotInstalled, Conditions: []string{ConditionLiveResources},
 			Meaning: "OCM's managed-serviceaccount is not on the hub (the ManagedServiceAccount API is not served); the cluster Secrets stay blank.",
 			Fix: "Install managed-serviceaccount on the hub and enable its addon on the clusters " +

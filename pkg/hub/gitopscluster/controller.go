@@ -81,6 +81,9 @@ type Reconciler struct {
 	// GitOpsClusters with spec.gitopsAddon.liveResources; nil: their condition says the
 	// manager runs without it.
 	LiveResources *liveresources.Source
+	// LiveResourcesOff says why LiveResources is nil although the manager runs with
+	// --live-resources (e.g. its ClusterRole lacks the Secrets it reads); empty: the flag.
+	LiveResourcesOff string
 
 	// store writes the objects this controller owns (owned).
 	store     *ownership.Store

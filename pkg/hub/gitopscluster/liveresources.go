@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -30,8 +31,10 @@ type liveResult struct {
 	credentials map[string]liveCredentials
 	// readers are the spoke ServiceAccounts the clusters' addons bind the read-only role to.
 	readers map[string]contract.ServiceAccountRef
-	// managerOff: the manager runs with --live-resources=false (chart liveResources.enabled).
-	managerOff bool
+	// managerOff: the manager runs without live resources: with --live-resources=false
+	// (chart liveResources.enabled), or for managerOffWhy.
+	managerOff    bool
+	managerOffWhy string
 	// notInstalled says which addon of OCM is missing on the hub, nil when both are there.
 	notInstalled *liveresources.ErrNotInstalled
 	// pending are the clusters without a token yet.
@@ -75,7 +78,7 @@ type liveCredentials struct {
 func (r *Reconciler) reconcileLiveResources(ctx context.Context, gc *appsv1beta1.GitOpsCluster, clusters []string) (liveResult, error) {
 	res := liveResult{requested: gc.LiveResourcesEnabled() && !r.HubOnly}
 	if r.LiveResources == nil {
-		res.managerOff = res.requested
+		res.managerOff, res.managerOffWhy = res.requested, r.LiveResourcesOff
 		return res, nil
 	}
 	wanted := map[string]bool{}
@@ -253,6 +256,11 @@ func liveCondition(obs observation) metav1.Condition {
 	case !obs.placement.resolved:
 		c.Status, c.Reason = metav1.ConditionUnknown, appsv1beta1.ReasonPlacementUnresolved
 		c.Message = "Not evaluated yet: the Placement must resolve first."
+	case l.managerOff && l.managerOffWhy != "":
+		c.Status, c.Reason = metav1.ConditionFalse, appsv1beta1.ReasonLiveResourcesOffOnManager
+		c.Message = "The manager runs without live resources: " + strings.TrimSuffix(l.managerOffWhy, ".") + ". It creates no ManagedServiceAccount and the " +
+			"cluster Secrets stay blank. Fix: give the manager's ClusterRole the rules the chart's liveResources.enabled: true renders " +
+			"(helm upgrade), then restart the manager; or set spec.gitopsAddon.liveResources.enabled to false."
 	case l.managerOff:
 		c.Status, c.Reason = metav1.ConditionFalse, appsv1beta1.ReasonLiveResourcesOffOnManager
 		c.Message = "The manager runs with --live-resources=false (chart value liveResources.enabled: false): it creates no ManagedServiceAccount " +

@@ -273,6 +273,16 @@ func TestLiveResourcesOffOnTheManager(t *testing.T) {
 	res, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(gc)})
 	require.NoError(t, err)
 	assert.Zero(t, res.RequeueAfter, "nothing to look for again: only a restart changes the manager's flag")
+
+	// Off because its ClusterRole lacks the Secrets (liveresources.MissingGrants): the
+	// condition names them and the fix.
+	r.LiveResourcesOff = "its ClusterRole does not let it list Secrets gitops-addon-live-resources"
+	got = reconcileOnce(t, r, got)
+	cond = meta.FindStatusCondition(got.Status.Conditions, appsv1beta1.ConditionLiveResources)
+	require.NotNil(t, cond)
+	assert.Equal(t, appsv1beta1.ReasonLiveResourcesOffOnManager, cond.Reason)
+	assert.Contains(t, cond.Message, "The manager runs without live resources: its ClusterRole does not let it list Secrets gitops-addon-live-resources.")
+	assert.Contains(t, cond.Message, "Fix: give the manager's ClusterRole the rules the chart's liveResources.enabled: true renders")
 }
 
 // TestLiveResourcesLeaveOutClustersWhoseArgoCDIsSkipped: where the addon reports an Argo

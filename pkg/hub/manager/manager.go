@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	routev1 "github.com/openshift/api/route/v1"
@@ -224,12 +225,13 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 	if err := access.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the ApplicationSet access controller: %w", err)
 	}
-	live, err := liveResourcesSource(mgr, o)
+	live, liveOff, err := liveResourcesSource(mgr, o)
 	if err != nil {
 		return nil, err
 	}
 	if err := (&gitopscluster.Reconciler{
 		LiveResources:        live,
+		LiveResourcesOff:     liveOff,
 		Client:               mgr.GetClient(),
 		APIReader:            mgr.GetAPIReader(),
 		Recorder:             mgr.GetEventRecorder("gitops-addon-manager"),
@@ -354,19 +356,32 @@ func addAddonManager(mgr manager.Manager, cfg *rest.Config, o Options, argoCDAge
 }
 
 // liveResourcesSource makes the reader of cluster-proxy and of the tokens, and adds its
-// caches to the manager; nil when live resources are off.
-func liveResourcesSource(mgr ctrl.Manager, o Options) (*liveresources.Source, error) {
+// caches to the manager; nil when live resources are off, and, when the manager may not
+// read those Secrets, why (caches it may not list would never sync and would hold up
+// every GitOpsCluster, not only those that ask for live resources).
+func liveResourcesSource(mgr ctrl.Manager, o Options) (*liveresources.Source, string, error) {
 	if !o.LiveResources {
-		return nil, nil
+		return nil, "", nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	missing, err := liveresources.MissingGrants(ctx, mgr.GetClient())
+	if err != nil {
+		return nil, "", err
+	}
+	if len(missing) > 0 {
+		why := fmt.Sprintf("its ClusterRole does not let it %s", strings.Join(missing, ", "))
+		ctrl.Log.WithName("manager").Error(nil, "running without live resources although --live-resources is on: "+why)
+		return nil, why, nil
 	}
 	src, err := liveresources.NewSource(mgr.GetConfig(), mgr.GetScheme(), mgr.GetAPIReader(), o.ClusterProxyAddress)
 	if err != nil {
-		return nil, fmt.Errorf("making the live resources caches: %w", err)
+		return nil, "", fmt.Errorf("making the live resources caches: %w", err)
 	}
 	for _, c := range src.Caches {
 		if err := mgr.Add(c); err != nil {
-			return nil, fmt.Errorf("adding the live resources caches: %w", err)
+			return nil, "", fmt.Errorf("adding the live resources caches: %w", err)
 		}
 	}
-	return src, nil
+	return src, "", nil
 }
