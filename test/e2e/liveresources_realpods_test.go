@@ -195,8 +195,10 @@ func waitOCMAddonAvailable(t *testing.T, ctx context.Context, r *realpods.Fleet,
 // podsOf lists the pods of a cluster's OCM addon namespaces with the end of their logs.
 func podsOf(ctx context.Context, r *realpods.Fleet, cluster string) string {
 	c := r.Hub.Client
-	if cluster != r.Hub.Name {
-		c = r.Spokes[spokeIndex(r, cluster)].Client
+	for _, s := range r.Spokes {
+		if s.Name == cluster {
+			c = s.Client
+		}
 	}
 	var b strings.Builder
 	for _, namespace := range []string{ocmAddonsNamespace, "open-cluster-management-cluster-proxy", harness.AddonNamespace} {
@@ -207,15 +209,6 @@ func podsOf(ctx context.Context, r *realpods.Fleet, cluster string) string {
 		}
 	}
 	return b.String()
-}
-
-func spokeIndex(r *realpods.Fleet, name string) int {
-	for i, s := range r.Spokes {
-		if s.Name == name {
-			return i
-		}
-	}
-	return 0
 }
 
 // startLiveResourcesServer exposes the user server on the hub's node and starts a hub
