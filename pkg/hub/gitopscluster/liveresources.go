@@ -17,6 +17,7 @@ import (
 
 	appsv1beta1 "github.com/gitops-addon/gitops-addon/pkg/api/v1beta1"
 	"github.com/gitops-addon/gitops-addon/pkg/contract"
+	"github.com/gitops-addon/gitops-addon/pkg/hub/addon"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/liveresources"
 	"github.com/gitops-addon/gitops-addon/pkg/hub/ownership"
 )
@@ -84,7 +85,7 @@ func (r *Reconciler) reconcileLiveResources(ctx context.Context, gc *appsv1beta1
 	wanted := map[string]bool{}
 	if res.requested {
 		var err error
-		if clusters, res.skipped, err = r.withoutSkipped(ctx, gc, clusters); err != nil {
+		if clusters, res.skipped, err = r.withoutSkipped(ctx, clusters); err != nil {
 			return res, err
 		}
 		res.clusters = len(clusters)
@@ -102,13 +103,14 @@ func (r *Reconciler) reconcileLiveResources(ctx context.Context, gc *appsv1beta1
 }
 
 // withoutSkipped leaves out the clusters whose addon reports an Argo CD gitops-addon did
-// not create and whose choice is Skip: nothing of ours runs an Application there, the
-// chart binds no reader, and a token would only be a credential that reads nothing. A
-// cluster whose addon has not reported yet is kept, so a new cluster is not held back a
-// round trip; its ManagedServiceAccount goes if the report then says Skip.
-func (r *Reconciler) withoutSkipped(ctx context.Context, gc *appsv1beta1.GitOpsCluster, clusters []string) (kept, skipped []string, err error) {
+// not create and whose stack is the agent alone (the choice Skip): nothing of ours runs an
+// Application there, the agent chart binds no reader, and a token would only be a
+// credential that reads nothing. A cluster whose addon has not reported yet is kept, so a
+// new cluster is not held back a round trip; its ManagedServiceAccount goes if the report
+// then says Skip.
+func (r *Reconciler) withoutSkipped(ctx context.Context, clusters []string) (kept, skipped []string, err error) {
 	for _, cluster := range clusters {
-		skip, err := r.existingArgoCDSkipped(ctx, gc, cluster)
+		skip, err := r.existingArgoCDSkipped(ctx, cluster)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -121,23 +123,19 @@ func (r *Reconciler) withoutSkipped(ctx context.Context, gc *appsv1beta1.GitOpsC
 	return kept, skipped, nil
 }
 
-func (r *Reconciler) existingArgoCDSkipped(ctx context.Context, gc *appsv1beta1.GitOpsCluster, cluster string) (bool, error) {
-	addon := &addonv1beta1.ManagedClusterAddOn{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: cluster, Name: contract.AddonName}, addon)
+// existingArgoCDSkipped decides as the agent chart's render does (addon.StackOf, from the
+// addon's report and the choice its annotations carry), so the hub keeps a token exactly
+// where the spoke binds its reader.
+func (r *Reconciler) existingArgoCDSkipped(ctx context.Context, cluster string) (bool, error) {
+	current := &addonv1beta1.ManagedClusterAddOn{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: cluster, Name: contract.AddonName}, current)
 	switch {
 	case apierrors.IsNotFound(err):
 		return false, nil
 	case err != nil:
 		return false, fmt.Errorf("reading ManagedClusterAddOn %s/%s: %w", cluster, contract.AddonName, err)
-	case !contract.ExistingArgoCDOf(addon.Status.Conditions).Found:
-		return false, nil
 	}
-	mc, err := r.managedCluster(ctx, cluster)
-	if err != nil {
-		return false, err
-	}
-	choice, _ := existingArgoCDChoiceOf(gc, mc)
-	return choice.value == contract.ExistingArgoCDSkip, nil
+	return contract.ExistingArgoCDOf(current.Status.Conditions).Found && addon.StackOf(current) == addon.StackAgentOnly, nil
 }
 
 // ensureManagedServiceAccounts creates each cluster's ManagedServiceAccount; an API that
@@ -256,16 +254,9 @@ func liveCondition(obs observation) metav1.Condition {
 	case !obs.placement.resolved:
 		c.Status, c.Reason = metav1.ConditionUnknown, appsv1beta1.ReasonPlacementUnresolved
 		c.Message = "Not evaluated yet: the Placement must resolve first."
-	case l.managerOff && l.managerOffWhy != "":
-		c.Status, c.Reason = metav1.ConditionFalse, appsv1beta1.ReasonLiveResourcesOffOnManager
-		c.Message = "The manager runs without live resources: " + strings.TrimSuffix(l.managerOffWhy, ".") + ". It creates no ManagedServiceAccount and the " +
-			"cluster Secrets stay blank. Fix: give the manager's ClusterRole the rules the chart's liveResources.enabled: true renders " +
-			"(helm upgrade), then restart the manager; or set spec.gitopsAddon.liveResources.enabled to false."
 	case l.managerOff:
 		c.Status, c.Reason = metav1.ConditionFalse, appsv1beta1.ReasonLiveResourcesOffOnManager
-		c.Message = "The manager runs with --live-resources=false (chart value liveResources.enabled: false): it creates no ManagedServiceAccount " +
-			"and the cluster Secrets stay blank. Fix: set liveResources.enabled to true in the chart (the default), or set " +
-			"spec.gitopsAddon.liveResources.enabled to false."
+		c.Message = managerOffMessage(l.managerOffWhy)
 	case l.notInstalled != nil && l.notInstalled.Addon == "managed-serviceaccount":
 		c.Status, c.Reason = metav1.ConditionFalse, appsv1beta1.ReasonMSANotInstalled
 		c.Message = sentence(l.notInstalled.Detail) + " The cluster Secrets stay blank. Fix: install managed-serviceaccount on the hub and enable its addon " +
@@ -294,6 +285,19 @@ func liveCondition(obs observation) metav1.Condition {
 		c.Message += fmt.Sprintf(" Not read: %s, whose own Argo CD is skipped (existingArgoCD Skip: no pulled Application runs there).", listNames(l.skipped))
 	}
 	return c
+}
+
+// managerOffMessage says why the manager runs without live resources, why being its own
+// finding (empty: the flag), and the fix for that cause.
+func managerOffMessage(why string) string {
+	cause := "it runs with --live-resources=false (chart value liveResources.enabled: false)"
+	fix := "set liveResources.enabled to true in the chart (the default)"
+	if why != "" {
+		cause = strings.TrimSuffix(why, ".")
+		fix = "give the manager's ClusterRole the rules the chart's liveResources.enabled: true renders (helm upgrade), then restart the manager"
+	}
+	return "The manager runs without live resources: " + cause + ". It creates no ManagedServiceAccount and the cluster Secrets stay blank. " +
+		"Fix: " + fix + "; or set spec.gitopsAddon.liveResources.enabled to false."
 }
 
 // forLiveResources maps a token or cluster-proxy CA Secret to the GitOpsClusters that
