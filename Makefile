@@ -120,6 +120,7 @@ render: ## Print the objects shipped to a sample vanilla cluster (CLUSTER=name, 
 .PHONY: test
 test: ## Run every check and test: gofmt, go vet and the builds of make e2e-env (BUILD_JOBS at a time), then the rest of make verify, unit, integration (real kube-apiserver, the oldest and every supported release), fuzz and end-to-end (real OCM hub, spokes, Argo CD and GitOps operator) in two streams.
 	@$(MAKE) --no-print-directory -j$(BUILD_JOBS) fmt-vet e2e-env verify-tools controller-gen
+	@$(MAKE) --no-print-directory argocd-ui-if-possible
 	@$(MAKE) --no-print-directory argocd-agent-notice
 	@$(MAKE) --no-print-directory -j$(TEST_PARALLEL) test-stream-e2e test-stream-rest
 
@@ -132,7 +133,7 @@ test: ## Run every check and test: gofmt, go vet and the builds of make e2e-env 
 # cold run), so this shortens a run by the idle time it fills, not by the work.
 .PHONY: test-stream-e2e test-stream-rest
 test-stream-e2e:
-	go test -count=1 -timeout $(TEST_TIMEOUT) ./test/e2e/
+	ARGOCD_WITH_UI_BIN=$(ARGOCD_WITH_UI) go test -count=1 -timeout $(TEST_TIMEOUT) ./test/e2e/
 test-stream-rest: oldest-env
 	@$(MAKE) --no-print-directory verify-deep
 	go test -count=1 -timeout $(TEST_TIMEOUT) -p $(TEST_PARALLEL) $$(go list ./... | grep -v -e /test/e2e -e /test/generated -e /hack/crdgen -e /test/repo -e /test/chart -e /test/image)
@@ -175,6 +176,26 @@ fuzz: ## Run each fuzz target for its executions in FUZZ_TARGETS (make test does
 test-unit: controller-gen ## Run the tests that need no kube-apiserver, no root and nothing in ./bin but controller-gen.
 	go test -count=1 $(UNIT_PKGS)
 
+# The hub's Argo CD with its web UI, for the browser subtests and make demo: the one given
+# (ARGOCD_WITH_UI_BIN), else make argocd-ui's when it could build one (shell, for recipes).
+ARGOCD_WITH_UI = $${ARGOCD_WITH_UI_BIN:-$$(test -x $(BIN)/argocd-ui && echo $(BIN)/argocd-ui)}
+
+# make argocd-ui where it can build (GitHub reachable, or ARGO_UI_GIT): the browser subtests
+# then run in make test, and make demo serves the UI. Where argo-ui cannot be had (the
+# script exits with 3), a notice says what is not run; any other failure fails.
+.PHONY: argocd-ui-if-possible
+argocd-ui-if-possible: argocd-env
+	@rc=0; hack/build-argocd-ui.sh $(BIN) || rc=$$?; \
+	if [[ $$rc -eq 3 ]]; then \
+	  printf '\n%s\n%s\n%s\n%s\n%s\n%s\n\n' \
+	    '************************************************************************************' \
+	    '* NOT RUN: the browser subtests (Chromium drives the hub Argo CD web UI). Argo CD  *' \
+	    '* UI takes argo-ui from GitHub, not reachable here: clone it where GitHub is, then *' \
+	    '* make argocd-ui ARGO_UI_GIT=/path/to/argo-ui (docs/guides/pull-model.md).         *' \
+	    '* The API-level subtests of the same pages run.                                    *' \
+	    '************************************************************************************'; \
+	elif [[ $$rc -ne 0 ]]; then exit $$rc; fi
+
 .PHONY: argocd-agent-notice
 argocd-agent-notice:
 	@if [[ -z "$(ARGOCD_AGENT_BIN)" ]]; then \
@@ -192,20 +213,20 @@ test-integration: test-env ## Run the integration tests on a real kube-apiserver
 	go test -count=1 -timeout $(TEST_TIMEOUT) -p $(TEST_PARALLEL) ./test/integration/...
 
 .PHONY: test-e2e
-test-e2e: e2e-env ## Run the end-to-end tests: a real OCM hub, spokes, Argo CD and the GitOps operator as local processes.
-	go test -count=1 -timeout $(TEST_TIMEOUT) -p $(TEST_PARALLEL) -v ./test/harness/... ./test/e2e/...
+test-e2e: e2e-env argocd-ui-if-possible ## Run the end-to-end tests: a real OCM hub, spokes, Argo CD and the GitOps operator as local processes.
+	ARGOCD_WITH_UI_BIN=$(ARGOCD_WITH_UI) go test -count=1 -timeout $(TEST_TIMEOUT) -p $(TEST_PARALLEL) -v ./test/harness/... ./test/e2e/...
 
 .PHONY: test-argocd-agent
-test-argocd-agent: e2e-env ## Run the Argo CD Agent end-to-end subtest with the real principal and agents: ARGOCD_AGENT_BIN=/path/to/argocd-agent (your build; argocd-agent is not on the Go module proxy).
+test-argocd-agent: e2e-env argocd-ui-if-possible ## Run the Argo CD Agent end-to-end subtest with the real principal and agents: ARGOCD_AGENT_BIN=/path/to/argocd-agent (your build; argocd-agent is not on the Go module proxy).
 	@test -x "$(ARGOCD_AGENT_BIN)" || { echo "ARGOCD_AGENT_BIN must name an argocd-agent binary (github.com/argoproj-labs/argocd-agent, built by you): see docs/guides/argocd-agent.md"; exit 2; }
-	ARGOCD_AGENT_BIN="$(ARGOCD_AGENT_BIN)" go test -count=1 -timeout $(TEST_TIMEOUT) -v -run 'TestArgoCD$$/vanilla_leaves$$/Argo_CD_Agent_mode' ./test/e2e/ \
+	ARGOCD_WITH_UI_BIN=$(ARGOCD_WITH_UI) ARGOCD_AGENT_BIN="$(ARGOCD_AGENT_BIN)" go test -count=1 -timeout $(TEST_TIMEOUT) -v -run 'TestArgoCD$$/vanilla_leaves$$/Argo_CD_Agent_mode' ./test/e2e/ \
 	  | tee $(BIN)/test-argocd-agent.log
 	@grep -q -- '--- PASS: .*with_the_real_argocd-agent' $(BIN)/test-argocd-agent.log || \
 	  { echo "the argocd-agent interop subtest did not pass or did not run: see $(BIN)/test-argocd-agent.log"; exit 1; }
 
 .PHONY: test-live-resources
-test-live-resources: e2e-env ocm-addons-env ## Run the live-resources end-to-end test (opt-in): OCM's cluster-proxy and managed-serviceaccount built from source and installed with their own charts on a real-pod fleet; the hub's argocd-server reads each spoke's live manifests, events and Pod logs through them, and cannot write.
-	GITOPS_ADDON_LIVE_RESOURCES=1 CLUSTER_PROXY_VERSION=$(CLUSTER_PROXY_VERSION) MANAGED_SERVICEACCOUNT_VERSION=$(MANAGED_SERVICEACCOUNT_VERSION) \
+test-live-resources: e2e-env ocm-addons-env argocd-ui-if-possible ## Run the live-resources end-to-end test (opt-in): OCM's cluster-proxy and managed-serviceaccount built from source and installed with their own charts on a real-pod fleet; the hub's argocd-server reads each spoke's live manifests, events and Pod logs through them, and cannot write.
+	ARGOCD_WITH_UI_BIN=$(ARGOCD_WITH_UI) GITOPS_ADDON_LIVE_RESOURCES=1 CLUSTER_PROXY_VERSION=$(CLUSTER_PROXY_VERSION) MANAGED_SERVICEACCOUNT_VERSION=$(MANAGED_SERVICEACCOUNT_VERSION) \
 	  go test -count=1 -timeout 45m -v -run '^TestLiveResourcesOnRealPods$$' ./test/e2e/ | tee $(BIN)/test-live-resources.log
 	@grep -q -- '^--- PASS: TestLiveResourcesOnRealPods' $(BIN)/test-live-resources.log || \
 	  { echo "the live-resources test did not pass or did not run: see $(BIN)/test-live-resources.log"; exit 1; }
@@ -255,6 +276,10 @@ argocd-env: ## Install redis-server and git (Debian) when missing; build Argo CD
 	hack/ensure-debian-packages.sh redis-server=redis-server git=git
 	hack/build-argocd.sh $(BIN) argocd argocd-operator
 
+.PHONY: argocd-ui
+argocd-ui: argocd-env ## Build Argo CD (ARGOCD_VERSION) with its web UI into ./bin/argocd-ui (cached): its ui/ by yarn from the npm registry, argo-ui from GitHub or from ARGO_UI_GIT=/path/to/a-clone; installs nodejs, npm and chromium (Debian) when missing. make test and make demo use it.
+	hack/build-argocd-ui.sh $(BIN)
+
 .PHONY: ocm-addons-env
 ocm-addons-env: ## Build OCM's cluster-proxy (CLUSTER_PROXY_VERSION, with the apiserver-network-proxy it pins) and managed-serviceaccount (MANAGED_SERVICEACCOUNT_VERSION) addons from source into ./bin (cached): what the hub's Argo CD would read spokes' live resources through.
 	CLUSTER_PROXY_VERSION=$(CLUSTER_PROXY_VERSION) MANAGED_SERVICEACCOUNT_VERSION=$(MANAGED_SERVICEACCOUNT_VERSION) hack/build-ocm-addons.sh $(BIN)
@@ -273,9 +298,10 @@ pods-packages:
 ##@ Local fleet
 
 .PHONY: demo
-demo: $(if $(REAL_PODS),e2e-env,fleet-env) ## Start a local OCM hub + 2 spokes (vanilla, OpenShift-like), install gitops-addon, apply the seed GitOpsCluster; Ctrl-C cleans up. REAL_PODS=1: every part a real pod (root).
+demo: $(if $(REAL_PODS),e2e-env,fleet-env) ## Start a local OCM hub + 2 spokes (vanilla, OpenShift-like), install gitops-addon, apply the seed GitOpsCluster; Ctrl-C cleans up. REAL_PODS=1: every part a real pod (root). The hub's argocd-server serves the web UI where make argocd-ui can build it.
+	@$(MAKE) --no-print-directory argocd-ui-if-possible
 	go build -o $(BIN)/demo ./hack/demo
-	$(BIN)/demo $(if $(REAL_PODS),-real-pods)
+	ARGOCD_WITH_UI_BIN=$(ARGOCD_WITH_UI) $(BIN)/demo $(if $(REAL_PODS),-real-pods)
 
 ##@ Tools
 

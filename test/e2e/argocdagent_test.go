@@ -248,8 +248,8 @@ func argoCDAgentInterop(t *testing.T, ctx context.Context, a *argoFleet, bin, pr
 		autonomousPod = agentModeUICalls(t, ctx, a, server, edge, "agent-autonomous", "autonomous-guestbook")
 	})
 	t.Run("in a real browser ("+EnvArgoCDWithUI+"): the tree, the Pod's live manifest and its logs of each", func(t *testing.T) {
-		agentModeBrowserScenario(t, ctx, server.URL, bare, "agent-managed", managedPod)
-		agentModeBrowserScenario(t, ctx, server.URL, edge, "agent-autonomous", autonomousPod)
+		podPagesInBrowser(t, ctx, server.URL, bare, "agent-managed", managedPod, "guestbook-ui", "guestbook-team")
+		podPagesInBrowser(t, ctx, server.URL, edge, "agent-autonomous", autonomousPod, "guestbook-ui", "guestbook-team")
 	})
 	return started
 }

@@ -24,8 +24,9 @@ import (
 // source takes argo-ui from GitHub at a pinned commit, which is not reachable from CI, and
 // argo-ui@1.0.0 on the npm registry does not build it (docs/guides/pull-model.md). Set, the
 // hub's argocd-servers run from it and the browser subtests run: the basic pull model's
-// (hubUIScenario, and TestRealPods' with the guestbook's running Pod) and, with the real
-// argocd-agent, Argo CD Agent mode's (agentModeBrowserScenario).
+// (hubUIScenario, TestRealPods' with the guestbook's running Pod and, with OCM's addons,
+// TestLiveResourcesOnRealPods' podPagesInBrowser) and, with the real argocd-agent, Argo CD
+// Agent mode's (podPagesInBrowser).
 const EnvArgoCDWithUI = "ARGOCD_WITH_UI_BIN"
 
 // hubUIScenario drives the real Argo CD UI in Debian's Chromium, headless: it logs in as
@@ -79,15 +80,16 @@ func treeInBrowser(t *testing.T, tab context.Context, serverURL, name string, wa
 	t.Logf("%s: the hub's Argo CD UI draws %d nodes %v; screenshot %s", name, len(titles), titles, file)
 }
 
-// agentModeBrowserScenario opens, in the real Argo CD UI of the hub's argocd-server in
-// Argo CD Agent mode, the page of Application app of cluster (in the hub namespace of that
-// name): the tree down to its running Pod, the Pod's live manifest and its log lines, all
-// read from the spoke through the principal, each saved as a screenshot.
-func agentModeBrowserScenario(t *testing.T, ctx context.Context, serverURL, cluster, app string, pod apptree.Node) {
+// podPagesInBrowser opens, in the real Argo CD UI of a hub argocd-server that reads the
+// spoke's live resources (Argo CD Agent mode's principal, or cluster-proxy in the basic
+// pull model), the page of Application app in the hub namespace namespace: the tree down to
+// its running Pod (and a node titled with each of treeNodes), the Pod's live manifest and
+// its log lines, all read from the spoke, each saved as a screenshot.
+func podPagesInBrowser(t *testing.T, ctx context.Context, serverURL, namespace, app string, pod apptree.Node, treeNodes ...string) {
 	require.NotEmpty(t, pod.Name, "the API-level subtest found the Pod first")
 	tab := logIntoHubUI(t, ctx, serverURL)
 	dir := screenshotDir(t)
-	base := serverURL + "/applications/" + cluster + "/" + app
+	base := serverURL + "/applications/" + namespace + "/" + app
 	// The UI's own address of a selected node (SelectNode in Argo CD's ui/): group, kind,
 	// namespace, name and the container's index; tab picks the panel's tab.
 	selected := url.Values{"view": {"tree"}, "node": {"/Pod/" + pod.Namespace + "/" + pod.Name + "/0"}}
@@ -98,7 +100,12 @@ func agentModeBrowserScenario(t *testing.T, ctx context.Context, serverURL, clus
 	}
 	want := map[string]func(text string, titles []string) bool{
 		"tree": func(_ string, titles []string) bool {
-			return contains(titles, pod.Name) && contains(titles, "guestbook-ui") && contains(titles, "guestbook-team")
+			for _, n := range append([]string{pod.Name}, treeNodes...) {
+				if !contains(titles, n) {
+					return false
+				}
+			}
+			return true
 		},
 		// A Pod is never in Git, and its uid is the spoke's: the manifest is the live one.
 		"pod-manifest": func(text string, _ []string) bool {
@@ -117,16 +124,16 @@ func agentModeBrowserScenario(t *testing.T, ctx context.Context, serverURL, clus
 			titles, _ = treeNodeTitles(page)
 			text, _ = pageText(page)
 			return want[v.file](text, titles)
-		}, 2*time.Minute, 2*time.Second, "%s/%s in the UI: %s", cluster, app, v.what)
-		file := filepath.Join(dir, cluster+"-"+app+"-"+v.file+".png")
+		}, 2*time.Minute, 2*time.Second, "%s/%s in the UI: %s", namespace, app, v.what)
+		file := filepath.Join(dir, namespace+"-"+app+"-"+v.file+".png")
 		shot := saveScreenshot(page, file)
 		closePage()
 		if !ok {
-			t.Logf("%s/%s: %s not found; tree nodes %v; the page's text: %q; screenshot %s (%v)", cluster, app, v.what, titles, text, file, shot)
+			t.Logf("%s/%s: %s not found; tree nodes %v; the page's text: %q; screenshot %s (%v)", namespace, app, v.what, titles, text, file, shot)
 			continue
 		}
 		require.NoError(t, shot)
-		t.Logf("%s/%s: the hub's Argo CD UI shows %s; screenshot %s", cluster, app, v.what, file)
+		t.Logf("%s/%s: the hub's Argo CD UI shows %s; screenshot %s", namespace, app, v.what, file)
 	}
 }
 

@@ -108,12 +108,26 @@ func TestLiveResourcesOnRealPods(t *testing.T) {
 		}
 	}), "everything after needs it")
 
+	spokes := map[string]*harness.Spoke{}
+	for _, s := range r.Spokes {
+		spokes[s.Name] = s
+	}
+	t.Run("no identity the hub holds may write to a spoke (each spoke's SubjectAccessReview of its token's user)", func(t *testing.T) {
+		assertHubHoldsNoSpokeWriter(t, ctx, r.Hub.Client, spokes)
+	})
+
 	server := startLiveResourcesServer(t, ctx, r)
+	pods := map[string]apptree.Node{}
 	for _, s := range r.Spokes {
 		t.Run("the hub's argocd-server reads "+s.Name+"'s live resources through cluster-proxy, and cannot write", func(t *testing.T) {
-			liveResourcesCalls(t, ctx, server, s, "guestbook-"+s.Name, "guestbook")
+			pods[s.Name] = liveResourcesCalls(t, ctx, server, s, "guestbook-"+s.Name, "guestbook")
 		})
 	}
+	t.Run("in a real browser ("+EnvArgoCDWithUI+"): each guestbook's tree, its Pod's live manifest and logs", func(t *testing.T) {
+		for _, s := range r.Spokes {
+			podPagesInBrowser(t, ctx, server.URL, contract.GitOpsNamespace, "guestbook-"+s.Name, pods[s.Name], "guestbook-ui", realpods.GuestbookDeploymentName)
+		}
+	})
 }
 
 // installOCMAddons builds both addons' images from ./bin, imports them into every node,
@@ -227,7 +241,7 @@ func startLiveResourcesServer(t *testing.T, ctx context.Context, r *realpods.Fle
 	proxy, err := harness.StartServiceProxy(map[string]string{"cluster-proxy-addon-user." + ocmAddonsNamespace + ".svc:9092": address})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = proxy.Close() })
-	server, err := argocd.StartServer(ctx, r.Fleet, r.HubArgoCD, argocd.ServerOptions{HTTPSProxy: proxy.URL, Name: "argocd-server-live"})
+	server, err := argocd.StartServer(ctx, r.Fleet, r.HubArgoCD, argocd.ServerOptions{HTTPSProxy: proxy.URL, Name: "argocd-server-live", UI: os.Getenv(EnvArgoCDWithUI)})
 	require.NoError(t, err)
 	return server
 }
@@ -235,7 +249,8 @@ func startLiveResourcesServer(t *testing.T, ctx context.Context, r *realpods.Fle
 // liveResourcesCalls makes the calls of the hub's Argo CD UI for a pulled Application: the
 // live manifests of its ConfigMap and of its running Pod (their uids the spoke's), the
 // Deployment's events, the Pod's log line; a Secret and a delete, which the spoke refuses.
-func liveResourcesCalls(t *testing.T, ctx context.Context, server *argocd.Server, s *harness.Spoke, app, destination string) {
+// It returns the Pod's node, which the browser subtest opens.
+func liveResourcesCalls(t *testing.T, ctx context.Context, server *argocd.Server, s *harness.Spoke, app, destination string) apptree.Node {
 	token, err := server.Login(ctx)
 	require.NoError(t, err)
 	path := "/api/v1/applications/" + app
@@ -290,4 +305,5 @@ func liveResourcesCalls(t *testing.T, ctx context.Context, server *argocd.Server
 	assert.Error(t, err, "the hub cannot delete on the spoke: the reader only reads")
 	t.Logf("%s: deleting the ConfigMap from the hub's UI: %v", app, err)
 	assert.True(t, exists(ctx, s.Client, &corev1.ConfigMap{}, destination+"/guestbook-ui"), "the ConfigMap is still on the spoke")
+	return pod
 }

@@ -41,7 +41,7 @@ func resourceTreeScenario(t *testing.T, ctx context.Context, a *argoFleet) {
 		assert.NotContains(t, fmt.Sprint(hubApp.Object["status"]), v1alpha1.ReasonResourceTreeBounded, "a small tree is shown whole")
 		logOtherCalls(t, ctx, a, token, name)
 	}
-	assertHubHoldsNoSpokeWriter(t, ctx, a)
+	assertHubHoldsNoSpokeWriter(t, ctx, a.f.Hub.Client, a.spokes)
 }
 
 // waitHubTree waits until the spoke's Argo CD keeps a tree of the cluster's guestbook that
@@ -103,14 +103,15 @@ func logOtherCalls(t *testing.T, ctx context.Context, a *argoFleet, token, app s
 // assertHubHoldsNoSpokeWriter: every Argo CD cluster Secret on the hub is an identity the
 // hub holds towards a spoke. Each spoke's own authorizer (SubjectAccessReview on its
 // apiserver) is asked whether that identity may write there: it may not. The Secrets hold
-// no credential, so the identity is the anonymous user; a token or a client certificate
-// in one would be looked up as the user it is (TokenReview, the certificate's subject).
-func assertHubHoldsNoSpokeWriter(t *testing.T, ctx context.Context, a *argoFleet) {
+// no credential in the basic pull model, so the identity is the anonymous user; with live
+// resources a Secret holds a token, looked up as the user it is (TokenReview), as a client
+// certificate would be (its subject).
+func assertHubHoldsNoSpokeWriter(t *testing.T, ctx context.Context, hub client.Client, spokes map[string]*harness.Spoke) {
 	secrets := &corev1.SecretList{}
-	require.NoError(t, a.f.Hub.Client.List(ctx, secrets, client.MatchingLabels{"argocd.argoproj.io/secret-type": "cluster"}))
+	require.NoError(t, hub.List(ctx, secrets, client.MatchingLabels{"argocd.argoproj.io/secret-type": "cluster"}))
 	require.NotEmpty(t, secrets.Items)
 	for _, s := range secrets.Items {
-		spoke, ok := a.spokes[string(s.Data["name"])]
+		spoke, ok := spokes[string(s.Data["name"])]
 		if !ok {
 			continue
 		}
@@ -144,6 +145,9 @@ func clusterSecretUser(t *testing.T, ctx context.Context, spoke *harness.Spoke, 
 	case config.BearerToken != "":
 		review := &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: config.BearerToken}}
 		require.NoError(t, spoke.Client.Create(ctx, review))
+		// A token the spoke does not know would be asked about as no one, and denied
+		// everything: the check would prove nothing.
+		require.True(t, review.Status.Authenticated, "the token in cluster Secret %s/%s on %s: %s", s.Namespace, s.Name, spoke.Name, review.Status.Error)
 		return review.Status.User
 	case len(config.TLSClientConfig.CertData) > 0:
 		block, _ := pem.Decode(config.TLSClientConfig.CertData)
