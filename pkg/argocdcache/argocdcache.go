@@ -46,6 +46,13 @@ func ShardKey(instance string, shard int64) string {
 	return key + "|" + CacheVersion + gzipSuffix
 }
 
+// ManagedResourcesKey is the redis key of an Application's managed resources: Argo CD's
+// diff of each (its ResourceDiffs), which argocd-server's managed-resources call answers
+// from, for the UI's diff and its resource panel. Argo CD writes it after the tree.
+func ManagedResourcesKey(instance string) string {
+	return managedResourcesPrefix + instance + "|" + CacheVersion + gzipSuffix
+}
+
 // TreeChannel is the redis channel on which Argo CD announces that an Application's tree
 // was written (argocd-server's resource-tree stream listens on it).
 func TreeChannel(instance string) string {

@@ -27,7 +27,7 @@ var treeFormatReleases = []string{
 
 // TestCacheFormatIsArgoCDs pins pkg/argocdcache and pkg/contract/apptree to the source of
 // every Argo CD release we support: the cache version every key ends with, the keys of a
-// tree and of its announcement, gzip's ".gz", and the tree's JSON fields. A release that
+// tree, of its diff and of its announcement, gzip's ".gz", and the JSON fields of both. A release that
 // changes any of them fails here before a hub shows an empty tree (the e2e then reads
 // what a real application controller of the built release wrote).
 func TestCacheFormatIsArgoCDs(t *testing.T) {
@@ -40,7 +40,8 @@ func TestCacheFormatIsArgoCDs(t *testing.T) {
 			assert.Equal(t, argocdcache.CacheVersion, constants["CacheVersion"], "the version every cache key ends with")
 			appstate := read(t, filepath.Join(dir, "util", "cache", "appstate", "cache.go"))
 			assert.Contains(t, appstate, `"app|resources-tree|`, "the tree's key")
-			assert.Contains(t, appstate, `"app|managed-resources|`, "the key the tree's announcement is published on")
+			assert.Contains(t, appstate, `"app|managed-resources|`, "the key of the diff, and the one the tree's announcement is published on")
+			assert.Contains(t, appstate, "GetItem(appManagedResourcesKey(appName), &res)", "argocd-server reads the diff under that key")
 			assert.Contains(t, appstate, "OnUpdated(ctx, appManagedResourcesKey(appName)", "argocd-server's tree stream listens to that announcement")
 			assert.Contains(t, read(t, filepath.Join(dir, "util", "cache", "redis.go")), `key + ".gz"`, "gzip's key suffix")
 
@@ -55,6 +56,7 @@ func TestCacheFormatIsArgoCDs(t *testing.T) {
 				{"ResourceRef", apptree.Ref{}, nil},
 				{"HealthStatus", apptree.Health{}, nil},
 				{"InfoItem", apptree.Info{}, nil},
+				{"ResourceDiff", apptree.Diff{}, []string{"liveState", "diff", "resourceVersion"}},
 			} {
 				theirs, err := gosource.StructJSONFields(types, tc.theirs)
 				require.NoError(t, err)

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os/exec"
@@ -66,8 +67,9 @@ func (r *benchRedis) writes(b *testing.B) int64 {
 	return n
 }
 
-// guestbookTree is the resource tree the agent ships for the guestbook: a Deployment, its
-// ReplicaSet and Pod, a Service and its EndpointSlice, a ConfigMap and a Secret.
+// guestbookTree is the resource tree the agent ships for the guestbook, with its diff: a
+// Deployment, its ReplicaSet and Pod, a Service and its EndpointSlice, a ConfigMap and a
+// Secret; the diff of the four managed ones (guestbookDiff).
 func guestbookTree(b *testing.B) string {
 	dep := apptree.Ref{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "guestbook", Name: "guestbook-ui", UID: "3f1c6c1e-8d1f-4b5e-9a7e-0c2b8a5d1e01"}
 	rs := apptree.Ref{Group: "apps", Version: "v1", Kind: "ReplicaSet", Namespace: "guestbook", Name: "guestbook-ui-5d8f6c7b9", UID: "3f1c6c1e-8d1f-4b5e-9a7e-0c2b8a5d1e02"}
@@ -85,9 +87,74 @@ func guestbookTree(b *testing.B) string {
 			UID: "3f1c6c1e-8d1f-4b5e-9a7e-0c2b8a5d1e05"}, ParentRefs: []apptree.Ref{svc}, CreatedAt: "2026-11-27T10:00:00Z"},
 		{Ref: apptree.Ref{Version: "v1", Kind: "ConfigMap", Namespace: "guestbook", Name: "guestbook-ui", UID: "3f1c6c1e-8d1f-4b5e-9a7e-0c2b8a5d1e06"}, CreatedAt: "2026-11-27T10:00:00Z"},
 		{Ref: apptree.Ref{Version: "v1", Kind: "Secret", Namespace: "guestbook", Name: "guestbook-db", UID: "3f1c6c1e-8d1f-4b5e-9a7e-0c2b8a5d1e07"}, CreatedAt: "2026-11-27T10:00:00Z"},
-	}})
+	}}, guestbookDiff(b))
 	require.NoError(b, err)
 	return value
+}
+
+// guestbookDiff is Argo CD's diff of the guestbook's managed resources as the agent ships
+// it: each one's desired state (with Argo CD's tracking annotation), its normalized live
+// state (metadata, spec and status as the cluster keeps them) and the predicted one, a
+// Secret's values masked as Argo CD masks them.
+func guestbookDiff(b *testing.B) []apptree.Diff {
+	meta := func(group, kind, name string) map[string]any {
+		return map[string]any{"name": name, "namespace": "guestbook", "annotations": map[string]any{
+			"argocd.argoproj.io/tracking-id": "guestbook-vanilla:" + group + "/" + kind + ":guestbook/" + name}}
+	}
+	live := func(group, kind, name string, extra map[string]any) map[string]any {
+		m := meta(group, kind, name)
+		m["uid"], m["resourceVersion"], m["generation"] = "3f1c6c1e-8d1f-4b5e-9a7e-0c2b8a5d1e01", "41725", 1
+		m["creationTimestamp"], m["labels"] = "2026-11-27T10:00:00Z", map[string]any{"app": "guestbook-ui"}
+		out := map[string]any{"metadata": m}
+		for k, v := range extra {
+			out[k] = v
+		}
+		return out
+	}
+	container := map[string]any{"name": "guestbook-ui", "image": "quay.io/argoprojlabs/argocd-e2e-container:0.2",
+		"ports": []any{map[string]any{"containerPort": 80, "protocol": "TCP"}}, "resources": map[string]any{},
+		"terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File", "imagePullPolicy": "IfNotPresent"}
+	deploymentSpec := map[string]any{"replicas": 1, "revisionHistoryLimit": 3, "selector": map[string]any{"matchLabels": map[string]any{"app": "guestbook-ui"}},
+		"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "guestbook-ui"}},
+			"spec": map[string]any{"containers": []any{container}, "restartPolicy": "Always", "dnsPolicy": "ClusterFirst", "schedulerName": "default-scheduler"}}}
+	deploymentStatus := map[string]any{"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1, "readyReplicas": 1, "availableReplicas": 1,
+		"conditions": []any{
+			map[string]any{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable", "message": "Deployment has minimum availability."},
+			map[string]any{"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable", "message": `ReplicaSet "guestbook-ui-5d8f6c7b9" has successfully progressed.`}}}
+	service := map[string]any{"ports": []any{map[string]any{"port": 80, "targetPort": 80, "protocol": "TCP"}}, "selector": map[string]any{"app": "guestbook-ui"}}
+	resources := []struct {
+		group, kind, name string
+		desired, actual   map[string]any
+	}{
+		{"apps", "Deployment", "guestbook-ui", map[string]any{"spec": deploymentSpec}, map[string]any{"spec": deploymentSpec, "status": deploymentStatus}},
+		{"", "Service", "guestbook-ui", map[string]any{"spec": service}, map[string]any{"spec": service, "status": map[string]any{"loadBalancer": map[string]any{}}}},
+		{"", "ConfigMap", "guestbook-ui", map[string]any{"data": map[string]any{"title": "Guestbook", "color": "blue"}},
+			map[string]any{"data": map[string]any{"title": "Guestbook", "color": "blue"}}},
+		{"", "Secret", "guestbook-db", map[string]any{"data": map[string]any{"password": "++++++++"}, "type": "Opaque"},
+			map[string]any{"data": map[string]any{"password": "++++++++"}, "type": "Opaque"}},
+	}
+	var diff []apptree.Diff
+	for _, r := range resources {
+		apiVersion := "v1"
+		if r.group != "" {
+			apiVersion = r.group + "/v1"
+		}
+		desired := map[string]any{"apiVersion": apiVersion, "kind": r.kind, "metadata": meta(r.group, r.kind, r.name)}
+		for k, v := range r.desired {
+			desired[k] = v
+		}
+		actual := live(r.group, r.kind, r.name, r.actual)
+		actual["apiVersion"], actual["kind"] = apiVersion, r.kind
+		diff = append(diff, apptree.Diff{Group: r.group, Kind: r.kind, Namespace: "guestbook", Name: r.name,
+			TargetState: mustJSON(b, desired), NormalizedLiveState: mustJSON(b, actual), PredictedLiveState: mustJSON(b, actual)})
+	}
+	return diff
+}
+
+func mustJSON(b *testing.B, v any) string {
+	raw, err := json.Marshal(v)
+	require.NoError(b, err)
+	return string(raw)
 }
 
 // largeTree is the tree of an Application over the bound: 1,500 Deployments with a Pod
@@ -99,7 +166,7 @@ func largeTree(b *testing.B) (apptree.Shipped, string) {
 		t.Nodes = append(t.Nodes, apptree.Node{Ref: d, Health: &apptree.Health{Status: "Healthy"}, Images: []string{"registry.example/app:1.0"}},
 			apptree.Node{Ref: apptree.Ref{Version: "v1", Kind: "Pod", Namespace: "big", Name: fmt.Sprintf("app-%04d-pod", i)}, ParentRefs: []apptree.Ref{d}})
 	}
-	s, value, err := apptree.Bound(t)
+	s, value, err := apptree.Bound(t, nil)
 	require.NoError(b, err)
 	return s, value
 }

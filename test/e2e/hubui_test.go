@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -34,7 +35,9 @@ const EnvArgoCDWithUI = "ARGOCD_WITH_UI_BIN"
 // a screenshot under the test's output (GITOPS_ADDON_SCREENSHOTS, else the test's temporary
 // directory). The guestbook gets a Deployment scaled to zero first, whose ReplicaSet only
 // the tree has: without the tree the UI still draws the managed resources, from
-// status.resources, so the test looks for the child. It fails when the tree is empty.
+// status.resources, so the test looks for the child. It fails when the tree is empty. It
+// then opens the ConfigMap's panel at its desired manifest, which the UI has only from the
+// diff the spoke shipped with the tree.
 func hubUIScenario(t *testing.T, ctx context.Context, a *argoFleet) {
 	tab := logIntoHubUI(t, ctx, a.server.URL)
 	web := strings.ReplaceAll(unrunnableDeployment("guestbook-web"), "replicas: 1", "replicas: 0")
@@ -47,6 +50,12 @@ func hubUIScenario(t *testing.T, ctx context.Context, a *argoFleet) {
 	for _, cluster := range []string{vanilla, openshift} {
 		// The Deployment's ReplicaSet (guestbook-web-...) is a child only the tree has.
 		treeInBrowser(t, tab, a.server.URL, "guestbook-"+cluster, "guestbook-ui", "guestbook-db", "guestbook-web-")
+		// A managed resource's panel loads the diff first: the spoke's, carried with the tree.
+		page := appPage{tab: tab, url: a.server.URL + "/applications/" + contract.GitOpsNamespace + "/guestbook-" + cluster, file: "guestbook-" + cluster}
+		configMap := apptree.Node{Ref: apptree.Ref{Kind: "ConfigMap", Namespace: "guestbook", Name: "guestbook-ui"}}
+		page.showPanel(t, "the ConfigMap's desired manifest, from the spoke's diff", configMap, "summary", "Desired Manifest", "configmap-desired", func(text string, _ []string) bool {
+			return strings.Contains(text, "kind: ConfigMap") && strings.Contains(text, "title: Guestbook")
+		})
 	}
 }
 
@@ -88,53 +97,66 @@ func treeInBrowser(t *testing.T, tab context.Context, serverURL, name string, wa
 func podPagesInBrowser(t *testing.T, ctx context.Context, serverURL, namespace, app string, pod apptree.Node, treeNodes ...string) {
 	require.NotEmpty(t, pod.Name, "the API-level subtest found the Pod first")
 	tab := logIntoHubUI(t, ctx, serverURL)
-	dir := screenshotDir(t)
-	base := serverURL + "/applications/" + namespace + "/" + app
-	// The UI's own address of a selected node (SelectNode in Argo CD's ui/): group, kind,
-	// namespace, name and the container's index; tab picks the panel's tab.
-	selected := url.Values{"view": {"tree"}, "node": {"/Pod/" + pod.Namespace + "/" + pod.Name + "/0"}}
-	views := []struct{ what, query, file string }{
-		{"the tree, the running Pod in it", "view=tree", "tree"},
-		{"the Pod's live manifest", selected.Encode() + "&tab=summary", "pod-manifest"},
-		{"the Pod's logs", selected.Encode() + "&tab=logs", "pod-logs"},
-	}
-	want := map[string]func(text string, titles []string) bool{
-		"tree": func(_ string, titles []string) bool {
-			for _, n := range append([]string{pod.Name}, treeNodes...) {
-				if !contains(titles, n) {
-					return false
-				}
+	page := appPage{tab: tab, url: serverURL + "/applications/" + namespace + "/" + app, file: namespace + "-" + app}
+	page.show(t, "the tree, the running Pod in it", "view=tree", "", "tree", func(_ string, titles []string) bool {
+		for _, n := range append([]string{pod.Name}, treeNodes...) {
+			if !contains(titles, n) {
+				return false
 			}
-			return true
-		},
-		// A Pod is never in Git, and its uid is the spoke's: the manifest is the live one.
-		"pod-manifest": func(text string, _ []string) bool {
-			return strings.Contains(text, "kind: Pod") && strings.Contains(text, "uid: "+pod.UID)
-		},
-		"pod-logs": func(text string, _ []string) bool {
-			return strings.Contains(text, "podcheck: pod "+pod.Name+" serving on")
-		},
-	}
-	for _, v := range views {
-		page, closePage := chromedp.NewContext(tab)
-		require.NoError(t, chromedp.Do(page, chromedp.Navigate(base+"?"+v.query)))
-		var text string
-		var titles []string
-		ok := assert.Eventually(t, func() bool {
-			titles, _ = treeNodeTitles(page)
-			text, _ = pageText(page)
-			return want[v.file](text, titles)
-		}, 2*time.Minute, 2*time.Second, "%s/%s in the UI: %s", namespace, app, v.what)
-		file := filepath.Join(dir, namespace+"-"+app+"-"+v.file+".png")
-		shot := saveScreenshot(page, file)
-		closePage()
-		if !ok {
-			t.Logf("%s/%s: %s not found; tree nodes %v; the page's text: %q; screenshot %s (%v)", namespace, app, v.what, titles, text, file, shot)
-			continue
 		}
-		require.NoError(t, shot)
-		t.Logf("%s/%s: the hub's Argo CD UI shows %s; screenshot %s", namespace, app, v.what, file)
+		return true
+	})
+	// A Pod is never in Git, and its uid is the spoke's: the manifest is the live one.
+	page.showPanel(t, "the Pod's live manifest", pod, "summary", "", "pod-manifest", func(text string, _ []string) bool {
+		return strings.Contains(text, "kind: Pod") && strings.Contains(text, "uid: "+pod.UID)
+	})
+	page.showPanel(t, "the Pod's logs", pod, "logs", "", "pod-logs", func(text string, _ []string) bool {
+		return strings.Contains(text, "podcheck: pod "+pod.Name+" serving on")
+	})
+}
+
+// appPage is an Application's page in the hub's Argo CD UI, each view of it opened in a
+// tab of its own and saved as <file>-<name>.png.
+type appPage struct {
+	tab       context.Context
+	url, file string
+}
+
+// showPanel opens the panel of one node of the tree (the UI's own address of a selected
+// node, SelectNode in Argo CD's ui/: group, kind, namespace, name and the container's
+// index) at one of its tabs, and clicks the inner tab titled inner, if any (the summary's
+// live manifest, diff and desired manifest are not in the address).
+func (p appPage) showPanel(t *testing.T, what string, n apptree.Node, tab, inner, name string, want func(text string, titles []string) bool) {
+	selected := url.Values{"view": {"tree"}, "node": {n.Group + "/" + n.Kind + "/" + n.Namespace + "/" + n.Name + "/0"}, "tab": {tab}}
+	p.show(t, what, selected.Encode(), inner, name, want)
+}
+
+// show opens the page with query (and clicks the tab titled click, if any) and waits until
+// want holds of its text and tree; a view that never shows is logged with the page's text
+// and a screenshot, and fails the test.
+func (p appPage) show(t *testing.T, what, query, click, name string, want func(text string, titles []string) bool) {
+	page, closePage := chromedp.NewContext(p.tab)
+	defer closePage()
+	require.NoError(t, chromedp.Do(page, chromedp.Navigate(p.url+"?"+query)))
+	var text string
+	var titles []string
+	ok := assert.Eventually(t, func() bool {
+		if click != "" {
+			_, _ = chromedp.Run(page, chromedp.Evaluate[bool](`(() => { const tab = [...document.querySelectorAll('.tabs__nav a, .tabs__nav div')]
+				.find(e => e.textContent.trim().toLowerCase() === `+strconv.Quote(strings.ToLower(click))+`); if (tab) tab.click(); return !!tab; })()`))
+		}
+		titles, _ = treeNodeTitles(page)
+		text, _ = pageText(page)
+		return want(text, titles)
+	}, 2*time.Minute, 2*time.Second, "%s in the UI: %s", p.file, what)
+	file := filepath.Join(screenshotDir(t), p.file+"-"+name+".png")
+	shot := saveScreenshot(page, file)
+	if !ok {
+		t.Logf("%s: %s not found; tree nodes %v; the page's text: %q; screenshot %s (%v)", p.file, what, titles, text, file, shot)
+		return
 	}
+	require.NoError(t, shot)
+	t.Logf("%s: the hub's Argo CD UI shows %s; screenshot %s", p.file, what, file)
 }
 
 // logIntoHubUI starts Debian's Chromium, headless, and logs in to the hub's Argo CD UI as

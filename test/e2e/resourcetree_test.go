@@ -39,6 +39,7 @@ func resourceTreeScenario(t *testing.T, ctx context.Context, a *argoFleet) {
 		hubApp := application(contract.GitOpsNamespace, name)
 		require.NoError(t, a.f.Hub.Client.Get(ctx, client.ObjectKeyFromObject(hubApp), hubApp))
 		assert.NotContains(t, fmt.Sprint(hubApp.Object["status"]), v1alpha1.ReasonResourceTreeBounded, "a small tree is shown whole")
+		waitHubDiff(t, ctx, a, token, cluster)
 		logOtherCalls(t, ctx, a, token, name)
 	}
 	assertHubHoldsNoSpokeWriter(t, ctx, a.f.Hub.Client, a.spokes)
@@ -66,6 +67,44 @@ func waitHubTree(t *testing.T, ctx context.Context, a *argoFleet, cluster string
 	return hub.Nodes
 }
 
+// waitHubDiff waits until argocd-server on the hub answers the UI's managed-resources call
+// (its diff, and what its resource panel loads first) for the cluster's guestbook with the
+// managed resources the spoke's application controller keeps, each with its desired state.
+func waitHubDiff(t *testing.T, ctx context.Context, a *argoFleet, token, cluster string) {
+	name := "guestbook-" + cluster
+	c := argocdcache.New(argocdcache.Options{Address: a.argo.Spokes[cluster].RedisAddress})
+	defer func() { _ = c.Close() }()
+	type diff struct{ Group, Kind, Namespace, Name, TargetState string }
+	names := func(items []diff) []string {
+		out := []string{}
+		for _, d := range items {
+			if d.TargetState != "" {
+				out = append(out, d.Kind+" "+d.Namespace+"/"+d.Name)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	var spoke []diff
+	var hub struct{ Items []diff }
+	var last error
+	ok := assert.Eventually(t, func() bool {
+		raw, found, err := c.Get(ctx, argocdcache.ManagedResourcesKey(name))
+		spoke = nil
+		if err != nil || !found || argocdcache.Decode(raw, 64<<20, &spoke) != nil || len(spoke) == 0 {
+			return false
+		}
+		hub.Items = nil
+		last = a.server.Get(ctx, token, "/api/v1/applications/"+name+"/managed-resources", url.Values{"appNamespace": {contract.GitOpsNamespace}}, &hub)
+		return last == nil && slices.Equal(names(hub.Items), names(spoke))
+	}, 3*time.Minute, time.Second)
+	require.True(t, ok, "argocd-server's diff of %s: %v (last error %v); the spoke's: %v", name, names(hub.Items), last, names(spoke))
+	t.Logf("%s: argocd-server on the hub answers managed-resources with the spoke's diff of %v", name, names(hub.Items))
+	spokeApp := application(contract.GitOpsNamespace, name)
+	err := a.spokes[cluster].Client.Get(ctx, client.ObjectKeyFromObject(spokeApp), spokeApp)
+	t.Logf("%s: the tree and diff the spoke ships: %d bytes of feedback (%v)", name, len(spokeApp.GetAnnotations()[apptree.Annotation]), err)
+}
+
 // spokeTree is the tree the spoke's application controller keeps in its redis.
 func spokeTree(t *testing.T, ctx context.Context, redis, app string) apptree.Tree {
 	c := argocdcache.New(argocdcache.Options{Address: redis})
@@ -88,12 +127,12 @@ func nodeNames(nodes []apptree.Node) []string {
 }
 
 // logOtherCalls records what the Application page's other calls answer in the basic pull
-// model: the live manifest, events and logs need the hub to reach the spoke, which it
-// cannot (no credential on the hub can change a spoke, nor read it).
+// model: the live manifest and events need the hub to reach the spoke, which it cannot
+// (no credential on the hub can change a spoke, nor read it).
 func logOtherCalls(t *testing.T, ctx context.Context, a *argoFleet, token, app string) {
 	q := url.Values{"appNamespace": {contract.GitOpsNamespace}, "namespace": {"guestbook"}, "resourceName": {"guestbook-ui"},
 		"version": {"v1"}, "kind": {"Service"}, "group": {""}}
-	for _, call := range []string{"/resource", "/events", "/managed-resources"} {
+	for _, call := range []string{"/resource", "/events"} {
 		var out map[string]any
 		err := a.server.Get(ctx, token, "/api/v1/applications/"+app+call, q, &out)
 		t.Logf("basic pull model, GET /api/v1/applications/%s%s: error %v, %d top-level fields", app, call, err, len(out))

@@ -136,8 +136,9 @@ var Reasons = reasons.Table{
 		{Name: ReasonResourceTreeBounded, Conditions: []string{ConditionPullModelWarning}, Event: reasons.Warning,
 			Meaning: "The Application's resource tree on its cluster is over the bound (1,000 nodes or 48 KiB encoded): the hub's " +
 				"Argo CD UI draws its managed resources without their children; the message counts the nodes, and any managed " +
-				"resources left out.",
-			Fix: "Nothing: the spoke's own Argo CD UI has the whole tree; split a very large Application to see its children on the hub."},
+				"resources left out. Or its diff does not fit in the same 48 KiB beside the tree: the hub's UI shows the tree " +
+				"but no diff and no resource panel (the message says so).",
+			Fix: "Nothing: the spoke's own Argo CD UI has the whole tree and diff; split a very large Application to see them on the hub."},
 		{Name: ReasonResourceTreeUnreadable, Conditions: []string{ConditionPullModelWarning}, Event: reasons.Warning,
 			Meaning: "The cluster's agent sends a resource tree this manager cannot decode (a newer agent's format, or beyond the " +
 				"bounds): the hub shows no tree for it.",

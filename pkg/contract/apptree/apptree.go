@@ -12,6 +12,11 @@
 // The tree is bounded: beyond MaxNodes nodes, or MaxBytes encoded, it degrades to the
 // Application's managed resources (ManagedOnly), and beyond that it is cut (Omitted),
 // so that the hub never holds more than MaxBytes per Application.
+//
+// With the tree goes Argo CD's diff of the managed resources (its managed-resources cache,
+// Diff), which the UI's diff and its resource panel read, when it fits within MaxBytes
+// beside the tree; the tree comes first, and a diff that does not fit is left out
+// (DiffOmitted).
 package apptree
 
 import (
@@ -97,6 +102,24 @@ type Health struct {
 	LastTransitionTime string `json:"lastTransitionTime,omitempty"`
 }
 
+// Diff is Argo CD's ResourceDiff as it crosses: the desired manifest, the normalized live
+// and predicted states the UI's diff draws, and whether they differ. Left out: the live
+// state (the UI reads the live manifest from the cluster itself), the deprecated diff, and
+// the resourceVersion, which changes on every status update of the resource.
+type Diff struct {
+	Group               string `json:"group,omitempty"`
+	Kind                string `json:"kind,omitempty"`
+	Namespace           string `json:"namespace,omitempty"`
+	Name                string `json:"name,omitempty"`
+	TargetState         string `json:"targetState,omitempty"`
+	Hook                bool   `json:"hook,omitempty"`
+	NormalizedLiveState string `json:"normalizedLiveState,omitempty"`
+	PredictedLiveState  string `json:"predictedLiveState,omitempty"`
+	Modified            bool   `json:"modified,omitempty"`
+}
+
+func (d Diff) fullName() string { return d.Group + "/" + d.Kind + "/" + d.Namespace + "/" + d.Name }
+
 // Managed says whether the node is one of the Application's own resources (no parent).
 func (n Node) Managed() bool { return len(n.ParentRefs) == 0 }
 
@@ -130,11 +153,39 @@ type Shipped struct {
 	// Omitted is how many managed resources are left out even so.
 	Omitted int  `json:"omitted,omitempty"`
 	Tree    Tree `json:"tree"`
+	// Diff is Argo CD's diff of the managed resources, sorted as Argo CD sorts it; none
+	// when the spoke's Argo CD keeps none (yet; or the Application manages nothing) or it
+	// did not fit (DiffOmitted).
+	Diff []Diff `json:"diff,omitempty"`
+	// DiffOmitted: the diff was over the bound beside the tree and is not shipped.
+	DiffOmitted bool `json:"diffOmitted,omitempty"`
 }
 
-// Bound is the tree as it may be shipped: whole if within the bounds, else its managed
-// resources, else as many of those as fit.
-func Bound(t Tree) (Shipped, string, error) {
+// HasDiff says whether a diff was shipped.
+func (s Shipped) HasDiff() bool { return len(s.Diff) > 0 }
+
+// Bound is the tree and the diff as they may be shipped: the tree whole if within the
+// bounds, else its managed resources, else as many of those as fit; the diff (nil: none
+// kept) beside it if both fit within MaxBytes, else left out.
+func Bound(t Tree, diff []Diff) (Shipped, string, error) {
+	s, value, err := boundTree(t)
+	if err != nil || diff == nil {
+		return s, value, err
+	}
+	withDiff := s
+	withDiff.Diff = slices.SortedStableFunc(slices.Values(diff), func(a, b Diff) int { return cmp.Compare(a.fullName(), b.fullName()) })
+	if len(withDiff.Diff) <= MaxNodes {
+		if v, err := encode(withDiff); err != nil || len(v) <= MaxBytes {
+			return withDiff, v, err
+		}
+	}
+	s.DiffOmitted = true
+	value, err = encode(s)
+	return s, value, err
+}
+
+// boundTree is the tree as it may be shipped (Bound).
+func boundTree(t Tree) (Shipped, string, error) {
 	t.normalize()
 	s := Shipped{Version: Version, Total: len(t.Nodes) + len(t.OrphanedNodes), Tree: t}
 	if s.Total <= MaxNodes {
@@ -221,6 +272,8 @@ func (s Shipped) check() error {
 		return fmt.Errorf("%w (version %d; this reads %d)", ErrNewerVersion, s.Version, Version)
 	case len(s.Tree.Nodes)+len(s.Tree.OrphanedNodes) > MaxNodes:
 		return fmt.Errorf("the resource tree has %d nodes, over the bound of %d", len(s.Tree.Nodes)+len(s.Tree.OrphanedNodes), MaxNodes)
+	case len(s.Diff) > MaxNodes:
+		return fmt.Errorf("the diff has %d resources, over the bound of %d", len(s.Diff), MaxNodes)
 	case s.Total < 0 || s.Omitted < 0:
 		return fmt.Errorf("the resource tree has negative counts (total %d, omitted %d)", s.Total, s.Omitted)
 	}
@@ -237,6 +290,9 @@ func (s Shipped) Summary() string {
 	}
 	if s.Omitted > 0 {
 		fmt.Fprintf(&b, " (%d more managed resources left out)", s.Omitted)
+	}
+	if s.DiffOmitted {
+		fmt.Fprintf(&b, "; its diff does not fit in %d KiB beside the tree: the hub's Argo CD shows no diff and no resource panel for it", MaxBytes>>10)
 	}
 	return b.String()
 }

@@ -1,6 +1,7 @@
 package apptree
 
 import (
+	"crypto/rand"
 	"encoding/base64"
 	"fmt"
 	"strings"
@@ -54,7 +55,7 @@ func TestBound(t *testing.T) {
 		{name: "managed resources over MaxBytes: cut", tree: wide(5000), managedOnly: true, total: 10000, summaryContains: "more managed resources left out"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, value, err := Bound(tc.tree)
+			s, value, err := Bound(tc.tree, nil)
 			require.NoError(t, err)
 			assert.LessOrEqual(t, len(value), MaxBytes)
 			assert.Equal(t, tc.managedOnly, s.ManagedOnly)
@@ -76,6 +77,59 @@ func TestBound(t *testing.T) {
 	}
 }
 
+// guestbookDiff is Argo CD's diff of the guestbook's managed resources, in its cache's
+// not in its cache's order (a core kind's empty group sorts first): a Deployment whose
+// replicas differ and a Service in sync.
+func guestbookDiff() []Diff {
+	return []Diff{
+		{Group: "apps", Kind: "Deployment", Namespace: "guestbook", Name: "guestbook-ui", TargetState: `{"spec":{"replicas":2}}`,
+			NormalizedLiveState: `{"spec":{"replicas":1}}`, PredictedLiveState: `{"spec":{"replicas":2}}`, Modified: true},
+		{Kind: "Service", Namespace: "guestbook", Name: "guestbook-ui", TargetState: `{"kind":"Service"}`,
+			NormalizedLiveState: `{"kind":"Service"}`, PredictedLiveState: `{"kind":"Service"}`},
+	}
+}
+
+// bigDiff is a diff whose states (random, so that gzip cannot shrink them) take more than
+// MaxBytes.
+func bigDiff(t *testing.T) []Diff {
+	noise := make([]byte, MaxBytes)
+	_, err := rand.Read(noise)
+	require.NoError(t, err)
+	return []Diff{{Kind: "ConfigMap", Namespace: "big", Name: "noise", TargetState: base64.StdEncoding.EncodeToString(noise)}}
+}
+
+func TestBoundShipsTheDiffWhenItFits(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		diff            []Diff
+		wantDiff        []Diff
+		omitted         bool
+		summaryContains string
+	}{
+		{name: "none kept on the spoke: none shipped", diff: nil},
+		{name: "a diff that fits crosses sorted as Argo CD sorts it", diff: guestbookDiff(),
+			wantDiff: []Diff{guestbookDiff()[1], guestbookDiff()[0]}},
+		{name: "a diff over the bound beside the tree is left out, the tree kept", diff: bigDiff(t), omitted: true,
+			summaryContains: "its diff does not fit"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, value, err := Bound(guestbook(), tc.diff)
+			require.NoError(t, err)
+			assert.LessOrEqual(t, len(value), MaxBytes)
+			assert.Len(t, s.Tree.Nodes, 5, "the tree comes first")
+			assert.Equal(t, tc.wantDiff, s.Diff)
+			assert.Equal(t, tc.wantDiff != nil, s.HasDiff())
+			assert.Equal(t, tc.omitted, s.DiffOmitted)
+			if tc.summaryContains != "" {
+				assert.Contains(t, s.Summary(), tc.summaryContains)
+			}
+			back, err := Decode(value)
+			require.NoError(t, err)
+			assert.Equal(t, s, back)
+		})
+	}
+}
+
 func childrenLeft(t Tree, s Shipped) int {
 	if !s.ManagedOnly {
 		return 0
@@ -88,15 +142,15 @@ func TestEqualTreesEncodeEqually(t *testing.T) {
 	a, b := guestbook(), guestbook()
 	b.Nodes[0], b.Nodes[4] = b.Nodes[4], b.Nodes[0]
 	b.ShardsCount = 1
-	_, va, err := Bound(a)
+	_, va, err := Bound(a, nil)
 	require.NoError(t, err)
-	_, vb, err := Bound(b)
+	_, vb, err := Bound(b, nil)
 	require.NoError(t, err)
 	assert.Equal(t, va, vb)
 }
 
 func TestDecodeRefuses(t *testing.T) {
-	_, good, err := Bound(guestbook())
+	_, good, err := Bound(guestbook(), nil)
 	require.NoError(t, err)
 	newer := strings.Replace(mustInflate(t, good), `"v":1`, `"v":2`, 1)
 	for _, tc := range []struct{ name, value, want string }{

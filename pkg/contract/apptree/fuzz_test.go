@@ -9,7 +9,7 @@ import (
 // panic; whatever is accepted is within the bounds the agent writes by and encodes again
 // within MaxBytes, so a spoke cannot make the hub hold more than a tree may be.
 func FuzzDecodeTree(f *testing.F) {
-	_, good, err := Bound(guestbook())
+	_, good, err := Bound(guestbook(), guestbookDiff())
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -22,8 +22,8 @@ func FuzzDecodeTree(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if n := len(s.Tree.Nodes) + len(s.Tree.OrphanedNodes); n > MaxNodes || s.Total < 0 || s.Omitted < 0 {
-			t.Fatalf("accepted beyond the bounds: %d nodes, total %d, omitted %d", n, s.Total, s.Omitted)
+		if n := len(s.Tree.Nodes) + len(s.Tree.OrphanedNodes); n > MaxNodes || len(s.Diff) > MaxNodes || s.Total < 0 || s.Omitted < 0 {
+			t.Fatalf("accepted beyond the bounds: %d nodes, %d diffs, total %d, omitted %d", n, len(s.Diff), s.Total, s.Omitted)
 		}
 	})
 }

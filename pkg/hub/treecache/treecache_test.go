@@ -55,7 +55,7 @@ func shipped(t *testing.T, names ...string) (apptree.Shipped, string) {
 	for _, n := range names {
 		tree.Nodes = append(tree.Nodes, apptree.Node{Ref: apptree.Ref{Version: "v1", Kind: "ConfigMap", Namespace: "guestbook", Name: n}})
 	}
-	s, value, err := apptree.Bound(tree)
+	s, value, err := apptree.Bound(tree, nil)
 	require.NoError(t, err)
 	return s, value
 }
@@ -118,4 +118,37 @@ func TestWriteErrorsAreReturned(t *testing.T) {
 	store.failSet = nil
 	require.NoError(t, w.Write(context.Background(), types.NamespacedName{Namespace: "x", Name: "y"}, s, v))
 	assert.Equal(t, 1, store.sets, "a failed write is not remembered as written")
+}
+
+// The diff shipped with a tree goes where argocd-server's managed-resources call reads it,
+// before the tree is announced; a tree that comes without one (its diff left out over the
+// bound) removes the one written before, and so does Forget.
+func TestTheDiffIsWrittenBesideTheTree(t *testing.T) {
+	store := &fakeStore{keys: map[string][]byte{}}
+	w := &Writer{Store: store, ArgoNamespace: "openshift-gitops"}
+	ctx := context.Background()
+	app := types.NamespacedName{Namespace: "openshift-gitops", Name: "guestbook-vanilla"}
+	key := argocdcache.ManagedResourcesKey("guestbook-vanilla")
+	diff := []apptree.Diff{{Group: "apps", Kind: "Deployment", Namespace: "guestbook", Name: "web", TargetState: `{"spec":{}}`, Modified: true}}
+	withDiff, value, err := apptree.Bound(apptree.Tree{Nodes: []apptree.Node{{Ref: apptree.Ref{Kind: "Deployment", Name: "web"}}}}, diff)
+	require.NoError(t, err)
+
+	require.NoError(t, w.Write(ctx, app, withDiff, value))
+	var stored []map[string]any
+	require.NoError(t, argocdcache.Decode(store.keys[key], 1<<20, &stored))
+	assert.Equal(t, []map[string]any{{"group": "apps", "kind": "Deployment", "namespace": "guestbook", "name": "web",
+		"targetState": `{"spec":{}}`, "modified": true}}, stored, "Argo CD's ResourceDiff fields")
+
+	without, value2 := shipped(t, "web", "other")
+	require.NoError(t, w.Write(ctx, app, without, value2))
+	assert.NotContains(t, store.keys, key, "no diff came with the new tree: the old one is not shown as current")
+	deletes := len(store.deletes)
+	again, value3 := shipped(t, "web")
+	require.NoError(t, w.Write(ctx, app, again, value3))
+	assert.Len(t, store.deletes, deletes, "no diff written since: nothing to remove, no redis call")
+
+	require.NoError(t, w.Write(ctx, app, withDiff, value))
+	require.NoError(t, w.Forget(ctx, app))
+	assert.NotContains(t, store.keys, key)
+	assert.NotContains(t, store.keys, argocdcache.TreeKey("guestbook-vanilla"))
 }

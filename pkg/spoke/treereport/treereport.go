@@ -105,7 +105,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !found {
 		return ctrl.Result{}, nil // Argo CD has not drawn it yet; its announcement wakes us
 	}
-	_, value, err := apptree.Bound(tree)
+	diff, err := r.readDiff(ctx, argocdcache.InstanceName(app.GetNamespace(), app.GetName(), r.Namespace))
+	if err != nil {
+		r.failed(err)
+		return ctrl.Result{}, err
+	}
+	_, value, err := apptree.Bound(tree, diff)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -140,6 +145,20 @@ func (r *Reconciler) read(ctx context.Context, instance string) (apptree.Tree, b
 		tree.Merge(shard)
 	}
 	return tree, true, nil
+}
+
+// readDiff is the diff of the managed resources Argo CD keeps, nil when it keeps none.
+func (r *Reconciler) readDiff(ctx context.Context, instance string) ([]apptree.Diff, error) {
+	key := argocdcache.ManagedResourcesKey(instance)
+	raw, found, err := r.Cache.Get(ctx, key)
+	if !found || err != nil {
+		return nil, err
+	}
+	var diff []apptree.Diff
+	if err := argocdcache.Decode(raw, maxCachedTree, &diff); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", key, err)
+	}
+	return diff, nil
 }
 
 func (r *Reconciler) readShard(ctx context.Context, key string, into *apptree.Tree) (bool, error) {
@@ -181,7 +200,9 @@ func (r *Reconciler) succeeded() {
 
 // listener turns Argo CD's tree announcements into reconciles of the pulled Application
 // they name, and, after every (re)subscription, reconciles them all: an announcement may
-// have been missed while redis was away.
+// have been missed while redis was away. Argo CD announces a tree before it writes the
+// diff of the same comparison, so each announcement is followed by a second reconcile
+// diffSettle later, which ships that diff (and writes nothing when nothing changed).
 type listener struct {
 	cache     Cache
 	apps      client.Reader
@@ -215,7 +236,12 @@ func (l *listener) announce(ctx context.Context, instance string) {
 	app.SetNamespace(key.Namespace)
 	app.SetName(key.Name)
 	l.send(ctx, app)
+	time.AfterFunc(diffSettle, func() { l.send(ctx, app) })
 }
+
+// diffSettle is how long after a tree's announcement its diff is read again: Argo CD
+// writes the diff right after the tree, in the same reconcile.
+const diffSettle = 2 * time.Second
 
 func (l *listener) all(ctx context.Context) {
 	list := &unstructured.UnstructuredList{}

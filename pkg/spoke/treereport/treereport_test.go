@@ -78,7 +78,7 @@ func TestReconcileShipsTheTreeOnce(t *testing.T) {
 			edit: func(u *unstructured.Unstructured) {
 				tree, _, err := (&Reconciler{Cache: withTree(t, cachedTree)}).read(context.Background(), "guestbook")
 				require.NoError(t, err)
-				_, value, err := apptree.Bound(tree)
+				_, value, err := apptree.Bound(tree, nil)
 				require.NoError(t, err)
 				u.SetAnnotations(map[string]string{apptree.Annotation: pulledapps.Digest(value)})
 			}},
@@ -132,6 +132,39 @@ func TestReconcileShipsTheTreeOnce(t *testing.T) {
 	}
 }
 
+// cachedDiff is the guestbook's managed resources as Argo CD's controller keeps them
+// (app|managed-resources|...): each ResourceDiff, with the fields the agent drops (the live
+// state, the deprecated diff, the resourceVersion).
+const cachedDiff = `[{"group":"apps","kind":"Deployment","namespace":"guestbook","name":"guestbook-ui",
+  "targetState":"{\"spec\":{\"replicas\":2}}","liveState":"{\"spec\":{\"replicas\":1},\"status\":{}}","diff":"[]",
+  "normalizedLiveState":"{\"spec\":{\"replicas\":1}}","predictedLiveState":"{\"spec\":{\"replicas\":2}}","resourceVersion":"41","modified":true}]`
+
+// The diff Argo CD keeps beside the tree crosses with it, for the hub UI's diff and
+// resource panel.
+func TestTheDiffShipsWithTheTree(t *testing.T) {
+	cache := withTree(t, cachedTree)
+	var raw any
+	require.NoError(t, yaml.Unmarshal([]byte(cachedDiff), &raw))
+	value, err := argocdcache.Encode(raw)
+	require.NoError(t, err)
+	cache.values[argocdcache.ManagedResourcesKey("guestbook")] = value
+	app := &unstructured.Unstructured{}
+	require.NoError(t, yaml.Unmarshal([]byte(pulledApp), &app.Object))
+	c := fixtures.FakeSpoke(t, app).Build()
+	r := &Reconciler{Apps: c, Client: c, Cache: cache, Namespace: "openshift-gitops"}
+	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "openshift-gitops", Name: "guestbook"}}
+	_, err = r.Reconcile(context.Background(), req)
+	require.NoError(t, err)
+	stored := pulledapps.New()
+	require.NoError(t, c.Get(context.Background(), req.NamespacedName, stored))
+	shipped, err := apptree.Decode(stored.GetAnnotations()[apptree.Annotation])
+	require.NoError(t, err)
+	assert.Len(t, shipped.Tree.Nodes, 3)
+	assert.Equal(t, []apptree.Diff{{Group: "apps", Kind: "Deployment", Namespace: "guestbook", Name: "guestbook-ui",
+		TargetState: `{"spec":{"replicas":2}}`, NormalizedLiveState: `{"spec":{"replicas":1}}`, PredictedLiveState: `{"spec":{"replicas":2}}`,
+		Modified: true}}, shipped.Diff)
+}
+
 // A changed resourceVersion alone (every status update of every child) writes nothing.
 func TestAResourceVersionAloneIsNoChange(t *testing.T) {
 	first := withTree(t, cachedTree)
@@ -148,9 +181,9 @@ func TestAResourceVersionAloneIsNoChange(t *testing.T) {
 	require.NoError(t, err)
 	t2, _, err := r2.read(context.Background(), "guestbook")
 	require.NoError(t, err)
-	_, v1, err := apptree.Bound(t1)
+	_, v1, err := apptree.Bound(t1, nil)
 	require.NoError(t, err)
-	_, v2, err := apptree.Bound(t2)
+	_, v2, err := apptree.Bound(t2, nil)
 	require.NoError(t, err)
 	assert.Equal(t, v1, v2)
 }

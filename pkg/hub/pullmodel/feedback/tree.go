@@ -41,7 +41,7 @@ func (t Tree) Problems(cluster string) []pullnames.Problem {
 		return []pullnames.Problem{{Reason: v1alpha1.ReasonResourceTreeUnreadable, Message: fmt.Sprintf(
 			"the resource tree cluster %s reports cannot be read (%v): upgrade the hub manager to the version of the cluster's gitops-addon agent",
 			cluster, err)}}
-	case ok && (shipped.ManagedOnly || shipped.Omitted > 0):
+	case ok && (shipped.ManagedOnly || shipped.Omitted > 0 || shipped.DiffOmitted):
 		return []pullnames.Problem{{Reason: v1alpha1.ReasonResourceTreeBounded, Message: fmt.Sprintf("on cluster %s %s", cluster, shipped.Summary())}}
 	}
 	return nil

@@ -1,6 +1,8 @@
 package feedback
 
 import (
+	"crypto/rand"
+	"encoding/base64"
 	"fmt"
 	"testing"
 
@@ -23,9 +25,14 @@ func wideTree(n int) apptree.Tree {
 }
 
 func TestTreeProblems(t *testing.T) {
-	_, small, err := apptree.Bound(wideTree(2))
+	_, small, err := apptree.Bound(wideTree(2), nil)
 	require.NoError(t, err)
-	_, large, err := apptree.Bound(wideTree(apptree.MaxNodes))
+	_, large, err := apptree.Bound(wideTree(apptree.MaxNodes), nil)
+	require.NoError(t, err)
+	noise := make([]byte, apptree.MaxBytes)
+	_, err = rand.Read(noise)
+	require.NoError(t, err)
+	_, diffLeftOut, err := apptree.Bound(wideTree(2), []apptree.Diff{{Kind: "ConfigMap", Name: "noise", TargetState: base64.StdEncoding.EncodeToString(noise)}})
 	require.NoError(t, err)
 	for _, tc := range []struct {
 		name     string
@@ -37,6 +44,8 @@ func TestTreeProblems(t *testing.T) {
 		{name: "a small tree: drawn, nothing to say", value: small, readable: true},
 		{name: "over the bound: its managed resources drawn, and a warning", value: large, readable: true, reason: v1alpha1.ReasonResourceTreeBounded,
 			says: "on cluster c1 the resource tree has 2000 nodes, over the bound of 1000 nodes or 48 KiB: the hub shows its 1000 managed resources"},
+		{name: "a diff over the bound beside the tree: the tree drawn, and a warning", value: diffLeftOut, readable: true,
+			reason: v1alpha1.ReasonResourceTreeBounded, says: "on cluster c1 the resource tree has 4 nodes; its diff does not fit in 48 KiB beside the tree"},
 		{name: "unreadable: not drawn, a warning naming the fix", value: "garbage!", reason: v1alpha1.ReasonResourceTreeUnreadable, says: "upgrade the hub manager"},
 		{name: "no tree reported (an older agent): nothing to draw, nothing to say"},
 	} {
