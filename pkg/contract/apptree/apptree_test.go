@@ -77,9 +77,9 @@ func TestBound(t *testing.T) {
 	}
 }
 
-// guestbookDiff is Argo CD's diff of the guestbook's managed resources, in its cache's
-// not in its cache's order (a core kind's empty group sorts first): a Deployment whose
-// replicas differ and a Service in sync.
+// guestbookDiff is Argo CD's diff of the guestbook's managed resources, not in its cache's
+// order (a core kind's empty group sorts first): a Deployment whose replicas differ and a
+// Service in sync.
 func guestbookDiff() []Diff {
 	return []Diff{
 		{Group: "apps", Kind: "Deployment", Namespace: "guestbook", Name: "guestbook-ui", TargetState: `{"spec":{"replicas":2}}`,
