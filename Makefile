@@ -187,12 +187,13 @@ ARGOCD_WITH_UI = $${ARGOCD_WITH_UI_BIN:-$$(test -x $(BIN)/argocd-ui && echo $(BI
 argocd-ui-if-possible: argocd-env
 	@rc=0; hack/build-argocd-ui.sh $(BIN) || rc=$$?; \
 	if [[ $$rc -eq 3 ]]; then \
-	  printf '\n%s\n%s\n%s\n%s\n%s\n%s\n\n' \
+	  printf '\n%s\n%s\n%s\n%s\n%s\n%s\n%s\n\n' \
 	    '************************************************************************************' \
-	    '* NOT RUN: the browser subtests (Chromium drives the hub Argo CD web UI). Argo CD  *' \
-	    '* UI takes argo-ui from GitHub, not reachable here: clone it where GitHub is, then *' \
-	    '* make argocd-ui ARGO_UI_GIT=/path/to/argo-ui (docs/guides/pull-model.md).         *' \
-	    '* The API-level subtests of the same pages run.                                    *' \
+	    '* NOT RUN: the browser subtests (Chromium drives the hub'\''s Argo CD web UI): make   *' \
+	    '* argocd-ui could not build Argo CD'\''s UI here, for the reason above (argo-ui comes *' \
+	    '* from GitHub, for which a clone can stand in: ARGO_UI_GIT=/path/to/argo-ui; or    *' \
+	    '* nodejs, npm and chromium are missing). The API-level subtests of the same pages  *' \
+	    '* run (docs/guides/pull-model.md#the-hubs-argo-cd-ui).                             *' \
 	    '************************************************************************************'; \
 	elif [[ $$rc -ne 0 ]]; then exit $$rc; fi
 

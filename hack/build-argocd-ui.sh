@@ -13,7 +13,8 @@
 # clone (or a mirror) of https://github.com/argoproj/argo-ui that has the commit:
 # ARGO_UI_GIT=/path/to/argo-ui. Without either it says so and exits with 3, having built
 # nothing (make test and make demo then go on without the UI). It installs nodejs, npm and
-# chromium (Debian) when missing: the build needs the first two, the browser tests the third.
+# chromium (Debian) when missing: the build needs the first two, the browser tests the third;
+# not root and without them, it says so and exits with 3 too.
 #
 # usage: hack/build-argocd-ui.sh BIN_DIR
 set -euo pipefail
@@ -57,7 +58,8 @@ elif ! timeout 30 git ls-remote "$ARGO_UI_URL" HEAD >/dev/null 2>&1; then
 fi
 
 # node and npm build the UI; the browser tests drive Chromium.
-"$(dirname "$0")/ensure-debian-packages.sh" node=nodejs npm=npm chromium=chromium
+"$(dirname "$0")/ensure-debian-packages.sh" node=nodejs npm=npm chromium=chromium ||
+  { log "nodejs, npm and chromium are needed (apt-get install nodejs npm chromium, or run this as root). Nothing was built."; exit 3; }
 
 start=$SECONDS
 rm -rf "$work"
