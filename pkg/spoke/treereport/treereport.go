@@ -41,7 +41,8 @@ const ControllerName = "treereport"
 // FieldManager owns the annotation on the spoke Applications.
 const FieldManager = "gitops-addon-agent"
 
-// maxCachedTree bounds what the agent inflates of one tree from the spoke's redis.
+// maxCachedTree bounds what the agent inflates of one cached value (a tree shard, a diff)
+// from the spoke's redis.
 const maxCachedTree = 64 << 20
 
 // Cache is the part of Argo CD's redis the controller reads.
@@ -133,13 +134,13 @@ func sameTree(cached, value string) bool {
 // read is the tree Argo CD keeps, its shards merged.
 func (r *Reconciler) read(ctx context.Context, instance string) (apptree.Tree, bool, error) {
 	var tree apptree.Tree
-	found, err := r.readShard(ctx, argocdcache.TreeKey(instance), &tree)
+	found, err := r.readCached(ctx, argocdcache.TreeKey(instance), &tree)
 	if !found || err != nil {
 		return tree, found, err
 	}
 	for i := int64(1); i < tree.ShardsCount; i++ {
 		var shard apptree.Tree
-		if _, err := r.readShard(ctx, argocdcache.ShardKey(instance, i), &shard); err != nil {
+		if _, err := r.readCached(ctx, argocdcache.ShardKey(instance, i), &shard); err != nil {
 			return tree, false, err
 		}
 		tree.Merge(shard)
@@ -149,19 +150,13 @@ func (r *Reconciler) read(ctx context.Context, instance string) (apptree.Tree, b
 
 // readDiff is the diff of the managed resources Argo CD keeps, nil when it keeps none.
 func (r *Reconciler) readDiff(ctx context.Context, instance string) ([]apptree.Diff, error) {
-	key := argocdcache.ManagedResourcesKey(instance)
-	raw, found, err := r.Cache.Get(ctx, key)
-	if !found || err != nil {
-		return nil, err
-	}
 	var diff []apptree.Diff
-	if err := argocdcache.Decode(raw, maxCachedTree, &diff); err != nil {
-		return nil, fmt.Errorf("reading %s: %w", key, err)
-	}
-	return diff, nil
+	_, err := r.readCached(ctx, argocdcache.ManagedResourcesKey(instance), &diff)
+	return diff, err
 }
 
-func (r *Reconciler) readShard(ctx context.Context, key string, into *apptree.Tree) (bool, error) {
+// readCached decodes one value of Argo CD's cache into into; false when it is not there.
+func (r *Reconciler) readCached(ctx context.Context, key string, into any) (bool, error) {
 	raw, found, err := r.Cache.Get(ctx, key)
 	if !found || err != nil {
 		return false, err
