@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/url"
 	"os"
 	"os/exec"
@@ -21,9 +23,10 @@ import (
 )
 
 // EnvArgoCDWithUI names an Argo CD binary whose argocd-server embeds its web UI (argocd-server
-// serves index.html only from the UI built into it). Our targets cannot build one: the UI's
-// source takes argo-ui from GitHub at a pinned commit, which is not reachable from CI, and
-// argo-ui@1.0.0 on the npm registry does not build it (docs/guides/pull-model.md). Set, the
+// serves index.html only from the UI built into it): `make argocd-ui` builds one wherever
+// argo-ui can be fetched (the UI's source takes it from GitHub at a pinned commit, which CI
+// here cannot reach; argo-ui@1.0.0 on the npm registry does not build it:
+// docs/guides/pull-model.md), and make sets this to it. Set, the
 // hub's argocd-servers run from it and the browser subtests run: the basic pull model's
 // (hubUIScenario, TestRealPods' with the guestbook's running Pod and, with OCM's addons,
 // TestLiveResourcesOnRealPods' podPagesInBrowser) and, with the real argocd-agent, Argo CD
@@ -49,9 +52,8 @@ func hubUIScenario(t *testing.T, ctx context.Context, a *argoFleet) {
 	}()
 	for _, cluster := range []string{vanilla, openshift} {
 		// The Deployment's ReplicaSet (guestbook-web-...) is a child only the tree has.
-		treeInBrowser(t, tab, a.server.URL, "guestbook-"+cluster, "guestbook-ui", "guestbook-db", "guestbook-web-")
+		page := openTree(t, tab, a.server.URL, contract.GitOpsNamespace, "guestbook-"+cluster, "guestbook-ui", "guestbook-db", "guestbook-web-")
 		// A managed resource's panel loads the diff first: the spoke's, carried with the tree.
-		page := appPage{tab: tab, url: a.server.URL + "/applications/" + contract.GitOpsNamespace + "/guestbook-" + cluster, file: "guestbook-" + cluster}
 		configMap := apptree.Node{Ref: apptree.Ref{Kind: "ConfigMap", Namespace: "guestbook", Name: "guestbook-ui"}}
 		page.showPanel(t, "the ConfigMap's desired manifest, from the spoke's diff", configMap, "summary", "Desired Manifest", "configmap-desired", func(text string, _ []string) bool {
 			return strings.Contains(text, "kind: ConfigMap") && strings.Contains(text, "title: Guestbook")
@@ -59,34 +61,22 @@ func hubUIScenario(t *testing.T, ctx context.Context, a *argoFleet) {
 	}
 }
 
-// treeInBrowser opens the UI's page of the Application name (in Argo CD's namespace) in a
-// tab of its own (the session cookie is the browser's), waits until the tree it draws has
-// a node titled with each of want, and saves a screenshot (<name>-tree.png, or
-// <name>-failed.png when a node never shows).
-func treeInBrowser(t *testing.T, tab context.Context, serverURL, name string, want ...string) {
-	dir := screenshotDir(t)
-	page, closePage := chromedp.NewContext(tab)
-	defer closePage()
-	require.NoError(t, chromedp.Do(page, chromedp.Navigate(serverURL+"/applications/"+contract.GitOpsNamespace+"/"+name+"?view=tree")))
-	var titles []string
-	var last error
-	ok := assert.Eventually(t, func() bool {
-		titles, last = treeNodeTitles(page)
+// openTree opens the UI's page of Application app in the hub namespace namespace and waits
+// until the tree it draws has a node titled with each of want (the test stops when one
+// never shows: every later view needs the tree), saving <namespace>-<app>-tree.png. It
+// returns the page, for the views of its nodes.
+func openTree(t *testing.T, tab context.Context, serverURL, namespace, app string, want ...string) appPage {
+	page := appPage{tab: tab, url: serverURL + "/applications/" + namespace + "/" + app, file: namespace + "-" + app}
+	drawn := page.show(t, fmt.Sprintf("the spoke's tree with %v", want), "view=tree", "", "tree", func(_ string, titles []string) bool {
 		for _, w := range want {
 			if !contains(titles, w) {
 				return false
 			}
 		}
 		return true
-	}, 3*time.Minute, 2*time.Second)
-	if !ok {
-		file := filepath.Join(dir, name+"-failed.png")
-		t.Logf("screenshot of the failure: %s (%v)", file, saveScreenshot(page, file))
-	}
-	require.True(t, ok, "the UI's page of %s draws the spoke's tree with %v: nodes %v (last error %v)", name, want, titles, last)
-	file := filepath.Join(dir, name+"-tree.png")
-	require.NoError(t, saveScreenshot(page, file))
-	t.Logf("%s: the hub's Argo CD UI draws %d nodes %v; screenshot %s", name, len(titles), titles, file)
+	})
+	require.True(t, drawn, "the UI's page of %s/%s draws the spoke's tree", namespace, app)
+	return page
 }
 
 // podPagesInBrowser opens, in the real Argo CD UI of a hub argocd-server that reads the
@@ -97,15 +87,7 @@ func treeInBrowser(t *testing.T, tab context.Context, serverURL, name string, wa
 func podPagesInBrowser(t *testing.T, ctx context.Context, serverURL, namespace, app string, pod apptree.Node, treeNodes ...string) {
 	require.NotEmpty(t, pod.Name, "the API-level subtest found the Pod first")
 	tab := logIntoHubUI(t, ctx, serverURL)
-	page := appPage{tab: tab, url: serverURL + "/applications/" + namespace + "/" + app, file: namespace + "-" + app}
-	page.show(t, "the tree, the running Pod in it", "view=tree", "", "tree", func(_ string, titles []string) bool {
-		for _, n := range append([]string{pod.Name}, treeNodes...) {
-			if !contains(titles, n) {
-				return false
-			}
-		}
-		return true
-	})
+	page := openTree(t, tab, serverURL, namespace, app, append([]string{pod.Name}, treeNodes...)...)
 	// A Pod is never in Git, and its uid is the spoke's: the manifest is the live one.
 	page.showPanel(t, "the Pod's live manifest", pod, "summary", "", "pod-manifest", func(text string, _ []string) bool {
 		return strings.Contains(text, "kind: Pod") && strings.Contains(text, "uid: "+pod.UID)
@@ -132,31 +114,35 @@ func (p appPage) showPanel(t *testing.T, what string, n apptree.Node, tab, inner
 }
 
 // show opens the page with query (and clicks the tab titled click, if any) and waits until
-// want holds of its text and tree; a view that never shows is logged with the page's text
-// and a screenshot, and fails the test.
-func (p appPage) show(t *testing.T, what, query, click, name string, want func(text string, titles []string) bool) {
+// want holds of its text and tree, saving <file>-<name>.png either way; a view that never
+// shows is logged with the page's text and fails the test, and show returns false.
+func (p appPage) show(t *testing.T, what, query, click, name string, want func(text string, titles []string) bool) bool {
 	page, closePage := chromedp.NewContext(p.tab)
 	defer closePage()
 	require.NoError(t, chromedp.Do(page, chromedp.Navigate(p.url+"?"+query)))
 	var text string
 	var titles []string
+	var last error
 	ok := assert.Eventually(t, func() bool {
 		if click != "" {
 			_, _ = chromedp.Run(page, chromedp.Evaluate[bool](`(() => { const tab = [...document.querySelectorAll('.tabs__nav a, .tabs__nav div')]
 				.find(e => e.textContent.trim().toLowerCase() === `+strconv.Quote(strings.ToLower(click))+`); if (tab) tab.click(); return !!tab; })()`))
 		}
-		titles, _ = treeNodeTitles(page)
-		text, _ = pageText(page)
+		var errTitles, errText error
+		titles, errTitles = treeNodeTitles(page)
+		text, errText = pageText(page)
+		last = errors.Join(errTitles, errText)
 		return want(text, titles)
-	}, 2*time.Minute, 2*time.Second, "%s in the UI: %s", p.file, what)
+	}, 3*time.Minute, 2*time.Second, "%s in the UI: %s", p.file, what)
 	file := filepath.Join(screenshotDir(t), p.file+"-"+name+".png")
 	shot := saveScreenshot(page, file)
 	if !ok {
-		t.Logf("%s: %s not found; tree nodes %v; the page's text: %q; screenshot %s (%v)", p.file, what, titles, text, file, shot)
-		return
+		t.Logf("%s: %s not found; tree nodes %v; the page's text: %q; last error %v; screenshot %s (%v)", p.file, what, titles, text, last, file, shot)
+		return false
 	}
 	require.NoError(t, shot)
-	t.Logf("%s: the hub's Argo CD UI shows %s; screenshot %s", p.file, what, file)
+	t.Logf("%s: the hub's Argo CD UI shows %s (%d tree nodes); screenshot %s", p.file, what, len(titles), file)
+	return true
 }
 
 // logIntoHubUI starts Debian's Chromium, headless, and logs in to the hub's Argo CD UI as

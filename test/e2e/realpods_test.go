@@ -88,7 +88,7 @@ func TestRealPods(t *testing.T) {
 		tab := logIntoHubUI(t, ctx, d.Server.URL)
 		for _, s := range r.Spokes {
 			require.NotEmpty(t, pods[s.Name], "the API-level subtest found %s's Pod first", s.Name)
-			treeInBrowser(t, tab, d.Server.URL, "guestbook-"+s.Name, "guestbook-ui", pods[s.Name])
+			openTree(t, tab, d.Server.URL, contract.GitOpsNamespace, "guestbook-"+s.Name, "guestbook-ui", pods[s.Name])
 		}
 	})
 
