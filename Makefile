@@ -132,8 +132,9 @@ test: ## Run every check and test: gofmt, go vet and the builds of make e2e-env 
 # everything else in order: the oldest kube-apiserver's build, the rest of the verify gate,
 # the other test packages (TEST_PARALLEL at a time), the fuzz targets, make test-compat's
 # kube-apiservers' build, then the version-sensitive tests on the oldest and on each of
-# those, side by side: nothing runs after the end-to-end package but what waits for it. The cores are busy in both streams (87 % in a
-# cold run), so this shortens a run by the idle time it fills, not by the work.
+# those, side by side: nothing runs after the end-to-end package but what waits for it.
+# The cores are busy in both streams (87 % in a cold run), so this shortens a run by the
+# idle time it fills, not by the work.
 # The end-to-end stream first builds Argo CD's web UI where it can (argocd-ui-if-possible),
 # beside the rest's first steps: the rest is the longer stream, but the UI's 3.5 minutes
 # share its cores: a cold run took 61 min 24 s with it (56 min 53 s without), then 58 min

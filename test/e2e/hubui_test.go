@@ -67,7 +67,7 @@ func hubUIScenario(t *testing.T, ctx context.Context, a *argoFleet) {
 // returns the page, for the views of its nodes.
 func openTree(t *testing.T, tab context.Context, serverURL, namespace, app string, want ...string) appPage {
 	page := appPage{tab: tab, url: serverURL + "/applications/" + namespace + "/" + app, file: namespace + "-" + app}
-	drawn := page.show(t, fmt.Sprintf("the spoke's tree with %v", want), "view=tree", "", "tree", func(_ string, titles []string) bool {
+	drawn := page.show(t, fmt.Sprintf("the spoke's tree with %v", want), "view=tree", "", "tree", treeWait, func(_ string, titles []string) bool {
 		for _, w := range want {
 			if !contains(titles, w) {
 				return false
@@ -110,13 +110,20 @@ type appPage struct {
 // live manifest, diff and desired manifest are not in the address).
 func (p appPage) showPanel(t *testing.T, what string, n apptree.Node, tab, inner, name string, want func(text string, titles []string) bool) {
 	selected := url.Values{"view": {"tree"}, "node": {n.Group + "/" + n.Kind + "/" + n.Namespace + "/" + n.Name + "/0"}, "tab": {tab}}
-	p.show(t, what, selected.Encode(), inner, name, want)
+	p.show(t, what, selected.Encode(), inner, name, panelWait, want)
 }
 
-// show opens the page with query (and clicks the tab titled click, if any) and waits until
-// want holds of its text and tree, saving <file>-<name>.png either way; a view that never
-// shows is logged with the page's text and fails the test, and show returns false.
-func (p appPage) show(t *testing.T, what, query, click, name string, want func(text string, titles []string) bool) bool {
+// How long a view may take to show: a tree waits for the spoke's Argo CD to compare and the
+// agent to ship what it found; a node's panel only for argocd-server's answer.
+const (
+	treeWait  = 3 * time.Minute
+	panelWait = 2 * time.Minute
+)
+
+// show opens the page with query (and clicks the tab titled click, if any) and waits up to
+// within until want holds of its text and tree, saving <file>-<name>.png either way; a view
+// that never shows is logged with the page's text and fails the test, and show returns false.
+func (p appPage) show(t *testing.T, what, query, click, name string, within time.Duration, want func(text string, titles []string) bool) bool {
 	page, closePage := chromedp.NewContext(p.tab)
 	defer closePage()
 	require.NoError(t, chromedp.Do(page, chromedp.Navigate(p.url+"?"+query)))
@@ -133,7 +140,7 @@ func (p appPage) show(t *testing.T, what, query, click, name string, want func(t
 		text, errText = pageText(page)
 		last = errors.Join(errTitles, errText)
 		return want(text, titles)
-	}, 3*time.Minute, 2*time.Second, "%s in the UI: %s", p.file, what)
+	}, within, 2*time.Second, "%s in the UI: %s", p.file, what)
 	file := filepath.Join(screenshotDir(t), p.file+"-"+name+".png")
 	shot := saveScreenshot(page, file)
 	if !ok {
